@@ -1,0 +1,151 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Builds and sends the SDK's requests (CONTRACT.md section 1) with the SDK's own deadline
+/// (section 5.6) and cancellation that reaches the network task (section 5.3).
+struct HTTPTransport: Sendable {
+    let origin: String?
+    let apiKey: String
+    let timeout: TimeInterval
+    let session: URLSession
+    let clock: any ExperimentationClock
+
+    init(config: SdkConfig, session: URLSession, clock: any ExperimentationClock) {
+        var base = config.baseURL.trimmingCharacters(in: .whitespaces)
+        while base.hasSuffix("/") { base.removeLast() }
+        if let url = URL(string: base), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+           url.host != nil, url.query == nil {
+            origin = base
+        } else {
+            origin = nil
+        }
+        self.apiKey = config.apiKey
+        self.timeout = config.timeout
+        self.session = session
+        self.clock = clock
+        self.baseURL = config.baseURL
+    }
+
+    private let baseURL: String
+
+    /// Percent-encodes `text` so only RFC 3986 unreserved characters (`A-Z a-z 0-9 - . _ ~`) stay literal.
+    static func encodeComponent(_ text: String) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(text.utf8.count)
+        for b in text.utf8 {
+            switch b {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
+                 UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.append(b)
+            default:
+                out.append(UInt8(ascii: "%")); out.append(hex[Int(b >> 4)]); out.append(hex[Int(b & 15)])
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The request URL: origin + `path` (already encoded) + query pairs encoded and sorted by name.
+    func url(path: String, query: [(String, String)]) throws(ExperimentationError) -> URL {
+        guard let origin else {
+            throw .invalidConfig("baseURL '\(baseURL)' is not an http(s) origin")
+        }
+        var text = origin + path
+        if !query.isEmpty {
+            text += "?" + query.sorted { $0.0 < $1.0 }
+                .map { Self.encodeComponent($0.0) + "=" + Self.encodeComponent($0.1) }
+                .joined(separator: "&")
+        }
+        guard let url = URL(string: text) else { throw .invalidConfig("cannot form a URL from '\(text)'") }
+        return url
+    }
+
+    /// Sends one request and returns the status and body of any HTTP answer (2xx or not).
+    ///
+    /// - Throws: `.networkError` for transport failures and for the SDK's own deadline
+    ///   (`URLError(.timedOut)` after `timeout` seconds of `clock` time); `.cancelled` when the
+    ///   calling task is cancelled (the network task is cancelled too); `.invalidConfig`.
+    func send(method: String, path: String, query: [(String, String)] = [], body: Data? = nil)
+        async throws(ExperimentationError) -> (status: Int, body: Data) {
+        var request = URLRequest(url: try url(path: path, query: query))
+        request.httpMethod = method
+        request.httpBody = body
+        request.timeoutInterval = timeout
+        request.setValue(apiKey, forHTTPHeaderField: "X-API-Key")
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+
+        let exchange = Exchange()
+        let result: Result<(Int, Data), ExperimentationError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<(Int, Data), ExperimentationError>, Never>) in
+                let task = session.dataTask(with: request) { data, response, error in
+                    if let error {
+                        exchange.finish(.failure(.networkError(error)))
+                    } else if let http = response as? HTTPURLResponse {
+                        exchange.finish(.success((http.statusCode, data ?? Data())))
+                    } else {
+                        exchange.finish(.failure(.networkError(URLError(.badServerResponse))))
+                    }
+                }
+                let clock = self.clock, timeout = self.timeout
+                let deadline = Task {
+                    do { try await clock.sleep(seconds: timeout) } catch { return }
+                    exchange.finish(.failure(.networkError(URLError(.timedOut))))
+                }
+                exchange.start(continuation: continuation, task: task, deadline: deadline)
+            }
+        } onCancel: {
+            exchange.finish(.failure(.cancelled))
+        }
+        return try result.get()
+    }
+}
+
+/// One request's rendezvous: the first of answer, deadline and cancellation wins; the loser paths
+/// cancel the network task and the deadline timer.
+private final class Exchange: @unchecked Sendable {
+    // @unchecked Sendable: every field is read and written only inside `lock`.
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<Result<(Int, Data), ExperimentationError>, Never>?
+    private var task: URLSessionDataTask?
+    private var deadline: Task<Void, Never>?
+    private var early: Result<(Int, Data), ExperimentationError>?
+    private var done = false
+
+    func start(continuation: CheckedContinuation<Result<(Int, Data), ExperimentationError>, Never>,
+               task: URLSessionDataTask, deadline: Task<Void, Never>) {
+        lock.lock()
+        if let early {
+            // Cancelled before the task could start.
+            lock.unlock()
+            deadline.cancel()
+            continuation.resume(returning: early)
+            return
+        }
+        self.continuation = continuation
+        self.task = task
+        self.deadline = deadline
+        lock.unlock()
+        task.resume()
+    }
+
+    func finish(_ result: Result<(Int, Data), ExperimentationError>) {
+        lock.lock()
+        guard !done else { lock.unlock(); return }
+        done = true
+        guard let continuation else {
+            early = result
+            lock.unlock()
+            return
+        }
+        self.continuation = nil
+        let task = self.task, deadline = self.deadline
+        lock.unlock()
+        deadline?.cancel()
+        if case .failure = result { task?.cancel() }
+        continuation.resume(returning: result)
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+
+/// The persisted offline fallback: every success is written here (no TTL) and served when a later
+/// request for the same user and key fails for any reason but 404 (CONTRACT.md section 4).
+///
+/// Backed by `UserDefaults` (thread-safe). Two stores with the same suite name and key prefix see
+/// the same entries, which is how a relaunch or a second client is modelled. Keys are
+/// `{prefix}flag:{utf8 length of user}:{user}:{key}` (and `assignment:`), so no two (user, key)
+/// pairs share one.
+public final class OfflineStore: @unchecked Sendable {
+    // @unchecked Sendable: `UserDefaults` is documented thread-safe; the other properties are `let`.
+
+    /// The prefix of every key this store writes.
+    public let keyPrefix: String
+    private let defaults: UserDefaults
+
+    /// Creates a store.
+    ///
+    /// - Parameters:
+    ///   - suiteName: the `UserDefaults` suite; `nil` uses `UserDefaults.standard`.
+    ///   - keyPrefix: prefix of every key; default `"ep_sdk_"`.
+    public init(suiteName: String? = nil, keyPrefix: String = "ep_sdk_") {
+        self.keyPrefix = keyPrefix
+        self.defaults = suiteName.flatMap { UserDefaults(suiteName: $0) } ?? .standard
+    }
+
+    private func storageKey(_ kind: String, userId: String, key: String) -> String {
+        "\(keyPrefix)\(kind):\(userId.utf8.count):\(userId):\(key)"
+    }
+
+    private func save<T: Encodable>(_ value: T, _ kind: String, userId: String, key: String) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        guard let data = try? encoder.encode(value) else { return }
+        defaults.set(data, forKey: storageKey(kind, userId: userId, key: key))
+    }
+
+    private func load<T: Decodable>(_ type: T.Type, _ kind: String, userId: String, key: String) -> T? {
+        guard let data = defaults.data(forKey: storageKey(kind, userId: userId, key: key)) else { return nil }
+        return try? JSONDecoder().decode(type, from: data)
+    }
+
+    /// Persists a flag evaluation for `userId` under `result.key`.
+    public func saveEvaluation(_ result: EvalResult, userId: String) {
+        saveEvaluation(result, userId: userId, flagKey: result.key)
+    }
+
+    func saveEvaluation(_ result: EvalResult, userId: String, flagKey: String) {
+        save(result, "flag", userId: userId, key: flagKey)
+    }
+
+    /// The persisted evaluation of `flagKey` for `userId`, or `nil`.
+    public func loadEvaluation(flagKey: String, userId: String) -> EvalResult? {
+        load(EvalResult.self, "flag", userId: userId, key: flagKey)
+    }
+
+    /// Deletes the persisted evaluation of `flagKey` for `userId` only.
+    public func removeEvaluation(flagKey: String, userId: String) {
+        defaults.removeObject(forKey: storageKey("flag", userId: userId, key: flagKey))
+    }
+
+    /// Persists an assignment for `userId` under `assignment.experimentKey`.
+    public func saveAssignment(_ assignment: Assignment, userId: String) {
+        saveAssignment(assignment, userId: userId, experimentKey: assignment.experimentKey)
+    }
+
+    func saveAssignment(_ assignment: Assignment, userId: String, experimentKey: String) {
+        save(assignment, "assignment", userId: userId, key: experimentKey)
+    }
+
+    /// The persisted assignment to `experimentKey` for `userId`, or `nil`.
+    public func loadAssignment(experimentKey: String, userId: String) -> Assignment? {
+        load(Assignment.self, "assignment", userId: userId, key: experimentKey)
+    }
+
+    /// Deletes the persisted assignment to `experimentKey` for `userId` only.
+    public func removeAssignment(experimentKey: String, userId: String) {
+        defaults.removeObject(forKey: storageKey("assignment", userId: userId, key: experimentKey))
+    }
+
+    /// Deletes every entry whose key starts with `keyPrefix`.
+    public func clearAll() {
+        for key in defaults.dictionaryRepresentation().keys where key.hasPrefix(keyPrefix) {
+            defaults.removeObject(forKey: key)
+        }
+    }
+}

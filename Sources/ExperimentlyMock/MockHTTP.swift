@@ -1,0 +1,99 @@
+import Foundation
+
+/// One HTTP request as the mock backend sees it, independent of the transport that carried it.
+///
+/// Shapes: `target` is the raw request target as sent on the wire (path plus `?query`, still
+/// percent-encoded); `headers` keep the wire order and spelling. Header lookup is
+/// case-insensitive (RFC 9110 section 5.1).
+public struct MockRequest: Sendable, Equatable {
+    /// The request method, upper case (`GET`, `POST`).
+    public var method: String
+    /// The raw request target: percent-encoded path, then `?` and the raw query when present.
+    public var target: String
+    /// Header fields in the order received, names as spelled on the wire.
+    public var headers: [(name: String, value: String)]
+    /// The request body bytes (empty when there is none).
+    public var body: Data
+
+    /// Creates a request.
+    public init(method: String, target: String, headers: [(name: String, value: String)] = [], body: Data = Data()) {
+        self.method = method
+        self.target = target
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The raw (still percent-encoded) path part of `target`.
+    public var rawPath: String {
+        if let q = target.firstIndex(of: "?") { return String(target[..<q]) }
+        return target
+    }
+
+    /// The raw (still percent-encoded) query after `?`, or `nil` when the target has none.
+    public var rawQuery: String? {
+        guard let q = target.firstIndex(of: "?") else { return nil }
+        return String(target[target.index(after: q)...])
+    }
+
+    /// The value of the first header named `name`, compared case-insensitively.
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+
+    public static func == (lhs: MockRequest, rhs: MockRequest) -> Bool {
+        lhs.method == rhs.method && lhs.target == rhs.target && lhs.body == rhs.body
+            && lhs.headers.map(\.name) == rhs.headers.map(\.name)
+            && lhs.headers.map(\.value) == rhs.headers.map(\.value)
+    }
+}
+
+/// One HTTP response produced by the mock backend.
+public struct MockResponse: Sendable, Equatable {
+    /// The status code (RFC 9110 section 15).
+    public var status: Int
+    /// Header fields in the order they are sent.
+    public var headers: [(name: String, value: String)]
+    /// The body bytes.
+    public var body: Data
+
+    /// Creates a response.
+    public init(status: Int, headers: [(name: String, value: String)] = [], body: Data = Data()) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The value of the first header named `name`, compared case-insensitively.
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+
+    public static func == (lhs: MockResponse, rhs: MockResponse) -> Bool {
+        lhs.status == rhs.status && lhs.body == rhs.body
+            && lhs.headers.map(\.name) == rhs.headers.map(\.name)
+            && lhs.headers.map(\.value) == rhs.headers.map(\.value)
+    }
+}
+
+/// What a transport must do with a request once the backend (and its fault script) decided.
+public enum MockOutcome: Sendable, Equatable {
+    /// Send this response whole.
+    case respond(MockResponse)
+    /// Close the connection (TCP) or fail the load with a connection-lost error (in-process)
+    /// without sending anything.
+    case dropBeforeResponse
+    /// Send the status line, the headers (with the full `Content-Length`) and only the first
+    /// `bodyBytes` bytes of the body, then close the connection / fail the load.
+    case dropMidBody(MockResponse, bodyBytes: Int)
+    /// Never answer: over TCP the connection stays silent until the client gives up or the
+    /// server shuts down; in-process the load fails with a timed-out error (URLError -1001),
+    /// because URLSession on Linux does not time out custom protocols.
+    case timeout
+}
+
+/// Anything that can answer mock requests; transports (the in-process `URLProtocol`, the loopback
+/// TCP server) are thin adapters over one of these.
+public protocol MockRequestHandler: Sendable {
+    /// Answers one request. May suspend (a delay or a hold fault) before returning.
+    func handle(_ request: MockRequest) async -> MockOutcome
+}

@@ -1,0 +1,2 @@
+import XCTest
+final class ExperimentlyMockTestsPlaceholder: XCTestCase { func testBuilds() {} }
