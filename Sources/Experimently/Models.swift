@@ -412,3 +412,9 @@ public enum ExperimentationError: Error, LocalizedError, @unchecked Sendable {
         }
     }
 }
+
+/// Facts about this SDK build.
+public enum ExperimentlySDKInfo {
+    /// The SDK's semantic version.
+    public static let version = "1.0.0"
+}

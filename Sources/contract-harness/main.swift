@@ -1,1 +1,5 @@
-print("contract-harness: not yet implemented")
+// contract-harness: runs scenario files against an SDK and the mock backend. See Documentation/CLI.md.
+import ContractHarness
+import Foundation
+
+exit(await HarnessCommand.main(Array(CommandLine.arguments.dropFirst())))

@@ -1,0 +1,120 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// One request the mock backend saw, as the runner and the checks read it.
+public struct RequestRecord: Sendable, Equatable, Codable {
+    /// The mock's sequence number (1-based, in arrival order).
+    public var seq: Int
+    /// The client that sent it (from the harness's client tag), or `nil`.
+    public var client: String?
+    public var method: String
+    /// The decoded path, e.g. `/api/v1/feature-flags/evaluate/new ui/v2`.
+    public var path: String
+    /// The raw (percent-encoded) request target as sent.
+    public var target: String
+    /// Decoded query parameters.
+    public var query: [String: String]
+    /// Header fields as recorded by the mock (API key redacted).
+    public var headers: [String: String]
+    /// The parsed JSON body, when it is JSON.
+    public var body: JSONValue?
+    /// The status answered, `nil` while unanswered or when the connection was dropped.
+    public var status: Int?
+    /// The parsed JSON body of the answer, when it is JSON.
+    public var response: JSONValue?
+    /// The id of the fault applied (the harness's id), if any.
+    public var fault: String?
+    /// `true` while the request sits in a hold, delay or timeout.
+    public var parked: Bool
+    /// `true` when the client cancelled it.
+    public var cancelled: Bool
+    /// `true` once the mock gave its outcome.
+    public var answered: Bool
+
+    /// The user ids the request is about: `user_id` of the query or body, or of each batch event.
+    public var users: [String] {
+        if let u = query["user_id"] { return [u] }
+        if case .string(let u)? = body?["user_id"] { return [u] }
+        if case .array(let events)? = body?["events"] {
+            return events.compactMap { if case .string(let u)? = $0["user_id"] { return u } else { return nil } }
+        }
+        return []
+    }
+
+    /// The flag key (evaluate) or experiment key (assign) the request is about.
+    public var key: (kind: String, key: String)? {
+        let prefix = "/api/v1/feature-flags/evaluate/"
+        if path.hasPrefix(prefix) { return ("flag", String(path.dropFirst(prefix.count))) }
+        if path == "/api/v1/tracking/assign", case .string(let k)? = body?["experiment_key"] { return ("experiment", k) }
+        return nil
+    }
+
+    /// The events of a `/batch` body (or the single `/track` event), else empty.
+    public var events: [JSONValue] {
+        if path == "/api/v1/tracking/batch", case .array(let events)? = body?["events"] { return events }
+        if path == "/api/v1/tracking/track", let body { return [body] }
+        return []
+    }
+
+    /// `true` when the answer was 2xx.
+    public var succeeded: Bool { (status ?? 0) / 100 == 2 }
+
+    /// Whether the request matches a scenario's pattern.
+    public func matches(_ m: RequestMatch) -> Bool {
+        if let method = m.method, method.uppercased() != self.method { return false }
+        if let p = m.path, p != path { return false }
+        if let p = m.pathPrefix, !path.hasPrefix(p) { return false }
+        if let c = m.client, c != client { return false }
+        if let u = m.user, !users.contains(u) { return false }
+        if let s = m.status, s != status { return false }
+        if let b = m.body { guard let body, body.contains(b) else { return false } }
+        if let t = m.target, t != target { return false }
+        if let wanted = m.headers {
+            for (name, value) in wanted {
+                guard headers.first(where: { $0.key.lowercased() == name.lowercased() })?.value == value else { return false }
+            }
+        }
+        if let exact = m.bodyEquals, (body ?? .null) != exact { return false }
+        if let c = m.cancelled, c != cancelled { return false }
+        return true
+    }
+
+    /// A one-line summary for failure messages.
+    public var summary: String {
+        var s = "#\(seq) \(client.map { "[\($0)] " } ?? "")\(method) \(target)"
+        if let body { s += " \(body)" }
+        s += " -> " + (status.map(String.init) ?? (cancelled ? "cancelled" : parked ? "parked" : "no answer"))
+        if let fault { s += " (fault \(fault))" }
+        return s
+    }
+}
+
+/// What the runner needs of a mock backend; `MockBackendPort` adapts `ExperimentlyMock.MockBackend`.
+protocol BackendPort: AnyObject, Sendable {
+    /// A session to the backend whose requests carry `client`'s tag.
+    func session(client: String) -> URLSession
+    /// Adds a fault written in the mock's JSON fault format.
+    ///
+    /// - Throws: `ScenarioError` (file, path) when the rule does not decode.
+    func addFault(id: String, rule: JSONValue, file: String, path: String) throws
+    func removeFault(id: String)
+    /// How many requests fault `id` ever held.
+    func heldCount(fault id: String) -> Int
+    /// Releases up to `count` (all when `nil`) of the requests fault `id` holds, oldest first.
+    ///
+    /// - Returns: how many were released.
+    func release(fault id: String, count: Int?, override: JSONValue?) throws -> Int
+    func updateFixtures(_ change: FixtureChange) throws
+    /// Every request so far, in arrival order.
+    func requests() -> [RequestRecord]
+    /// Called (from any thread) when a request is received (`answered` false) and when the mock
+    /// gives its outcome (`answered` true), and with `nil` on any other change (a request parks).
+    func setObserver(_ observer: @escaping @Sendable (_ seq: Int?, _ answered: Bool) -> Void)
+    /// Strict shutdown: releases what is still held and describes holds never released and
+    /// one-shot faults never used.
+    func shutdown() -> [String]
+    /// Exposures the backend recorded, as `(experiment, user)` in order.
+    func exposures() -> [(experiment: String, user: String)]
+}

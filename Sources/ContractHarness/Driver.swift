@@ -1,0 +1,166 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A user as a scenario names it: an id and optional attributes (a JSON object).
+public struct UserSpec: Sendable, Equatable, Codable {
+    /// The user id.
+    public var id: String
+    /// The attributes (a JSON object), sent as the assignment context; `nil` when absent.
+    public var attributes: JSONValue?
+
+    /// Creates a user.
+    public init(id: String, attributes: JSONValue? = nil) {
+        self.id = id
+        self.attributes = attributes
+    }
+}
+
+/// An event as a scenario names it (CONTRACT.md section 1, event object).
+public struct EventSpec: Sendable, Equatable, Codable {
+    public var userId: String
+    public var eventName: String
+    public var eventType: String?
+    public var experimentKey: String?
+    public var featureFlagKey: String?
+    public var value: Double?
+    /// Properties (a JSON object), sent as `metadata`.
+    public var properties: JSONValue?
+    /// Seconds since 1970, sent as an ISO-8601 timestamp.
+    public var timestamp: Double?
+
+    /// Creates an event.
+    public init(userId: String, eventName: String, eventType: String? = nil, experimentKey: String? = nil,
+                featureFlagKey: String? = nil, value: Double? = nil, properties: JSONValue? = nil, timestamp: Double? = nil) {
+        self.userId = userId
+        self.eventName = eventName
+        self.eventType = eventType
+        self.experimentKey = experimentKey
+        self.featureFlagKey = featureFlagKey
+        self.value = value
+        self.properties = properties
+        self.timestamp = timestamp
+    }
+
+    /// `true` when the event names an experiment or a flag.
+    public var hasKey: Bool { experimentKey != nil || featureFlagKey != nil }
+}
+
+/// One SDK call a scenario can make (CONTRACT.md section 3).
+public enum SDKOperation: Sendable, Equatable {
+    case evaluateFlag(flag: String, user: UserSpec)
+    case getAssignment(experiment: String, user: UserSpec)
+    case track(EventSpec)
+    case trackWithStatus(EventSpec)
+    case trackBatch([EventSpec])
+    case clearCache
+    case clearOfflineCache
+    case close
+    case getAssignments(user: String)
+    case getEvaluatedFlags(user: String)
+    case hashUser(user: String, key: String)
+
+    /// The operation's name as written in scenario files (`"evaluateFlag"`, ...).
+    public var name: String {
+        switch self {
+        case .evaluateFlag: return "evaluateFlag"
+        case .getAssignment: return "getAssignment"
+        case .track: return "track"
+        case .trackWithStatus: return "trackWithStatus"
+        case .trackBatch: return "trackBatch"
+        case .clearCache: return "clearCache"
+        case .clearOfflineCache: return "clearOfflineCache"
+        case .close: return "close"
+        case .getAssignments: return "getAssignments"
+        case .getEvaluatedFlags: return "getEvaluatedFlags"
+        case .hashUser: return "hashUser"
+        }
+    }
+
+    /// Every operation name a scenario may use, for error messages.
+    public static let allNames = ["evaluateFlag", "getAssignment", "track", "trackWithStatus", "trackBatch",
+                                  "clearCache", "clearOfflineCache", "close", "getAssignments",
+                                  "getEvaluatedFlags", "hashUser"]
+
+    /// The (user id, key) pair the operation caches under, when it has one.
+    public var cacheKey: (user: String, key: String, kind: String)? {
+        switch self {
+        case .evaluateFlag(let flag, let user): return (user.id, flag, "flag")
+        case .getAssignment(let experiment, let user): return (user.id, experiment, "experiment")
+        default: return nil
+        }
+    }
+}
+
+/// The result of one SDK operation, as the history records it.
+///
+/// Error kinds are the `ExperimentationError` case names (`flagNotFound`, `serverError`, ...);
+/// `status` carries the HTTP status of `serverError`, `code` the `URLError` code of `networkError`
+/// (-1001 for a timeout).
+public enum OperationOutcome: Sendable, Equatable, Codable {
+    case value(JSONValue)
+    case error(kind: String, status: Int?, code: Int?, message: String)
+
+    /// The JSON form used in histories and verdicts.
+    public var json: JSONValue {
+        switch self {
+        case .value(let v): return .object(["value": v])
+        case .error(let kind, let status, let code, let message):
+            var o: [String: JSONValue] = ["error": .string(kind), "message": .string(message)]
+            if let status { o["status"] = .number(Double(status)) }
+            if let code { o["code"] = .number(Double(code)) }
+            return .object(o)
+        }
+    }
+}
+
+/// The knobs of `SdkConfig` a scenario sets (CONTRACT.md section 3); seconds.
+public struct ClientSettings: Sendable, Equatable {
+    public var baseURL = "http://experimently.mock"
+    public var apiKey = "sdk-contract-key"
+    public var timeout: Double = 10
+    public var cacheSize = 1000
+    public var cacheTTL: Double = 300
+    public var offlineFallback = true
+
+    /// The defaults of `SdkConfig`, with the mock's origin and the reference API key.
+    public init() {}
+}
+
+/// What a driver gets to build clients: the transport to the mock, the shared clock, and where
+/// a named offline store lives.
+public struct DriverContext: Sendable {
+    /// Returns a `URLSession` routed to the scenario's mock backend that tags its requests with
+    /// the client's name (so the history can attribute them).
+    public let makeSession: @Sendable (_ client: String) -> URLSession
+    /// The scenario's virtual clock.
+    public let clock: VirtualClock
+    /// The `UserDefaults` suite for a store name (unique per scenario run).
+    public let storeSuite: @Sendable (_ store: String) -> String
+}
+
+/// One SDK client under test, as the runner drives it.
+public protocol DriverClient: Sendable {
+    /// Performs `operation` and returns its outcome; never throws (errors are outcomes).
+    func perform(_ operation: SDKOperation) async -> OperationOutcome
+    /// The persisted offline-fallback value for (user, key), kind `"flag"` or `"experiment"`,
+    /// or `nil` when none is stored.
+    func persisted(kind: String, user: String, key: String) -> JSONValue?
+}
+
+/// How the runner reaches an SDK: the built-in driver runs the Swift `Experimently` client
+/// in-process; another driver may run another SDK out of process.
+public protocol SDKDriver: Sendable {
+    /// The SDK's name as the verdict reports it (e.g. `"ios"`).
+    var sdkName: String { get }
+    /// The SDK's version.
+    var sdkVersion: String { get }
+    /// What the driver can do: operation names, plus `"app"` (the reference integration of
+    /// CONTRACT.md section 8), `"virtual_clock"`, `"cancel"`, `"offline_store"`, `"hash"`.
+    var capabilities: Set<String> { get }
+    /// Creates a client named `name` with `settings`, persisting into store `store` (`nil`: none).
+    ///
+    /// - Throws: when the client cannot be created; the scenario then errors.
+    func makeClient(name: String, settings: ClientSettings, store: String?, context: DriverContext) throws -> any DriverClient
+}

@@ -1,0 +1,205 @@
+import Foundation
+
+/// The `contract-harness` command line (documented in `Documentation/CLI.md`).
+///
+/// Exit status: 0 all passed, 1 a check failed, 64 bad usage or a malformed scenario file
+/// (sysexits `EX_USAGE`/`EX_DATAERR` folded into 64), 70 an internal fault (`EX_SOFTWARE`).
+public enum HarnessCommand {
+    /// The harness version written into verdicts.
+    public static let version = "0.1.0"
+
+    /// Exit statuses.
+    public enum Exit: Int32 { case ok = 0, failed = 1, usage = 64, internalFault = 70 }
+
+    static let usage = """
+    usage: contract-harness run [PATH ...] [--verdict FILE] [--junit FILE] [--filter TEXT] [--seed N] [--fail-fast]
+           contract-harness --help | --version
+
+    run      Runs scenario files (PATH: files or folders, default: scenarios) against the built-in Swift SDK
+             driver and the in-process mock backend, prints one line per scenario, ends with
+             "N passed, M failed[, K skipped]" and writes a JSON verdict.
+      --verdict FILE   where the verdict goes (default verdict.json); written in every case
+      --junit FILE     also write JUnit XML
+      --filter TEXT    only scenarios whose name or a tag contains TEXT (repeatable)
+      --seed N         the run's seed, recorded in the verdict; {{seed}} in scenario files is replaced by it
+      --fail-fast      stop after the first failing scenario (the rest are reported as skipped)
+
+    exit status: 0 all passed, 1 a check failed, 64 bad usage or a malformed scenario file, 70 an internal fault
+    """
+
+    /// Runs the command line `arguments` (without the program name), printing to standard output
+    /// and error, and returns the exit status.
+    public static func main(_ arguments: [String], driver: any SDKDriver = SwiftSDKDriver()) async -> Int32 {
+        guard let command = arguments.first else { return usageError("no command given") }
+        switch command {
+        case "--help", "-h", "help":
+            print(usage)
+            return Exit.ok.rawValue
+        case "--version":
+            print("contract-harness \(version)")
+            return Exit.ok.rawValue
+        case "run":
+            return await run(Array(arguments.dropFirst()), driver: driver)
+        default:
+            return usageError("unknown command '\(command)'")
+        }
+    }
+
+    static func usageError(_ message: String) -> Int32 {
+        FileHandle.standardError.write(Data("contract-harness: \(message)\n\n\(usage)\n".utf8))
+        return Exit.usage.rawValue
+    }
+
+    struct RunOptions {
+        var paths: [String] = []
+        var verdict = "verdict.json"
+        var junit: String?
+        var filters: [String] = []
+        var seed: UInt64 = 0
+        var failFast = false
+    }
+
+    static func parseRun(_ arguments: [String]) throws -> RunOptions {
+        var o = RunOptions()
+        var i = 0
+        func value(_ flag: String) throws -> String {
+            i += 1
+            guard i < arguments.count, !arguments[i].hasPrefix("--") else { throw UsageError("\(flag) needs a value") }
+            return arguments[i]
+        }
+        while i < arguments.count {
+            let a = arguments[i]
+            switch a {
+            case "--verdict": o.verdict = try value(a)
+            case "--junit": o.junit = try value(a)
+            case "--filter": o.filters.append(try value(a))
+            case "--seed":
+                let v = try value(a)
+                guard let n = UInt64(v) else { throw UsageError("--seed takes a whole number from 0 to \(UInt64.max), not '\(v)'") }
+                o.seed = n
+            case "--fail-fast": o.failFast = true
+            case "--help", "-h": throw UsageError("")
+            default:
+                if a.hasPrefix("-") { throw UsageError("unknown option '\(a)'") }
+                o.paths.append(a)
+            }
+            i += 1
+        }
+        if o.paths.isEmpty { o.paths = ["scenarios"] }
+        return o
+    }
+
+    struct UsageError: Error { let message: String; init(_ m: String) { message = m } }
+
+    /// The scenario files under `paths` (files as given; folders searched for `*.json`, sorted).
+    ///
+    /// - Throws: `UsageError` for a path that does not exist.
+    static func discover(_ paths: [String]) throws -> [String] {
+        var files: [String] = []
+        let fm = FileManager.default
+        for path in paths {
+            var isDir: ObjCBool = false
+            guard fm.fileExists(atPath: path, isDirectory: &isDir) else { throw UsageError("no such file or folder: \(path)") }
+            if isDir.boolValue {
+                let found = (fm.enumerator(atPath: path)?.compactMap { $0 as? String } ?? [])
+                    .filter { $0.hasSuffix(".json") }.sorted().map { (path as NSString).appendingPathComponent($0) }
+                files += found
+            } else {
+                files.append(path)
+            }
+        }
+        return files
+    }
+
+    static func say(_ line: String) {
+        print(line)
+        fflush(stdout)
+    }
+
+    static func run(_ arguments: [String], driver: any SDKDriver) async -> Int32 {
+        let options: RunOptions
+        let files: [String]
+        do {
+            options = try parseRun(arguments)
+            files = try discover(options.paths)
+        } catch let e as UsageError {
+            if e.message.isEmpty { print(usage); return Exit.ok.rawValue }
+            return usageError(e.message)
+        } catch {
+            return usageError("\(error)")
+        }
+        let startedAt = Date()
+        let started = DispatchTime.now()
+        var scenarios: [Scenario] = []
+        var invalid: [(file: String, error: String)] = []
+        var names: [String: String] = [:]
+        for file in files {
+            do {
+                var data = try Data(contentsOf: URL(fileURLWithPath: file))
+                if let text = String(data: data, encoding: .utf8), text.contains("{{seed}}") {
+                    data = Data(text.replacingOccurrences(of: "{{seed}}", with: String(options.seed)).utf8)
+                }
+                let s = try ScenarioParser.parse(data, file: file)
+                if let other = names[s.name] {
+                    invalid.append((file, "\(file): at $.name: expected a name no other scenario uses, found \"\(s.name)\" (also in \(other))"))
+                    continue
+                }
+                names[s.name] = file
+                scenarios.append(s)
+            } catch {
+                invalid.append((file, "\(error)"))
+            }
+        }
+        for item in invalid { FileHandle.standardError.write(Data("contract-harness: malformed scenario: \(item.error)\n".utf8)) }
+        let selected = scenarios.filter { s in
+            options.filters.isEmpty || options.filters.contains { f in s.name.contains(f) || s.tags.contains { $0.contains(f) } }
+        }
+        if selected.isEmpty && invalid.isEmpty {
+            FileHandle.standardError.write(Data("contract-harness: no scenario matched (\(scenarios.count) read from \(files.count) file(s))\n".utf8))
+        }
+        let runner = ScenarioRunner(driver: driver, seed: options.seed)
+        var results: [ScenarioResult] = []
+        var stop = false
+        for s in selected {
+            if stop {
+                results.append(ScenarioResult(name: s.name, file: s.file, tags: s.tags, source: s.source, status: .skipped,
+                                              durationMilliseconds: 0, checks: [], reason: "--fail-fast: an earlier scenario failed",
+                                              smoke: nil, history: [], historyDigest: ""))
+                continue
+            }
+            let r = await runner.run(s)
+            results.append(r)
+            say(line(for: r))
+            if options.failFast && (r.status == .failed || r.status == .error) { stop = true }
+        }
+        let verdict = Verdict(harnessVersion: version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, seed: options.seed,
+                              startedAt: startedAt, durationMilliseconds: ScenarioRunner.elapsed(since: started),
+                              results: results, invalid: invalid)
+        let secrets = Array(Set(scenarios.flatMap { s in s.clients.map(\.settings.apiKey) + [s.settings.apiKey] }))
+        do {
+            try verdict.write(to: options.verdict, redacting: secrets)
+            if let junit = options.junit {
+                try verdict.junit(redacting: secrets).write(to: URL(fileURLWithPath: junit), options: .atomic)
+            }
+        } catch {
+            FileHandle.standardError.write(Data("contract-harness: cannot write the verdict: \(error)\n".utf8))
+            return Exit.internalFault.rawValue
+        }
+        let c = verdict.counts
+        say("\(c.passed) passed, \(c.failed + c.error) failed" + (c.skipped > 0 ? ", \(c.skipped) skipped" : ""))
+        if !invalid.isEmpty { return Exit.usage.rawValue }
+        return c.failed + c.error > 0 ? Exit.failed.rawValue : Exit.ok.rawValue
+    }
+
+    static func line(for r: ScenarioResult) -> String {
+        let time = String(format: "%.1f ms", r.durationMilliseconds)
+        switch r.status {
+        case .passed: return "PASS  \(r.name) (\(time))"
+        case .skipped: return "SKIP  \(r.name): \(r.reason ?? "")"
+        case .error: return "ERROR \(r.name) (\(time)): \(r.reason ?? "")"
+        case .failed:
+            let f = r.firstFailure
+            return "FAIL  \(r.name) (\(time)): \(f?.name ?? "?"): \(f?.message ?? r.reason ?? "")"
+        }
+    }
+}

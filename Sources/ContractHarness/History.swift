@@ -1,0 +1,128 @@
+import Foundation
+
+/// One entry of a scenario's history (Jepsen-style): an operation's invocation or completion, a
+/// request the mock received or answered, or an app marker. Checks are functions over the list.
+public struct HistoryEvent: Codable, Sendable, Equatable {
+    /// The kinds of entries.
+    public enum Kind: String, Codable, Sendable {
+        /// An operation started.
+        case invoke
+        /// An operation finished (`outcome` set).
+        case complete
+        /// The mock received a request (`request` is its sequence number).
+        case request
+        /// The mock gave its outcome for a request.
+        case response
+        /// Something the reference app or the runner did (`marker` names it).
+        case marker
+    }
+
+    /// The position in the history (0-based).
+    public var index: Int
+    /// The step running when it happened (0-based; -1 before the first step).
+    public var step: Int
+    /// Virtual seconds since the scenario started.
+    public var time: Double
+    public var kind: Kind
+    /// The client involved.
+    public var client: String?
+    /// The operation's label.
+    public var label: String?
+    /// The operation or marker name.
+    public var name: String?
+    /// The operation's arguments or the marker's details.
+    public var detail: JSONValue?
+    /// The operation's outcome (`complete`).
+    public var outcome: JSONValue?
+    /// The request (`request`, `response`).
+    public var request: RequestRecord?
+
+    /// A one-line rendering for failure messages.
+    public var line: String {
+        switch kind {
+        case .invoke: return "[\(index)] t=\(time) invoke \(label ?? "") \(name ?? "") on \(client ?? "?") \(detail.map { "\($0)" } ?? "")"
+        case .complete: return "[\(index)] t=\(time) complete \(label ?? "") \(name ?? "") -> \(outcome.map { "\($0)" } ?? "")"
+        case .request: return "[\(index)] t=\(time) request \(request?.summary ?? "")"
+        case .response: return "[\(index)] t=\(time) response \(request?.summary ?? "")"
+        case .marker: return "[\(index)] t=\(time) \(name ?? "marker") \(detail.map { "\($0)" } ?? "")"
+        }
+    }
+}
+
+/// Collects history events and wakes waiters whenever anything changes.
+///
+/// State lives behind an `NSLock`; waiters are resumed outside it.
+final class Recorder: @unchecked Sendable {
+    // @unchecked Sendable: `events`, `version`, `waiters` and `step` are guarded by `lock`.
+    private let lock = NSLock()
+    private var events: [HistoryEvent] = []
+    private var version: UInt64 = 0
+    private var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+    private var nextWaiter: UInt64 = 0
+    private(set) var step = -1
+    private let clock: VirtualClock?
+    private let start: Date
+
+    init(clock: VirtualClock?) {
+        self.clock = clock
+        self.start = clock?.now() ?? Date()
+    }
+
+    func setStep(_ step: Int) { lock.withLock { self.step = step } }
+
+    /// Appends an event (its index, step and time are filled in) and wakes waiters.
+    @discardableResult
+    func record(_ kind: HistoryEvent.Kind, client: String? = nil, label: String? = nil, name: String? = nil,
+                detail: JSONValue? = nil, outcome: JSONValue? = nil, request: RequestRecord? = nil) -> Int {
+        let time = (clock?.now() ?? Date()).timeIntervalSince(start)
+        let index: Int = lock.withLock {
+            events.append(HistoryEvent(index: events.count, step: step, time: (time * 1000).rounded() / 1000, kind: kind,
+                                       client: client, label: label, name: name, detail: detail, outcome: outcome, request: request))
+            return events.count - 1
+        }
+        poke()
+        return index
+    }
+
+    /// Wakes every waiter so it re-checks its condition.
+    func poke() {
+        let ready: [CheckedContinuation<Void, Never>] = lock.withLock {
+            version &+= 1
+            let w = Array(waiters.values)
+            waiters.removeAll()
+            return w
+        }
+        ready.forEach { $0.resume() }
+    }
+
+    var snapshot: [HistoryEvent] { lock.withLock { events } }
+
+    /// Replaces the events (used to enrich request entries at the end).
+    func replace(_ transform: (inout [HistoryEvent]) -> Void) { lock.withLock { transform(&events) } }
+
+    /// Waits until `condition` is true or `milliseconds` of real time pass.
+    ///
+    /// - Returns: `true` when the condition held, `false` on timeout.
+    func wait(milliseconds: Int, until condition: @Sendable () -> Bool) async -> Bool {
+        let deadline = DispatchTime.now() + .milliseconds(milliseconds)
+        while true {
+            let seen = lock.withLock { version }
+            if condition() { return true }
+            if DispatchTime.now() >= deadline { return false }
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let id: UInt64? = lock.withLock {
+                    guard version == seen else { return nil }
+                    nextWaiter += 1
+                    waiters[nextWaiter] = continuation
+                    return nextWaiter
+                }
+                guard let id else { return continuation.resume() }
+                // A hang guard, not an ordering device: wake up at the deadline to give up.
+                DispatchQueue.global().asyncAfter(deadline: deadline) { [self] in
+                    let c = lock.withLock { waiters.removeValue(forKey: id) }
+                    c?.resume()
+                }
+            }
+        }
+    }
+}

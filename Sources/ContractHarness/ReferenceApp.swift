@@ -1,0 +1,146 @@
+import Foundation
+
+/// The app pattern of CONTRACT.md section 8 as a reference integration over any driver client.
+///
+/// A display decision separate from the SDK cache: every refresh or identity change bumps a
+/// revision and resets what is shown to the fallback; fetches are serialized; a completion for an
+/// older revision is discarded. The experiment is assigned (which records the exposure on the
+/// server) only when the view is displayed and the gating flag is on; business events carry
+/// `layout_source` = `assignment` | `fallback`. Logout resets the identity to a new anonymous id,
+/// clears the SDK cache and refetches. Every decision is written to the history as a marker.
+///
+/// State lives behind an `NSLock` (`Locked`-style box); no lock is held across `await`.
+final class ReferenceApp: @unchecked Sendable {
+    // @unchecked Sendable: `state` is only read or written inside `lock`.
+    struct State {
+        var identity: String
+        var anonymousCount = 1
+        var revision = 0
+        var flagOn: [Int: Bool] = [:]
+        var shown: String?
+        var source = "fallback"
+        var lastFetch: Task<Void, Never>?
+        var reported: String?
+    }
+
+    let settings: AppSettings
+    let client: any DriverClient
+    let recorder: Recorder
+    private let lock = NSLock()
+    private var state: State
+
+    init(settings: AppSettings, client: any DriverClient, recorder: Recorder) {
+        self.settings = settings
+        self.client = client
+        self.recorder = recorder
+        self.state = State(identity: settings.initialUser)
+    }
+
+    var identity: String { lock.withLock { state.identity } }
+    var shown: String? { lock.withLock { state.shown } }
+    var source: String { lock.withLock { state.source } }
+
+    private func mark(_ name: String, _ detail: [String: JSONValue]) {
+        recorder.record(.marker, client: settings.client, name: name, detail: .object(detail))
+    }
+
+    /// Runs one action; the returned JSON is the app's state afterwards.
+    func perform(_ action: AppAction) async -> OperationOutcome {
+        switch action {
+        case .login(let user):
+            let rev = lock.withLock { s -> Int in
+                s.identity = user; s.revision += 1; s.shown = nil; s.source = "fallback"; return s.revision
+            }
+            mark("login", ["identity": .string(user), "revision": .number(Double(rev))])
+            await refresh()
+        case .logout:
+            let (old, new, rev) = lock.withLock { s -> (String, String, Int) in
+                let old = s.identity
+                s.anonymousCount += 1
+                s.identity = "anon-\(s.anonymousCount)"
+                s.revision += 1; s.shown = nil; s.source = "fallback"; s.reported = nil
+                return (old, s.identity, s.revision)
+            }
+            mark("logout", ["from": .string(old), "identity": .string(new), "revision": .number(Double(rev))])
+            _ = await client.perform(.clearCache)
+            await refresh()
+        case .refresh:
+            await refresh()
+        case .display:
+            await display()
+        case .event(let name):
+            let (identity, shown, source) = lock.withLock { s in (s.identity, s.shown, s.source) }
+            var properties: [String: JSONValue] = ["layout_source": .string(source)]
+            if let shown { properties["variant"] = .string(shown) }
+            let event = EventSpec(userId: identity, eventName: name,
+                                  experimentKey: source == "assignment" ? settings.experiment : nil,
+                                  properties: .object(properties))
+            mark("event", ["name": .string(name), "identity": .string(identity), "layout_source": .string(source)])
+            _ = await client.perform(.trackWithStatus(event))
+        case .reportState:
+            let (shown, source) = lock.withLock { s in (s.shown, s.source) }
+            let active = source == "assignment" ? shown : nil
+            lock.withLock { $0.reported = active }
+            mark("state", ["experiment": .string(settings.experiment), "variant": active.map(JSONValue.string) ?? .null])
+        }
+        return .value(stateJSON)
+    }
+
+    var stateJSON: JSONValue {
+        lock.withLock { s in
+            .object(["identity": .string(s.identity), "shown": s.shown.map(JSONValue.string) ?? .string("fallback"),
+                     "source": .string(s.source), "revision": .number(Double(s.revision))])
+        }
+    }
+
+    /// Bumps the revision, shows the fallback, and fetches the gating flag after any fetch in
+    /// progress (serialized); a completion for an older revision is discarded.
+    private func refresh() async {
+        let (rev, identity, previous) = lock.withLock { s -> (Int, String, Task<Void, Never>?) in
+            s.revision += 1; s.shown = nil; s.source = "fallback"
+            return (s.revision, s.identity, s.lastFetch)
+        }
+        mark("refresh", ["identity": .string(identity), "revision": .number(Double(rev))])
+        let fetch = Task { [self] in
+            await previous?.value
+            let outcome = await client.perform(.evaluateFlag(flag: settings.flag, user: UserSpec(id: identity)))
+            var on = false
+            if case .value(let v) = outcome, v["enabled"] == .bool(true) { on = true }
+            let current = lock.withLock { s -> Bool in
+                guard s.revision == rev else { return false }
+                s.flagOn[rev] = on
+                return true
+            }
+            mark(current ? "fetched" : "discarded",
+                 ["identity": .string(identity), "revision": .number(Double(rev)), "flag_on": .bool(on)])
+        }
+        lock.withLock { $0.lastFetch = fetch }
+        await fetch.value
+    }
+
+    /// The view appears: assign (the exposure) only when the current revision's flag is on, and
+    /// show a recognized variant; otherwise show the fallback.
+    private func display() async {
+        let (rev, identity, on) = lock.withLock { s in (s.revision, s.identity, s.flagOn[s.revision] ?? false) }
+        mark("display", ["identity": .string(identity), "revision": .number(Double(rev)), "flag_on": .bool(on)])
+        var variant: String?
+        if on, case .value(let v) = await client.perform(.getAssignment(experiment: settings.experiment, user: UserSpec(id: identity))),
+           case .string(let name)? = v["variant_name"], settings.variants.contains(name), v["assigned"] != .bool(false) {
+            variant = name
+        }
+        let shownNow = lock.withLock { s -> Bool in
+            guard s.revision == rev else { return false }
+            s.shown = variant
+            s.source = variant == nil ? "fallback" : "assignment"
+            if s.reported != nil || variant != nil { s.reported = variant }
+            return true
+        }
+        if shownNow {
+            mark("shown", ["identity": .string(identity), "revision": .number(Double(rev)),
+                           "variant": variant.map(JSONValue.string) ?? .string("fallback"),
+                           "layout_source": .string(variant == nil ? "fallback" : "assignment")])
+        } else {
+            mark("discarded", ["identity": .string(identity), "revision": .number(Double(rev)), "display": .bool(true)])
+        }
+    }
+}

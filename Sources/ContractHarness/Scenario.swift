@@ -1,0 +1,150 @@
+import Foundation
+
+/// A scenario file, parsed and validated (format `experimently-scenario/1`, documented in
+/// `Documentation/ScenarioFormat.md`).
+public struct Scenario: Sendable {
+    /// The format tag every scenario file must carry.
+    public static let format = "experimently-scenario/1"
+
+    /// Where it was read from.
+    public var file: String
+    /// A unique name (file-name style).
+    public var name: String
+    /// What it proves.
+    public var description: String
+    /// Tags for `--filter` (e.g. `race`, `smoke`, `section-5`).
+    public var tags: [String]
+    /// The field report or contract section it comes from.
+    public var source: String?
+    /// Backend fixtures as JSON: `nil` means the built-in reference `sdk-contract` set.
+    public var fixtures: JSONValue?
+    /// The SDK configuration every client starts from.
+    public var settings: ClientSettings
+    /// The clients by name, each with its offline store name (`nil`: none).
+    public var clients: [(name: String, store: String?, settings: ClientSettings)]
+    /// The reference app (CONTRACT.md section 8), when the scenario uses one.
+    public var app: AppSettings?
+    /// The steps, in order.
+    public var steps: [Step]
+    /// Named checks over the whole history.
+    public var checks: [String]
+    /// Real-time limit of one step, milliseconds.
+    public var stepTimeoutMilliseconds: Int
+    /// What the driver must be able to do; otherwise the scenario is skipped with the reason.
+    public var requires: [String]
+    /// Exploration settings (issue 5), kept as written.
+    public var explore: JSONValue?
+
+    /// The names of the named checks a scenario may list.
+    public static let knownChecks = ["stickiness", "fan_out", "exposure_after_display", "no_stale_after_logout",
+                                     "single_flight", "no_fallback_on_404", "batch_chunking", "golden_vectors",
+                                     "no_stale_write", "offline_fallback", "contract_smoke"]
+}
+
+/// Settings of the reference app of CONTRACT.md section 8.
+public struct AppSettings: Sendable, Equatable {
+    /// The client the app uses.
+    public var client: String
+    /// The flag that gates the experiment (unset/disabled/failed -> fallback).
+    public var flag: String
+    /// The experiment whose variant is displayed.
+    public var experiment: String
+    /// Variant names the app recognizes; any other is shown as the fallback.
+    public var variants: [String]
+    /// The first identity (a logged-in user id, or an anonymous id).
+    public var initialUser: String
+}
+
+/// A request pattern over the history, as scenarios write it.
+public struct RequestMatch: Sendable, Equatable {
+    public var method: String?
+    public var path: String?
+    public var pathPrefix: String?
+    public var client: String?
+    public var user: String?
+    /// A JSON subset the parsed body must contain.
+    public var body: JSONValue?
+    /// Only requests answered with this status.
+    public var status: Int?
+    /// The raw request target (percent-encoded path and query) exactly.
+    public var target: String?
+    /// Headers that must be present with these values (names case-insensitive).
+    public var headers: [String: String]?
+    /// The parsed body must equal this exactly (`null`: no body).
+    public var bodyEquals: JSONValue?
+    /// Only requests the client cancelled (`true`) or did not (`false`).
+    public var cancelled: Bool?
+}
+
+/// What an operation's outcome must be.
+public enum OutcomeExpectation: Sendable, Equatable {
+    /// The value must contain this JSON (objects: subset; others: equal).
+    case value(JSONValue)
+    /// An error of this kind (and status / code when given).
+    case error(kind: String, status: Int?, code: Int?)
+}
+
+/// One step of a scenario.
+public enum Step: Sendable {
+    /// An SDK operation on a client; `label` names it for `await`; `count` > 1 starts that many at once.
+    case sdk(client: String, operation: SDKOperation, label: String?, async: Bool, count: Int, expect: OutcomeExpectation?)
+    /// An action of the reference app.
+    case app(action: AppAction, label: String?, async: Bool, expect: OutcomeExpectation?)
+    /// Wait for a started operation (or group) and check its outcome.
+    case await(label: String, expect: OutcomeExpectation?)
+    /// Cancel a started operation's task.
+    case cancel(label: String)
+    /// Add a fault rule (JSON of the mock's fault format) under an id.
+    case addFault(id: String, rule: JSONValue)
+    /// Remove a fault rule.
+    case removeFault(id: String)
+    /// Release held requests of a fault (oldest first), with the natural response or an override.
+    case release(fault: String, count: Int?, all: Bool, override: JSONValue?)
+    /// Wait until a condition holds.
+    case waitFor(WaitCondition)
+    /// Advance the virtual clock, seconds.
+    case advance(seconds: Double)
+    /// Change the backend fixtures mid-run.
+    case fixtures(FixtureChange)
+    /// Expect something of the caches, the persisted store, the app or the history.
+    case expect(Expectation)
+}
+
+/// An action of the reference app (CONTRACT.md section 8).
+public enum AppAction: Sendable, Equatable {
+    case login(user: String)
+    case logout
+    case refresh
+    case display
+    case event(name: String)
+    case reportState
+}
+
+/// A condition `wait_for` waits on.
+public enum WaitCondition: Sendable, Equatable {
+    /// At least `count` requests were ever held by fault `fault`.
+    case held(fault: String, count: Int)
+    /// At least `count` requests matching were received.
+    case requests(RequestMatch, count: Int)
+    /// Every started operation finished or parked.
+    case quiescence
+}
+
+/// A fixture change.
+public enum FixtureChange: Sendable, Equatable {
+    case experimentStatus(key: String, status: String)
+    case flagStatus(key: String, status: String)
+    case flagRollout(key: String, percentage: Double)
+}
+
+/// What an `expect` step checks.
+public enum Expectation: Sendable, Equatable {
+    /// The client's cached assignments / flags for a user, in order (`nil`: not checked).
+    case cache(client: String, user: String, assignments: [String]?, flags: [String]?)
+    /// Whether a persisted value exists for (user, key) in a client's store.
+    case persisted(client: String, kind: String, user: String, key: String, present: Bool, value: JSONValue?)
+    /// The number of requests matching (and optionally the batch sizes, in order).
+    case requests(RequestMatch, count: Int?, batchSizes: [Int]?)
+    /// What the app shows and as whom.
+    case app(shown: String?, identity: String?, source: String?)
+}

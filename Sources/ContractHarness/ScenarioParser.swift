@@ -1,0 +1,363 @@
+import Foundation
+
+/// Reads scenario files strictly: unknown keys are errors, and every error names the file, the
+/// JSON path, what was expected and what was found (`ScenarioError`).
+public enum ScenarioParser {
+    static let verbs = ["do", "app", "await", "cancel", "fault", "remove_fault", "release", "wait_for", "advance",
+                        "fixtures", "expect"]
+
+    /// Loads and validates one scenario file.
+    ///
+    /// - Throws: `ScenarioError` when the file cannot be read, is not JSON, or breaks the format.
+    public static func load(path: String) throws -> Scenario {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ScenarioError(file: path, path: "$", expected: "a readable file", found: "no such file or no permission")
+        }
+        return try parse(data, file: path)
+    }
+
+    /// Parses scenario JSON.
+    ///
+    /// - Throws: `ScenarioError` for invalid JSON or format.
+    public static func parse(_ data: Data, file: String) throws -> Scenario {
+        let root = try JSONValue.parse(data, file: file)
+        var r = try ObjectReader(root, file: file, path: "$")
+        let format = try r.string("format")
+        guard format == Scenario.format else {
+            throw r.error("format", expected: "\"\(Scenario.format)\"", found: .string(format))
+        }
+        let name = try r.string("name")
+        let description = try r.string("description")
+        let tags = try r.optionalStrings("tags") ?? []
+        let source = try r.optionalString("source")
+        var fixtures: JSONValue?
+        switch r.value("fixtures") {
+        case nil, .string("sdk-contract")?: fixtures = nil
+        case .object(let o)?: fixtures = .object(o)
+        case let other?: throw r.error("fixtures", expected: "\"sdk-contract\" or a fixtures object", found: other)
+        }
+        var settings = ClientSettings()
+        if let config = r.value("config") { settings = try parseSettings(config, base: settings, file: file, path: "$.config") }
+        var clients: [(String, String?, ClientSettings)] = []
+        if let c = r.value("clients") {
+            guard case .object(let members) = c, !members.isEmpty else {
+                throw r.error("clients", expected: "an object of client names", found: c)
+            }
+            for name in members.keys.sorted() {
+                var cr = try ObjectReader(members[name]!, file: file, path: "$.clients.\(name)")
+                var store: String? = name
+                if cr.has("store") {
+                    switch cr.value("store")! {
+                    case .null: store = nil
+                    case .string(let s): store = s
+                    case let other: throw cr.error("store", expected: "a store name or null", found: other)
+                    }
+                }
+                let own = try cr.value("config").map { try parseSettings($0, base: settings, file: file, path: "$.clients.\(name).config") } ?? settings
+                try cr.finish()
+                clients.append((name, store, own))
+            }
+        } else {
+            clients = [("main", "main", settings)]
+        }
+        let clientNames = clients.map(\.0)
+        var app: AppSettings?
+        if let a = r.value("app") {
+            var ar = try ObjectReader(a, file: file, path: "$.app")
+            let client = try ar.optionalString("client") ?? clientNames[0]
+            guard clientNames.contains(client) else { throw ar.error("client", expected: "one of \(clientNames)", found: .string(client)) }
+            app = AppSettings(client: client, flag: try ar.string("flag"), experiment: try ar.string("experiment"),
+                              variants: try ar.optionalStrings("variants") ?? ["control", "treatment"],
+                              initialUser: try ar.optionalString("user") ?? "anon-1")
+            try ar.finish()
+        }
+        guard let rawSteps = try r.optionalArray("steps") else { throw r.error("steps", expected: "an array of steps", found: nil) }
+        var ctx = StepContext(file: file, clients: clientNames, hasApp: app != nil)
+        let steps = try rawSteps.enumerated().map { i, raw in try ctx.parseStep(raw, path: "$.steps[\(i)]") }
+        let checks = try r.optionalStrings("checks") ?? []
+        for (i, check) in checks.enumerated() where !Scenario.knownChecks.contains(check) {
+            throw ScenarioError(file: file, path: "$.checks[\(i)]", expected: "one of \(Scenario.knownChecks.joined(separator: ", "))",
+                                found: "\"\(check)\"")
+        }
+        let timeout = try r.optionalInt("step_timeout_ms", range: 1...600_000) ?? 5000
+        let requires = try r.optionalStrings("requires") ?? []
+        let explore = r.value("explore")
+        try r.finish()
+        return Scenario(file: file, name: name, description: description, tags: tags, source: source, fixtures: fixtures,
+                        settings: settings, clients: clients.map { ($0.0, $0.1, $0.2) }, app: app, steps: steps,
+                        checks: checks, stepTimeoutMilliseconds: timeout, requires: requires, explore: explore)
+    }
+
+    static func parseSettings(_ value: JSONValue, base: ClientSettings, file: String, path: String) throws -> ClientSettings {
+        var r = try ObjectReader(value, file: file, path: path)
+        var s = base
+        s.timeout = try r.optionalNumber("timeout") ?? s.timeout
+        s.cacheTTL = try r.optionalNumber("cache_ttl") ?? s.cacheTTL
+        s.cacheSize = try r.optionalInt("cache_size", range: 1...1_000_000) ?? s.cacheSize
+        s.offlineFallback = try r.optionalBool("offline_fallback") ?? s.offlineFallback
+        s.baseURL = try r.optionalString("base_url") ?? s.baseURL
+        s.apiKey = try r.optionalString("api_key") ?? s.apiKey
+        try r.finish()
+        return s
+    }
+}
+
+/// Parses steps, knowing the scenario's clients and the labels started so far.
+struct StepContext {
+    let file: String
+    let clients: [String]
+    let hasApp: Bool
+    var labels: Set<String> = []
+    var faults: Set<String> = []
+
+    mutating func parseStep(_ raw: JSONValue, path: String) throws -> Step {
+        var r = try ObjectReader(raw, file: file, path: path)
+        let present = ScenarioParser.verbs.filter { r.has($0) }
+        guard present.count == 1, let verb = present.first else {
+            throw ScenarioError(file: file, path: path, expected: "exactly one of the keys \(ScenarioParser.verbs.joined(separator: ", "))",
+                                found: present.isEmpty ? "keys \(r.keys)" : "several: \(present.joined(separator: ", "))")
+        }
+        let step: Step
+        switch verb {
+        case "do": step = try parseSDK(&r)
+        case "app": step = try parseApp(&r)
+        case "await":
+            let label = try r.string("await")
+            guard labels.contains(label) else { throw r.error("await", expected: "the label of an operation started earlier (\(labels.sorted()))", found: .string(label)) }
+            step = .await(label: label, expect: try parseOutcome(&r))
+        case "cancel":
+            let label = try r.string("cancel")
+            guard labels.contains(label) else { throw r.error("cancel", expected: "the label of an operation started earlier", found: .string(label)) }
+            step = .cancel(label: label)
+        case "fault":
+            let rule = try r.require("fault")
+            guard case .object = rule else { throw r.error("fault", expected: "a fault rule object", found: rule) }
+            let id = try r.string("id")
+            faults.insert(id)
+            step = .addFault(id: id, rule: rule)
+        case "remove_fault":
+            let id = try r.string("remove_fault")
+            guard faults.contains(id) else { throw r.error("remove_fault", expected: "the id of a fault added earlier (\(faults.sorted()))", found: .string(id)) }
+            step = .removeFault(id: id)
+        case "release":
+            let id = try r.string("release")
+            guard faults.contains(id) else { throw r.error("release", expected: "the id of a fault added earlier (\(faults.sorted()))", found: .string(id)) }
+            step = .release(fault: id, count: try r.optionalInt("count", range: 1...10_000), all: try r.optionalBool("all") ?? false,
+                            override: r.value("response"))
+        case "wait_for":
+            step = .waitFor(try parseWait(r.value("wait_for")!, path: path + ".wait_for"))
+        case "advance":
+            guard let s = try r.optionalNumber("advance"), s >= 0 else { throw r.error("advance", expected: "seconds >= 0", found: r.value("advance")) }
+            step = .advance(seconds: s)
+        case "fixtures":
+            step = .fixtures(try parseFixtureChange(r.value("fixtures")!, path: path + ".fixtures"))
+        default:
+            step = .expect(try parseExpectation(r.value("expect")!, path: path + ".expect"))
+        }
+        try r.finish()
+        return step
+    }
+
+    func client(_ r: inout ObjectReader) throws -> String {
+        let name = try r.optionalString("client") ?? clients[0]
+        guard clients.contains(name) else { throw r.error("client", expected: "one of the scenario's clients \(clients)", found: .string(name)) }
+        return name
+    }
+
+    func user(_ r: inout ObjectReader, key: String = "user") throws -> UserSpec {
+        switch r.value(key) {
+        case .string(let id)?: return UserSpec(id: id)
+        case .object(let o)?:
+            var ur = try ObjectReader(.object(o), file: file, path: r.path + "." + key)
+            let id = try ur.string("id")
+            let attributes = ur.value("attributes")
+            if let attributes, case .object = attributes {} else if attributes != nil {
+                throw ur.error("attributes", expected: "an object", found: attributes)
+            }
+            try ur.finish()
+            return UserSpec(id: id, attributes: attributes)
+        case let other: throw r.error(key, expected: "a user id or {\"id\", \"attributes\"}", found: other)
+        }
+    }
+
+    func event(_ value: JSONValue, path: String) throws -> EventSpec {
+        var r = try ObjectReader(value, file: file, path: path)
+        let e = EventSpec(userId: try r.string("user"), eventName: try r.string("name"), eventType: try r.optionalString("type"),
+                          experimentKey: try r.optionalString("experiment"), featureFlagKey: try r.optionalString("flag"),
+                          value: try r.optionalNumber("value"), properties: r.value("properties"),
+                          timestamp: try r.optionalNumber("timestamp"))
+        try r.finish()
+        return e
+    }
+
+    mutating func label(_ r: inout ObjectReader) throws -> String? {
+        guard let l = try r.optionalString("as") else { return nil }
+        guard !labels.contains(l) else { throw r.error("as", expected: "a label not used before", found: .string(l)) }
+        labels.insert(l)
+        return l
+    }
+
+    mutating func parseSDK(_ r: inout ObjectReader) throws -> Step {
+        let name = try r.string("do")
+        let client = try client(&r)
+        let op: SDKOperation
+        switch name {
+        case "evaluateFlag": op = .evaluateFlag(flag: try r.string("flag"), user: try user(&r))
+        case "getAssignment": op = .getAssignment(experiment: try r.string("experiment"), user: try user(&r))
+        case "track", "trackWithStatus":
+            let e = try event(try r.require("event"), path: r.path + ".event")
+            op = name == "track" ? .track(e) : .trackWithStatus(e)
+        case "trackBatch":
+            guard let items = try r.optionalArray("events") else { throw r.error("events", expected: "an array of events", found: nil) }
+            op = .trackBatch(try items.enumerated().map { try event($1, path: r.path + ".events[\($0)]") })
+        case "clearCache": op = .clearCache
+        case "clearOfflineCache": op = .clearOfflineCache
+        case "close": op = .close
+        case "getAssignments": op = .getAssignments(user: try r.string("user"))
+        case "getEvaluatedFlags": op = .getEvaluatedFlags(user: try r.string("user"))
+        case "hashUser": op = .hashUser(user: try r.string("user"), key: try r.string("key"))
+        default: throw r.error("do", expected: "an SDK operation (\(SDKOperation.allNames.joined(separator: ", ")))", found: .string(name))
+        }
+        let isAsync = try r.optionalBool("async") ?? false
+        let count = try r.optionalInt("times", range: 1...1000) ?? 1
+        let label = try label(&r)
+        if isAsync && label == nil { throw r.error("as", expected: "a label for an operation started with \"async\": true", found: nil) }
+        return .sdk(client: client, operation: op, label: label, async: isAsync, count: count, expect: try parseOutcome(&r))
+    }
+
+    mutating func parseApp(_ r: inout ObjectReader) throws -> Step {
+        guard hasApp else { throw r.error("app", expected: "an \"app\" section at the top of the scenario before app steps", found: r.value("app")) }
+        let name = try r.string("app")
+        let action: AppAction
+        switch name {
+        case "login": action = .login(user: try r.string("user"))
+        case "logout": action = .logout
+        case "refresh": action = .refresh
+        case "display": action = .display
+        case "event": action = .event(name: try r.string("name"))
+        case "report_state": action = .reportState
+        default: throw r.error("app", expected: "login, logout, refresh, display, event or report_state", found: .string(name))
+        }
+        let isAsync = try r.optionalBool("async") ?? false
+        let label = try label(&r)
+        if isAsync && label == nil { throw r.error("as", expected: "a label for an action started with \"async\": true", found: nil) }
+        return .app(action: action, label: label, async: isAsync, expect: try parseOutcome(&r))
+    }
+
+    func parseOutcome(_ r: inout ObjectReader) throws -> OutcomeExpectation? {
+        guard let e = r.value("expect") else { return nil }
+        var er = try ObjectReader(e, file: file, path: r.path + ".expect")
+        let result: OutcomeExpectation
+        if let v = er.value("value") {
+            result = .value(v)
+        } else if let kind = try er.optionalString("error") {
+            let kinds = ["invalidConfig", "networkError", "decodingError", "flagNotFound", "experimentNotFound", "serverError", "cancelled"]
+            guard kinds.contains(kind) else { throw er.error("error", expected: "one of \(kinds.joined(separator: ", "))", found: .string(kind)) }
+            result = .error(kind: kind, status: try er.optionalInt("status"), code: try er.optionalInt("code"))
+        } else {
+            throw ScenarioError(file: file, path: er.path, expected: "\"value\" or \"error\"", found: "keys \(er.keys)")
+        }
+        try er.finish()
+        return result
+    }
+
+    func parseMatch(_ value: JSONValue, path: String) throws -> RequestMatch {
+        var r = try ObjectReader(value, file: file, path: path)
+        let m = RequestMatch(method: try r.optionalString("method"), path: try r.optionalString("path"),
+                             pathPrefix: try r.optionalString("path_prefix"), client: try r.optionalString("client"),
+                             user: try r.optionalString("user"), body: r.value("body"), status: try r.optionalInt("status"),
+                             target: try r.optionalString("target"), headers: try headers(&r), bodyEquals: r.value("body_equals"),
+                             cancelled: try r.optionalBool("cancelled"))
+        try r.finish()
+        return m
+    }
+
+    func headers(_ r: inout ObjectReader) throws -> [String: String]? {
+        guard let v = r.value("headers") else { return nil }
+        guard case .object(let o) = v else { throw r.error("headers", expected: "an object of header names and values", found: v) }
+        return try o.mapValues { value in
+            guard case .string(let s) = value else { throw r.error("headers", expected: "string header values", found: value) }
+            return s
+        }
+    }
+
+    func parseWait(_ value: JSONValue, path: String) throws -> WaitCondition {
+        if value == .string("quiescence") { return .quiescence }
+        var r = try ObjectReader(value, file: file, path: path)
+        let count = try r.optionalInt("count", range: 0...100_000) ?? 1
+        let condition: WaitCondition
+        if let fault = try r.optionalString("held") {
+            guard faults.contains(fault) else { throw r.error("held", expected: "the id of a fault added earlier", found: .string(fault)) }
+            condition = .held(fault: fault, count: count)
+        } else if let m = r.value("requests") {
+            condition = .requests(try parseMatch(m, path: path + ".requests"), count: count)
+        } else {
+            throw ScenarioError(file: file, path: path, expected: "\"quiescence\", {\"held\": ID} or {\"requests\": MATCH}", found: ObjectReader.brief(value))
+        }
+        try r.finish()
+        return condition
+    }
+
+    func parseFixtureChange(_ value: JSONValue, path: String) throws -> FixtureChange {
+        var r = try ObjectReader(value, file: file, path: path)
+        let change: FixtureChange
+        if let v = r.value("experiment_status") {
+            var vr = try ObjectReader(v, file: file, path: path + ".experiment_status")
+            change = .experimentStatus(key: try vr.string("key"), status: try vr.string("status")); try vr.finish()
+        } else if let v = r.value("flag_status") {
+            var vr = try ObjectReader(v, file: file, path: path + ".flag_status")
+            change = .flagStatus(key: try vr.string("key"), status: try vr.string("status")); try vr.finish()
+        } else if let v = r.value("flag_rollout") {
+            var vr = try ObjectReader(v, file: file, path: path + ".flag_rollout")
+            guard let p = try vr.optionalNumber("percentage"), (0...100).contains(p) else {
+                throw vr.error("percentage", expected: "a number from 0 to 100", found: vr.value("percentage"))
+            }
+            change = .flagRollout(key: try vr.string("key"), percentage: p); try vr.finish()
+        } else {
+            throw ScenarioError(file: file, path: path, expected: "experiment_status, flag_status or flag_rollout", found: ObjectReader.brief(value))
+        }
+        try r.finish()
+        return change
+    }
+
+    func parseExpectation(_ value: JSONValue, path: String) throws -> Expectation {
+        var r = try ObjectReader(value, file: file, path: path)
+        let result: Expectation
+        if let v = r.value("cache") {
+            var cr = try ObjectReader(v, file: file, path: path + ".cache")
+            result = .cache(client: try client(&cr), user: try cr.string("user"), assignments: try cr.optionalStrings("assignments"),
+                            flags: try cr.optionalStrings("flags"))
+            try cr.finish()
+        } else if let v = r.value("persisted") {
+            var pr = try ObjectReader(v, file: file, path: path + ".persisted")
+            let c = try client(&pr)
+            let user = try pr.string("user")
+            let flag = try pr.optionalString("flag"), experiment = try pr.optionalString("experiment")
+            guard (flag == nil) != (experiment == nil) else {
+                throw ScenarioError(file: file, path: path + ".persisted", expected: "exactly one of \"flag\" or \"experiment\"", found: "keys \(pr.keys)")
+            }
+            result = .persisted(client: c, kind: flag != nil ? "flag" : "experiment", user: user, key: flag ?? experiment!,
+                                present: try pr.optionalBool("present") ?? true, value: pr.value("value"))
+            try pr.finish()
+        } else if let v = r.value("requests") {
+            result = .requests(try parseMatch(v, path: path + ".requests"), count: try r.optionalInt("count", range: 0...1_000_000),
+                               batchSizes: try r.optionalArray("batch_sizes").map { items in
+                                   try items.enumerated().map { i, item in
+                                       guard case .number(let d) = item, let n = Int(exactly: d) else {
+                                           throw ScenarioError(file: file, path: path + ".batch_sizes[\(i)]", expected: "a whole number", found: ObjectReader.brief(item))
+                                       }
+                                       return n
+                                   }
+                               })
+        } else if let v = r.value("app") {
+            guard hasApp else { throw r.error("app", expected: "an \"app\" section in the scenario", found: v) }
+            var ar = try ObjectReader(v, file: file, path: path + ".app")
+            result = .app(shown: try ar.optionalString("shown"), identity: try ar.optionalString("identity"), source: try ar.optionalString("source"))
+            try ar.finish()
+        } else {
+            throw ScenarioError(file: file, path: path, expected: "one of cache, persisted, requests, app", found: ObjectReader.brief(value))
+        }
+        try r.finish()
+        return result
+    }
+}

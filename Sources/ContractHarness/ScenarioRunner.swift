@@ -1,0 +1,577 @@
+import Foundation
+import ExperimentlyMock
+import Experimently
+
+/// The result of one check (a step expectation, a named check, or the lifecycle check).
+public struct CheckResult: Codable, Sendable, Equatable {
+    /// The check's name (`stickiness`, `step 4 expect`, ...).
+    public var name: String
+    public var passed: Bool
+    /// On failure: what went wrong.
+    public var message: String?
+    /// On failure: the history lines that show it.
+    public var history: [String]?
+
+    public init(name: String, passed: Bool, message: String? = nil, history: [String]? = nil) {
+        self.name = name
+        self.passed = passed
+        self.message = message
+        self.history = history
+    }
+}
+
+/// The outcome of running one scenario.
+public struct ScenarioResult: Sendable {
+    /// `passed`, `failed`, `skipped` or `error` (the scenario could not run).
+    public enum Status: String, Codable, Sendable { case passed, failed, skipped, error }
+
+    public var name: String
+    public var file: String
+    public var tags: [String]
+    public var source: String?
+    public var status: Status
+    /// Wall time, milliseconds.
+    public var durationMilliseconds: Double
+    public var checks: [CheckResult]
+    /// Why it was skipped or errored.
+    public var reason: String?
+    /// The contract-smoke fields (CONTRACT.md section 7), from a `contract_smoke` check.
+    public var smoke: JSONValue?
+    /// The history in canonical order.
+    public var history: [HistoryEvent]
+    /// MD5 of the canonical history, to compare runs.
+    public var historyDigest: String
+
+    /// The first failing check, for the console line.
+    public var firstFailure: CheckResult? { checks.first { !$0.passed } }
+}
+
+/// Runs scenarios against an SDK driver and the in-process mock backend.
+public struct ScenarioRunner: Sendable {
+    /// The SDK under test.
+    public let driver: any SDKDriver
+    /// The run's seed (recorded; `{{seed}}` in scenario files is replaced by it).
+    public let seed: UInt64
+
+    /// Creates a runner.
+    public init(driver: any SDKDriver = SwiftSDKDriver(), seed: UInt64 = 0) {
+        self.driver = driver
+        self.seed = seed
+    }
+
+    /// Runs one scenario from a fresh state; never throws: problems become the result's status.
+    public func run(_ scenario: Scenario) async -> ScenarioResult {
+        let started = DispatchTime.now()
+        let missing = scenario.requires.filter { !driver.capabilities.contains($0) }
+            + (scenario.app != nil && !driver.capabilities.contains("app") ? ["app"] : [])
+        if !missing.isEmpty {
+            return ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, source: scenario.source,
+                                  status: .skipped, durationMilliseconds: 0, checks: [],
+                                  reason: "the driver lacks \(missing.joined(separator: ", "))", smoke: nil, history: [], historyDigest: "")
+        }
+        let execution: ScenarioExecution
+        do {
+            execution = try ScenarioExecution(scenario: scenario, driver: driver)
+        } catch {
+            return ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, source: scenario.source,
+                                  status: .error, durationMilliseconds: Self.elapsed(since: started), checks: [],
+                                  reason: "\(error)", smoke: nil, history: [], historyDigest: "")
+        }
+        var result = await execution.run()
+        result.durationMilliseconds = Self.elapsed(since: started)
+        return result
+    }
+
+    static func elapsed(since start: DispatchTime) -> Double {
+        Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e6
+    }
+}
+
+/// One run of one scenario: its clock, mock, clients, operations and history.
+final class ScenarioExecution: @unchecked Sendable {
+    // @unchecked Sendable: `ops`, `groups` and `checks` are guarded by `lock`; the rest is `let`
+    // or only used from the runner's task.
+    struct Op {
+        let label: String
+        let client: String
+        let name: String
+        let user: String?
+        var outcome: OperationOutcome?
+        var task: Task<Void, Never>?
+    }
+
+    let scenario: Scenario
+    let driver: any SDKDriver
+    let clock: VirtualClock
+    let recorder: Recorder
+    let port: any BackendPort
+    let suitePrefix = "experimently-harness-\(UUID().uuidString)"
+    private let lock = NSLock()
+    private var ops: [String: Op] = [:]
+    private var order: [String] = []
+    private var groups: [String: [String]] = [:]
+    private var checks: [CheckResult] = []
+    private var clients: [String: any DriverClient] = [:]
+    private var app: ReferenceApp?
+    private var autoLabel = 0
+
+    init(scenario: Scenario, driver: any SDKDriver) throws {
+        self.scenario = scenario
+        self.driver = driver
+        let recorderBox = RecorderBox()
+        let clock = VirtualClock(onChange: { recorderBox.recorder?.poke() })
+        self.clock = clock
+        let recorder = Recorder(clock: clock)
+        recorderBox.recorder = recorder
+        self.recorder = recorder
+        self.port = try MockBackendPort(fixtures: scenario.fixtures, clock: clock, file: scenario.file)
+        port.setObserver { seq, answered in
+            guard let seq else { return recorder.poke() }
+            recorder.record(answered ? .response : .request, request: RequestRecord.placeholder(seq: seq))
+        }
+        let suitePrefix = self.suitePrefix
+        let port = self.port
+        let context = DriverContext(makeSession: { port.session(client: $0) }, clock: clock,
+                                    storeSuite: { "\(suitePrefix)-\($0)" })
+        for c in scenario.clients {
+            clients[c.name] = try driver.makeClient(name: c.name, settings: c.settings, store: c.store, context: context)
+        }
+        if let a = scenario.app, let client = clients[a.client] {
+            app = ReferenceApp(settings: a, client: client, recorder: recorder)
+        }
+    }
+
+    // MARK: Running
+
+    func run() async -> ScenarioResult {
+        var aborted: String?
+        for (i, step) in scenario.steps.enumerated() {
+            recorder.setStep(i)
+            if let problem = await perform(step, index: i) {
+                aborted = problem
+                fail("step \(i) \(Self.verb(step))", problem)
+                break
+            }
+        }
+        recorder.setStep(scenario.steps.count)
+        if aborted == nil {
+            let finished = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in pending().isEmpty }
+            if !finished {
+                fail("operations finish", "operations never finished by the end of the scenario: \(describePending())")
+            }
+        }
+        cancelAll()
+        enrichHistory()
+        if aborted == nil {
+            let history = recorder.snapshot
+            let context = CheckContext(scenario: scenario, history: history, clients: clients, port: port, driver: driver, app: app)
+            for name in scenario.checks {
+                lock.withLock { checks.append(contentsOf: Checks.run(name, context)) }
+            }
+        }
+        let problems = port.shutdown()
+        if !problems.isEmpty {
+            fail("lifecycle", "the mock's strict shutdown found: " + problems.joined(separator: "; "))
+        }
+        cleanUpStores()
+        let history = recorder.snapshot
+        let canonical = Self.canonical(history)
+        let results = lock.withLock { checks }
+        let smoke = results.isEmpty ? nil : Checks.smokeFields(scenario: scenario, history: history)
+        return ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, source: scenario.source,
+                              status: results.allSatisfy(\.passed) ? .passed : .failed, durationMilliseconds: 0,
+                              checks: results.isEmpty ? [CheckResult(name: "steps", passed: true)] : results,
+                              reason: aborted, smoke: scenario.checks.contains("contract_smoke") ? smoke : nil,
+                              history: canonical, historyDigest: Self.digest(canonical))
+    }
+
+    func fail(_ name: String, _ message: String, history: [String]? = nil) {
+        let slice = history ?? Array(recorder.snapshot.suffix(12).map(\.line))
+        lock.withLock { checks.append(CheckResult(name: name, passed: false, message: message, history: slice)) }
+    }
+
+    func pass(_ name: String) {
+        lock.withLock { checks.append(CheckResult(name: name, passed: true)) }
+    }
+
+    static func verb(_ step: Step) -> String {
+        switch step {
+        case .sdk(_, let op, let label, _, _, _): return "do \(op.name)\(label.map { " as \($0)" } ?? "")"
+        case .app(let action, _, _, _): return "app \(action)"
+        case .await(let label, _): return "await \(label)"
+        case .cancel(let label): return "cancel \(label)"
+        case .addFault(let id, _): return "fault \(id)"
+        case .removeFault(let id): return "remove_fault \(id)"
+        case .release(let id, _, _, _): return "release \(id)"
+        case .waitFor(let c): return "wait_for \(c)"
+        case .advance(let s): return "advance \(s)"
+        case .fixtures(let c): return "fixtures \(c)"
+        case .expect: return "expect"
+        }
+    }
+
+    /// Runs one step; returns a message when the scenario cannot go on (a hang or a bad step).
+    func perform(_ step: Step, index: Int) async -> String? {
+        let name = "step \(index) \(Self.verb(step))"
+        switch step {
+        case .sdk(let client, let op, let label, let isAsync, let count, let expect):
+            let base = label ?? nextLabel()
+            let labels = count == 1 ? [base] : (1...count).map { "\(base)#\($0)" }
+            lock.withLock { groups[base] = labels }
+            for l in labels { start(label: l, client: client, name: op.name, user: Self.user(of: op), detail: Self.arguments(op)) { [self] in
+                await clients[client]!.perform(op)
+            } }
+            if !isAsync { return await finish(group: base, expect: expect, step: name) }
+        case .app(let action, let label, let isAsync, let expect):
+            let base = label ?? nextLabel()
+            lock.withLock { groups[base] = [base] }
+            let app = self.app!
+            start(label: base, client: app.settings.client, name: "app.\(Self.appName(action))", user: nil,
+                  detail: Self.appArguments(action)) { await app.perform(action) }
+            if !isAsync { return await finish(group: base, expect: expect, step: name) }
+        case .await(let label, let expect):
+            return await finish(group: label, expect: expect, step: name)
+        case .cancel(let label):
+            let tasks = lock.withLock { (groups[label] ?? [label]).compactMap { ops[$0]?.task } }
+            recorder.record(.marker, label: label, name: "cancel")
+            tasks.forEach { $0.cancel() }
+        case .addFault(let id, let rule):
+            do { try port.addFault(id: id, rule: rule, file: scenario.file, path: "$.steps[\(index)].fault") }
+            catch { return "\(error)" }
+        case .removeFault(let id):
+            port.removeFault(id: id)
+        case .release(let id, let count, let all, let override):
+            do {
+                let released = try port.release(fault: id, count: all ? nil : (count ?? 1), override: override)
+                if released == 0 {
+                    return "nothing to release: fault '\(id)' holds no request (it held \(port.heldCount(fault: id)) so far); requests: "
+                        + port.requests().suffix(5).map(\.summary).joined(separator: "; ")
+                }
+                recorder.record(.marker, name: "release", detail: .object(["fault": .string(id), "released": .number(Double(released))]))
+            } catch { return "\(error)" }
+        case .waitFor(let condition):
+            let met = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in satisfied(condition) }
+            if !met { return "\(Self.describe(condition)) did not happen within \(scenario.stepTimeoutMilliseconds) ms; " + nearest(condition) }
+            return nil
+        case .advance(let seconds):
+            clock.advance(by: seconds)
+            recorder.record(.marker, name: "advance", detail: .number(seconds))
+        case .fixtures(let change):
+            do { try port.updateFixtures(change) } catch { return "\(error)" }
+            recorder.record(.marker, name: "fixtures", detail: .string("\(change)"))
+        case .expect(let expectation):
+            await quiesce(step: name)
+            if let problem = await check(expectation) { fail(name, problem) } else { pass(name) }
+            return nil
+        }
+        return await quiesce(step: name)
+    }
+
+    private func nextLabel() -> String {
+        autoLabel += 1
+        return "op\(autoLabel)"
+    }
+
+    /// Waits until every started operation finished or parked; a timeout is a hang.
+    @discardableResult
+    func quiesce(step: String) async -> String? {
+        let ok = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in quiescent() }
+        return ok ? nil : "not quiescent after \(scenario.stepTimeoutMilliseconds) ms: \(describePending())"
+    }
+
+    /// Waits for every operation of `group`, then checks `expect` against each outcome.
+    func finish(group: String, expect: OutcomeExpectation?, step: String) async -> String? {
+        let labels = lock.withLock { groups[group] ?? [group] }
+        let done = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in
+            lock.withLock { labels.allSatisfy { ops[$0]?.outcome != nil } }
+        }
+        guard done else {
+            return "operation '\(group)' did not finish within \(scenario.stepTimeoutMilliseconds) ms; pending: \(describePending())"
+        }
+        if let expect {
+            let outcomes = lock.withLock { labels.map { ($0, ops[$0]!.outcome!) } }
+            let problems = outcomes.compactMap { label, outcome in Self.mismatch(outcome, expect).map { "\(label): \($0)" } }
+            if problems.isEmpty { pass("\(step) expect") }
+            else {
+                let lines = recorder.snapshot.filter { labels.contains($0.label ?? "") || $0.kind == .request || $0.kind == .response }.suffix(12).map(\.line)
+                fail("\(step) expect", problems.prefix(3).joined(separator: "; "), history: Array(lines))
+            }
+        }
+        return await quiesce(step: step)
+    }
+
+    func start(label: String, client: String, name: String, user: String?, detail: JSONValue,
+               body: @escaping @Sendable () async -> OperationOutcome) {
+        lock.withLock {
+            ops[label] = Op(label: label, client: client, name: name, user: user)
+            order.append(label)
+        }
+        recorder.record(.invoke, client: client, label: label, name: name, detail: detail)
+        let task = Task { [self] in
+            let outcome = await body()
+            lock.withLock { ops[label]?.outcome = outcome }
+            recorder.record(.complete, client: client, label: label, name: name, outcome: outcome.json)
+        }
+        lock.withLock { ops[label]?.task = task }
+    }
+
+    func pending() -> [Op] {
+        lock.withLock { order.compactMap { ops[$0] }.filter { $0.outcome == nil } }
+    }
+
+    /// Every unfinished operation has a parked request of its client (for its user, when known).
+    func quiescent() -> Bool {
+        let waiting = pending()
+        if waiting.isEmpty { return true }
+        let parked = port.requests().filter { $0.parked && !$0.answered && !$0.cancelled }
+        return waiting.allSatisfy { op in
+            parked.contains { $0.client == op.client && (op.user == nil || $0.users.contains(op.user!)) }
+        }
+    }
+
+    func describePending() -> String {
+        let waiting = pending()
+        let parked = port.requests().filter { $0.parked && !$0.answered }
+        var text = waiting.isEmpty ? "no operation pending" : waiting.map { "\($0.label) (\($0.name) on \($0.client))" }.joined(separator: ", ")
+        text += parked.isEmpty ? "; no request parked" : "; parked requests: " + parked.map(\.summary).joined(separator: "; ")
+        return text
+    }
+
+    func cancelAll() {
+        let tasks = lock.withLock { ops.values.compactMap { $0.outcome == nil ? $0.task : nil } }
+        tasks.forEach { $0.cancel() }
+    }
+
+    func satisfied(_ condition: WaitCondition) -> Bool {
+        switch condition {
+        case .held(let fault, let count): return port.heldCount(fault: fault) >= count
+        case .requests(let match, let count): return port.requests().filter { $0.matches(match) }.count >= count
+        case .quiescence: return quiescent()
+        }
+    }
+
+    static func describe(_ condition: WaitCondition) -> String {
+        switch condition {
+        case .held(let fault, let count): return "\(count) request(s) held by fault '\(fault)'"
+        case .requests(let match, let count): return "\(count) request(s) matching \(match)"
+        case .quiescence: return "quiescence"
+        }
+    }
+
+    func nearest(_ condition: WaitCondition) -> String {
+        let requests = port.requests()
+        switch condition {
+        case .held(let fault, _):
+            return "fault '\(fault)' held \(port.heldCount(fault: fault)); requests seen: "
+                + (requests.isEmpty ? "none" : requests.suffix(6).map(\.summary).joined(separator: "; ")) + "; " + describePending()
+        case .requests(let match, _):
+            let near = requests.filter { ($0.path == match.path || match.path == nil) }.suffix(4).map(\.summary)
+            return "requests with that path: " + (near.isEmpty ? "none" : near.joined(separator: "; "))
+        case .quiescence: return describePending()
+        }
+    }
+
+    // MARK: Expectations
+
+    static func mismatch(_ outcome: OperationOutcome, _ expect: OutcomeExpectation) -> String? {
+        switch (expect, outcome) {
+        case (.value(let wanted), .value(let got)):
+            return got.contains(wanted) ? nil : "expected a value containing \(wanted), got \(got)"
+        case (.value(let wanted), .error(let kind, _, _, let message)):
+            return "expected a value containing \(wanted), got error \(kind): \(message)"
+        case (.error(let kind, let status, let code), .error(let gotKind, let gotStatus, let gotCode, let message)):
+            if kind != gotKind { return "expected error \(kind), got error \(gotKind): \(message)" }
+            if let status, status != gotStatus { return "expected status \(status), got \(gotStatus.map(String.init) ?? "none")" }
+            if let code, code != gotCode { return "expected code \(code), got \(gotCode.map(String.init) ?? "none")" }
+            return nil
+        case (.error(let kind, _, _), .value(let got)):
+            return "expected error \(kind), got value \(got)"
+        }
+    }
+
+    func check(_ expectation: Expectation) async -> String? {
+        switch expectation {
+        case .cache(let client, let user, let assignments, let flags):
+            guard let c = clients[client] else { return "no client \(client)" }
+            var problems: [String] = []
+            if let assignments {
+                let got = await Self.query(c, .getAssignments(user: user))
+                let keys = got.flatMap { v -> [String]? in
+                    if case .array(let items) = v { return items.compactMap { if case .string(let k)? = $0["experiment_key"] { return k } else { return nil } } }
+                    return nil
+                } ?? []
+                if keys != assignments { problems.append("cached assignments of \(user) on \(client): expected \(assignments), got \(keys)") }
+            }
+            if let flags {
+                let got = await Self.query(c, .getEvaluatedFlags(user: user))
+                let keys: [String] = { if case .array(let items)? = got { return items.compactMap { if case .string(let s) = $0 { return s } else { return nil } } }; return [] }()
+                if keys != flags { problems.append("cached flags of \(user) on \(client): expected \(flags), got \(keys)") }
+            }
+            return problems.isEmpty ? nil : problems.joined(separator: "; ")
+        case .persisted(let client, let kind, let user, let key, let present, let value):
+            guard let c = clients[client] else { return "no client \(client)" }
+            let stored = c.persisted(kind: kind, user: user, key: key)
+            if present && stored == nil { return "expected a persisted \(kind) '\(key)' for user '\(user)' in \(client)'s store, found none" }
+            if !present, let stored { return "expected no persisted \(kind) '\(key)' for user '\(user)' in \(client)'s store, found \(stored)" }
+            if let value, let stored, !stored.contains(value) { return "persisted \(kind) '\(key)' for '\(user)': expected \(value), found \(stored)" }
+            return nil
+        case .requests(let match, let count, let sizes):
+            let matching = port.requests().filter { $0.matches(match) }
+            if let count, matching.count != count {
+                return "expected \(count) request(s) matching \(Self.describe(match)), saw \(matching.count): "
+                    + matching.prefix(8).map(\.summary).joined(separator: "; ")
+            }
+            if let sizes {
+                let got = matching.map(\.events.count)
+                if got != sizes { return "expected batch sizes \(sizes), got \(got)" }
+            }
+            return nil
+        case .app(let shown, let identity, let source):
+            guard let app else { return "no app" }
+            var problems: [String] = []
+            if let shown, (app.shown ?? "fallback") != shown { problems.append("app shows \(app.shown ?? "fallback"), expected \(shown)") }
+            if let identity, app.identity != identity { problems.append("app identity is \(app.identity), expected \(identity)") }
+            if let source, app.source != source { problems.append("layout_source is \(app.source), expected \(source)") }
+            return problems.isEmpty ? nil : problems.joined(separator: "; ")
+        }
+    }
+
+    static func describe(_ m: RequestMatch) -> String {
+        var parts: [String] = []
+        if let v = m.method { parts.append(v) }
+        if let v = m.path { parts.append(v) }
+        if let v = m.pathPrefix { parts.append(v + "*") }
+        if let v = m.client { parts.append("client=\(v)") }
+        if let v = m.user { parts.append("user=\(v)") }
+        if let v = m.status { parts.append("status=\(v)") }
+        if let v = m.body { parts.append("body⊇\(v)") }
+        return parts.joined(separator: " ")
+    }
+
+    /// Runs a cache query on a client and returns its value (`nil` on error).
+    static func query(_ client: any DriverClient, _ op: SDKOperation) async -> JSONValue? {
+        if case .value(let v) = await client.perform(op) { return v }
+        return nil
+    }
+
+    // MARK: History
+
+    func enrichHistory() {
+        let bySeq = Dictionary(port.requests().map { ($0.seq, $0) }, uniquingKeysWith: { a, _ in a })
+        recorder.replace { events in
+            for i in events.indices {
+                if let seq = events[i].request?.seq, let full = bySeq[seq] {
+                    events[i].request = full
+                    events[i].client = full.client
+                }
+            }
+        }
+    }
+
+    /// The history in canonical form: mock sequence numbers cleared, and each run of consecutive
+    /// events of one kind within one step at one virtual time (concurrent completions, concurrent
+    /// arrivals) sorted by content, so that equal runs give equal histories.
+    static func canonical(_ history: [HistoryEvent]) -> [HistoryEvent] {
+        var out: [HistoryEvent] = []
+        var run: [(String, HistoryEvent)] = []
+        func flush() {
+            out += run.sorted { $0.0 < $1.0 }.map(\.1)
+            run.removeAll()
+        }
+        for event in history {
+            var copy = event
+            copy.request?.seq = 0
+            if let last = run.last?.1, last.kind != copy.kind || last.step != copy.step || last.time != copy.time { flush() }
+            copy.index = 0
+            run.append((JSONValue.encodeForSorting(copy), copy))
+        }
+        flush()
+        for i in out.indices { out[i].index = i }
+        return out
+    }
+
+    static func digest(_ history: [HistoryEvent]) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data = (try? encoder.encode(history)) ?? Data()
+        return FeatureFlagEvaluator.md5Hex(of: Array(data))
+    }
+
+    func cleanUpStores() {
+        for c in scenario.clients {
+            if let store = c.store { UserDefaults().removePersistentDomain(forName: "\(suitePrefix)-\(store)") }
+        }
+    }
+
+    // MARK: Arguments
+
+    static func user(of op: SDKOperation) -> String? {
+        switch op {
+        case .evaluateFlag(_, let u), .getAssignment(_, let u): return u.id
+        case .track(let e), .trackWithStatus(let e): return e.userId
+        default: return nil
+        }
+    }
+
+    static func appName(_ action: AppAction) -> String {
+        switch action {
+        case .login: return "login"
+        case .logout: return "logout"
+        case .refresh: return "refresh"
+        case .display: return "display"
+        case .event: return "event"
+        case .reportState: return "report_state"
+        }
+    }
+
+    static func appArguments(_ action: AppAction) -> JSONValue {
+        switch action {
+        case .login(let user): return .object(["user": .string(user)])
+        case .event(let name): return .object(["name": .string(name)])
+        default: return .null
+        }
+    }
+
+    static func arguments(_ op: SDKOperation) -> JSONValue {
+        func user(_ u: UserSpec) -> JSONValue {
+            u.attributes.map { .object(["id": .string(u.id), "attributes": $0]) } ?? .string(u.id)
+        }
+        func event(_ e: EventSpec) -> JSONValue {
+            var o: [String: JSONValue] = ["user": .string(e.userId), "name": .string(e.eventName)]
+            if let v = e.experimentKey { o["experiment"] = .string(v) }
+            if let v = e.featureFlagKey { o["flag"] = .string(v) }
+            if let v = e.value { o["value"] = .number(v) }
+            if let v = e.properties { o["properties"] = v }
+            return .object(o)
+        }
+        switch op {
+        case .evaluateFlag(let flag, let u): return .object(["flag": .string(flag), "user": user(u)])
+        case .getAssignment(let exp, let u): return .object(["experiment": .string(exp), "user": user(u)])
+        case .track(let e), .trackWithStatus(let e): return event(e)
+        case .trackBatch(let events): return .array(events.map(event))
+        case .getAssignments(let u), .getEvaluatedFlags(let u): return .object(["user": .string(u)])
+        case .hashUser(let u, let k): return .object(["user": .string(u), "key": .string(k)])
+        case .clearCache, .clearOfflineCache, .close: return .null
+        }
+    }
+}
+
+private final class RecorderBox: @unchecked Sendable {
+    // @unchecked Sendable: written once in ScenarioExecution.init before any reader can run.
+    var recorder: Recorder?
+}
+
+extension RequestRecord {
+    static func placeholder(seq: Int) -> RequestRecord {
+        RequestRecord(seq: seq, client: nil, method: "", path: "", target: "", query: [:], headers: [:], body: nil, status: nil,
+                      response: nil, fault: nil, parked: false, cancelled: false, answered: false)
+    }
+}
+
+extension JSONValue {
+    static func encodeForSorting<T: Encodable>(_ value: T) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+    }
+}

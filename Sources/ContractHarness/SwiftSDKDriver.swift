@@ -1,0 +1,150 @@
+import Foundation
+import Experimently
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The built-in driver: the Swift `Experimently` client in-process, over the mock's URLProtocol
+/// transport and the scenario's virtual clock.
+public struct SwiftSDKDriver: SDKDriver {
+    /// `"ios"`, the name the upstream contract smoke uses for the Swift SDK.
+    public let sdkName = "ios"
+    /// The SDK's version.
+    public let sdkVersion = ExperimentlySDKInfo.version
+    /// Every operation, the reference app, the virtual clock, cancellation, offline-store inspection and hashing.
+    public let capabilities: Set<String> = Set(SDKOperation.allNames + ["app", "virtual_clock", "cancel", "offline_store", "hash"])
+    private let factory: @Sendable (SdkConfig, URLSession, OfflineStore?, any ExperimentationClock) -> any SwiftClientSurface
+
+    /// Creates the driver for the shipping `ExperimentationClient`.
+    public init() {
+        factory = { config, session, store, clock in
+            ExperimentationClient(config: config, session: session, offlineStore: store, clock: clock)
+        }
+    }
+
+    /// Creates a driver for another Swift implementation of the client surface (used to prove the
+    /// harness catches broken SDKs).
+    public init(factory: @escaping @Sendable (SdkConfig, URLSession, OfflineStore?, any ExperimentationClock) -> any SwiftClientSurface) {
+        self.factory = factory
+    }
+
+    public func makeClient(name: String, settings: ClientSettings, store: String?, context: DriverContext) throws -> any DriverClient {
+        let config = SdkConfig(baseURL: settings.baseURL, apiKey: settings.apiKey, timeout: settings.timeout,
+                               cacheSize: settings.cacheSize, cacheTTL: settings.cacheTTL,
+                               enableOfflineFallback: settings.offlineFallback)
+        let offline = store.map { OfflineStore(suiteName: context.storeSuite($0)) }
+        let client = factory(config, context.makeSession(name), offline, context.clock)
+        return SwiftDriverClient(client: client, store: offline)
+    }
+}
+
+/// The calls the Swift driver makes: `ExperimentationClient`'s public surface.
+public protocol SwiftClientSurface: Sendable {
+    func evaluateFlag(_ flagKey: String, user: User) async throws -> EvalResult
+    func getAssignment(_ experimentKey: String, user: User) async throws -> Assignment
+    func track(_ event: TrackEvent) async throws
+    func trackWithStatus(_ event: TrackEvent) async -> Bool
+    func trackBatch(_ events: [TrackEvent]) async -> Bool
+    func getAssignments(for userId: String) -> [Assignment]
+    func getEvaluatedFlags(for userId: String) -> [String]
+    func clearCache()
+    func clearOfflineCache()
+    func close()
+}
+
+extension ExperimentationClient: SwiftClientSurface {}
+
+private struct SwiftDriverClient: DriverClient {
+    let client: any SwiftClientSurface
+    let store: OfflineStore?
+
+    func perform(_ operation: SDKOperation) async -> OperationOutcome {
+        do {
+            switch operation {
+            case .evaluateFlag(let flag, let user):
+                return .value(Self.json(try await client.evaluateFlag(flag, user: Self.user(user))))
+            case .getAssignment(let experiment, let user):
+                return .value(Self.json(try await client.getAssignment(experiment, user: Self.user(user))))
+            case .track(let event):
+                try await client.track(Self.event(event))
+                return .value(.null)
+            case .trackWithStatus(let event):
+                return .value(.bool(await client.trackWithStatus(Self.event(event))))
+            case .trackBatch(let events):
+                return .value(.bool(await client.trackBatch(events.map(Self.event))))
+            case .clearCache:
+                client.clearCache(); return .value(.null)
+            case .clearOfflineCache:
+                client.clearOfflineCache(); return .value(.null)
+            case .close:
+                client.close(); return .value(.null)
+            case .getAssignments(let user):
+                return .value(.array(client.getAssignments(for: user).map(Self.json)))
+            case .getEvaluatedFlags(let user):
+                return .value(.array(client.getEvaluatedFlags(for: user).map(JSONValue.string)))
+            case .hashUser(let user, let key):
+                return .value(.number(FeatureFlagEvaluator.hashUser(user, flagKey: key)))
+            }
+        } catch let error as ExperimentationError {
+            return Self.outcome(error)
+        } catch is CancellationError {
+            return .error(kind: "cancelled", status: nil, code: nil, message: "CancellationError")
+        } catch {
+            return .error(kind: "unexpected", status: nil, code: nil, message: "\(type(of: error)): \(error)")
+        }
+    }
+
+    func persisted(kind: String, user: String, key: String) -> JSONValue? {
+        guard let store else { return nil }
+        if kind == "flag" { return store.loadEvaluation(flagKey: key, userId: user).map(Self.json) }
+        return store.loadAssignment(experimentKey: key, userId: user).map(Self.json)
+    }
+
+    static func outcome(_ error: ExperimentationError) -> OperationOutcome {
+        let message = error.errorDescription ?? "\(error)"
+        switch error {
+        case .invalidConfig: return .error(kind: "invalidConfig", status: nil, code: nil, message: message)
+        case .networkError(let e):
+            let code = (e as? URLError)?.code.rawValue ?? (e as NSError).code
+            return .error(kind: "networkError", status: nil, code: code, message: message)
+        case .decodingError: return .error(kind: "decodingError", status: nil, code: nil, message: message)
+        case .flagNotFound: return .error(kind: "flagNotFound", status: 404, code: nil, message: message)
+        case .experimentNotFound: return .error(kind: "experimentNotFound", status: 404, code: nil, message: message)
+        case .serverError(let status, _): return .error(kind: "serverError", status: status, code: nil, message: message)
+        case .cancelled: return .error(kind: "cancelled", status: nil, code: nil, message: message)
+        }
+    }
+
+    static func user(_ spec: UserSpec) -> User {
+        User(id: spec.id, attributes: spec.attributes.flatMap { foundation($0) as? [String: Any] })
+    }
+
+    static func event(_ spec: EventSpec) -> TrackEvent {
+        TrackEvent(userId: spec.userId, eventName: spec.eventName,
+                   properties: spec.properties.flatMap { foundation($0) as? [String: Any] },
+                   experimentKey: spec.experimentKey, featureFlagKey: spec.featureFlagKey, value: spec.value,
+                   eventType: spec.eventType, timestamp: spec.timestamp.map { Date(timeIntervalSince1970: $0) })
+    }
+
+    static func foundation(_ value: JSONValue) -> Any {
+        switch value {
+        case .null: return NSNull()
+        case .bool(let b): return b
+        case .number(let d): return d.rounded() == d && abs(d) < 1e15 ? Int(d) as Any : d
+        case .string(let s): return s
+        case .array(let a): return a.map(foundation)
+        case .object(let o): return o.mapValues(foundation)
+        }
+    }
+
+    static func json(_ r: EvalResult) -> JSONValue {
+        .object(["key": .string(r.key), "enabled": .bool(r.enabled), "config": JSONValue(any: r.config)])
+    }
+
+    static func json(_ a: Assignment) -> JSONValue {
+        .object(["experiment_key": .string(a.experimentKey), "user_id": .string(a.userId),
+                 "variant_id": a.variantId.map(JSONValue.string) ?? .null, "variant_name": .string(a.variantName),
+                 "is_control": .bool(a.isControl), "configuration": JSONValue(any: a.configuration),
+                 "assigned": .bool(a.assigned)])
+    }
+}

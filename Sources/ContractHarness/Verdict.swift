@@ -1,0 +1,150 @@
+import Foundation
+
+/// The JSON verdict of a run (format `experimently-verdict/1`, documented in `Documentation/Verdict.md`).
+///
+/// Top-level keys `sdk`, `assign`, `flag`, `track` and `fanout` are the contract-smoke fields of
+/// CONTRACT.md section 7, filled from the smoke scenario, so tooling that reads the smoke line
+/// reads the verdict too. API keys never appear in it.
+public struct Verdict: Sendable {
+    /// The format tag.
+    public static let format = "experimently-verdict/1"
+
+    public var harnessVersion: String
+    public var sdkName: String
+    public var sdkVersion: String
+    public var seed: UInt64
+    /// When the run started (ISO-8601 UTC).
+    public var startedAt: Date
+    /// Wall time of the whole run, milliseconds.
+    public var durationMilliseconds: Double
+    public var results: [ScenarioResult]
+    /// Scenario files that could not be read or parsed (`file`, `error`).
+    public var invalid: [(file: String, error: String)]
+    /// Extra sections written by other commands (e.g. a mutant matrix), by key.
+    public var extra: [String: JSONValue] = [:]
+
+    /// Creates a verdict.
+    public init(harnessVersion: String, sdkName: String, sdkVersion: String, seed: UInt64, startedAt: Date,
+                durationMilliseconds: Double, results: [ScenarioResult], invalid: [(file: String, error: String)]) {
+        self.harnessVersion = harnessVersion
+        self.sdkName = sdkName
+        self.sdkVersion = sdkVersion
+        self.seed = seed
+        self.startedAt = startedAt
+        self.durationMilliseconds = durationMilliseconds
+        self.results = results
+        self.invalid = invalid
+    }
+
+    /// Counts by status.
+    public var counts: (passed: Int, failed: Int, skipped: Int, error: Int) {
+        (results.filter { $0.status == .passed }.count, results.filter { $0.status == .failed }.count,
+         results.filter { $0.status == .skipped }.count, results.filter { $0.status == .error }.count + invalid.count)
+    }
+
+    /// The verdict as a JSON value.
+    public var json: JSONValue {
+        let c = counts
+        var root: [String: JSONValue] = [
+            "format": .string(Self.format),
+            "harness": .object(["name": .string("contract-harness"), "version": .string(harnessVersion)]),
+            "sdk_under_test": .object(["name": .string(sdkName), "version": .string(sdkVersion)]),
+            "seed": .number(Double(seed)),
+            "started_at": .string(Self.iso(startedAt)),
+            "duration_ms": .number((durationMilliseconds * 1000).rounded() / 1000),
+            "counts": .object(["total": .number(Double(results.count + invalid.count)), "passed": .number(Double(c.passed)),
+                               "failed": .number(Double(c.failed)), "skipped": .number(Double(c.skipped)), "error": .number(Double(c.error))]),
+            "ok": .bool(c.failed == 0 && c.error == 0),
+            "scenarios": .array(results.map(Self.json) + invalid.map { item in
+                .object(["file": .string(item.file), "name": .string((item.file as NSString).lastPathComponent),
+                         "status": .string("error"), "reason": .string(item.error), "duration_ms": .number(0), "checks": .array([])])
+            }),
+        ]
+        let smoke = results.first { $0.smoke != nil }?.smoke
+        root["sdk"] = .string(sdkName)
+        for key in ["assign", "flag", "track", "fanout"] { root[key] = smoke?[key] ?? .null }
+        for (k, v) in extra { root[k] = v }
+        return .object(root)
+    }
+
+    static func json(_ r: ScenarioResult) -> JSONValue {
+        var o: [String: JSONValue] = [
+            "name": .string(r.name), "file": .string(r.file), "status": .string(r.status.rawValue),
+            "duration_ms": .number((r.durationMilliseconds * 1000).rounded() / 1000),
+            "tags": .array(r.tags.map(JSONValue.string)),
+            "checks": .array(r.checks.map { check in
+                var c: [String: JSONValue] = ["name": .string(check.name), "passed": .bool(check.passed)]
+                if let m = check.message { c["message"] = .string(m) }
+                if let h = check.history { c["history"] = .array(h.map(JSONValue.string)) }
+                return .object(c)
+            }),
+            "history_digest": .string(r.historyDigest),
+            "history_events": .number(Double(r.history.count)),
+        ]
+        if let s = r.source { o["source"] = .string(s) }
+        if let reason = r.reason { o["reason"] = .string(reason) }
+        return .object(o)
+    }
+
+    static func iso(_ date: Date) -> String {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return f.string(from: date)
+    }
+
+    /// Pretty JSON bytes with sorted keys, API keys redacted.
+    public func data(redacting secrets: [String]) -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        var text = String(decoding: (try? encoder.encode(json)) ?? Data(), as: UTF8.self)
+        for secret in secrets where !secret.isEmpty { text = text.replacingOccurrences(of: secret, with: "***") }
+        return Data((text + "\n").utf8)
+    }
+
+    /// Writes the verdict atomically (a temporary file renamed over `path`), so a reader never
+    /// sees half a verdict.
+    ///
+    /// - Throws: the file system's error when the directory is not writable.
+    public func write(to path: String, redacting secrets: [String]) throws {
+        try data(redacting: secrets).write(to: URL(fileURLWithPath: path), options: .atomic)
+    }
+
+    /// JUnit XML (one `testsuite`, a `testcase` per scenario).
+    public func junit(redacting secrets: [String]) -> Data {
+        func esc(_ s: String) -> String {
+            var out = ""
+            for ch in s.unicodeScalars {
+                switch ch {
+                case "&": out += "&amp;"
+                case "<": out += "&lt;"
+                case ">": out += "&gt;"
+                case "\"": out += "&quot;"
+                default:
+                    if ch.value < 0x20 && ch != "\n" && ch != "\t" { out += "?" } else { out.unicodeScalars.append(ch) }
+                }
+            }
+            return out
+        }
+        let c = counts
+        var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+        xml += "<testsuite name=\"contract-harness\" tests=\"\(results.count + invalid.count)\" failures=\"\(c.failed)\" errors=\"\(c.error)\" skipped=\"\(c.skipped)\" time=\"\(durationMilliseconds / 1000)\">\n"
+        for r in results {
+            xml += "  <testcase classname=\"scenarios\" name=\"\(esc(r.name))\" file=\"\(esc(r.file))\" time=\"\(r.durationMilliseconds / 1000)\""
+            switch r.status {
+            case .passed: xml += "/>\n"
+            case .skipped: xml += "><skipped message=\"\(esc(r.reason ?? ""))\"/></testcase>\n"
+            case .error: xml += "><error message=\"\(esc(r.reason ?? ""))\"/></testcase>\n"
+            case .failed:
+                let f = r.firstFailure
+                let body = (f?.history ?? []).joined(separator: "\n")
+                xml += "><failure message=\"\(esc("\(f?.name ?? ""): \(f?.message ?? r.reason ?? "")"))\">\(esc(body))</failure></testcase>\n"
+            }
+        }
+        for item in invalid {
+            xml += "  <testcase classname=\"scenarios\" name=\"\(esc(item.file))\" time=\"0\"><error message=\"\(esc(item.error))\"/></testcase>\n"
+        }
+        xml += "</testsuite>\n"
+        for secret in secrets where !secret.isEmpty { xml = xml.replacingOccurrences(of: secret, with: "***") }
+        return Data(xml.utf8)
+    }
+}

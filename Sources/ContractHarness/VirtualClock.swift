@@ -1,0 +1,87 @@
+import Foundation
+import Experimently
+import ExperimentlyMock
+
+/// The one clock a scenario's SDK clients, mock backend and runner share: time moves only when
+/// the runner advances it (`advance(by:)`), so TTLs, deadlines, delays and Retry-After windows
+/// run without sleeping.
+///
+/// Sleepers wake in deadline order (ties in the order they went to sleep). State lives behind an
+/// `NSLock`; continuations are resumed outside it.
+public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sendable {
+    // @unchecked Sendable: `now`, `sleepers` and `nextID` are only touched inside `lock`.
+    private let lock = NSLock()
+    private var current: Date
+    private var sleepers: [UInt64: (deadline: Date, continuation: CheckedContinuation<Void, Error>?)] = [:]
+    private var cancelledEarly: Set<UInt64> = []
+    private var nextID: UInt64 = 0
+    private let onChange: (@Sendable () -> Void)?
+
+    /// Creates a clock reading `start` (default 2023-11-14T22:13:20Z, 1_700_000_000 s after 1970).
+    ///
+    /// - Parameter onChange: called (outside the lock) whenever a sleeper is added, woken or
+    ///   cancelled, so a runner can track quiescence.
+    public init(start: Date = Date(timeIntervalSince1970: 1_700_000_000), onChange: (@Sendable () -> Void)? = nil) {
+        self.current = start
+        self.onChange = onChange
+    }
+
+    /// The current virtual time.
+    public func now() -> Date { lock.withLock { current } }
+
+    /// The number of tasks sleeping on this clock.
+    public var sleeperCount: Int { lock.withLock { sleepers.count } }
+
+    /// The earliest pending deadline, or `nil` when nobody sleeps.
+    public var nextDeadline: Date? { lock.withLock { sleepers.values.map(\.deadline).min() } }
+
+    /// Suspends until the clock has been advanced by `seconds` (zero or less returns at once).
+    ///
+    /// - Throws: `CancellationError` when the task is cancelled first.
+    public func sleep(seconds: TimeInterval) async throws {
+        try Task.checkCancellation()
+        guard seconds > 0 else { return }
+        let id: UInt64 = lock.withLock {
+            nextID += 1
+            sleepers[nextID] = (current.addingTimeInterval(seconds), nil)
+            return nextID
+        }
+        onChange?()
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
+                let action: Result<Void, Error>? = lock.withLock {
+                    if cancelledEarly.remove(id) != nil { return .failure(CancellationError()) }
+                    guard let entry = sleepers[id] else { return .success(()) }
+                    sleepers[id] = (entry.deadline, continuation)
+                    return nil
+                }
+                if let action { continuation.resume(with: action) }
+            }
+        } onCancel: {
+            let continuation: CheckedContinuation<Void, Error>?? = lock.withLock {
+                guard let entry = sleepers.removeValue(forKey: id) else { return .none }
+                if entry.continuation == nil { cancelledEarly.insert(id) }
+                return .some(entry.continuation)
+            }
+            if case .some(let c) = continuation {
+                c?.resume(throwing: CancellationError())
+                onChange?()
+            }
+        }
+    }
+
+    /// Moves time forward by `seconds` and wakes every sleeper whose deadline has come, in order.
+    public func advance(by seconds: TimeInterval) {
+        let due: [CheckedContinuation<Void, Error>] = lock.withLock {
+            current = current.addingTimeInterval(max(0, seconds))
+            let ready = sleepers.filter { $0.value.deadline <= current }.sorted {
+                ($0.value.deadline, $0.key) < ($1.value.deadline, $1.key)
+            }
+            for (id, _) in ready { sleepers[id] = nil }
+            // A sleeper registered but not yet suspended finds its entry gone and returns at once.
+            return ready.compactMap(\.value.continuation)
+        }
+        for c in due { c.resume() }
+        if !due.isEmpty { onChange?() }
+    }
+}
