@@ -39,6 +39,7 @@ public struct MockHTTPParseError: Error, Sendable, Equatable, CustomStringConver
         self.reason = reason
     }
 
+    /// `"<status>: <reason>"`, for logs and test failures.
     public var description: String { "\(status): \(reason)" }
 }
 
@@ -399,7 +400,10 @@ public struct MockHTTPRequestParser: Sendable {
             case "connection":
                 connectionTokens += value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
             case "expect":
-                if value.trimmingCharacters(in: .whitespaces).lowercased() == "100-continue" { head.expectsContinue = true }
+                // RFC 9110 section 10.1.1: ignore the expectation in an HTTP/1.0 request.
+                if head.minorVersion == 1 && value.trimmingCharacters(in: .whitespaces).lowercased() == "100-continue" {
+                    head.expectsContinue = true
+                }
             default:
                 break
             }

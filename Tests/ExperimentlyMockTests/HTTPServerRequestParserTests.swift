@@ -106,6 +106,10 @@ final class HTTPServerRequestParserTests: XCTestCase {
         XCTAssertEqual(drain(&parser), [.sendContinue, .needMore])
         parser.feed(Array("abc".utf8))
         XCTAssertEqual(requests(drain(&parser)).map(\.request.body), [Data("abc".utf8)])
+        // HTTP/1.0 clients do not understand 100 Continue: the expectation is ignored.
+        var old = MockHTTPRequestParser()
+        old.feed(Array("PUT /u HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n".utf8))
+        XCTAssertEqual(drain(&old), [.needMore])
     }
 
     func testErrorStatuses() {
