@@ -93,6 +93,8 @@ public struct RequestRecord: Sendable, Equatable, Codable {
 
 /// What the runner needs of a mock backend; `MockBackendPort` adapts `ExperimentlyMock.MockBackend`.
 protocol BackendPort: AnyObject, Sendable {
+    /// The origin requests must go to.
+    var baseURL: String { get }
     /// A session to the backend whose requests carry `client`'s tag.
     func session(client: String) -> URLSession
     /// Adds a fault written in the mock's JSON fault format.

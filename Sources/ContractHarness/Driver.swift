@@ -117,7 +117,8 @@ public enum OperationOutcome: Sendable, Equatable, Codable {
 
 /// The knobs of `SdkConfig` a scenario sets (CONTRACT.md section 3); seconds.
 public struct ClientSettings: Sendable, Equatable {
-    public var baseURL = "http://experimently.mock"
+    /// The API origin; `nil` uses the scenario's mock backend.
+    public var baseURL: String?
     public var apiKey = "sdk-contract-key"
     public var timeout: Double = 10
     public var cacheSize = 1000
@@ -138,6 +139,8 @@ public struct DriverContext: Sendable {
     public let clock: VirtualClock
     /// The `UserDefaults` suite for a store name (unique per scenario run).
     public let storeSuite: @Sendable (_ store: String) -> String
+    /// The mock backend's origin, for clients whose settings name none.
+    public let baseURL: String
 }
 
 /// One SDK client under test, as the runner drives it.

@@ -111,9 +111,9 @@ public enum HarnessCommand {
         return files
     }
 
+    /// Prints a line and flushes at once (standard output is block-buffered when piped).
     static func say(_ line: String) {
-        print(line)
-        fflush(stdout)
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 
     static func run(_ arguments: [String], driver: any SDKDriver) async -> Int32 {

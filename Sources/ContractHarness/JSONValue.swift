@@ -1,91 +1,37 @@
 import Foundation
+import ExperimentlyMock
 
-/// A JSON value, decoded without loss of kind (a `true` stays a bool, `1` a number).
-public enum JSONValue: Codable, Sendable, Equatable, CustomStringConvertible {
-    case null
-    case bool(Bool)
-    case number(Double)
-    case string(String)
-    case array([JSONValue])
-    case object([String: JSONValue])
-
-    /// Decodes any JSON value.
-    ///
-    /// - Throws: `DecodingError` for input that is not JSON.
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.singleValueContainer()
-        if c.decodeNil() { self = .null }
-        else if let b = try? c.decode(Bool.self) { self = .bool(b) }
-        else if let d = try? c.decode(Double.self) { self = .number(d) }
-        else if let s = try? c.decode(String.self) { self = .string(s) }
-        else if let a = try? c.decode([JSONValue].self) { self = .array(a) }
-        else if let o = try? c.decode([String: JSONValue].self) { self = .object(o) }
-        else { throw DecodingError.dataCorruptedError(in: c, debugDescription: "not a JSON value") }
-    }
-
-    /// Encodes the value (object keys sorted when the encoder sorts them).
-    public func encode(to encoder: Encoder) throws {
-        var c = encoder.singleValueContainer()
-        switch self {
-        case .null: try c.encodeNil()
-        case .bool(let b): try c.encode(b)
-        case .number(let d):
-            if d.rounded() == d, abs(d) < 1e15 { try c.encode(Int64(d)) } else { try c.encode(d) }
-        case .string(let s): try c.encode(s)
-        case .array(let a): try c.encode(a)
-        case .object(let o): try c.encode(o)
-        }
-    }
-
+// The harness reads and writes JSON with the mock backend's `JSONValue` (one JSON model in the
+// package); these are the harness's additions to it.
+extension JSONValue: @retroactive CustomStringConvertible {
     /// Parses JSON text.
     ///
-    /// - Throws: `ScenarioError` naming `file` when `data` is not valid JSON.
+    /// - Throws: `ScenarioError` naming `file` and the line and column when `data` is not valid JSON.
     public static func parse(_ data: Data, file: String) throws -> JSONValue {
-        do { return try JSONDecoder().decode(JSONValue.self, from: data) }
-        catch { throw ScenarioError(file: file, path: "$", expected: "valid JSON", found: "\(Self.describeSyntaxError(error))") }
-    }
-
-    private static func describeSyntaxError(_ error: Error) -> String {
-        if case DecodingError.dataCorrupted(let ctx) = error {
-            return (ctx.underlyingError.map { "\($0.localizedDescription)" } ?? ctx.debugDescription)
+        do {
+            return try JSONValue.parse(data).value
+        } catch let error as JSONParseError {
+            let prefix = data.prefix(error.offset)
+            let line = prefix.filter { $0 == 10 }.count + 1
+            let column = prefix.count - (prefix.lastIndex(of: 10).map { $0 - prefix.startIndex + 1 } ?? 0) + 1
+            throw ScenarioError(file: file, path: "$", expected: "valid JSON",
+                                found: "\(error.message) at line \(line), column \(column)")
+        } catch {
+            throw ScenarioError(file: file, path: "$", expected: "valid JSON", found: "\(error)")
         }
-        return "\(error)"
     }
 
     /// Compact JSON text with sorted keys.
-    public var description: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "?"
-    }
+    public var description: String { jsonText }
 
     /// A short name of the value's kind for error messages (`"string"`, `"object"`, ...).
-    public var kindName: String {
-        switch self {
-        case .null: return "null"
-        case .bool: return "boolean"
-        case .number: return "number"
-        case .string: return "string"
-        case .array: return "array"
-        case .object: return "object"
-        }
-    }
+    var kindName: String { typeName }
 
-    /// The value re-encoded as JSON bytes.
-    public var data: Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(self)) ?? Data("null".utf8)
-    }
-
-    /// The member `key` of an object, else `nil`.
-    public subscript(key: String) -> JSONValue? {
-        if case .object(let o) = self { return o[key] }
-        return nil
-    }
+    /// The value as compact JSON bytes.
+    var data: Data { serialized() }
 
     /// Converts Foundation JSON objects (from `JSONSerialization` or `AnyCodable.value`).
-    public init(any value: Any?) {
+    init(any value: Any?) {
         switch value {
         case nil, is NSNull: self = .null
         case let b as Bool: self = .bool(b)
@@ -100,8 +46,9 @@ public enum JSONValue: Codable, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// `true` when every member of `expected` (recursively for objects) equals the member of
-    /// `self` at the same place; arrays and scalars must be equal.
-    public func contains(_ expected: JSONValue) -> Bool {
+    /// `self` at the same place (a `null` expected member also matches an absent one); arrays and
+    /// scalars must be equal.
+    func contains(_ expected: JSONValue) -> Bool {
         switch (self, expected) {
         case (.object(let mine), .object(let theirs)):
             return theirs.allSatisfy { key, value in mine[key].map { $0.contains(value) } ?? (value == .null) }

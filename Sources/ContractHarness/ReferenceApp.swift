@@ -11,7 +11,7 @@ import Foundation
 ///
 /// State lives behind an `NSLock` (`Locked`-style box); no lock is held across `await`.
 final class ReferenceApp: @unchecked Sendable {
-    // @unchecked Sendable: `state` is only read or written inside `lock`.
+    // @unchecked Sendable: mutable state lives in `lock` (a HarnessLocked); the rest is `let`.
     struct State {
         var identity: String
         var anonymousCount = 1
@@ -26,19 +26,18 @@ final class ReferenceApp: @unchecked Sendable {
     let settings: AppSettings
     let client: any DriverClient
     let recorder: Recorder
-    private let lock = NSLock()
-    private var state: State
+    private let lock: HarnessLocked<State>
 
     init(settings: AppSettings, client: any DriverClient, recorder: Recorder) {
         self.settings = settings
         self.client = client
         self.recorder = recorder
-        self.state = State(identity: settings.initialUser)
+        self.lock = HarnessLocked(State(identity: settings.initialUser))
     }
 
-    var identity: String { lock.withLock { state.identity } }
-    var shown: String? { lock.withLock { state.shown } }
-    var source: String { lock.withLock { state.source } }
+    var identity: String { lock.withLock { $0.identity } }
+    var shown: String? { lock.withLock { $0.shown } }
+    var source: String { lock.withLock { $0.source } }
 
     private func mark(_ name: String, _ detail: [String: JSONValue]) {
         recorder.record(.marker, client: settings.client, name: name, detail: .object(detail))

@@ -132,7 +132,7 @@ final class ScenarioExecution: @unchecked Sendable {
         let suitePrefix = self.suitePrefix
         let port = self.port
         let context = DriverContext(makeSession: { port.session(client: $0) }, clock: clock,
-                                    storeSuite: { "\(suitePrefix)-\($0)" })
+                                    storeSuite: { "\(suitePrefix)-\($0)" }, baseURL: port.baseURL)
         for c in scenario.clients {
             clients[c.name] = try driver.makeClient(name: c.name, settings: c.settings, store: c.store, context: context)
         }

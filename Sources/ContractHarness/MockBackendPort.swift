@@ -1,0 +1,185 @@
+import Foundation
+import ExperimentlyMock
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Adapts `ExperimentlyMock.MockBackend` to what the runner needs: scenario fault ids, per-client
+/// sessions (requests tagged with `X-Harness-Client`), parked-request tracking from the mock's
+/// observer, and history entries as `RequestRecord`s.
+///
+/// Mutable state lives in a `HarnessLocked` box.
+final class MockBackendPort: BackendPort, @unchecked Sendable {
+    // @unchecked Sendable: mutable state is inside `state` (a HarnessLocked); the rest is `let`.
+    static let clientHeader = "X-Harness-Client"
+
+    let backend: MockBackend
+    private struct State {
+        var faults: [String: FaultID] = [:]
+        var parked: Set<Int> = []
+        var observer: (@Sendable (Int?, Bool) -> Void)?
+        var sessions: [URLSession] = []
+    }
+    private let state = HarnessLocked(State())
+
+    /// Creates the backend over the scenario's fixtures (`nil`: the reference `sdk-contract` set).
+    ///
+    /// - Throws: `ScenarioError` at `$.fixtures` when the fixtures do not decode.
+    init(fixtures: JSONValue?, clock: VirtualClock, file: String) throws {
+        var decoded = Fixtures.sdkContract
+        if let fixtures {
+            do { decoded = try JSONDecoder().decode(Fixtures.self, from: fixtures.serialized()) }
+            catch { throw ScenarioError(file: file, path: "$.fixtures", expected: "mock fixtures", found: Self.describe(error)) }
+        }
+        backend = MockBackend(fixtures: decoded, clock: clock)
+        backend.setObserver { [state] event in
+            let (observer, seq, answered): ((@Sendable (Int?, Bool) -> Void)?, Int?, Bool) = state.withLock { s in
+                switch event {
+                case .received(let seq): return (s.observer, seq, false)
+                case .parked(let seq, _): s.parked.insert(seq); return (s.observer, nil, false)
+                case .answered(let seq, _, _): s.parked.remove(seq); return (s.observer, seq, true)
+                }
+            }
+            observer?(seq, answered)
+        }
+    }
+
+    var baseURL: String { backend.baseURL.absoluteString }
+
+    static func describe(_ error: Error) -> String {
+        switch error {
+        case DecodingError.dataCorrupted(let c):
+            return "\(c.debugDescription) at \(path(c.codingPath))"
+        case DecodingError.keyNotFound(let key, let c):
+            return "missing key '\(key.stringValue)' at \(path(c.codingPath))"
+        case DecodingError.typeMismatch(let type, let c):
+            return "a value that is not \(type) at \(path(c.codingPath)): \(c.debugDescription)"
+        case DecodingError.valueNotFound(let type, let c):
+            return "null where \(type) is needed at \(path(c.codingPath))"
+        default:
+            return "\(error)"
+        }
+    }
+
+    static func path(_ keys: [CodingKey]) -> String {
+        "$" + keys.map { k in k.intValue.map { "[\($0)]" } ?? ".\(k.stringValue)" }.joined()
+    }
+
+    func session(client: String) -> URLSession {
+        let configuration = backend.makeURLSessionConfiguration()
+        var headers = configuration.httpAdditionalHeaders ?? [:]
+        headers[Self.clientHeader] = client
+        configuration.httpAdditionalHeaders = headers
+        let session = URLSession(configuration: configuration)
+        state.withLock { $0.sessions.append(session) }
+        return session
+    }
+
+    func addFault(id: String, rule: JSONValue, file: String, path: String) throws {
+        let decoded: FaultRule
+        do { decoded = try JSONDecoder().decode(FaultRule.self, from: rule.serialized()) }
+        catch {
+            let inner = Self.describe(error)
+            throw ScenarioError(file: file, path: path, expected: "a fault rule (Documentation/ScenarioFormat.md, Faults)",
+                                found: inner.replacingOccurrences(of: "at $", with: "at \(path)"))
+        }
+        var named = decoded
+        if named.name == nil { named.name = id }
+        let faultID = backend.addFault(named)
+        state.withLock { $0.faults[id] = faultID }
+    }
+
+    func removeFault(id: String) {
+        if let faultID = state.withLock({ $0.faults[id] }) { backend.removeFault(faultID) }
+    }
+
+    func heldCount(fault id: String) -> Int {
+        guard let faultID = state.withLock({ $0.faults[id] }) else { return 0 }
+        return backend.history.filter { $0.hold != nil && $0.fault?.id == faultID }.count
+    }
+
+    func release(fault id: String, count: Int?, override: JSONValue?) throws -> Int {
+        guard let faultID = state.withLock({ $0.faults[id] }) else { return 0 }
+        var response: MockResponse?
+        if let override {
+            guard case .object(let o) = override, case .number(let status)? = o["status"] else {
+                throw ScenarioError(file: "", path: "release.response", expected: "{\"status\": N, \"json\": ...}", found: override.jsonText)
+            }
+            let body = o["json"].map { $0.serialized() } ?? Data((o["body"]?.stringValue ?? "").utf8)
+            response = MockResponse(status: Int(status), headers: [("Content-Type", "application/json")], body: body)
+        }
+        let held = backend.heldRequests.filter { $0.fault == faultID }
+        var released = 0
+        for h in held.prefix(count ?? held.count) where backend.release(h.id, with: response) { released += 1 }
+        return released
+    }
+
+    func updateFixtures(_ change: FixtureChange) throws {
+        var problem: String?
+        backend.updateFixtures { f in
+            switch change {
+            case .experimentStatus(let key, let status):
+                guard let i = f.experiments.firstIndex(where: { $0.key == key }) else { problem = "no experiment '\(key)'"; return }
+                guard let s = LifecycleStatus(rawValue: status) else { problem = "unknown status '\(status)'"; return }
+                f.experiments[i].status = s
+            case .flagStatus(let key, let status):
+                guard let i = f.flags.firstIndex(where: { $0.key == key }) else { problem = "no flag '\(key)'"; return }
+                guard let s = LifecycleStatus(rawValue: status) else { problem = "unknown status '\(status)'"; return }
+                f.flags[i].status = s
+            case .flagRollout(let key, let percentage):
+                guard let i = f.flags.firstIndex(where: { $0.key == key }) else { problem = "no flag '\(key)'"; return }
+                f.flags[i].rolloutPercentage = Int(percentage)
+            }
+        }
+        if let problem {
+            throw ScenarioError(file: "", path: "fixtures", expected: "a change to existing fixtures (statuses: \(LifecycleStatus.allCases.map(\.rawValue)))", found: problem)
+        }
+    }
+
+    func requests() -> [RequestRecord] {
+        let parked = state.withLock { $0.parked }
+        return backend.history.map { Self.record($0, parked: parked.contains($0.seq)) }
+    }
+
+    static func record(_ e: HistoryEntry, parked: Bool) -> RequestRecord {
+        var headers: [String: String] = [:]
+        var client: String?
+        for h in e.headers {
+            if h.name.caseInsensitiveCompare(clientHeader) == .orderedSame { client = h.value; continue }
+            headers[h.name] = h.value
+        }
+        var query: [String: String] = [:]
+        for pair in (e.query ?? "").split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            let name = parts[0].removingPercentEncoding ?? parts[0]
+            query[name] = parts.count > 1 ? (parts[1].removingPercentEncoding ?? parts[1]) : ""
+        }
+        let response = e.response.flatMap { try? JSONValue.parse($0.body).value }
+        return RequestRecord(seq: e.seq, client: client, method: e.method, path: e.path.removingPercentEncoding ?? e.path,
+                             target: e.path + (e.query.map { "?" + $0 } ?? ""), query: query, headers: headers,
+                             body: e.json, status: e.response?.status, response: response, fault: e.fault?.name,
+                             parked: parked, cancelled: e.cancelled, answered: e.outcome != nil)
+    }
+
+    func setObserver(_ observer: @escaping @Sendable (Int?, Bool) -> Void) {
+        state.withLock { $0.observer = observer }
+    }
+
+    func shutdown() -> [String] {
+        let report = backend.shutdown()
+        let sessions = state.withLock { s -> [URLSession] in defer { s.sessions.removeAll() }; return s.sessions }
+        sessions.forEach { $0.invalidateAndCancel() }
+        var problems: [String] = []
+        for h in report.unreleasedHolds {
+            problems.append("request #\(h.seq) \(h.method) \(h.path)\(h.userID.map { " for user '\($0)'" } ?? "") still held by fault '\(h.label ?? "\(h.fault)")' (never released)")
+        }
+        for f in report.unusedFaults {
+            problems.append("one-shot fault never used: \(f)")
+        }
+        return problems
+    }
+
+    func exposures() -> [(experiment: String, user: String)] {
+        backend.state.exposures.map { ($0.experimentKey, $0.userID) }
+    }
+}
