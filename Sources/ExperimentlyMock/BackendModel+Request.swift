@@ -137,10 +137,10 @@ enum Route: Sendable {
     static func nearest(method: String, rawPath: String, segments: [String]) -> String {
         var best: (score: Int, text: String)?
         for (template, routes) in templates {
-            var score = abs(template.count - segments.count) * 2
+            var score = abs(template.count - segments.count)
             var firstDiff: String?
             for i in 0..<min(template.count, segments.count) where template[i] != "{key}" && template[i] != segments[i] {
-                score += 1
+                score += 2
                 if firstDiff == nil { firstDiff = "segment \(i + 1) is '\(segments[i])', expected '\(template[i])'" }
             }
             if firstDiff == nil, template.count != segments.count {
