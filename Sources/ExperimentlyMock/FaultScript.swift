@@ -50,6 +50,7 @@ public struct FaultScript: Sendable {
     public var rules: [(id: FaultID, rule: FaultRule)] { entries.map { ($0.id, $0.rule) } }
 
     /// Adds `rule` after the existing ones and returns its id.
+    @discardableResult
     public mutating func add(_ rule: FaultRule) -> FaultID {
         let id = FaultID(rawValue: nextID)
         nextID += 1
