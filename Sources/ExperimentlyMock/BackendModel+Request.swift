@@ -1,0 +1,266 @@
+import Foundation
+
+/// A request decoded once for routing, validation, fault matching and history.
+struct IncomingRequest: Sendable {
+    /// The request as received.
+    let raw: MockRequest
+    /// Upper-cased method.
+    let method: String
+    /// Percent-decoded path segments after the leading `/` (a trailing `/` gives an empty last segment).
+    let segments: [String]
+    /// Query pairs, percent-decoded (`+` is a space); a value is nil when its bytes are not UTF-8.
+    let queryPairs: [(name: String, value: String?)]
+    /// The body parsed as JSON: nil when empty, else the value or the parse error.
+    let body: Result<ParsedJSON, JSONParseError>?
+    /// JSON paths (relative to the body) of strings that held lone surrogate escapes.
+    let loneSurrogates: Set<[JSONPathComponent]>
+
+    init(_ request: MockRequest) {
+        raw = request
+        method = request.method.uppercased()
+        let path = request.rawPath
+        var parts = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        if parts.first == "" { parts.removeFirst() }
+        segments = parts.map { part in
+            guard let bytes = PercentDecoding.decode(Substring(part), plusAsSpace: false) else { return part }
+            return String(validating: bytes, as: UTF8.self) ?? String(decoding: bytes, as: UTF8.self)
+        }
+        var pairs: [(name: String, value: String?)] = []
+        if let query = request.rawQuery, !query.isEmpty {
+            for item in query.split(separator: "&", omittingEmptySubsequences: true) {
+                let eq = item.firstIndex(of: "=")
+                let rawName = eq.map { item[..<$0] } ?? item
+                let rawValue = eq.map { item[item.index(after: $0)...] } ?? Substring("")
+                let name = PercentDecoding.decode(rawName, plusAsSpace: true).flatMap { String(validating: $0, as: UTF8.self) } ?? String(rawName)
+                let value = PercentDecoding.decode(rawValue, plusAsSpace: true).flatMap { String(validating: $0, as: UTF8.self) }
+                pairs.append((name, value))
+            }
+        }
+        queryPairs = pairs
+        if request.body.isEmpty {
+            body = nil
+            loneSurrogates = []
+        } else {
+            do {
+                let parsed = try JSONValue.parse(request.body)
+                body = .success(parsed)
+                loneSurrogates = Set(parsed.loneSurrogatePaths)
+            } catch let error as JSONParseError {
+                body = .failure(error)
+                loneSurrogates = []
+            } catch {
+                body = .failure(JSONParseError(offset: 0, message: "\(error)"))
+                loneSurrogates = []
+            }
+        }
+    }
+
+    /// The first query value named `name`: nil when absent, `.some(nil)` when present but not UTF-8.
+    func query(_ name: String) -> String?? {
+        guard let pair = queryPairs.first(where: { $0.name == name }) else { return nil }
+        return .some(pair.value)
+    }
+
+    /// The parsed JSON body value, when the body is valid JSON.
+    var json: JSONValue? { if case .success(let p)? = body { return p.value }; return nil }
+}
+
+/// Percent-decoding of URL components (RFC 3986 section 2.1).
+enum PercentDecoding {
+    /// Decodes `%XX` escapes (and `+` as space when `plusAsSpace`); nil on a malformed escape.
+    static func decode(_ s: Substring, plusAsSpace: Bool) -> [UInt8]? {
+        var out: [UInt8] = []
+        out.reserveCapacity(s.utf8.count)
+        var it = s.utf8.makeIterator()
+        func hexValue(_ b: UInt8) -> UInt8? {
+            switch b {
+            case 0x30...0x39: return b - 0x30
+            case 0x41...0x46: return b - 0x41 + 10
+            case 0x61...0x66: return b - 0x61 + 10
+            default: return nil
+            }
+        }
+        while let b = it.next() {
+            if b == UInt8(ascii: "%") {
+                guard let h = it.next(), let l = it.next(), let hv = hexValue(h), let lv = hexValue(l) else { return nil }
+                out.append(hv << 4 | lv)
+            } else if plusAsSpace && b == UInt8(ascii: "+") {
+                out.append(0x20)
+            } else {
+                out.append(b)
+            }
+        }
+        return out
+    }
+}
+
+/// The routes of the backend (CONTRACT.md section 1 table).
+enum Route: Sendable {
+    case evaluateGET, evaluatePOST, assign, track, batch
+
+    /// "METHOD /template".
+    var name: String {
+        switch self {
+        case .evaluateGET: return "GET /api/v1/feature-flags/evaluate/{key}"
+        case .evaluatePOST: return "POST /api/v1/feature-flags/evaluate/{key}"
+        case .assign: return "POST /api/v1/tracking/assign"
+        case .track: return "POST /api/v1/tracking/track"
+        case .batch: return "POST /api/v1/tracking/batch"
+        }
+    }
+
+    enum Match { case found(Route, pathKey: String?), methodNotAllowed([String], template: String), notFound }
+
+    private static let templates: [(template: [String], routes: [(String, Route?)])] = [
+        (["api", "v1", "feature-flags", "evaluate", "{key}"], [("GET", .evaluateGET), ("POST", .evaluatePOST)]),
+        (["api", "v1", "tracking", "assign"], [("POST", .assign)]),
+        (["api", "v1", "tracking", "track"], [("POST", .track)]),
+        (["api", "v1", "tracking", "batch"], [("POST", .batch)]),
+        (["health"], [("GET", nil)]),
+    ]
+
+    static func match(method: String, segments: [String]) -> Match {
+        for (template, routes) in templates where template.count == segments.count {
+            var key: String?
+            var ok = true
+            for (t, s) in zip(template, segments) {
+                if t == "{key}" { if s.isEmpty { ok = false; break }; key = s } else if t != s { ok = false; break }
+            }
+            guard ok else { continue }
+            if let route = routes.first(where: { $0.0 == method })?.1 { return .found(route, pathKey: key) }
+            return .methodNotAllowed(routes.map(\.0), template: "/" + template.joined(separator: "/"))
+        }
+        return .notFound
+    }
+
+    /// Names the nearest route to an unmatched path and the first thing that differed.
+    static func nearest(method: String, rawPath: String, segments: [String]) -> String {
+        var best: (score: Int, text: String)?
+        for (template, routes) in templates {
+            var score = abs(template.count - segments.count)
+            var firstDiff: String?
+            for i in 0..<min(template.count, segments.count) where template[i] != "{key}" && template[i] != segments[i] {
+                score += 2
+                if firstDiff == nil { firstDiff = "segment \(i + 1) is '\(segments[i])', expected '\(template[i])'" }
+            }
+            if firstDiff == nil, template.count != segments.count {
+                firstDiff = "path has \(segments.count) segments, expected \(template.count)"
+                    + (segments.last == "" ? " (trailing '/')" : "")
+            }
+            let methods = routes.map(\.0)
+            if !methods.contains(method) { score += 1 }
+            let text = "no route for \(method) \(rawPath); nearest is \(methods.joined(separator: "|")) /\(template.joined(separator: "/")): \(firstDiff ?? "method differs")"
+            if best == nil || score < best!.score { best = (score, text) }
+        }
+        return best!.text
+    }
+}
+
+/// One FastAPI-style validation problem (`{type, loc, msg}`), never carrying the input.
+struct ValidationIssue: Sendable, Equatable {
+    var type: String
+    var loc: [JSONPathComponent]
+    var msg: String
+
+    var json: JSONValue { .object(["type": .string(type), "loc": .array(loc.map(\.jsonValue)), "msg": .string(msg)]) }
+}
+
+extension JSONPathComponent: ExpressibleByStringLiteral {
+    /// A `.key` from a string literal.
+    public init(stringLiteral value: String) { self = .key(value) }
+}
+
+/// Field validation rules (CONTRACT.md section 2: lengths, NUL and lone surrogates -> 422).
+enum Validate {
+    static func checkString(_ s: String, loc: [JSONPathComponent], min: Int, max: Int, loneSurrogate: Bool, issues: inout [ValidationIssue]) -> String? {
+        if loneSurrogate {
+            issues.append(ValidationIssue(type: "value_error", loc: loc, msg: "Value error, must not contain lone surrogates"))
+            return nil
+        }
+        if s.unicodeScalars.contains("\u{0}") {
+            issues.append(ValidationIssue(type: "value_error", loc: loc, msg: "Value error, must not contain NUL characters"))
+            return nil
+        }
+        let count = s.unicodeScalars.count
+        if count < min {
+            issues.append(ValidationIssue(type: "string_too_short", loc: loc, msg: "String should have at least \(min) character\(min == 1 ? "" : "s")"))
+            return nil
+        }
+        if count > max {
+            issues.append(ValidationIssue(type: "string_too_long", loc: loc, msg: "String should have at most \(max) characters"))
+            return nil
+        }
+        return s
+    }
+
+    static func queryString(_ v: String??, loc: [JSONPathComponent], min: Int, max: Int, issues: inout [ValidationIssue]) -> String? {
+        guard let present = v else {
+            issues.append(ValidationIssue(type: "missing", loc: loc, msg: "Field required"))
+            return nil
+        }
+        guard let s = present else {
+            // Bytes that are not UTF-8 (e.g. a percent-encoded lone surrogate %ED%A0%80).
+            issues.append(ValidationIssue(type: "value_error", loc: loc, msg: "Value error, must be valid UTF-8 without lone surrogates"))
+            return nil
+        }
+        return checkString(s, loc: loc, min: min, max: max, loneSurrogate: false, issues: &issues)
+    }
+
+    static func string(_ object: [String: JSONValue], _ name: String, loc: [JSONPathComponent], min: Int, max: Int, required: Bool,
+                       surrogates: Set<[JSONPathComponent]>, issues: inout [ValidationIssue]) -> String? {
+        let fieldLoc = loc + [.key(name)]
+        guard let value = object[name], value != .null else {
+            if required { issues.append(ValidationIssue(type: "missing", loc: fieldLoc, msg: "Field required")) }
+            return nil
+        }
+        guard let s = value.stringValue else {
+            issues.append(ValidationIssue(type: "string_type", loc: fieldLoc, msg: "Input should be a valid string"))
+            return nil
+        }
+        return checkString(s, loc: fieldLoc, min: min, max: max, loneSurrogate: surrogates.contains(Array(fieldLoc.dropFirst())), issues: &issues)
+    }
+
+    static func optionalObject(_ object: [String: JSONValue], _ name: String, loc: [JSONPathComponent], issues: inout [ValidationIssue]) -> [String: JSONValue]? {
+        guard let value = object[name], value != .null else { return nil }
+        guard let o = value.objectValue else {
+            issues.append(ValidationIssue(type: "dict_type", loc: loc + [.key(name)], msg: "Input should be a valid dictionary"))
+            return nil
+        }
+        return o
+    }
+
+    static func bodyObject(_ request: IncomingRequest, issues: inout [ValidationIssue]) -> [String: JSONValue]? {
+        switch request.body {
+        case nil:
+            issues.append(ValidationIssue(type: "missing", loc: ["body"], msg: "Field required"))
+            return nil
+        case .failure(let error)?:
+            issues.append(ValidationIssue(type: "json_invalid", loc: ["body", .index(error.offset)], msg: "JSON decode error: \(error.message)"))
+            return nil
+        case .success(let parsed)?:
+            guard let o = parsed.value.objectValue else {
+                issues.append(ValidationIssue(type: "model_attributes_type", loc: ["body"], msg: "Input should be a valid dictionary or object to extract fields from"))
+                return nil
+            }
+            return o
+        }
+    }
+
+    /// Validates one event object (track body or batch entry) at `loc`.
+    static func event(_ e: [String: JSONValue], loc: [JSONPathComponent], surrogates: Set<[JSONPathComponent]>, issues: inout [ValidationIssue]) {
+        let before = issues.count
+        _ = string(e, "event_type", loc: loc, min: 1, max: 100, required: true, surrogates: surrogates, issues: &issues)
+        _ = string(e, "user_id", loc: loc, min: 1, max: 255, required: true, surrogates: surrogates, issues: &issues)
+        _ = string(e, "event_name", loc: loc, min: 0, max: 255, required: false, surrogates: surrogates, issues: &issues)
+        let exp = string(e, "experiment_key", loc: loc, min: 1, max: 100, required: false, surrogates: surrogates, issues: &issues)
+        let flag = string(e, "feature_flag_key", loc: loc, min: 1, max: 100, required: false, surrogates: surrogates, issues: &issues)
+        if let v = e["value"], v != .null, v.numberValue == nil {
+            issues.append(ValidationIssue(type: "float_type", loc: loc + ["value"], msg: "Input should be a valid number"))
+        }
+        _ = optionalObject(e, "metadata", loc: loc, issues: &issues)
+        _ = string(e, "timestamp", loc: loc, min: 1, max: 64, required: false, surrogates: surrogates, issues: &issues)
+        if issues.count == before, exp == nil, flag == nil {
+            issues.append(ValidationIssue(type: "value_error", loc: loc, msg: "Value error, at least one of experiment_key or feature_flag_key is required"))
+        }
+    }
+}

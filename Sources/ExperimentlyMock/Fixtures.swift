@@ -1,0 +1,331 @@
+import Foundation
+
+/// The backend's configuration data: API keys, experiments, flags and the rate limit, as
+/// Codable snake_case JSON (CONTRACT.md section 2).
+///
+/// Decoding rejects unknown keys with an error naming the key and its JSON path (see
+/// ``StrictKeys``), so a typo in a scenario's fixture file never silently does nothing.
+public struct Fixtures: Codable, Sendable, Equatable {
+    /// API keys and whether each is still valid (revoked keys answer 401 "Invalid API Key").
+    public var apiKeys: [APIKey]
+    /// Experiments, by declaration order.
+    public var experiments: [Experiment]
+    /// Feature flags, by declaration order.
+    public var flags: [Flag]
+    /// The per (client, exact path) request budget (CONTRACT.md section 2, rate limit).
+    public var rateLimit: RateLimit
+
+    /// Creates a fixture set.
+    public init(apiKeys: [APIKey], experiments: [Experiment] = [], flags: [Flag] = [], rateLimit: RateLimit = RateLimit()) {
+        self.apiKeys = apiKeys
+        self.experiments = experiments
+        self.flags = flags
+        self.rateLimit = rateLimit
+    }
+
+    enum CodingKeys: String, CodingKey, CaseIterable { case apiKeys = "api_keys", experiments, flags, rateLimit = "rate_limit" }
+
+    /// Decodes strictly: unknown keys throw; `experiments`, `flags` and `rate_limit` may be omitted.
+    public init(from decoder: Decoder) throws {
+        try StrictKeys.check(decoder, CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        apiKeys = try c.decode([APIKey].self, forKey: .apiKeys)
+        experiments = try c.decodeIfPresent([Experiment].self, forKey: .experiments) ?? []
+        flags = try c.decodeIfPresent([Flag].self, forKey: .flags) ?? []
+        rateLimit = try c.decodeIfPresent(RateLimit.self, forKey: .rateLimit) ?? RateLimit()
+    }
+
+    /// The experiment named `key`, if any.
+    public func experiment(_ key: String) -> Experiment? { experiments.first { $0.key == key } }
+    /// The flag named `key`, if any.
+    public func flag(_ key: String) -> Flag? { flags.first { $0.key == key } }
+
+    /// The API key every reference fixture set accepts.
+    public static let sdkContractAPIKey = "sdk-contract-key"
+
+    /// The reference `sdk-contract` fixtures: experiment `sdk_contract_ab` (ACTIVE, control 50
+    /// `{"color":"blue"}`, treatment 50 `{"color":"green"}`), flag `sdk_contract_flag` (ACTIVE,
+    /// rollout 100) and the API key "sdk-contract-key" (CONTRACT.md section 2).
+    public static let sdkContract = Fixtures(
+        apiKeys: [APIKey(key: sdkContractAPIKey)],
+        experiments: [
+            Experiment(
+                key: "sdk_contract_ab",
+                status: .active,
+                variants: [
+                    Variant(id: "sdk_contract_ab-control", name: "control", allocation: 50, isControl: true,
+                            configuration: .object(["color": .string("blue")])),
+                    Variant(id: "sdk_contract_ab-treatment", name: "treatment", allocation: 50, isControl: false,
+                            configuration: .object(["color": .string("green")])),
+                ])
+        ],
+        flags: [Flag(key: "sdk_contract_flag", status: .active, rolloutPercentage: 100)])
+}
+
+/// An API key the backend knows.
+public struct APIKey: Codable, Sendable, Equatable {
+    /// The key text sent in `X-API-Key`.
+    public var key: String
+    /// A revoked key is known but rejected with 401 "Invalid API Key".
+    public var revoked: Bool
+
+    /// Creates a key.
+    public init(key: String, revoked: Bool = false) { self.key = key; self.revoked = revoked }
+
+    enum CodingKeys: String, CodingKey, CaseIterable { case key, revoked }
+
+    /// Decodes strictly; `revoked` defaults to false.
+    public init(from decoder: Decoder) throws {
+        try StrictKeys.check(decoder, CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        key = try c.decode(String.self, forKey: .key)
+        revoked = try c.decodeIfPresent(Bool.self, forKey: .revoked) ?? false
+    }
+}
+
+/// The status of an experiment or a flag; only `ACTIVE` ones are served (CONTRACT.md section 2).
+public enum LifecycleStatus: String, Codable, Sendable, Equatable, CaseIterable {
+    case draft = "DRAFT", active = "ACTIVE", paused = "PAUSED", completed = "COMPLETED", archived = "ARCHIVED", inactive = "INACTIVE"
+}
+
+/// One variant of an experiment.
+public struct Variant: Codable, Sendable, Equatable {
+    /// The stable variant id returned as `variant_id`.
+    public var id: String
+    /// The variant name returned as `variant_name`.
+    public var name: String
+    /// Integer traffic allocation in percent (0...100); walked cumulatively in declared order.
+    public var allocation: Int
+    /// Whether this is the control variant.
+    public var isControl: Bool
+    /// The variant's configuration object returned as `configuration` (may be null).
+    public var configuration: JSONValue
+
+    /// Creates a variant.
+    public init(id: String, name: String, allocation: Int, isControl: Bool = false, configuration: JSONValue = .null) {
+        self.id = id; self.name = name; self.allocation = allocation; self.isControl = isControl; self.configuration = configuration
+    }
+
+    enum CodingKeys: String, CodingKey, CaseIterable { case id, name, allocation, isControl = "is_control", configuration }
+
+    /// Decodes strictly; `is_control` defaults to false, `configuration` to null.
+    public init(from decoder: Decoder) throws {
+        try StrictKeys.check(decoder, CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(String.self, forKey: .id)
+        name = try c.decode(String.self, forKey: .name)
+        allocation = try c.decode(Int.self, forKey: .allocation)
+        isControl = try c.decodeIfPresent(Bool.self, forKey: .isControl) ?? false
+        configuration = try c.decodeIfPresent(JSONValue.self, forKey: .configuration) ?? .null
+    }
+}
+
+/// An experiment: variants, targeting and exclusion rules.
+public struct Experiment: Codable, Sendable, Equatable {
+    /// The experiment key (`experiment_key` on the wire).
+    public var key: String
+    /// Only `ACTIVE` experiments assign; others answer 404.
+    public var status: LifecycleStatus
+    /// Variants in declared order (bucketing walks them in this order).
+    public var variants: [Variant]
+    /// Conditions a user's context must all meet; otherwise the answer is control with
+    /// `assigned:false, reason:"targeting"`.
+    public var targeting: [Condition]
+    /// Users held out of the experiment (`reason:"holdout"`).
+    public var holdoutUserIDs: [String]
+    /// Experiments this one excludes: a user sticky-assigned to any of them gets
+    /// `reason:"mutual_exclusion"`.
+    public var mutuallyExclusiveWith: [String]
+
+    /// Creates an experiment.
+    public init(key: String, status: LifecycleStatus = .active, variants: [Variant], targeting: [Condition] = [],
+                holdoutUserIDs: [String] = [], mutuallyExclusiveWith: [String] = []) {
+        self.key = key; self.status = status; self.variants = variants; self.targeting = targeting
+        self.holdoutUserIDs = holdoutUserIDs; self.mutuallyExclusiveWith = mutuallyExclusiveWith
+    }
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case key, status, variants, targeting, holdoutUserIDs = "holdout_user_ids", mutuallyExclusiveWith = "mutually_exclusive_with"
+    }
+
+    /// Decodes strictly; the rule lists default to empty.
+    public init(from decoder: Decoder) throws {
+        try StrictKeys.check(decoder, CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        key = try c.decode(String.self, forKey: .key)
+        status = try c.decode(LifecycleStatus.self, forKey: .status)
+        variants = try c.decode([Variant].self, forKey: .variants)
+        targeting = try c.decodeIfPresent([Condition].self, forKey: .targeting) ?? []
+        holdoutUserIDs = try c.decodeIfPresent([String].self, forKey: .holdoutUserIDs) ?? []
+        mutuallyExclusiveWith = try c.decodeIfPresent([String].self, forKey: .mutuallyExclusiveWith) ?? []
+    }
+
+    /// The control variant: the first with `is_control`, else the first declared.
+    public var controlVariant: Variant? { variants.first { $0.isControl } ?? variants.first }
+}
+
+/// A feature flag.
+public struct Flag: Codable, Sendable, Equatable {
+    /// The flag key (path component of the evaluate route).
+    public var key: String
+    /// A flag that is not `ACTIVE` answers `enabled:false, reason:"inactive"`.
+    public var status: LifecycleStatus
+    /// Rollout percentage 0...100 applied by md5-mod100 when no targeting rule matches.
+    public var rolloutPercentage: Int
+    /// Targeting rules tried in order against the context; the first match decides with its own percentage.
+    public var rules: [TargetingRule]
+
+    /// Creates a flag.
+    public init(key: String, status: LifecycleStatus = .active, rolloutPercentage: Int, rules: [TargetingRule] = []) {
+        self.key = key; self.status = status; self.rolloutPercentage = rolloutPercentage; self.rules = rules
+    }
+
+    enum CodingKeys: String, CodingKey, CaseIterable { case key, status, rolloutPercentage = "rollout_percentage", rules }
+
+    /// Decodes strictly; `rules` defaults to empty.
+    public init(from decoder: Decoder) throws {
+        try StrictKeys.check(decoder, CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        key = try c.decode(String.self, forKey: .key)
+        status = try c.decode(LifecycleStatus.self, forKey: .status)
+        rolloutPercentage = try c.decode(Int.self, forKey: .rolloutPercentage)
+        rules = try c.decodeIfPresent([TargetingRule].self, forKey: .rules) ?? []
+    }
+}
+
+/// A flag targeting rule: all conditions must hold; then `percentage` (md5-mod100) decides.
+public struct TargetingRule: Codable, Sendable, Equatable {
+    /// Conditions, all of which must match.
+    public var conditions: [Condition]
+    /// Percentage 0...100 of matching users that get the flag enabled.
+    public var percentage: Int
+
+    /// Creates a rule.
+    public init(conditions: [Condition], percentage: Int = 100) { self.conditions = conditions; self.percentage = percentage }
+
+    enum CodingKeys: String, CodingKey, CaseIterable { case conditions, percentage }
+
+    /// Decodes strictly; `percentage` defaults to 100.
+    public init(from decoder: Decoder) throws {
+        try StrictKeys.check(decoder, CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        conditions = try c.decode([Condition].self, forKey: .conditions)
+        percentage = try c.decodeIfPresent(Int.self, forKey: .percentage) ?? 100
+    }
+}
+
+/// One attribute test: `attribute` `operator` `value`.
+///
+/// `attribute` names a context member; the name `user_id` means the request's user id (so a
+/// user-id list is `{"attribute":"user_id","operator":"in","value":[...]}`). A missing attribute
+/// never matches.
+public struct Condition: Codable, Sendable, Equatable {
+    /// The comparison operators.
+    public enum Operator: String, Codable, Sendable, CaseIterable {
+        /// Equal JSON values.
+        case eq
+        /// Not equal (a missing attribute still does not match).
+        case ne
+        /// Greater than: numbers numerically, strings by code points.
+        case gt
+        /// Less than: numbers numerically, strings by code points.
+        case lt
+        /// String contains the substring, or array contains the value.
+        case contains
+        /// The attribute equals one of the values in the `value` array.
+        case `in`
+    }
+
+    /// The context member name (or `user_id`).
+    public var attribute: String
+    /// The operator.
+    public var op: Operator
+    /// The operand.
+    public var value: JSONValue
+
+    /// Creates a condition.
+    public init(attribute: String, op: Operator, value: JSONValue) { self.attribute = attribute; self.op = op; self.value = value }
+
+    enum CodingKeys: String, CodingKey, CaseIterable { case attribute, op = "operator", value }
+
+    /// Decodes strictly.
+    public init(from decoder: Decoder) throws {
+        try StrictKeys.check(decoder, CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        attribute = try c.decode(String.self, forKey: .attribute)
+        op = try c.decode(Operator.self, forKey: .op)
+        value = try c.decode(JSONValue.self, forKey: .value)
+    }
+
+    /// Whether the condition holds for `userID` and `context`.
+    public func matches(userID: String, context: [String: JSONValue]) -> Bool {
+        let actual: JSONValue
+        if attribute == "user_id" { actual = .string(userID) } else if let v = context[attribute] { actual = v } else { return false }
+        switch op {
+        case .eq: return actual == value
+        case .ne: return actual != value
+        case .gt, .lt:
+            let ordering: Bool?
+            switch (actual, value) {
+            case (.number(let a), .number(let b)): ordering = op == .gt ? a > b : a < b
+            case (.string(let a), .string(let b)):
+                let x = Array(a.unicodeScalars.map(\.value)), y = Array(b.unicodeScalars.map(\.value))
+                ordering = op == .gt ? y.lexicographicallyPrecedes(x) : x.lexicographicallyPrecedes(y)
+            default: ordering = nil
+            }
+            return ordering ?? false
+        case .contains:
+            switch (actual, value) {
+            case (.string(let a), .string(let b)): return a.contains(b)
+            case (.array(let a), _): return a.contains(value)
+            default: return false
+            }
+        case .in:
+            return value.arrayValue?.contains(actual) ?? false
+        }
+    }
+}
+
+/// The rate limit: `limit` requests per (client, exact path) per fixed window of `windowSeconds`.
+public struct RateLimit: Codable, Sendable, Equatable {
+    /// Requests allowed per window (default 6000).
+    public var limit: Int
+    /// Window length in seconds (default 60).
+    public var windowSeconds: Int
+
+    /// Creates a limit (defaults 6000 per 60 s, CONTRACT.md section 2).
+    public init(limit: Int = 6000, windowSeconds: Int = 60) { self.limit = limit; self.windowSeconds = windowSeconds }
+
+    enum CodingKeys: String, CodingKey, CaseIterable { case limit, windowSeconds = "window_seconds" }
+
+    /// Decodes strictly; both fields default.
+    public init(from decoder: Decoder) throws {
+        try StrictKeys.check(decoder, CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        limit = try c.decodeIfPresent(Int.self, forKey: .limit) ?? 6000
+        windowSeconds = try c.decodeIfPresent(Int.self, forKey: .windowSeconds) ?? 60
+    }
+}
+
+/// Rejects unknown object keys while decoding, with an error naming the key and the JSON path.
+public enum StrictKeys {
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    /// Throws `DecodingError.dataCorrupted` ("unknown key 'x' at a.b; expected one of: ...") when
+    /// the object being decoded has a key that `Keys` does not list.
+    public static func check<Keys: CodingKey & CaseIterable>(_ decoder: Decoder, _: Keys.Type) throws {
+        let c = try decoder.container(keyedBy: AnyKey.self)
+        let allowed = Set(Keys.allCases.map(\.stringValue))
+        for key in c.allKeys where !allowed.contains(key.stringValue) {
+            let path = (decoder.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue } + [key.stringValue]).joined(separator: ".")
+            throw DecodingError.dataCorrupted(DecodingError.Context(
+                codingPath: decoder.codingPath + [key],
+                debugDescription: "unknown key '\(key.stringValue)' at \(path); expected one of: \(allowed.sorted().joined(separator: ", "))"))
+        }
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+
+/// Identifies one parked (held) request.
+public struct HoldID: Hashable, Codable, Sendable, CustomStringConvertible {
+    /// The sequential number, from 1, in the order requests were held.
+    public let rawValue: Int
+    /// Creates an id.
+    public init(rawValue: Int) { self.rawValue = rawValue }
+    /// Encodes as the bare integer.
+    public func encode(to encoder: Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    /// Decodes from a bare integer.
+    public init(from decoder: Decoder) throws { rawValue = try decoder.singleValueContainer().decode(Int.self) }
+    /// "hold#N".
+    public var description: String { "hold#\(rawValue)" }
+}
+
+/// The fault a request met, as recorded in history.
+public struct AppliedFault: Codable, Sendable, Equatable {
+    /// The rule id.
+    public var id: FaultID
+    /// The rule's name, if any.
+    public var name: String?
+    /// The action kind (`respond`, `hold`, `timeout`, ...).
+    public var action: String
+    /// Which match of the rule this request was (1-based).
+    public var occurrence: Int
+}
+
+/// A response as recorded in history.
+public struct RecordedResponse: Codable, Sendable, Equatable {
+    /// Status code.
+    public var status: Int
+    /// Header fields in send order.
+    public var headers: [HeaderField]
+    /// Body bytes (as sent; for `drop_mid_body`, the full body that was cut).
+    public var body: Data
+
+    /// Creates a record of `response`.
+    public init(_ response: MockResponse) {
+        status = response.status
+        headers = response.headers.map { HeaderField(name: $0.name, value: $0.value) }
+        body = response.body
+    }
+
+    /// The body as UTF-8 text (invalid bytes replaced).
+    public var bodyText: String { String(decoding: body, as: UTF8.self) }
+}
+
+/// One request the backend saw and what it did with it (the mock's side of the Jepsen-style history).
+public struct HistoryEntry: Codable, Sendable, Equatable {
+    /// Sequence number, from 1, in arrival order.
+    public var seq: Int
+    /// Arrival time on the backend's clock.
+    public var receivedAt: Date
+    /// When the outcome was returned (nil while in flight).
+    public var answeredAt: Date?
+    /// Request method.
+    public var method: String
+    /// Raw (percent-encoded) path.
+    public var path: String
+    /// Raw query after `?`, nil when absent.
+    public var query: String?
+    /// Request headers as received, `X-API-Key` redacted to `***`, routing headers removed.
+    public var headers: [HeaderField]
+    /// Request body bytes.
+    public var body: Data
+    /// The body parsed as JSON, nil when empty or invalid.
+    public var json: JSONValue?
+    /// The route that handled it (`POST /api/v1/tracking/assign`), nil when none did.
+    public var route: String?
+    /// Why no route matched: the nearest route and what differed.
+    public var note: String?
+    /// The fault applied, if any.
+    public var fault: AppliedFault?
+    /// The hold it sat in, if any.
+    public var hold: HoldID?
+    /// The response given (nil for timeouts, drops before the response, and while in flight).
+    public var response: RecordedResponse?
+    /// `respond`, `drop_before_response`, `drop_mid_body`, `timeout`; nil while in flight.
+    public var outcome: String?
+    /// True when the client cancelled the load (URLProtocol `stopLoading`) before it finished.
+    public var cancelled: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case seq, receivedAt = "received_at", answeredAt = "answered_at", method, path, query, headers, body, json, route, note, fault, hold, response, outcome, cancelled
+    }
+}
+
+/// A request currently parked on a hold fault.
+public struct HeldRequest: Codable, Sendable, Equatable {
+    /// The hold id to pass to ``MockBackend/release(_:with:)``.
+    public var id: HoldID
+    /// The history sequence number of the request.
+    public var seq: Int
+    /// Request method.
+    public var method: String
+    /// Raw path.
+    public var path: String
+    /// The `user_id` from the query or the JSON body, if any.
+    public var userID: String?
+    /// The hold label from the fault rule, if any.
+    public var label: String?
+    /// The fault rule that parked it.
+    public var fault: FaultID
+
+    enum CodingKeys: String, CodingKey { case id, seq, method, path, userID = "user_id", label, fault }
+}
+
+/// What the mock reports to an observer, synchronously, as requests move through it.
+public enum MockEvent: Sendable, Equatable {
+    /// Why a request is parked.
+    public enum Parked: Sendable, Equatable {
+        /// On a hold until released.
+        case hold(HoldID)
+        /// In a delay of this many seconds of the mock clock.
+        case delay(seconds: TimeInterval)
+        /// In an in-process timeout of this many seconds of the mock clock.
+        case timeout(seconds: TimeInterval)
+    }
+    /// A request arrived and got sequence number `seq`.
+    case received(seq: Int)
+    /// The request is parked and will not progress on its own (hold) or only with the clock.
+    case parked(seq: Int, Parked)
+    /// The outcome was returned to the transport (`outcome` as in ``HistoryEntry/outcome``).
+    case answered(seq: Int, outcome: String, status: Int?)
+}
+
+/// The strict lifecycle report of ``MockBackend/shutdown()``.
+public struct ShutdownReport: Codable, Sendable, Equatable {
+    /// Holds never released (they were failed with a dropped connection by the shutdown).
+    public var unreleasedHolds: [HeldRequest]
+    /// One-shot fault rules never used up.
+    public var unusedFaults: [UnusedFault]
+    /// Requests still inside the backend when it shut down (including the unreleased holds).
+    public var inFlight: Int
+
+    /// True when nothing was left over.
+    public var isClean: Bool { unreleasedHolds.isEmpty && unusedFaults.isEmpty }
+
+    enum CodingKeys: String, CodingKey { case unreleasedHolds = "unreleased_holds", unusedFaults = "unused_faults", inFlight = "in_flight" }
+}

@@ -1,0 +1,400 @@
+import Foundation
+
+/// A JSON value (RFC 8259) as the mock backend reads and writes it: request bodies, contexts,
+/// variant configurations, fault bodies.
+///
+/// Objects are unordered (RFC 8259 section 4); ``serialized()`` writes keys sorted so output is
+/// deterministic. Numbers are `Double`; integral values within 2^53 are written without a fraction.
+public enum JSONValue: Sendable, Equatable, Hashable, Codable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    /// Decodes any JSON value.
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() { self = .null; return }
+        if let b = try? c.decode(Bool.self) { self = .bool(b); return }
+        if let n = try? c.decode(Double.self) { self = .number(n); return }
+        if let s = try? c.decode(String.self) { self = .string(s); return }
+        if let a = try? c.decode([JSONValue].self) { self = .array(a); return }
+        if let o = try? c.decode([String: JSONValue].self) { self = .object(o); return }
+        throw DecodingError.dataCorruptedError(in: c, debugDescription: "not a JSON value")
+    }
+
+    /// Encodes the value as itself.
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.singleValueContainer()
+        switch self {
+        case .null: try c.encodeNil()
+        case .bool(let b): try c.encode(b)
+        case .number(let n): try c.encode(n)
+        case .string(let s): try c.encode(s)
+        case .array(let a): try c.encode(a)
+        case .object(let o): try c.encode(o)
+        }
+    }
+
+    /// The member `key` of an object, or `nil` (also for non-objects).
+    public subscript(key: String) -> JSONValue? {
+        if case .object(let o) = self { return o[key] }
+        return nil
+    }
+
+    /// The string payload, or `nil` when this is not a string.
+    public var stringValue: String? { if case .string(let s) = self { return s }; return nil }
+    /// The number payload, or `nil` when this is not a number.
+    public var numberValue: Double? { if case .number(let n) = self { return n }; return nil }
+    /// The object payload, or `nil` when this is not an object.
+    public var objectValue: [String: JSONValue]? { if case .object(let o) = self { return o }; return nil }
+    /// The array payload, or `nil` when this is not an array.
+    public var arrayValue: [JSONValue]? { if case .array(let a) = self { return a }; return nil }
+
+    /// A short name of the JSON type (`object`, `array`, `string`, `number`, `boolean`, `null`),
+    /// used in error messages.
+    public var typeName: String {
+        switch self {
+        case .null: return "null"
+        case .bool: return "boolean"
+        case .number: return "number"
+        case .string: return "string"
+        case .array: return "array"
+        case .object: return "object"
+        }
+    }
+
+    // MARK: Writing
+
+    /// The compact UTF-8 JSON text of this value, object keys sorted.
+    public func serialized() -> Data {
+        var out = ""
+        write(into: &out)
+        return Data(out.utf8)
+    }
+
+    /// The compact JSON text of this value, object keys sorted.
+    public var jsonText: String {
+        var out = ""
+        write(into: &out)
+        return out
+    }
+
+    private func write(into out: inout String) {
+        switch self {
+        case .null: out += "null"
+        case .bool(let b): out += b ? "true" : "false"
+        case .number(let n):
+            if n.isNaN || n.isInfinite { out += "null" }
+            else if n == n.rounded(), abs(n) < 9_007_199_254_740_992 { out += String(Int64(n)) }
+            else { out += "\(n)" }
+        case .string(let s): JSONValue.writeString(s, into: &out)
+        case .array(let a):
+            out += "["
+            for (i, v) in a.enumerated() {
+                if i > 0 { out += "," }
+                v.write(into: &out)
+            }
+            out += "]"
+        case .object(let o):
+            out += "{"
+            for (i, k) in o.keys.sorted().enumerated() {
+                if i > 0 { out += "," }
+                JSONValue.writeString(k, into: &out)
+                out += ":"
+                o[k]!.write(into: &out)
+            }
+            out += "}"
+        }
+    }
+
+    private static func writeString(_ s: String, into out: inout String) {
+        out += "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if scalar.value < 0x20 {
+                    let hex = String(scalar.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        out += "\""
+    }
+}
+
+/// Why a body is not valid JSON: the byte offset and what was expected there.
+public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Byte offset (0-based) in the input where the problem was found.
+    public var offset: Int
+    /// What was wrong, e.g. "expected ',' or '}' in object".
+    public var message: String
+    /// "`message` at byte `offset`".
+    public var description: String { "\(message) at byte \(offset)" }
+}
+
+/// The result of parsing a request body: the value plus the JSON paths of strings that contained
+/// a lone UTF-16 surrogate escape (`"\ud800"`), which a Swift `String` cannot hold.
+///
+/// Lone surrogates are replaced by U+FFFD in the value; validation consults
+/// ``loneSurrogatePaths`` to answer 422 (CONTRACT.md section 2, field limits).
+public struct ParsedJSON: Sendable, Equatable {
+    /// The parsed value.
+    public var value: JSONValue
+    /// Paths (object keys as `String`, array indices as `Int`) of strings that held a lone surrogate.
+    public var loneSurrogatePaths: [[JSONPathComponent]]
+}
+
+/// One step of a JSON path: an object member name or an array index.
+public enum JSONPathComponent: Sendable, Equatable, Hashable, Codable, CustomStringConvertible {
+    case key(String)
+    case index(Int)
+
+    /// The component as FastAPI writes it in `loc` (a string or an integer).
+    public var jsonValue: JSONValue {
+        switch self {
+        case .key(let k): return .string(k)
+        case .index(let i): return .number(Double(i))
+        }
+    }
+
+    /// `key` or `[index]`.
+    public var description: String {
+        switch self {
+        case .key(let k): return k
+        case .index(let i): return "[\(i)]"
+        }
+    }
+
+    /// Encodes as a JSON string or integer.
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.singleValueContainer()
+        switch self {
+        case .key(let k): try c.encode(k)
+        case .index(let i): try c.encode(i)
+        }
+    }
+
+    /// Decodes from a JSON string or integer.
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if let i = try? c.decode(Int.self) { self = .index(i) } else { self = .key(try c.decode(String.self)) }
+    }
+}
+
+extension JSONValue {
+    /// Parses RFC 8259 JSON text from raw bytes, keeping track of lone surrogate escapes.
+    ///
+    /// Throws ``JSONParseError`` naming the byte offset for invalid JSON, invalid UTF-8, nesting
+    /// deeper than 256 levels, or trailing content.
+    public static func parse(_ data: Data) throws -> ParsedJSON {
+        var parser = JSONByteParser(bytes: [UInt8](data))
+        parser.skipWhitespace()
+        let value = try parser.parseValue(depth: 0)
+        parser.skipWhitespace()
+        if parser.index != parser.bytes.count { throw parser.error("unexpected content after the JSON value") }
+        return ParsedJSON(value: value, loneSurrogatePaths: parser.loneSurrogatePaths)
+    }
+}
+
+/// A small recursive-descent JSON parser over bytes (RFC 8259 grammar).
+private struct JSONByteParser {
+    let bytes: [UInt8]
+    var index = 0
+    var path: [JSONPathComponent] = []
+    var loneSurrogatePaths: [[JSONPathComponent]] = []
+
+    init(bytes: [UInt8]) { self.bytes = bytes }
+
+    func error(_ message: String) -> JSONParseError { JSONParseError(offset: index, message: message) }
+
+    mutating func skipWhitespace() {
+        while index < bytes.count, [0x20, 0x0a, 0x0d, 0x09].contains(bytes[index]) { index += 1 }
+    }
+
+    mutating func parseValue(depth: Int) throws -> JSONValue {
+        guard depth < 256 else { throw error("JSON nested deeper than 256 levels") }
+        guard index < bytes.count else { throw error("unexpected end of JSON") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): return try parseObject(depth: depth)
+        case UInt8(ascii: "["): return try parseArray(depth: depth)
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
+        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
+        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
+        default: throw error("unexpected character '\(Character(Unicode.Scalar(bytes[index])))'")
+        }
+    }
+
+    mutating func expectLiteral(_ literal: String) throws {
+        let lit = Array(literal.utf8)
+        guard index + lit.count <= bytes.count, Array(bytes[index..<index + lit.count]) == lit else {
+            throw error("invalid literal, expected '\(literal)'")
+        }
+        index += lit.count
+    }
+
+    mutating func parseObject(depth: Int) throws -> JSONValue {
+        index += 1
+        var object: [String: JSONValue] = [:]
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(object) }
+        while true {
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a string key in object") }
+            let key = try parseString()
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':' after object key") }
+            index += 1
+            skipWhitespace()
+            path.append(.key(key))
+            object[key] = try parseValue(depth: depth + 1)
+            path.removeLast()
+            skipWhitespace()
+            guard index < bytes.count else { throw error("unexpected end of JSON in object") }
+            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            if bytes[index] == UInt8(ascii: "}") { index += 1; return .object(object) }
+            throw error("expected ',' or '}' in object")
+        }
+    }
+
+    mutating func parseArray(depth: Int) throws -> JSONValue {
+        index += 1
+        var array: [JSONValue] = []
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return .array(array) }
+        while true {
+            skipWhitespace()
+            path.append(.index(array.count))
+            array.append(try parseValue(depth: depth + 1))
+            path.removeLast()
+            skipWhitespace()
+            guard index < bytes.count else { throw error("unexpected end of JSON in array") }
+            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            if bytes[index] == UInt8(ascii: "]") { index += 1; return .array(array) }
+            throw error("expected ',' or ']' in array")
+        }
+    }
+
+    mutating func parseNumber() throws -> Double {
+        let start = index
+        if bytes[index] == UInt8(ascii: "-") { index += 1 }
+        func digits() -> Int {
+            let s = index
+            while index < bytes.count, bytes[index] >= 0x30, bytes[index] <= 0x39 { index += 1 }
+            return index - s
+        }
+        guard index < bytes.count else { throw error("invalid number") }
+        if bytes[index] == UInt8(ascii: "0") { index += 1 } else if digits() == 0 { throw error("invalid number") }
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            if digits() == 0 { throw error("invalid number: digits expected after '.'") }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            if digits() == 0 { throw error("invalid number: digits expected in exponent") }
+        }
+        let text = String(decoding: bytes[start..<index], as: UTF8.self)
+        guard let value = Double(text) else { throw JSONParseError(offset: start, message: "invalid number") }
+        return value
+    }
+
+    mutating func hex4() throws -> UInt32 {
+        guard index + 4 <= bytes.count else { throw error("truncated \\u escape") }
+        var v: UInt32 = 0
+        for _ in 0..<4 {
+            let b = bytes[index]
+            let d: UInt32
+            switch b {
+            case 0x30...0x39: d = UInt32(b - 0x30)
+            case 0x41...0x46: d = UInt32(b - 0x41 + 10)
+            case 0x61...0x66: d = UInt32(b - 0x61 + 10)
+            default: throw error("invalid hex digit in \\u escape")
+            }
+            v = v * 16 + d
+            index += 1
+        }
+        return v
+    }
+
+    mutating func parseString() throws -> String {
+        index += 1 // opening quote
+        var scalars = String.UnicodeScalarView()
+        var runStart = index
+        var hadLoneSurrogate = false
+        func flushRun(_ end: Int) throws {
+            if end > runStart {
+                guard let s = String(validating: bytes[runStart..<end], as: UTF8.self) else {
+                    throw JSONParseError(offset: runStart, message: "invalid UTF-8 in string")
+                }
+                scalars.append(contentsOf: s.unicodeScalars)
+            }
+        }
+        while true {
+            guard index < bytes.count else { throw error("unterminated string") }
+            let b = bytes[index]
+            if b == UInt8(ascii: "\"") {
+                try flushRun(index)
+                index += 1
+                break
+            }
+            if b < 0x20 { throw error("unescaped control character in string") }
+            if b != UInt8(ascii: "\\") { index += 1; continue }
+            try flushRun(index)
+            index += 1
+            guard index < bytes.count else { throw error("unterminated escape") }
+            let e = bytes[index]
+            index += 1
+            switch e {
+            case UInt8(ascii: "\""): scalars.append("\"")
+            case UInt8(ascii: "\\"): scalars.append("\\")
+            case UInt8(ascii: "/"): scalars.append("/")
+            case UInt8(ascii: "b"): scalars.append("\u{08}")
+            case UInt8(ascii: "f"): scalars.append("\u{0C}")
+            case UInt8(ascii: "n"): scalars.append("\n")
+            case UInt8(ascii: "r"): scalars.append("\r")
+            case UInt8(ascii: "t"): scalars.append("\t")
+            case UInt8(ascii: "u"):
+                let unit = try hex4()
+                if (0xD800...0xDBFF).contains(unit) {
+                    // A high surrogate must be followed by a \u low surrogate escape.
+                    let save = index
+                    if index + 6 <= bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") {
+                        index += 2
+                        let low = try hex4()
+                        if (0xDC00...0xDFFF).contains(low) {
+                            scalars.append(Unicode.Scalar(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))!)
+                        } else {
+                            index = save
+                            hadLoneSurrogate = true
+                            scalars.append("\u{FFFD}")
+                        }
+                    } else {
+                        hadLoneSurrogate = true
+                        scalars.append("\u{FFFD}")
+                    }
+                } else if (0xDC00...0xDFFF).contains(unit) {
+                    hadLoneSurrogate = true
+                    scalars.append("\u{FFFD}")
+                } else {
+                    scalars.append(Unicode.Scalar(unit)!)
+                }
+            default: throw JSONParseError(offset: index - 1, message: "invalid escape character")
+            }
+            runStart = index
+        }
+        if hadLoneSurrogate { loneSurrogatePaths.append(path) }
+        return String(scalars)
+    }
+}

@@ -1,0 +1,328 @@
+import Foundation
+
+/// The scriptable in-process mock backend: the ``BackendModel`` plus a ``FaultScript``, a
+/// history of every request, holds and an observer, all behind one lock; transports (the
+/// in-process ``MockURLProtocol``, the loopback TCP server) call ``handle(_:)``.
+///
+/// Lifecycle is strict: ``shutdown()`` reports holds never released and one-shot faults never
+/// used, and fails the remaining holds with a dropped connection. Requests after shutdown get 503.
+public final class MockBackend: MockRequestHandler, Sendable {
+    /// The clock every time-dependent behaviour reads (rate limits, windows, delays, timeouts).
+    public let clock: any MockClock
+    /// The token that routes in-process requests to this instance (see ``baseURL``).
+    public let routeToken: String
+
+    /// How the request reached the backend; decides how a timeout fault behaves.
+    enum Transport: Sendable {
+        /// Return `.timeout` at once; the TCP server keeps the connection silent.
+        case tcp
+        /// Wait the request's timeout on the mock clock, then return `.timeout` (the URLProtocol fails the load).
+        case inProcess(timeoutSeconds: TimeInterval)
+    }
+
+    enum HoldResolution: Sendable { case natural, override(MockResponse), shutdown }
+
+    struct Hold {
+        var info: HeldRequest
+        var continuation: CheckedContinuation<HoldResolution, Never>?
+    }
+
+    struct State {
+        var model: BackendModel
+        var script: FaultScript
+        var history: [HistoryEntry] = []
+        var seen: [IncomingRequest] = []
+        var holds: [Hold] = []
+        var nextHold = 1
+        var inFlight = 0
+        var isShutDown = false
+        var observer: (@Sendable (MockEvent) -> Void)?
+    }
+
+    /// A request registered in history, ready to be answered.
+    struct Ticket: Sendable {
+        let seq: Int
+        let incoming: IncomingRequest
+        let decision: FaultDecision?
+        let refused: MockResponse?
+    }
+
+    private let box: MockLocked<State>
+
+    /// Creates a backend over `fixtures`, reading `clock`; outage windows count from `clock.now()`.
+    public init(fixtures: Fixtures = .sdkContract, clock: any MockClock = MockSystemClock()) {
+        self.clock = clock
+        self.routeToken = MockRouting.newToken()
+        self.box = MockLocked(State(model: BackendModel(fixtures: fixtures), script: FaultScript(epoch: clock.now())))
+        MockRouting.register(self)
+    }
+
+    deinit { MockRouting.unregister(routeToken) }
+
+    // MARK: Handling
+
+    /// Answers one request as a TCP transport needs it: applies the fault script, may suspend
+    /// for a delay or hold, records history, and returns what to send (a `timeout` fault returns
+    /// ``MockOutcome/timeout`` at once: the transport stays silent).
+    public func handle(_ request: MockRequest) async -> MockOutcome {
+        await complete(begin(request), transport: .tcp)
+    }
+
+    /// Registers `request` in history and decides its fault, synchronously.
+    func begin(_ request: MockRequest) -> Ticket {
+        let now = clock.now()
+        let incoming = IncomingRequest(request)
+        let (ticket, observer) = box.withLock { s -> (Ticket, (@Sendable (MockEvent) -> Void)?) in
+            let seq = s.history.count + 1
+            s.inFlight += 1
+            var decision: FaultDecision?
+            var refused: MockResponse?
+            if s.isShutDown {
+                refused = BackendModel.detail(503, "mock backend shut down")
+            } else {
+                decision = s.script.decide(incoming, now: now)
+            }
+            s.history.append(HistoryEntry(
+                seq: seq, receivedAt: now, answeredAt: nil, method: incoming.method, path: request.rawPath, query: request.rawQuery,
+                headers: MockBackend.recordedHeaders(request.headers), body: request.body, json: incoming.json,
+                route: nil, note: nil,
+                fault: decision.map { AppliedFault(id: $0.id, name: $0.name, action: $0.action.kind, occurrence: $0.occurrence) },
+                hold: nil, response: nil, outcome: nil, cancelled: false))
+            s.seen.append(incoming)
+            return (Ticket(seq: seq, incoming: incoming, decision: decision, refused: refused), s.observer)
+        }
+        observer?(.received(seq: ticket.seq))
+        return ticket
+    }
+
+    /// Produces the outcome for a registered request (may suspend) and records it.
+    func complete(_ ticket: Ticket, transport: Transport) async -> MockOutcome {
+        let outcome = await decideOutcome(ticket, transport: transport)
+        let answeredAt = clock.now()
+        let observer = box.withLock { s -> (@Sendable (MockEvent) -> Void)? in
+            let i = ticket.seq - 1
+            s.inFlight -= 1
+            s.history[i].answeredAt = answeredAt
+            switch outcome {
+            case .respond(let r): s.history[i].response = RecordedResponse(r); s.history[i].outcome = "respond"
+            case .dropBeforeResponse: s.history[i].outcome = "drop_before_response"
+            case .dropMidBody(let r, _): s.history[i].response = RecordedResponse(r); s.history[i].outcome = "drop_mid_body"
+            case .timeout: s.history[i].outcome = "timeout"
+            }
+            return s.observer
+        }
+        let status: Int?
+        switch outcome {
+        case .respond(let r), .dropMidBody(let r, _): status = r.status
+        default: status = nil
+        }
+        observer?(.answered(seq: ticket.seq, outcome: MockBackend.outcomeName(outcome), status: status))
+        return outcome
+    }
+
+    static func outcomeName(_ outcome: MockOutcome) -> String {
+        switch outcome {
+        case .respond: return "respond"
+        case .dropBeforeResponse: return "drop_before_response"
+        case .dropMidBody: return "drop_mid_body"
+        case .timeout: return "timeout"
+        }
+    }
+
+    private func decideOutcome(_ ticket: Ticket, transport: Transport) async -> MockOutcome {
+        if let refused = ticket.refused { return .respond(refused) }
+        guard let decision = ticket.decision else { return .respond(natural(ticket)) }
+        switch decision.action {
+        case .respond(let status, let headers, let body):
+            return .respond(MockResponse(status: status, headers: headers.map { ($0.name, $0.value) }, body: body))
+        case .rateLimited(let retry):
+            return .respond(rateLimitedResponse(retry))
+        case .delay(let seconds):
+            emit(.parked(seq: ticket.seq, .delay(seconds: seconds)))
+            try? await clock.sleep(seconds: seconds)
+            return .respond(natural(ticket))
+        case .hold(let label):
+            switch await park(ticket, label: label, fault: decision.id) {
+            case .natural: return .respond(natural(ticket))
+            case .override(let r): return .respond(r)
+            case .shutdown: return .dropBeforeResponse
+            }
+        case .timeout(let processed):
+            if processed { _ = natural(ticket) }
+            if case .inProcess(let seconds) = transport {
+                emit(.parked(seq: ticket.seq, .timeout(seconds: seconds)))
+                try? await clock.sleep(seconds: seconds)
+            }
+            return .timeout
+        case .dropBeforeResponse(let processed):
+            if processed { _ = natural(ticket) }
+            return .dropBeforeResponse
+        case .dropMidBody(let bytes):
+            let r = natural(ticket)
+            return .dropMidBody(r, bodyBytes: min(bytes, r.body.count))
+        case .malformedJSON(let body):
+            var r = natural(ticket)
+            r.body = Data((body ?? "{\"detail\": ").utf8)
+            return .respond(r)
+        case .truncatedJSON(let bytes):
+            var r = natural(ticket)
+            r.body = r.body.prefix(max(0, min(bytes ?? r.body.count / 2, r.body.count)))
+            return .respond(r)
+        case .wrongContentType(let contentType, let body):
+            var r = natural(ticket)
+            r.headers.removeAll { $0.name.caseInsensitiveCompare("Content-Type") == .orderedSame }
+            r.headers.insert(("Content-Type", contentType), at: 0)
+            if let body { r.body = Data(body.utf8) }
+            return .respond(r)
+        }
+    }
+
+    /// Runs the backend model for the request now, recording the route and note in history.
+    private func natural(_ ticket: Ticket) -> MockResponse {
+        let now = clock.now()
+        return box.withLock { s in
+            let answer = s.model.answer(ticket.incoming, now: now)
+            s.history[ticket.seq - 1].route = answer.route
+            s.history[ticket.seq - 1].note = answer.note
+            return answer.response
+        }
+    }
+
+    private func rateLimitedResponse(_ retry: RetryAfter) -> MockResponse {
+        let (limit, window) = box.withLock { ($0.model.fixtures.rateLimit.limit, $0.model.fixtures.rateLimit.windowSeconds) }
+        let value: String
+        let detail: String
+        switch retry {
+        case .seconds(let s): value = String(s); detail = "Too Many Requests. Retry after \(s) seconds."
+        case .httpDate(let d): value = d; detail = "Too Many Requests. Retry after \(d)."
+        case .httpDateIn(let s):
+            value = MockHTTPDate.format(clock.now().addingTimeInterval(TimeInterval(s)))
+            detail = "Too Many Requests. Retry after \(value)."
+        }
+        return BackendModel.detail(429, detail, extra: [
+            ("Retry-After", value), ("X-RateLimit-Limit", String(limit)), ("X-RateLimit-Remaining", "0"), ("X-RateLimit-Window", String(window)),
+        ])
+    }
+
+    private func park(_ ticket: Ticket, label: String?, fault: FaultID) async -> HoldResolution {
+        await withCheckedContinuation { (continuation: CheckedContinuation<HoldResolution, Never>) in
+            let registered = box.withLock { s -> HoldID? in
+                if s.isShutDown { return nil }
+                let id = HoldID(rawValue: s.nextHold)
+                s.nextHold += 1
+                let userID = ticket.incoming.query("user_id").flatMap { $0 } ?? ticket.incoming.json?["user_id"]?.stringValue
+                s.holds.append(Hold(info: HeldRequest(id: id, seq: ticket.seq, method: ticket.incoming.method, path: ticket.incoming.raw.rawPath,
+                                                      userID: userID, label: label, fault: fault),
+                                    continuation: continuation))
+                s.history[ticket.seq - 1].hold = id
+                return id
+            }
+            guard let id = registered else { continuation.resume(returning: .shutdown); return }
+            emit(.parked(seq: ticket.seq, .hold(id)))
+        }
+    }
+
+    private func emit(_ event: MockEvent) {
+        box.withLock { $0.observer }?(event)
+    }
+
+    /// Marks the history entry `seq` as cancelled by the client (URLProtocol `stopLoading`).
+    func markCancelled(seq: Int) {
+        box.withLock { s in
+            if seq >= 1 && seq <= s.history.count { s.history[seq - 1].cancelled = true }
+        }
+    }
+
+    static let routingHeader = "X-Experimently-Mock-Route"
+
+    static func recordedHeaders(_ headers: [(name: String, value: String)]) -> [HeaderField] {
+        headers.compactMap { h in
+            if h.name.caseInsensitiveCompare(routingHeader) == .orderedSame { return nil }
+            if h.name.caseInsensitiveCompare("X-API-Key") == .orderedSame { return HeaderField(name: h.name, value: "***") }
+            return HeaderField(name: h.name, value: h.value)
+        }
+    }
+
+    // MARK: Control surface
+
+    /// Adds a fault rule after the existing ones (first firing rule wins); returns its id.
+    @discardableResult
+    public func addFault(_ rule: FaultRule) -> FaultID { box.withLock { $0.script.add(rule) } }
+
+    /// Removes a fault rule; unknown ids are ignored (returns false).
+    @discardableResult
+    public func removeFault(_ id: FaultID) -> Bool { box.withLock { $0.script.remove(id) } }
+
+    /// The fault rules in the order they apply.
+    public var faults: [(id: FaultID, rule: FaultRule)] { box.withLock { $0.script.rules } }
+
+    /// Requests currently parked on holds, in the order they were parked.
+    public var heldRequests: [HeldRequest] { box.withLock { $0.holds.map(\.info) } }
+
+    /// Releases a held request: the backend answers it now (natural response) unless `override`
+    /// is given. Holds may be released in any order. Returns false when `hold` is not parked
+    /// (never was, already released, or shut down).
+    @discardableResult
+    public func release(_ hold: HoldID, with override: MockResponse? = nil) -> Bool {
+        let continuation = box.withLock { s -> CheckedContinuation<HoldResolution, Never>? in
+            guard let i = s.holds.firstIndex(where: { $0.info.id == hold }) else { return nil }
+            return s.holds.remove(at: i).continuation
+        }
+        guard let continuation else { return false }
+        continuation.resume(returning: override.map { .override($0) } ?? .natural)
+        return true
+    }
+
+    /// Changes the fixtures in place (e.g. an experiment stops mid-run); later requests see the change.
+    public func updateFixtures(_ change: (inout Fixtures) -> Void) {
+        box.withLock { change(&$0.model.fixtures) }
+    }
+
+    /// The current fixtures.
+    public var fixtures: Fixtures { box.withLock { $0.model.fixtures } }
+
+    /// Every request so far, in arrival order (in-flight ones without response yet).
+    public var history: [HistoryEntry] { box.withLock { $0.history } }
+
+    /// Assignments (sticky), exposures and stored events.
+    public var state: BackendStateSnapshot { box.withLock { $0.model.state } }
+
+    /// Requests inside the backend right now (held, delayed, waiting out an in-process timeout).
+    public var inFlightCount: Int { box.withLock { $0.inFlight } }
+
+    /// Sets (or clears) the observer; it is called synchronously, outside the lock, on the
+    /// thread that moved the request (`received`, `parked`, `answered`).
+    public func setObserver(_ observer: (@Sendable (MockEvent) -> Void)?) {
+        box.withLock { $0.observer = observer }
+    }
+
+    /// Shuts the backend down: reports holds never released and one-shot faults never used up
+    /// (with the nearest request and what differed), then fails those holds with a dropped
+    /// connection. Later requests get 503. Calling it twice reports nothing new.
+    @discardableResult
+    public func shutdown() -> ShutdownReport {
+        let (report, continuations) = box.withLock { s -> (ShutdownReport, [CheckedContinuation<HoldResolution, Never>]) in
+            let report = ShutdownReport(unreleasedHolds: s.holds.map(\.info),
+                                        unusedFaults: s.isShutDown ? [] : s.script.unusedOneShots(seen: s.seen),
+                                        inFlight: s.inFlight)
+            s.isShutDown = true
+            let continuations = s.holds.compactMap(\.continuation)
+            s.holds.removeAll()
+            return (report, continuations)
+        }
+        for c in continuations { c.resume(returning: .shutdown) }
+        return report
+    }
+}
+
+/// IMF-fixdate formatting for `Retry-After` dates (RFC 9110 section 5.6.7).
+public enum MockHTTPDate {
+    /// Formats `date` as e.g. "Sun, 06 Nov 1994 08:49:37 GMT".
+    public static func format(_ date: Date) -> String {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "GMT")
+        f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return f.string(from: date)
+    }
+}

@@ -1,0 +1,212 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The registry that routes in-process loads to the right ``MockBackend`` when several live in
+/// one process.
+///
+/// On Linux, headers from `URLSessionConfiguration.httpAdditionalHeaders` do not reach
+/// `URLProtocol.startLoading` (measured with Swift 6.3.1), so the route is carried by the host:
+/// each backend answers at `http://<token>.mock.invalid` (``MockBackend/baseURL``; `.invalid` is
+/// reserved by RFC 2606, so nothing real is ever reached). The session also sends the private
+/// header `X-Experimently-Mock-Route: <token>`, used when present (Apple platforms); it is
+/// stripped from history.
+enum MockRouting {
+    private struct WeakBackend: @unchecked Sendable {
+        // @unchecked Sendable: only stored in and read from `table`, inside its lock.
+        weak var backend: MockBackend?
+    }
+
+    private static let table = MockLocked<(next: Int, backends: [String: WeakBackend])>((1, [:]))
+
+    static let hostSuffix = ".mock.invalid"
+
+    static func newToken() -> String {
+        table.withLock { t in
+            defer { t.next += 1 }
+            return "backend-\(t.next)"
+        }
+    }
+
+    static func register(_ backend: MockBackend) {
+        table.withLock { $0.backends[backend.routeToken] = WeakBackend(backend: backend) }
+    }
+
+    static func unregister(_ token: String) {
+        _ = table.withLock { $0.backends.removeValue(forKey: token) }
+    }
+
+    static func backend(token: String) -> MockBackend? {
+        table.withLock { $0.backends[token]?.backend }
+    }
+
+    /// The backend a request is routed to: by the private header, else by the host; nil when none.
+    static func backend(for request: URLRequest) -> MockBackend? {
+        if let token = request.value(forHTTPHeaderField: MockBackend.routingHeader), let b = backend(token: token) { return b }
+        if let host = request.url?.host?.lowercased(), host.hasSuffix(hostSuffix) {
+            return backend(token: String(host.dropLast(hostSuffix.count)))
+        }
+        return nil
+    }
+}
+
+extension MockBackend {
+    /// The origin that routes to this backend through sessions from ``makeURLSession()``:
+    /// `http://<token>.mock.invalid` (no trailing slash).
+    public var baseURL: URL { URL(string: "http://\(routeToken)\(MockRouting.hostSuffix)")! }
+
+    /// A session configuration whose only protocol is ``MockURLProtocol``: no sockets, nothing
+    /// leaves the process. Requests must go to ``baseURL`` (see ``MockURLProtocol`` for routing).
+    public func makeURLSessionConfiguration() -> URLSessionConfiguration {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.protocolClasses = [MockURLProtocol.self]
+        configuration.httpAdditionalHeaders = [MockBackend.routingHeader: routeToken]
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        return configuration
+    }
+
+    /// A ready `URLSession` routed in-process to this backend (requests to ``baseURL``).
+    public func makeURLSession() -> URLSession { URLSession(configuration: makeURLSessionConfiguration()) }
+}
+
+/// The in-process transport: a `URLProtocol` that hands each load to a ``MockBackend`` and
+/// plays its ``MockOutcome`` back through the URL loading system.
+///
+/// It claims every request of a session it is installed in; a request that routes to no live
+/// backend fails with `URLError(.cannotFindHost)` naming the expected host. Outcomes:
+/// a response is delivered whole; `dropBeforeResponse` fails with `.networkConnectionLost`;
+/// `dropMidBody` delivers the head and a prefix of the body, then fails with
+/// `.networkConnectionLost`; `timeout` fails with `.timedOut` after the request's
+/// `timeoutInterval` seconds of the backend's clock (URLSession on Linux never times out a
+/// custom protocol itself). A cancelled load (`stopLoading`) is marked `cancelled` in history;
+/// its request keeps running in the backend (a hold stays releasable), but nothing more is
+/// delivered to the client.
+public final class MockURLProtocol: URLProtocol {
+    /// Per-load state shared between `startLoading`, the answering task and `stopLoading`.
+    private final class Load: @unchecked Sendable {
+        // @unchecked Sendable: `stopped` and `seq` are guarded by `lock`; `protocolInstance` and
+        // `client` are set once in startLoading before the task starts and only read afterwards.
+        private let lock = NSLock()
+        private var stopped = false
+        var seq: Int?
+        let protocolInstance: URLProtocol
+        let client: (any URLProtocolClient)?
+
+        init(_ p: URLProtocol) { protocolInstance = p; client = p.client }
+
+        /// Marks the load stopped; returns the seq to mark cancelled, or nil when already finished.
+        func stop() -> Int? {
+            lock.lock(); defer { lock.unlock() }
+            if stopped { return nil }
+            stopped = true
+            return seq
+        }
+
+        /// Runs `deliver` unless the load was stopped; marks it finished.
+        func finish(_ deliver: () -> Void) {
+            lock.lock()
+            let wasStopped = stopped
+            stopped = true
+            lock.unlock()
+            if !wasStopped { deliver() }
+        }
+    }
+
+    private var load: Load?
+
+    /// Claims every request: the protocol is only installed in mock sessions.
+    public override class func canInit(with request: URLRequest) -> Bool { true }
+
+    /// Returns the request unchanged.
+    public override class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
+
+    /// Hands the request to its backend and delivers the outcome asynchronously.
+    public override func startLoading() {
+        let load = Load(self)
+        self.load = load
+        let request = self.request
+        guard let backend = MockRouting.backend(for: request) else {
+            let host = request.url?.host ?? "<none>"
+            load.finish {
+                load.client?.urlProtocol(load.protocolInstance, didFailWithError: URLError(.cannotFindHost, userInfo: [
+                    NSLocalizedDescriptionKey: "no live MockBackend for host '\(host)'; send requests to backend.baseURL (http://<token>\(MockRouting.hostSuffix))",
+                ]))
+            }
+            return
+        }
+        let mockRequest = MockURLProtocol.mockRequest(from: request)
+        let ticket = backend.begin(mockRequest)
+        load.seq = ticket.seq
+        let timeout = request.timeoutInterval
+        let url = request.url ?? backend.baseURL
+        Task {
+            let outcome = await backend.complete(ticket, transport: .inProcess(timeoutSeconds: timeout))
+            load.finish { MockURLProtocol.deliver(outcome, url: url, load: load) }
+        }
+    }
+
+    /// Marks the load cancelled in history; the backend keeps the request (a hold stays releasable).
+    public override func stopLoading() {
+        guard let load, let seq = load.stop(), let backend = MockRouting.backend(for: request) else { return }
+        backend.markCancelled(seq: seq)
+    }
+
+    /// Builds the transport-independent request: raw target, headers sorted by name (the
+    /// loading system keeps them in a dictionary), body from `httpBody` or `httpBodyStream`.
+    static func mockRequest(from request: URLRequest) -> MockRequest {
+        var target = "/"
+        if let url = request.url, let components = URLComponents(url: url, resolvingAgainstBaseURL: false) {
+            target = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+            if let q = components.percentEncodedQuery { target += "?" + q }
+        }
+        let headers = (request.allHTTPHeaderFields ?? [:])
+            .filter { $0.key.caseInsensitiveCompare(MockBackend.routingHeader) != .orderedSame }
+            .sorted { $0.key.lowercased() < $1.key.lowercased() }
+            .map { (name: $0.key, value: $0.value) }
+        var body = request.httpBody ?? Data()
+        if body.isEmpty, let stream = request.httpBodyStream {
+            stream.open()
+            var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+            while true {
+                let n = stream.read(&buffer, maxLength: buffer.count)
+                if n <= 0 { break }
+                body.append(contentsOf: buffer[0..<n])
+            }
+            stream.close()
+        }
+        return MockRequest(method: request.httpMethod ?? "GET", target: target, headers: headers, body: body)
+    }
+
+    private static func httpResponse(_ r: MockResponse, url: URL) -> HTTPURLResponse? {
+        var fields: [String: String] = [:]
+        for h in r.headers {
+            if let existing = fields[h.name] { fields[h.name] = existing + ", " + h.value } else { fields[h.name] = h.value }
+        }
+        fields["Content-Length"] = String(r.body.count)
+        return HTTPURLResponse(url: url, statusCode: r.status, httpVersion: "HTTP/1.1", headerFields: fields)
+    }
+
+    private static func deliver(_ outcome: MockOutcome, url: URL, load: Load) {
+        let p = load.protocolInstance
+        guard let client = load.client else { return }
+        switch outcome {
+        case .respond(let r):
+            guard let response = httpResponse(r, url: url) else { client.urlProtocol(p, didFailWithError: URLError(.badServerResponse)); return }
+            client.urlProtocol(p, didReceive: response, cacheStoragePolicy: .notAllowed)
+            if !r.body.isEmpty { client.urlProtocol(p, didLoad: r.body) }
+            client.urlProtocolDidFinishLoading(p)
+        case .dropBeforeResponse:
+            client.urlProtocol(p, didFailWithError: URLError(.networkConnectionLost))
+        case .dropMidBody(let r, let bytes):
+            if let response = httpResponse(r, url: url) {
+                client.urlProtocol(p, didReceive: response, cacheStoragePolicy: .notAllowed)
+                if bytes > 0 { client.urlProtocol(p, didLoad: r.body.prefix(bytes)) }
+            }
+            client.urlProtocol(p, didFailWithError: URLError(.networkConnectionLost))
+        case .timeout:
+            client.urlProtocol(p, didFailWithError: URLError(.timedOut))
+        }
+    }
+}

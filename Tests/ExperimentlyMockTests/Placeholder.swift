@@ -1,2 +1,0 @@
-import XCTest
-final class ExperimentlyMockTestsPlaceholder: XCTestCase { func testBuilds() {} }
