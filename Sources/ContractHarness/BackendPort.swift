@@ -1,4 +1,5 @@
 import Foundation
+import ExperimentlyMock
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif

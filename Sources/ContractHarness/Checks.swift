@@ -1,4 +1,5 @@
 import Foundation
+import ExperimentlyMock
 
 /// What a named check reads: the scenario, its history, and the clients (for end-of-run cache queries).
 struct CheckContext: Sendable {

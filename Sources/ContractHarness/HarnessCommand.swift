@@ -1,4 +1,5 @@
 import Foundation
+import ExperimentlyMock
 
 /// The `contract-harness` command line (documented in `Documentation/CLI.md`).
 ///

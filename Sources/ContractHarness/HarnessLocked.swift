@@ -1,4 +1,5 @@
 import Foundation
+import ExperimentlyMock
 
 /// A value behind an `NSLock`; the harness's box for shared mutable state.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import ExperimentlyMock
 
 /// One entry of a scenario's history (Jepsen-style): an operation's invocation or completion, a
 /// request the mock received or answered, or an app marker. Checks are functions over the list.

@@ -3,7 +3,7 @@ import ExperimentlyMock
 
 // The harness reads and writes JSON with the mock backend's `JSONValue` (one JSON model in the
 // package); these are the harness's additions to it.
-extension JSONValue: @retroactive CustomStringConvertible {
+extension JSONValue: CustomStringConvertible {
     /// Parses JSON text.
     ///
     /// - Throws: `ScenarioError` naming `file` and the line and column when `data` is not valid JSON.

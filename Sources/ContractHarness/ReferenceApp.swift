@@ -1,4 +1,5 @@
 import Foundation
+import ExperimentlyMock
 
 /// The app pattern of CONTRACT.md section 8 as a reference integration over any driver client.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import ExperimentlyMock
 
 /// A scenario file, parsed and validated (format `experimently-scenario/1`, documented in
 /// `Documentation/ScenarioFormat.md`).

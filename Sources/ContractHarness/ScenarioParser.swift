@@ -1,4 +1,5 @@
 import Foundation
+import ExperimentlyMock
 
 /// Reads scenario files strictly: unknown keys are errors, and every error names the file, the
 /// JSON path, what was expected and what was found (`ScenarioError`).

@@ -166,7 +166,8 @@ final class ScenarioExecution: @unchecked Sendable {
             let history = recorder.snapshot
             let context = CheckContext(scenario: scenario, history: history, clients: clients, port: port, driver: driver, app: app)
             for name in scenario.checks {
-                lock.withLock { checks.append(contentsOf: Checks.run(name, context)) }
+                let results = await Checks.run(name, context)
+                lock.withLock { checks.append(contentsOf: results) }
             }
         }
         let problems = port.shutdown()

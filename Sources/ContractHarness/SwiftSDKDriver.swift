@@ -1,4 +1,5 @@
 import Foundation
+import ExperimentlyMock
 import Experimently
 #if canImport(FoundationNetworking)
 import FoundationNetworking

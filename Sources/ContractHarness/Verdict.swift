@@ -1,4 +1,5 @@
 import Foundation
+import ExperimentlyMock
 
 /// The JSON verdict of a run (format `experimently-verdict/1`, documented in `Documentation/Verdict.md`).
 ///
