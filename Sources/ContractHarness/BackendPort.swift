@@ -94,9 +94,9 @@ public struct RequestRecord: Sendable, Equatable, Codable {
 
 /// What the runner needs of a mock backend; `MockBackendPort` adapts `ExperimentlyMock.MockBackend`.
 protocol BackendPort: AnyObject, Sendable {
-    /// The origin requests must go to.
-    var baseURL: String { get }
-    /// A session to the backend whose requests carry `client`'s tag.
+    /// The origin `client`'s requests go to (the port tags them with the client).
+    func baseURL(client: String) -> String
+    /// A session to the backend for `client`.
     func session(client: String) -> URLSession
     /// Adds a fault written in the mock's JSON fault format.
     ///

@@ -140,8 +140,9 @@ public struct DriverContext: Sendable {
     public let clock: VirtualClock
     /// The `UserDefaults` suite for a store name (unique per scenario run).
     public let storeSuite: @Sendable (_ store: String) -> String
-    /// The mock backend's origin, for clients whose settings name none.
-    public let baseURL: String
+    /// The mock backend's origin for a client (its requests are attributed to it by the origin's
+    /// port), for clients whose settings name none.
+    public let baseURL: @Sendable (_ client: String) -> String
 }
 
 /// One SDK client under test, as the runner drives it.

@@ -5,15 +5,17 @@ import FoundationNetworking
 #endif
 
 /// Adapts `ExperimentlyMock.MockBackend` to what the runner needs: scenario fault ids, per-client
-/// sessions (requests tagged with `X-Harness-Client`), parked-request tracking from the mock's
+/// origins (client N talks to `http://<backend host>:<10001 + N>`, so the `Host` header the mock
+/// records attributes each request to its client), parked-request tracking from the mock's
 /// observer, and history entries as `RequestRecord`s.
 ///
 /// Mutable state lives in a `HarnessLocked` box.
 final class MockBackendPort: BackendPort, @unchecked Sendable {
     // @unchecked Sendable: mutable state is inside `state` (a HarnessLocked); the rest is `let`.
-    static let clientHeader = "X-Harness-Client"
+    static let firstClientPort = 10001
 
     let backend: MockBackend
+    let clients: [String]
     private struct State {
         var faults: [String: FaultID] = [:]
         var parked: Set<Int> = []
@@ -25,7 +27,8 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
     /// Creates the backend over the scenario's fixtures (`nil`: the reference `sdk-contract` set).
     ///
     /// - Throws: `ScenarioError` at `$.fixtures` when the fixtures do not decode.
-    init(fixtures: JSONValue?, clock: VirtualClock, file: String) throws {
+    init(fixtures: JSONValue?, clock: VirtualClock, file: String, clients: [String]) throws {
+        self.clients = clients
         var decoded = Fixtures.sdkContract
         if let fixtures {
             do { decoded = try JSONDecoder().decode(Fixtures.self, from: fixtures.serialized()) }
@@ -44,7 +47,10 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         }
     }
 
-    var baseURL: String { backend.baseURL.absoluteString }
+    func baseURL(client: String) -> String {
+        let index = clients.firstIndex(of: client) ?? clients.count
+        return "http://\(backend.baseURL.host ?? "localhost"):\(Self.firstClientPort + index)"
+    }
 
     static func describe(_ error: Error) -> String {
         switch error {
@@ -66,11 +72,7 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
     }
 
     func session(client: String) -> URLSession {
-        let configuration = backend.makeURLSessionConfiguration()
-        var headers = configuration.httpAdditionalHeaders ?? [:]
-        headers[Self.clientHeader] = client
-        configuration.httpAdditionalHeaders = headers
-        let session = URLSession(configuration: configuration)
+        let session = backend.makeURLSession()
         state.withLock { $0.sessions.append(session) }
         return session
     }
@@ -138,14 +140,17 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
 
     func requests() -> [RequestRecord] {
         let parked = state.withLock { $0.parked }
-        return backend.history.map { Self.record($0, parked: parked.contains($0.seq)) }
+        return backend.history.map { record($0, parked: parked.contains($0.seq)) }
     }
 
-    static func record(_ e: HistoryEntry, parked: Bool) -> RequestRecord {
+    func record(_ e: HistoryEntry, parked: Bool) -> RequestRecord {
         var headers: [String: String] = [:]
         var client: String?
         for h in e.headers {
-            if h.name.caseInsensitiveCompare(clientHeader) == .orderedSame { client = h.value; continue }
+            if h.name.caseInsensitiveCompare("Host") == .orderedSame, let colon = h.value.lastIndex(of: ":"),
+               let port = Int(h.value[h.value.index(after: colon)...]), clients.indices.contains(port - Self.firstClientPort) {
+                client = clients[port - Self.firstClientPort]
+            }
             headers[h.name] = h.value
         }
         var query: [String: String] = [:]

@@ -5,7 +5,7 @@ import ExperimentlyMock
 /// JSON path, what was expected and what was found (`ScenarioError`).
 public enum ScenarioParser {
     static let verbs = ["do", "app", "await", "cancel", "fault", "remove_fault", "release", "wait_for", "advance",
-                        "fixtures", "expect"]
+                        "fixtures", "assert"]
 
     /// Loads and validates one scenario file.
     ///
@@ -153,7 +153,7 @@ struct StepContext {
         case "fixtures":
             step = .fixtures(try parseFixtureChange(r.value("fixtures")!, path: path + ".fixtures"))
         default:
-            step = .expect(try parseExpectation(r.value("expect")!, path: path + ".expect"))
+            step = .expect(try parseExpectation(r.value("assert")!, path: path + ".assert"))
         }
         try r.finish()
         return step

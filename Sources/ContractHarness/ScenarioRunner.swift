@@ -124,7 +124,8 @@ final class ScenarioExecution: @unchecked Sendable {
         let recorder = Recorder(clock: clock)
         recorderBox.recorder = recorder
         self.recorder = recorder
-        self.port = try MockBackendPort(fixtures: scenario.fixtures, clock: clock, file: scenario.file)
+        self.port = try MockBackendPort(fixtures: scenario.fixtures, clock: clock, file: scenario.file,
+                                        clients: scenario.clients.map(\.name))
         port.setObserver { seq, answered in
             guard let seq else { return recorder.poke() }
             recorder.record(answered ? .response : .request, request: RequestRecord.placeholder(seq: seq))
@@ -132,7 +133,7 @@ final class ScenarioExecution: @unchecked Sendable {
         let suitePrefix = self.suitePrefix
         let port = self.port
         let context = DriverContext(makeSession: { port.session(client: $0) }, clock: clock,
-                                    storeSuite: { "\(suitePrefix)-\($0)" }, baseURL: port.baseURL)
+                                    storeSuite: { "\(suitePrefix)-\($0)" }, baseURL: { port.baseURL(client: $0) })
         for c in scenario.clients {
             clients[c.name] = try driver.makeClient(name: c.name, settings: c.settings, store: c.store, context: context)
         }
@@ -207,7 +208,7 @@ final class ScenarioExecution: @unchecked Sendable {
         case .waitFor(let c): return "wait_for \(c)"
         case .advance(let s): return "advance \(s)"
         case .fixtures(let c): return "fixtures \(c)"
-        case .expect: return "expect"
+        case .expect: return "assert"
         }
     }
 

@@ -30,7 +30,7 @@ public struct SwiftSDKDriver: SDKDriver {
     }
 
     public func makeClient(name: String, settings: ClientSettings, store: String?, context: DriverContext) throws -> any DriverClient {
-        let config = SdkConfig(baseURL: settings.baseURL ?? context.baseURL, apiKey: settings.apiKey, timeout: settings.timeout,
+        let config = SdkConfig(baseURL: settings.baseURL ?? context.baseURL(name), apiKey: settings.apiKey, timeout: settings.timeout,
                                cacheSize: settings.cacheSize, cacheTTL: settings.cacheTTL,
                                enableOfflineFallback: settings.offlineFallback)
         let offline = store.map { OfflineStore(suiteName: context.storeSuite($0)) }

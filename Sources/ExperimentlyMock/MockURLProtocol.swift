@@ -161,7 +161,13 @@ public final class MockURLProtocol: URLProtocol {
             target = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
             if let q = components.percentEncodedQuery { target += "?" + q }
         }
-        let headers = (request.allHTTPHeaderFields ?? [:])
+        var fields = request.allHTTPHeaderFields ?? [:]
+        // An HTTP/1.1 client always sends Host (RFC 9112 section 3.2); the loading system does not
+        // pass it to custom protocols, so it is rebuilt from the URL as a socket client would send it.
+        if !fields.keys.contains(where: { $0.caseInsensitiveCompare("Host") == .orderedSame }), let host = request.url?.host {
+            fields["Host"] = host + (request.url?.port.map { ":\($0)" } ?? "")
+        }
+        let headers = fields
             .filter { $0.key.caseInsensitiveCompare(MockBackend.routingHeader) != .orderedSame }
             .sorted { $0.key.lowercased() < $1.key.lowercased() }
             .map { (name: $0.key, value: $0.value) }
