@@ -220,16 +220,21 @@ final class ScenarioExecution: @unchecked Sendable {
             let base = label ?? nextLabel()
             let labels = count == 1 ? [base] : (1...count).map { "\(base)#\($0)" }
             lock.withLock { groups[base] = labels }
-            for l in labels { start(label: l, client: client, name: op.name, user: Self.user(of: op), detail: Self.arguments(op)) { [self] in
-                await clients[client]!.perform(op)
-            } }
+            // Every invocation is recorded before any starts, so a group's first request can
+            // never land between its invocations.
+            let launches = labels.map { l in
+                start(label: l, client: client, name: op.name, user: Self.user(of: op), detail: Self.arguments(op)) { [self] in
+                    await clients[client]!.perform(op)
+                }
+            }
+            launches.forEach { $0() }
             if !isAsync { return await finish(group: base, expect: expect, step: name) }
         case .app(let action, let label, let isAsync, let expect):
             let base = label ?? nextLabel()
             lock.withLock { groups[base] = [base] }
             let app = self.app!
             start(label: base, client: app.settings.client, name: "app.\(Self.appName(action))", user: nil,
-                  detail: Self.appArguments(action)) { await app.perform(action) }
+                  detail: Self.appArguments(action)) { await app.perform(action) }()
             if !isAsync { return await finish(group: base, expect: expect, step: name) }
         case .await(let label, let expect):
             return await finish(group: label, expect: expect, step: name)
@@ -243,13 +248,14 @@ final class ScenarioExecution: @unchecked Sendable {
         case .removeFault(let id):
             port.removeFault(id: id)
         case .release(let id, let count, let all, let override):
+            // The marker goes first: the released requests' answers follow it in the history.
+            recorder.record(.marker, name: "release", detail: .object(["fault": .string(id), "count": all ? .string("all") : .number(Double(count ?? 1))]))
             do {
                 let released = try port.release(fault: id, count: all ? nil : (count ?? 1), override: override)
                 if released == 0 {
                     return "nothing to release: fault '\(id)' holds no request (it held \(port.heldCount(fault: id)) so far); requests: "
                         + port.requests().suffix(5).map(\.summary).joined(separator: "; ")
                 }
-                recorder.record(.marker, name: "release", detail: .object(["fault": .string(id), "released": .number(Double(released))]))
             } catch { return "\(error)" }
         case .waitFor(let condition):
             let met = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in satisfied(condition) }
@@ -302,19 +308,22 @@ final class ScenarioExecution: @unchecked Sendable {
         return await quiesce(step: step)
     }
 
+    /// Registers and records the invocation of an operation; the returned closure launches it.
     func start(label: String, client: String, name: String, user: String?, detail: JSONValue,
-               body: @escaping @Sendable () async -> OperationOutcome) {
+               body: @escaping @Sendable () async -> OperationOutcome) -> () -> Void {
         lock.withLock {
             ops[label] = Op(label: label, client: client, name: name, user: user)
             order.append(label)
         }
         recorder.record(.invoke, client: client, label: label, name: name, detail: detail)
-        let task = Task { [self] in
-            let outcome = await body()
-            lock.withLock { ops[label]?.outcome = outcome }
-            recorder.record(.complete, client: client, label: label, name: name, outcome: outcome.json)
+        return { [self] in
+            let task = Task { [self] in
+                let outcome = await body()
+                lock.withLock { ops[label]?.outcome = outcome }
+                recorder.record(.complete, client: client, label: label, name: name, outcome: outcome.json)
+            }
+            lock.withLock { ops[label]?.task = task }
         }
-        lock.withLock { ops[label]?.task = task }
     }
 
     func pending() -> [Op] {
@@ -470,8 +479,8 @@ final class ScenarioExecution: @unchecked Sendable {
         }
     }
 
-    /// The history in canonical form: mock sequence numbers cleared, and each run of consecutive
-    /// events of one kind within one step at one virtual time (concurrent completions, concurrent
+    /// The history in canonical form: mock sequence numbers and step numbers cleared, and each run
+    /// of consecutive events of one kind at one virtual time (concurrent completions, concurrent
     /// arrivals) sorted by content, so that equal runs give equal histories.
     static func canonical(_ history: [HistoryEvent]) -> [HistoryEvent] {
         var out: [HistoryEvent] = []
@@ -483,7 +492,10 @@ final class ScenarioExecution: @unchecked Sendable {
         for event in history {
             var copy = event
             copy.request?.seq = 0
-            if let last = run.last?.1, last.kind != copy.kind || last.step != copy.step || last.time != copy.time { flush() }
+            // Which step was running when a request arrived is a matter of thread timing (the step
+            // that started its operation, or the next one); the order of events is not.
+            copy.step = 0
+            if let last = run.last?.1, last.kind != copy.kind || last.time != copy.time { flush() }
             copy.index = 0
             run.append((JSONValue.encodeForSorting(copy), copy))
         }

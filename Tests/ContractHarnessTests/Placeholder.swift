@@ -1,2 +1,0 @@
-import XCTest
-final class ContractHarnessTestsPlaceholder: XCTestCase { func testBuilds() {} }

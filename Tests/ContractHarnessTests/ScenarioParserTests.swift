@@ -1,0 +1,105 @@
+import XCTest
+import ExperimentlyMock
+@testable import ContractHarness
+
+/// Malformed scenario files are rejected with the file, the JSON path, what was expected and what was found.
+final class ScenarioParserTests: XCTestCase {
+    func parse(_ text: String) throws -> Scenario {
+        try ScenarioParser.parse(Data(text.utf8), file: "x.json")
+    }
+
+    func expectError(_ text: String, path: String, contains fragment: String, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertThrowsError(try parse(text), file: file, line: line) { error in
+            guard let e = error as? ScenarioError else { return XCTFail("not a ScenarioError: \(error)", file: file, line: line) }
+            XCTAssertEqual(e.file, "x.json", file: file, line: line)
+            XCTAssertEqual(e.path, path, "\(e)", file: file, line: line)
+            XCTAssertTrue(e.description.contains(fragment), "\(e)", file: file, line: line)
+        }
+    }
+
+    let head = #""format": "experimently-scenario/1", "name": "n", "description": "d""#
+
+    func testMinimalScenarioParses() throws {
+        let s = try parse("{\(head), \"steps\": []}")
+        XCTAssertEqual(s.name, "n")
+        XCTAssertEqual(s.clients.map(\.name), ["main"])
+        XCTAssertEqual(s.stepTimeoutMilliseconds, 5000)
+    }
+
+    func testInvalidJSONNamesLineAndColumn() {
+        expectError("{\n  \"format\": ,\n}", path: "$", contains: "line 2")
+    }
+
+    func testUnknownTopLevelKey() {
+        expectError("{\(head), \"steps\": [], \"stpes\": []}", path: "$.stpes", contains: "unknown key 'stpes'")
+    }
+
+    func testWrongFormatTag() {
+        expectError(#"{"format": "experimently-scenario/2", "name": "n", "description": "d", "steps": []}"#,
+                    path: "$.format", contains: "experimently-scenario/1")
+    }
+
+    func testMissingSteps() {
+        expectError("{\(head)}", path: "$.steps", contains: "the key is missing")
+    }
+
+    func testUnknownKeyInStep() {
+        expectError("{\(head), \"steps\": [{\"do\": \"evaluateFlag\", \"flag\": \"f\", \"user\": \"u\", \"usr\": 1}]}",
+                    path: "$.steps[0].usr", contains: "unknown key 'usr'")
+    }
+
+    func testUnknownOperation() {
+        expectError("{\(head), \"steps\": [{\"do\": \"evaluate\", \"flag\": \"f\"}]}", path: "$.steps[0].do", contains: "evaluateFlag")
+    }
+
+    func testWrongValueKind() {
+        expectError("{\(head), \"steps\": [{\"advance\": \"ten\"}]}", path: "$.steps[0].advance", contains: "found string \"ten\"")
+    }
+
+    func testTwoVerbsInOneStep() {
+        expectError("{\(head), \"steps\": [{\"advance\": 1, \"await\": \"x\"}]}", path: "$.steps[0]", contains: "several")
+    }
+
+    func testAwaitOfUnknownLabel() {
+        expectError("{\(head), \"steps\": [{\"await\": \"nope\"}]}", path: "$.steps[0].await", contains: "started earlier")
+    }
+
+    func testAsyncNeedsLabel() {
+        expectError("{\(head), \"steps\": [{\"do\": \"clearCache\", \"async\": true}]}", path: "$.steps[0].as", contains: "label")
+    }
+
+    func testUnknownErrorKind() {
+        expectError("{\(head), \"steps\": [{\"do\": \"evaluateFlag\", \"flag\": \"f\", \"user\": \"u\", \"expect\": {\"error\": \"notFound\"}}]}",
+                    path: "$.steps[0].expect.error", contains: "flagNotFound")
+    }
+
+    func testUnknownCheck() {
+        expectError("{\(head), \"steps\": [], \"checks\": [\"stickyness\"]}", path: "$.checks[0]", contains: "stickiness")
+    }
+
+    func testUnknownClient() {
+        expectError("{\(head), \"steps\": [{\"do\": \"clearCache\", \"client\": \"z\"}]}", path: "$.steps[0].client", contains: "main")
+    }
+
+    func testReleaseOfUnknownFault() {
+        expectError("{\(head), \"steps\": [{\"release\": \"h\"}]}", path: "$.steps[0].release", contains: "fault added earlier")
+    }
+
+    func testAppStepNeedsAppSection() {
+        expectError("{\(head), \"steps\": [{\"app\": \"display\"}]}", path: "$.steps[0].app", contains: "\"app\" section")
+    }
+
+    func testBadFaultRuleIsReportedAtRunTimeWithItsPath() async {
+        let s = try! parse("{\(head), \"steps\": [{\"fault\": {\"action\": {\"hold\": {}, \"delay\": {\"seconds\": 1}}}, \"id\": \"f\"}]}")
+        let r = await ScenarioRunner().run(s)
+        XCTAssertEqual(r.status, .failed)
+        XCTAssertTrue(r.firstFailure?.message?.contains("$.steps[0].fault") ?? false, "\(String(describing: r.firstFailure))")
+    }
+
+    func testBadFixturesAreAnError() async {
+        let s = try! parse("{\(head), \"fixtures\": {\"api_keys\": [], \"flagz\": []}, \"steps\": []}")
+        let r = await ScenarioRunner().run(s)
+        XCTAssertEqual(r.status, .error)
+        XCTAssertTrue(r.reason?.contains("$.fixtures") ?? false, r.reason ?? "")
+    }
+}
