@@ -340,10 +340,14 @@ public final class ExperimentationClient: ExperimentationClientProtocol, Sendabl
                 }
                 result = .success(value)
             case .failure(ExperimentationError.flagNotFound(let k)):
-                if current, let store { remove(store) }
+                // Deleting is never stale, so a 404 deletes even after a clear (section 4: "never a
+                // stale value"); only writes of values are epoch-guarded (section 5.1).
+                if let store { remove(store) }
                 result = .failure(ExperimentationError.flagNotFound(k))
             case .failure(ExperimentationError.experimentNotFound(let k)):
-                if current, let store { remove(store) }
+                // Deleting is never stale, so a 404 deletes even after a clear (section 4: "never a
+                // stale value"); only writes of values are epoch-guarded (section 5.1).
+                if let store { remove(store) }
                 result = .failure(ExperimentationError.experimentNotFound(k))
             case .failure(let error):
                 let cancelled: Bool
