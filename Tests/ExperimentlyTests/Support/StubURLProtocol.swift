@@ -210,16 +210,19 @@ final class StubURLProtocol: URLProtocol {
             defer { finished = true }
             return (index, finished)
         }
+        // Only a stop before an answer is a cancellation worth counting.
         if !wasFinished, let stub = Stub.lookup(request.url?.host) { stub.stop(i) }
     }
 
+    /// Answers the request. The client calls happen inside `lock`, which `stopLoading` also takes:
+    /// on Linux, FoundationNetworking traps ("task not in the registry") when a protocol talks to
+    /// its client while the task is being cancelled, so delivery and cancellation must not overlap.
     fileprivate func deliver(_ reply: StubReply) {
-        let go = lock.withLock { () -> Bool in
-            if finished { return false }
-            finished = true
-            return true
-        }
-        guard go, let url = request.url else { return }
+        lock.lock()
+        defer { lock.unlock() }
+        if finished { return }
+        finished = true
+        guard let url = request.url else { return }
         switch reply {
         case .respond(let status, let body):
             let response = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1",
