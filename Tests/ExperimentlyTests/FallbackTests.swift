@@ -119,7 +119,7 @@ final class FallbackTests: SDKTestCase {
         await stub.waitForRequests(2)
         client.clearCache()
         stub.release(1, with: .respond(404, "{}"))
-        await assertThrows({ try await pending.value }, "flagNotFound") {
+        await assertThrows({ try await pending.value(within: 10) }, "flagNotFound") {
             if case .flagNotFound = $0 { return true }
             return false
         }
@@ -170,7 +170,7 @@ final class FallbackTests: SDKTestCase {
         clock.advance(by: 6.999)
         XCTAssertEqual(clock.sleeperCount, 1, "not yet due")
         clock.advance(by: 0.001)
-        await assertThrows({ try await pending.value }, "networkError(timedOut)") { $0.isNetwork(.timedOut) }
+        await assertThrows({ try await pending.value(within: 10) }, "networkError(timedOut)") { $0.isNetwork(.timedOut) }
         await stub.waitForStops(1)  // the network task was cancelled
         XCTAssertEqual(clock.sleeperCount, 0)
     }
@@ -185,7 +185,7 @@ final class FallbackTests: SDKTestCase {
         await stub.waitForRequests(2)
         await clock.waitForSleepers(1)
         clock.advance(by: 10)
-        let value = try await pending.value
+        let value = try await pending.value(within: 10)
         XCTAssertEqual(value.variantName, "control")
         XCTAssertTrue(value.isControl)
     }

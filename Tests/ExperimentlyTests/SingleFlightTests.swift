@@ -14,7 +14,7 @@ final class SingleFlightTests: SDKTestCase {
         await waitForWaiters(client, user: "u", key: "exp", count: 50)
         stub.release(0, with: .respond(200, Body.assignment("exp", user: "u", variant: "treatment", id: "v2")))
         for task in tasks {
-            let a = try await task.value
+            let a = try await task.value(within: 10)
             XCTAssertEqual(a.variantName, "treatment")
             XCTAssertEqual(a.variantId, "v2")
         }
@@ -30,7 +30,7 @@ final class SingleFlightTests: SDKTestCase {
         await waitForWaiters(client, user: "u", key: "f", count: 5)
         stub.release(0, with: .respond(502, "bad gateway"))
         for task in tasks {
-            await assertThrows({ try await task.value }, "serverError(502)") {
+            await assertThrows({ try await task.value(within: 10) }, "serverError(502)") {
                 if case .serverError(502, "bad gateway") = $0 { return true }
                 return false
             }
@@ -49,7 +49,7 @@ final class SingleFlightTests: SDKTestCase {
         stub.release(1, with: .respond(200, Body.flag("f", enabled: false)))
         let users = Set(stub.recorded.map { $0.url.query ?? "" })
         XCTAssertEqual(users, ["user_id=a", "user_id=b"])
-        let ra = try await a.value, rb = try await b.value
+        let ra = try await a.value(within: 10), rb = try await b.value(within: 10)
         XCTAssertNotEqual(ra.enabled, rb.enabled)
     }
 
@@ -63,7 +63,7 @@ final class SingleFlightTests: SDKTestCase {
         await stub.waitForRequests(1)
         client.clearCache()
         stub.release(0, with: .respond(200, Body.flag("f", enabled: true)))
-        let answer = try await pending.value
+        let answer = try await pending.value(within: 10)
         XCTAssertTrue(answer.enabled, "its own caller still gets the answer")
         XCTAssertEqual(client.getEvaluatedFlags(for: "u"), [], "not written to memory")
         XCTAssertNil(OfflineStore(suiteName: suite).loadEvaluation(flagKey: "f", userId: "u"), "not persisted")
@@ -80,7 +80,7 @@ final class SingleFlightTests: SDKTestCase {
         await stub.waitForRequests(1)
         client.clearOfflineCache()
         stub.release(0, with: .respond(200, Body.assignment("e", user: "u", variant: "treatment")))
-        let answer = try await pending.value
+        let answer = try await pending.value(within: 10)
         XCTAssertEqual(answer.variantName, "treatment")
         XCTAssertNil(OfflineStore(suiteName: suite).loadAssignment(experimentKey: "e", userId: "u"), "not persisted")
         XCTAssertEqual(client.getAssignments(for: "u").count, 0, "not written to memory")
@@ -96,7 +96,7 @@ final class SingleFlightTests: SDKTestCase {
         client.close()
         await stub.waitForStops(1)
         stub.release(0, with: .respond(200, Body.flag("f", enabled: true)))  // too late: stopped
-        await assertThrows({ try await pending.value }, "cancelled") { $0.isCancelled }
+        await assertThrows({ try await pending.value(within: 10) }, "cancelled") { $0.isCancelled }
         XCTAssertEqual(client.getEvaluatedFlags(for: "u"), [])
         XCTAssertNil(OfflineStore(suiteName: suite).loadEvaluation(flagKey: "f", userId: "u"))
         // The client stays usable.
@@ -115,7 +115,7 @@ final class SingleFlightTests: SDKTestCase {
             async let release: Void = stub.release(0, with: .respond(200, Body.flag("f")))
             client.close()
             _ = await release
-            let answered = (try? await pending.value) != nil
+            let answered = (try? await pending.value(within: 10)) != nil
             XCTAssertEqual(client.getEvaluatedFlags(for: "u"), [], "memory is empty after close() either way")
             if !answered {
                 // Cancelled by close(): the answer must not have been persisted. (An answer that
@@ -136,13 +136,13 @@ final class SingleFlightTests: SDKTestCase {
         let b = Task { try await client.getAssignment("e", user: User(id: "u")) }
         await stub.waitForRequests(2)
         stub.release(0, with: .respond(200, Body.assignment("e", user: "u", variant: "A")))
-        let resultA = try await a.value
+        let resultA = try await a.value(within: 10)
         XCTAssertEqual(resultA.variantName, "A")
         let c = Task { try await client.getAssignment("e", user: User(id: "u")) }
         await waitForWaiters(client, user: "u", key: "e", count: 2)  // C joined B
         XCTAssertEqual(stub.requestCount, 2)
         stub.release(1, with: .respond(200, Body.assignment("e", user: "u", variant: "B")))
-        let resultB = try await b.value, resultC = try await c.value
+        let resultB = try await b.value(within: 10), resultC = try await c.value(within: 10)
         XCTAssertEqual(resultB.variantName, "B")
         XCTAssertEqual(resultC.variantName, "B")
         XCTAssertEqual(stub.requestCount, 2)
@@ -162,7 +162,7 @@ final class SingleFlightTests: SDKTestCase {
         b.cancel()
         await stub.waitForStops(1)
         for task in [a, b] {
-            await assertThrows({ try await task.value }, "cancelled") { $0.isCancelled }
+            await assertThrows({ try await task.value(within: 10) }, "cancelled") { $0.isCancelled }
         }
         XCTAssertEqual(stub.stopCount, 1)
         XCTAssertEqual(client.inFlightWaiters(userId: "u", key: "f"), 0)
@@ -180,10 +180,10 @@ final class SingleFlightTests: SDKTestCase {
         await stub.waitForRequests(1)
         await waitForWaiters(client, user: "u", key: "e", count: 2)
         a.cancel()
-        await assertThrows({ try await a.value }, "cancelled") { $0.isCancelled }
+        await assertThrows({ try await a.value(within: 10) }, "cancelled") { $0.isCancelled }
         XCTAssertEqual(client.inFlightWaiters(userId: "u", key: "e"), 1)
         stub.release(0, with: .respond(200, Body.assignment("e", user: "u", variant: "treatment")))
-        let value = try await b.value
+        let value = try await b.value(within: 10)
         XCTAssertEqual(value.variantName, "treatment")
         XCTAssertEqual(stub.stopCount, 0, "the shared request was not cancelled")
         XCTAssertEqual(stub.requestCount, 1)
@@ -201,7 +201,7 @@ final class SingleFlightTests: SDKTestCase {
         task.cancel()
         gate.open()
         do {
-            let value = try await task.value
+            let value = try await task.value(within: 10)
             // The request may have completed before cancellation was observed; then it is a value.
             XCTAssertEqual(value.key, "f")
         } catch let error as ExperimentationError {
@@ -223,7 +223,7 @@ final class SingleFlightTests: SDKTestCase {
             _ = await cancels
             var values = 0
             for t in tasks {
-                do { _ = try await t.value; values += 1 } catch let e as ExperimentationError {
+                do { _ = try await t.value(within: 10); values += 1 } catch let e as ExperimentationError {
                     XCTAssertTrue(e.isCancelled, "round \(round): \(e)")
                 }
             }

@@ -15,7 +15,7 @@ final class ManualClock: ExperimentationClock, @unchecked Sendable {
     private var offset: TimeInterval = 0
     private var sleepers: [UInt64: Sleeper] = [:]
     private var nextId: UInt64 = 0
-    private var watchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    private var watchers: [(count: Int, token: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
     private let origin = Date(timeIntervalSince1970: 1_700_000_000)
 
     func now() -> Date { lock.withLock { origin.addingTimeInterval(offset) } }
@@ -64,12 +64,28 @@ final class ManualClock: ExperimentationClock, @unchecked Sendable {
         return ready
     }
 
-    /// Suspends until at least `count` tasks are parked in `sleep` (a gate, no polling).
-    func waitForSleepers(_ count: Int) async {
+    /// Suspends until at least `count` tasks are parked in `sleep` (a gate, no polling). A
+    /// real-time safety net of `timeout` seconds turns "the SDK never started a timer" into a
+    /// test failure instead of a hang.
+    func waitForSleepers(_ count: Int, timeout: TimeInterval = 10, file: StaticString = #filePath, line: UInt = #line) async {
+        let token = lock.withLock { () -> UInt64 in nextId += 1; return nextId }
+        let watchdog = Task<Void, Never> { [weak self] in
+            try? await Task<Never, Never>.sleep(nanoseconds: UInt64(timeout * 1e9))
+            guard !Task<Never, Never>.isCancelled, let self else { return }
+            let stuck = self.lock.withLock { () -> CheckedContinuation<Void, Never>? in
+                guard let i = self.watchers.firstIndex(where: { $0.token == token }) else { return nil }
+                return self.watchers.remove(at: i).continuation
+            }
+            if let stuck {
+                XCTFail("timed out waiting for \(count) sleeper(s); \(self.sleeperCount) parked", file: file, line: line)
+                stuck.resume()
+            }
+        }
+        defer { watchdog.cancel() }
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let now = lock.withLock { () -> Bool in
                 if sleepers.count >= count { return true }
-                watchers.append((count, c))
+                watchers.append((count, token, c))
                 return false
             }
             if now { c.resume() }

@@ -82,3 +82,17 @@ extension ExperimentationError {
 
     var isCancelled: Bool { if case .cancelled = self { return true }; return false }
 }
+
+extension Task where Failure == Error {
+    /// The task's value; the task is cancelled when it has not finished within `seconds` of real
+    /// time. A safety net, not an ordering tool: a lost continuation or a missing deadline in the
+    /// SDK then fails the test (with `.cancelled` or a hang report) instead of hanging the suite.
+    func value(within seconds: Double = 10) async throws -> Success {
+        let watchdog = Task<Void, Never> {
+            try? await Task<Never, Never>.sleep(nanoseconds: UInt64(seconds * 1e9))
+            if !Task<Never, Never>.isCancelled { self.cancel() }
+        }
+        defer { watchdog.cancel() }
+        return try await value
+    }
+}
