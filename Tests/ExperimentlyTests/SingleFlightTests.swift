@@ -172,6 +172,26 @@ final class SingleFlightTests: SDKTestCase {
         XCTAssertEqual(stub.requestCount, 2)
     }
 
+    func testCancellationIsNotAFailureToFallBackFrom() async throws {
+        // A persisted value exists, but a cancelled caller (or close()) gets `.cancelled`, not it.
+        let stub = Stub { i, _ in i == 0 ? .respond(200, Body.flag("f")) : .hold }
+        let client = makeClient(stub)
+        _ = try await client.evaluateFlag("f", user: User(id: "u"))
+        client.clearCache()
+        let cancelled = Task { try await client.evaluateFlag("f", user: User(id: "u")) }
+        await stub.waitForRequests(2)
+        await waitForWaiters(client, user: "u", key: "f", count: 1)
+        cancelled.cancel()
+        await assertThrows({ try await cancelled.value(within: 10) }, "cancelled") { $0.isCancelled }
+        let closed = Task { try await client.evaluateFlag("f", user: User(id: "u")) }
+        await stub.waitForRequests(3)
+        await waitForWaiters(client, user: "u", key: "f", count: 1)
+        client.close()
+        await assertThrows({ try await closed.value(within: 10) }, "cancelled by close()") { $0.isCancelled }
+        await stub.waitForStops(2)  // URLSession calls stopLoading asynchronously after cancel()
+        XCTAssertEqual(stub.stopCount, 2)
+    }
+
     func testCancellingOneOfTwoWaitersKeepsTheSharedRequest() async throws {
         let stub = Stub { _, _ in .hold }
         let client = makeClient(stub)
