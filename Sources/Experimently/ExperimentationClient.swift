@@ -228,11 +228,22 @@ public final class ExperimentationClient: ExperimentationClientProtocol, Sendabl
     public func close() {
         let flights = state.withLock { s -> ([Flight<EvalResult>], [Flight<Assignment>]) in
             let f = (Array(s.flagFlights.values), Array(s.assignmentFlights.values))
+            f.0.forEach { $0.closed = true }
+            f.1.forEach { $0.closed = true }
             Self.detach(&s)
             return f
         }
         flights.0.forEach { $0.task?.cancel() }
         flights.1.forEach { $0.task?.cancel() }
+    }
+
+    /// Test probe: the callers registered on the in-flight request for (`userId`, `key`), counting
+    /// both flag and assignment requests.
+    func inFlightWaiters(userId: String, key: String) -> Int {
+        let k = CacheKey(userId: userId, key: key)
+        return state.withLock { s in
+            (s.flagFlights[k]?.waiters.count ?? 0) + (s.assignmentFlights[k]?.waiters.count ?? 0)
+        }
     }
 
     private static func detach(_ s: inout State) {
@@ -280,7 +291,9 @@ public final class ExperimentationClient: ExperimentationClientProtocol, Sendabl
                 finish(flight, key: key, outcome: outcome, cache: cache, flights: flights,
                        persist: persist, load: load, remove: remove)
             }
-            state.withLock { _ in flight.task = task }
+            // close() may have detached this flight before its task existed: cancel it here then.
+            let closed = state.withLock { _ -> Bool in flight.task = task; return flight.closed }
+            if closed { task.cancel() }
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, Error>) in
@@ -327,10 +340,14 @@ public final class ExperimentationClient: ExperimentationClientProtocol, Sendabl
                 }
                 result = .success(value)
             case .failure(ExperimentationError.flagNotFound(let k)):
-                if current, let store { remove(store) }
+                // Deleting is never stale, so a 404 deletes even after a clear (section 4: "never a
+                // stale value"); only writes of values are epoch-guarded (section 5.1).
+                if let store { remove(store) }
                 result = .failure(ExperimentationError.flagNotFound(k))
             case .failure(ExperimentationError.experimentNotFound(let k)):
-                if current, let store { remove(store) }
+                // Deleting is never stale, so a 404 deletes even after a clear (section 4: "never a
+                // stale value"); only writes of values are epoch-guarded (section 5.1).
+                if let store { remove(store) }
                 result = .failure(ExperimentationError.experimentNotFound(k))
             case .failure(let error):
                 let cancelled: Bool

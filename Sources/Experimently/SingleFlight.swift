@@ -11,6 +11,8 @@ final class Flight<Value: Sendable>: @unchecked Sendable {
     var preCancelled: Set<UInt64> = []
     var result: Result<Value, Error>?
     var task: Task<Void, Never>?
+    /// Set by `close()`: the request must be cancelled as soon as its task exists.
+    var closed = false
     /// The client's epoch when the request started; a different epoch at completion means a
     /// clear or close happened meanwhile, so the answer must not be written (section 5.1).
     let epoch: UInt64

@@ -51,7 +51,16 @@ struct UserKeyCache<Value> {
             log.removeFirst(logHead)
             logHead = 0
         }
+        // Re-setting live keys (a refresh after each TTL) adds log pairs without evicting, so the
+        // head never moves: drop the stale pairs once they outnumber the live ones.
+        if log.count - logHead > 2 * max(entries.count, 32) {
+            log = log[logHead...].filter { entries[$0.key]?.sequence == $0.sequence }
+            logHead = 0
+        }
     }
+
+    /// Pairs in the insertion log (live and stale); bounded by about twice the entry count.
+    var logLength: Int { log.count - logHead }
 
     mutating func remove(_ key: CacheKey) { entries[key] = nil }
 

@@ -1,0 +1,156 @@
+import Foundation
+import XCTest
+@testable import Experimently
+
+/// The wire protocol of CONTRACT.md section 1: URLs, headers, bodies and response mapping.
+final class WireTests: SDKTestCase {
+    func testFlagURLIsPercentEncodedExactly() async throws {
+        let stub = Stub { _, _ in .respond(200, Body.flag("new ui/v2")) }
+        let client = makeClient(stub)
+        let result = try await client.evaluateFlag("new ui/v2", user: User(id: "user a&b"))
+        XCTAssertEqual(result.key, "new ui/v2")
+        XCTAssertTrue(result.enabled)
+        let r = try XCTUnwrap(stub.recorded.first)
+        XCTAssertEqual(r.method, "GET")
+        XCTAssertEqual(r.pathAndQuery, "/api/v1/feature-flags/evaluate/new%20ui%2Fv2?user_id=user%20a%26b")
+        XCTAssertTrue(r.body?.isEmpty ?? true, "a GET has no body")
+    }
+
+    func testUnreservedStayLiteralAndUTF8IsEncoded() async throws {
+        let stub = Stub { _, _ in .respond(200, Body.flag("k")) }
+        let client = makeClient(stub, baseURL: stub.baseURL + "/")  // trailing slash tolerated
+        _ = try await client.evaluateFlag("Az09-._~+?#é", user: User(id: "=%/ü"))
+        XCTAssertEqual(stub.recorded.first?.pathAndQuery,
+                       "/api/v1/feature-flags/evaluate/Az09-._~%2B%3F%23%C3%A9?user_id=%3D%25%2F%C3%BC")
+    }
+
+    func testEveryRequestCarriesTheThreeHeaders() async throws {
+        let stub = Stub { _, r in
+            r.url.path.hasSuffix("/assign") ? .respond(200, Body.assignment("e", user: "u"))
+                : r.url.path.hasSuffix("/batch") ? .respond(200, #"{"success_count":1,"failure_count":0,"errors":null}"#)
+                : .respond(200, Body.flag("f"))
+        }
+        let client = makeClient(stub, apiKey: "sk_live_123")
+        _ = try await client.evaluateFlag("f", user: User(id: "u"))
+        _ = try await client.getAssignment("e", user: User(id: "u"))
+        let tracked = await client.trackWithStatus(TrackEvent(userId: "u", eventName: "buy", experimentKey: "e"))
+        let batched = await client.trackBatch([TrackEvent(userId: "u", eventName: "buy", featureFlagKey: "f")])
+        XCTAssertTrue(tracked)
+        XCTAssertTrue(batched)
+        XCTAssertEqual(stub.recorded.map(\.method), ["GET", "POST", "POST", "POST"])
+        XCTAssertEqual(stub.recorded.map(\.url.path),
+                       ["/api/v1/feature-flags/evaluate/f", "/api/v1/tracking/assign", "/api/v1/tracking/track", "/api/v1/tracking/batch"])
+        for r in stub.recorded {
+            XCTAssertEqual(r.header("x-api-key"), "sk_live_123", r.url.path)
+            XCTAssertEqual(r.header("ACCEPT"), "application/json", r.url.path)
+            XCTAssertEqual(r.header("content-type"), "application/json", r.url.path)
+        }
+    }
+
+    func testAssignBodyWithAttributes() async throws {
+        let stub = Stub { _, _ in .respond(200, Body.assignment("exp", user: "u1")) }
+        let client = makeClient(stub)
+        _ = try await client.getAssignment("exp", user: User(id: "u1", attributes: ["plan": "pro", "seats": 3, "beta": true]))
+        let body = try XCTUnwrap(stub.recorded.first).jsonBody()
+        XCTAssertEqual(body as NSDictionary, [
+            "experiment_key": "exp", "user_id": "u1", "context": ["plan": "pro", "seats": 3, "beta": true],
+        ] as NSDictionary)
+        XCTAssertTrue(body["context"].map { ($0 as? [String: Any])?["beta"] is Bool } ?? false, "a Bool stays a JSON boolean")
+    }
+
+    func testAssignBodyOmitsContextWhenNilAndSendsEmptyObjectWhenEmpty() async throws {
+        let stub = Stub { _, r in .respond(200, Body.assignment("exp", user: "u")) }
+        let client = makeClient(stub)
+        _ = try await client.getAssignment("exp", user: User(id: "nil-attrs"))
+        _ = try await client.getAssignment("exp", user: User(id: "empty-attrs", attributes: [:]))
+        let bodies = stub.recorded.map { $0.jsonBody() }
+        XCTAssertEqual(bodies.count, 2)
+        XCTAssertEqual(bodies[0] as NSDictionary, ["experiment_key": "exp", "user_id": "nil-attrs"] as NSDictionary)
+        XCTAssertNil(bodies[0]["context"])
+        XCTAssertEqual(bodies[1] as NSDictionary, ["experiment_key": "exp", "user_id": "empty-attrs", "context": [String: Any]()] as NSDictionary)
+        XCTAssertEqual(String(decoding: stub.recorded[1].body ?? Data(), as: UTF8.self).contains(#""context":{}"#), true)
+    }
+
+    func testFlagResponseMapping() async throws {
+        let bodies = [
+            "null": Body.flag("a", enabled: true, config: "null"),
+            "string": Body.flag("b", enabled: false, config: #""text""#),
+            "array": Body.flag("c", enabled: true, config: "[1,2]"),
+            "object": Body.flag("d", enabled: true, config: #"{"n":1,"s":"x"}"#),
+            "absent": #"{"key":"e","enabled":true}"#,
+        ]
+        let stub = Stub { _, r in .respond(200, bodies[r.url.lastPathComponent]!) }
+        let client = makeClient(stub)
+        let null = try await client.evaluateFlag("null", user: User(id: "u"))
+        XCTAssertEqual(null.key, "a"); XCTAssertTrue(null.enabled); XCTAssertNil(null.config)
+        let string = try await client.evaluateFlag("string", user: User(id: "u"))
+        XCTAssertFalse(string.enabled); XCTAssertNil(string.config)
+        let array = try await client.evaluateFlag("array", user: User(id: "u"))
+        XCTAssertNil(array.config)
+        let object = try await client.evaluateFlag("object", user: User(id: "u"))
+        XCTAssertEqual(object.config as NSDictionary?, ["n": 1, "s": "x"] as NSDictionary)
+        let absent = try await client.evaluateFlag("absent", user: User(id: "u"))
+        XCTAssertNil(absent.config)
+    }
+
+    func testAssignmentResponseMapping() async throws {
+        let bodies = [
+            "full": Body.assignment("full", user: "u", variant: "treatment", id: "v9", control: false,
+                                    configuration: #"{"color":"green"}"#, assigned: nil),
+            "nullcfg": Body.assignment("nullcfg", user: "u", variant: "control", id: "v1", control: true,
+                                       configuration: "null", assigned: false),
+            "listcfg": Body.assignment("listcfg", user: "u", configuration: "[1]"),
+            "noid": #"{"experiment_key":"noid","user_id":"u","variant_name":"control","is_control":true}"#,
+        ]
+        let stub = Stub { _, r in .respond(200, bodies[(r.jsonBody()["experiment_key"] as? String) ?? ""] ?? "{}") }
+        let client = makeClient(stub)
+        let full = try await client.getAssignment("full", user: User(id: "u"))
+        XCTAssertEqual(full.experimentKey, "full"); XCTAssertEqual(full.userId, "u"); XCTAssertEqual(full.variantId, "v9")
+        XCTAssertEqual(full.variantName, "treatment"); XCTAssertFalse(full.isControl)
+        XCTAssertEqual(full.configuration as NSDictionary?, ["color": "green"] as NSDictionary)
+        XCTAssertTrue(full.assigned, "assigned defaults to true when absent")
+        let nullcfg = try await client.getAssignment("nullcfg", user: User(id: "u"))
+        XCTAssertNil(nullcfg.configuration); XCTAssertTrue(nullcfg.isControl); XCTAssertFalse(nullcfg.assigned)
+        let listcfg = try await client.getAssignment("listcfg", user: User(id: "u"))
+        XCTAssertNil(listcfg.configuration)
+        let noid = try await client.getAssignment("noid", user: User(id: "u"))
+        XCTAssertNil(noid.variantId); XCTAssertTrue(noid.assigned)
+    }
+
+    func testKeyedTrackEventBody() async throws {
+        let stub = Stub { _, _ in .respond(200, "{}") }
+        let client = makeClient(stub)
+        let stamp = Date(timeIntervalSince1970: 1_700_000_000)
+        let first = await client.trackWithStatus(TrackEvent(userId: "u", eventName: "purchase", properties: ["sku": "a1"],
+                                                            experimentKey: "exp", value: 9.5, timestamp: stamp))
+        let second = await client.trackWithStatus(TrackEvent(userId: "u", eventName: "click", featureFlagKey: "f", eventType: "ui"))
+        XCTAssertTrue(first)
+        XCTAssertTrue(second)
+        let bodies = stub.recorded.map { $0.jsonBody() }
+        XCTAssertEqual(bodies.first as NSDictionary?, [
+            "event_type": "purchase", "event_name": "purchase", "user_id": "u", "experiment_key": "exp",
+            "value": 9.5, "metadata": ["sku": "a1"], "timestamp": "2023-11-14T22:13:20.000Z",
+        ] as NSDictionary)
+        XCTAssertEqual(bodies.last as NSDictionary?, [
+            "event_type": "ui", "event_name": "click", "user_id": "u", "feature_flag_key": "f",
+        ] as NSDictionary)
+    }
+
+    func testInvalidBaseURLIsInvalidConfigAndSendsNothing() async throws {
+        for base in ["localhost:8000", "ftp://example.com", "not a url", "http://", "http://h/?q=1"] {
+            let stub = Stub()
+            let client = makeClient(stub, baseURL: base)
+            await assertThrows({ try await client.evaluateFlag("f", user: User(id: "u")) }, "invalidConfig for \(base)") {
+                if case .invalidConfig(let m) = $0 { return m.contains(base) }
+                return false
+            }
+            await assertThrows({ try await client.getAssignment("e", user: User(id: "u")) }, "invalidConfig for \(base)") {
+                if case .invalidConfig = $0 { return true }
+                return false
+            }
+            let tracked = await client.trackWithStatus(TrackEvent(userId: "u", eventName: "x", experimentKey: "e"))
+            XCTAssertFalse(tracked, base)
+            XCTAssertEqual(stub.requestCount, 0, base)
+        }
+    }
+}
