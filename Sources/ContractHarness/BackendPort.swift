@@ -118,6 +118,9 @@ protocol BackendPort: AnyObject, Sendable {
     /// Strict shutdown: releases what is still held and describes holds never released and
     /// one-shot faults never used.
     func shutdown() -> [String]
+    /// Requests the SDK sessions created whose completion has not returned (in transit, parked,
+    /// or on the way back); `nil` when the platform's sessions cannot count them.
+    var outstandingTasks: Int? { get }
     /// Exposures the backend recorded, as `(experiment, user)` in order.
     func exposures() -> [(experiment: String, user: String)]
 }

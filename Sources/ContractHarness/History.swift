@@ -118,8 +118,10 @@ final class Recorder: @unchecked Sendable {
                     return nextWaiter
                 }
                 guard let id else { return continuation.resume() }
-                // A hang guard, not an ordering device: wake up at the deadline to give up.
-                DispatchQueue.global().asyncAfter(deadline: deadline) { [self] in
+                // Re-check at least every millisecond (some changes, such as a load cancelled in
+                // the mock, send no event) and give up at the deadline: a hang guard and a
+                // re-check of an exact condition, never an ordering device.
+                DispatchQueue.global().asyncAfter(deadline: min(deadline, .now() + .milliseconds(1))) { [self] in
                     let c = lock.withLock { waiters.removeValue(forKey: id) }
                     c?.resume()
                 }

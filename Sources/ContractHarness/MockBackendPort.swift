@@ -16,19 +16,24 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
 
     let backend: MockBackend
     let clients: [String]
+    /// Requests SDK sessions created and not yet completed; `nil` where sessions cannot count.
+    let counter: TaskCounter
     private struct State {
         var faults: [String: FaultID] = [:]
         var parked: Set<Int> = []
         var observer: (@Sendable (Int?, Bool) -> Void)?
         var sessions: [URLSession] = []
     }
-    private let state = HarnessLocked(State())
+    private let state: HarnessLocked<State>
 
     /// Creates the backend over the scenario's fixtures (`nil`: the reference `sdk-contract` set).
     ///
     /// - Throws: `ScenarioError` at `$.fixtures` when the fixtures do not decode.
     init(fixtures: JSONValue?, clock: VirtualClock, file: String, clients: [String]) throws {
         self.clients = clients
+        let state = HarnessLocked(State())
+        self.state = state
+        counter = TaskCounter { state.withLock { $0.observer }?(nil, false) }
         var decoded = Fixtures.sdkContract
         if let fixtures {
             do { decoded = try JSONDecoder().decode(Fixtures.self, from: fixtures.serialized()) }
@@ -72,7 +77,11 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
     }
 
     func session(client: String) -> URLSession {
+        #if canImport(FoundationNetworking)
+        let session: URLSession = CountingURLSession(configuration: backend.makeURLSessionConfiguration(), counter: counter)
+        #else
         let session = backend.makeURLSession()
+        #endif
         state.withLock { $0.sessions.append(session) }
         return session
     }
@@ -187,6 +196,14 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
             problems.append("one-shot fault never used: \(f)")
         }
         return problems
+    }
+
+    var outstandingTasks: Int? {
+        #if canImport(FoundationNetworking)
+        return counter.outstanding
+        #else
+        return nil
+        #endif
     }
 
     func exposures() -> [(experiment: String, user: String)] {

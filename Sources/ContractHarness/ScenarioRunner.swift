@@ -98,6 +98,13 @@ final class ScenarioExecution: @unchecked Sendable {
         let user: String?
         var outcome: OperationOutcome?
         var task: Task<Void, Never>?
+        /// The operation's task has started running (it is past the scheduler).
+        var entered = false
+        /// The (kind, key) it caches under, when it has one.
+        var key: (kind: String, key: String)?
+        /// Only requests with a higher mock sequence number can be this operation's: its client
+        /// cleared or closed (detaching older requests) when the mock had seen this many.
+        var barrier = 0
     }
 
     let scenario: Scenario
@@ -105,6 +112,7 @@ final class ScenarioExecution: @unchecked Sendable {
     let clock: VirtualClock
     let recorder: Recorder
     let port: any BackendPort
+    let executor: OperationExecutor
     let suitePrefix = "experimently-harness-\(UUID().uuidString)"
     private let lock = NSLock()
     private var ops: [String: Op] = [:]
@@ -114,6 +122,7 @@ final class ScenarioExecution: @unchecked Sendable {
     private var clients: [String: any DriverClient] = [:]
     private var app: ReferenceApp?
     private var autoLabel = 0
+    private var barriers: [String: Int] = [:]
 
     init(scenario: Scenario, driver: any SDKDriver) throws {
         self.scenario = scenario
@@ -124,6 +133,7 @@ final class ScenarioExecution: @unchecked Sendable {
         let recorder = Recorder(clock: clock)
         recorderBox.recorder = recorder
         self.recorder = recorder
+        self.executor = OperationExecutor { recorder.poke() }
         self.port = try MockBackendPort(fixtures: scenario.fixtures, clock: clock, file: scenario.file,
                                         clients: scenario.clients.map(\.name))
         port.setObserver { seq, answered in
@@ -222,8 +232,13 @@ final class ScenarioExecution: @unchecked Sendable {
             lock.withLock { groups[base] = labels }
             // Every invocation is recorded before any starts, so a group's first request can
             // never land between its invocations.
+            if op == .clearCache || op == .close {
+                let seen = port.requests().count
+                lock.withLock { barriers[client] = seen }
+            }
+            let key = op.cacheKey.map { (kind: $0.kind == "flag" ? "flag" : "experiment", key: $0.key) }
             let launches = labels.map { l in
-                start(label: l, client: client, name: op.name, user: Self.user(of: op), detail: Self.arguments(op)) { [self] in
+                start(label: l, client: client, name: op.name, user: Self.user(of: op), key: key, detail: Self.arguments(op)) { [self] in
                     await clients[client]!.perform(op)
                 }
             }
@@ -309,18 +324,25 @@ final class ScenarioExecution: @unchecked Sendable {
     }
 
     /// Registers and records the invocation of an operation; the returned closure launches it.
-    func start(label: String, client: String, name: String, user: String?, detail: JSONValue,
-               body: @escaping @Sendable () async -> OperationOutcome) -> () -> Void {
+    func start(label: String, client: String, name: String, user: String?, key: (kind: String, key: String)? = nil,
+               detail: JSONValue, body: @escaping @Sendable () async -> OperationOutcome) -> () -> Void {
         lock.withLock {
-            ops[label] = Op(label: label, client: client, name: name, user: user)
+            ops[label] = Op(label: label, client: client, name: name, user: user, key: key, barrier: barriers[client] ?? 0)
             order.append(label)
         }
         recorder.record(.invoke, client: client, label: label, name: name, detail: detail)
         return { [self] in
-            let task = Task { [self] in
+            let run: @Sendable () async -> Void = { [self] in
+                lock.withLock { ops[label]?.entered = true }
                 let outcome = await body()
                 lock.withLock { ops[label]?.outcome = outcome }
                 recorder.record(.complete, client: client, label: label, name: name, outcome: outcome.json)
+            }
+            let task: Task<Void, Never>
+            if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
+                task = Task(executorPreference: executor, operation: run)
+            } else {
+                task = Task(operation: run)
             }
             lock.withLock { ops[label]?.task = task }
         }
@@ -330,13 +352,20 @@ final class ScenarioExecution: @unchecked Sendable {
         lock.withLock { order.compactMap { ops[$0] }.filter { $0.outcome == nil } }
     }
 
-    /// Every unfinished operation has a parked request of its client (for its user, when known).
+    /// Nothing can happen without the runner: every operation finished, or it is running and
+    /// every request the SDK sessions have in flight sits parked in the mock (a hold, a delay, a
+    /// timeout), with a parked request of its client (for its user, when known) among them.
     func quiescent() -> Bool {
         let waiting = pending()
         if waiting.isEmpty { return true }
+        guard waiting.allSatisfy(\.entered), executor.isIdle else { return false }
         let parked = port.requests().filter { $0.parked && !$0.answered && !$0.cancelled }
+        if let outstanding = port.outstandingTasks, outstanding != parked.count { return false }
         return waiting.allSatisfy { op in
-            parked.contains { $0.client == op.client && (op.user == nil || $0.users.contains(op.user!)) }
+            parked.contains { r in
+                r.client == op.client && r.seq > op.barrier && (op.user == nil || r.users.contains(op.user!))
+                    && (op.key == nil || (r.key?.kind == op.key!.kind && r.key?.key == op.key!.key))
+            }
         }
     }
 

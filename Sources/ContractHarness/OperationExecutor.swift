@@ -1,0 +1,32 @@
+import Foundation
+import ExperimentlyMock
+
+/// The task executor every scenario operation runs on: one serial queue that counts the jobs
+/// enqueued and not yet finished, so the runner can tell "every operation is suspended" (idle)
+/// from "some operation is still running or about to run" (busy). Part of quiescence.
+///
+/// Jobs of the operations' structured child tasks run here too; unstructured tasks the SDK
+/// creates run on the global executor. The count lives behind an `NSLock`.
+final class OperationExecutor: TaskExecutor, @unchecked Sendable {
+    // @unchecked Sendable: `pending` is guarded by `lock`; `queue` and `onIdle` are `let`.
+    private let queue = DispatchQueue(label: "contract-harness.operations")
+    private let lock = NSLock()
+    private var pending = 0
+    private let onIdle: @Sendable () -> Void
+
+    /// - Parameter onIdle: called (outside the lock) each time the last pending job finishes.
+    init(onIdle: @escaping @Sendable () -> Void) { self.onIdle = onIdle }
+
+    /// `true` when no operation job is queued or running.
+    var isIdle: Bool { lock.withLock { pending == 0 } }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        lock.withLock { pending += 1 }
+        queue.async { [self] in
+            unowned.runSynchronously(on: asUnownedTaskExecutor())
+            let idle = lock.withLock { () -> Bool in pending -= 1; return pending == 0 }
+            if idle { onIdle() }
+        }
+    }
+}
