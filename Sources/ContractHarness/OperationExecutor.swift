@@ -7,7 +7,8 @@ import ExperimentlyMock
 ///
 /// Jobs of the operations' structured child tasks run here too; unstructured tasks the SDK
 /// creates run on the global executor. The count lives behind an `NSLock`.
-final class OperationExecutor: TaskExecutor, @unchecked Sendable {
+@available(macOS 15, iOS 18, tvOS 18, watchOS 11, *)
+final class OperationExecutor: TaskExecutor, IdleReporting, @unchecked Sendable {
     // @unchecked Sendable: `pending` is guarded by `lock`; `queue` and `onIdle` are `let`.
     private let queue = DispatchQueue(label: "contract-harness.operations")
     private let lock = NSLock()
@@ -29,4 +30,16 @@ final class OperationExecutor: TaskExecutor, @unchecked Sendable {
             if idle { onIdle() }
         }
     }
+}
+
+/// Something that knows whether the operations' jobs are all done for now.
+protocol IdleReporting: Sendable {
+    /// `true` when no operation job is queued or running.
+    var isIdle: Bool { get }
+}
+
+/// Where task executors are not available (before macOS 15 / iOS 18): always "idle", so
+/// quiescence rests on the other conditions.
+struct NoExecutorTracking: IdleReporting {
+    var isIdle: Bool { true }
 }

@@ -112,7 +112,7 @@ final class ScenarioExecution: @unchecked Sendable {
     let clock: VirtualClock
     let recorder: Recorder
     let port: any BackendPort
-    let executor: OperationExecutor
+    let executor: any IdleReporting
     let suitePrefix = "experimently-harness-\(UUID().uuidString)"
     private let lock = NSLock()
     private var ops: [String: Op] = [:]
@@ -133,7 +133,11 @@ final class ScenarioExecution: @unchecked Sendable {
         let recorder = Recorder(clock: clock)
         recorderBox.recorder = recorder
         self.recorder = recorder
-        self.executor = OperationExecutor { recorder.poke() }
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
+            self.executor = OperationExecutor { recorder.poke() }
+        } else {
+            self.executor = NoExecutorTracking()
+        }
         self.port = try MockBackendPort(fixtures: scenario.fixtures, clock: clock, file: scenario.file,
                                         clients: scenario.clients.map(\.name))
         port.setObserver { seq, answered in
@@ -339,7 +343,7 @@ final class ScenarioExecution: @unchecked Sendable {
                 recorder.record(.complete, client: client, label: label, name: name, outcome: outcome.json)
             }
             let task: Task<Void, Never>
-            if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
+            if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let executor = executor as? OperationExecutor {
                 task = Task(executorPreference: executor, operation: run)
             } else {
                 task = Task(operation: run)
