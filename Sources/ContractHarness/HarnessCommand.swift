@@ -14,6 +14,8 @@ public enum HarnessCommand {
 
     static let usage = """
     usage: contract-harness run [PATH ...] [--verdict FILE] [--junit FILE] [--filter TEXT] [--seed N] [--fail-fast]
+           contract-harness vectors [--sdk-command CMD] [--vectors DIR] [--verdict FILE]
+           contract-harness serve [--port N] [--host ADDR] [--fixtures FILE] [--api-key KEY] [--faults FILE] [--journal FILE]
            contract-harness --help | --version
 
     run      Runs scenario files (PATH: files or folders, default: scenarios) against the built-in Swift SDK
@@ -41,6 +43,10 @@ public enum HarnessCommand {
             return Exit.ok.rawValue
         case "run":
             return await run(Array(arguments.dropFirst()), driver: driver)
+        case "vectors":
+            return await VectorsCommand.main(Array(arguments.dropFirst()))
+        case "serve":
+            return await ServeCommand.main(Array(arguments.dropFirst()))
         default:
             return usageError("unknown command '\(command)'")
         }
