@@ -16,7 +16,8 @@ let package = Package(
     targets: [
         .target(name: "Experimently"),
         .target(name: "ExperimentlyMock"),
-        .target(name: "ContractHarness", dependencies: ["Experimently", "ExperimentlyMock"]),
+        .target(name: "ExperimentlyMutants", dependencies: ["Experimently"]),
+        .target(name: "ContractHarness", dependencies: ["Experimently", "ExperimentlyMock", "ExperimentlyMutants"]),
         .executableTarget(name: "contract-harness", dependencies: ["ContractHarness"]),
         .executableTarget(name: "contract-smoke", dependencies: ["Experimently", "ExperimentlyMock"]),
         .executableTarget(name: "experimently-bench", dependencies: ["Experimently", "ExperimentlyMock"]),

@@ -210,6 +210,15 @@ enum Checks {
             expectations[label] = (e, expected)
         }
         let completes = Dictionary(c.history.filter { $0.kind == .complete }.compactMap { e in e.label.map { ($0, e.index) } }, uniquingKeysWith: { a, _ in a })
+        // Tracking requests happen only while a tracking operation (or an app event) runs: an
+        // SDK that sends events nobody asked for (an exposure for a fallback, say) is caught here.
+        let windows = c.history.filter { $0.kind == .invoke && ["track", "trackWithStatus", "trackBatch", "app.event"].contains($0.name ?? "") }
+            .map { (client: $0.client, from: $0.index, to: $0.label.flatMap { completes[$0] } ?? Int.max) }
+        for (event, record) in c.requests where ["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains(record.path) {
+            if !windows.contains(where: { $0.client == record.client && $0.from < event.index && event.index < $0.to }) {
+                problems.append(("a tracking request no operation asked for: \(record.summary)", c.slice(around: [event.index], radius: 3)))
+            }
+        }
         for (label, item) in expectations.sorted(by: { $0.value.invoke.index < $1.value.invoke.index }) {
             guard let end = completes[label] else { continue }
             let batches = c.requests.filter { $0.event.index > item.invoke.index && $0.event.index < end

@@ -1,5 +1,6 @@
 import Foundation
 import ExperimentlyMock
+import ExperimentlyMutants
 
 /// The `contract-harness` command line (documented in `Documentation/CLI.md`).
 ///
@@ -14,6 +15,7 @@ public enum HarnessCommand {
 
     static let usage = """
     usage: contract-harness run [PATH ...] [--verdict FILE] [--junit FILE] [--filter TEXT] [--seed N] [--fail-fast]
+           contract-harness mutants [PATH ...] [--verdict FILE] [--filter TEXT] [--step-timeout-ms N]
            contract-harness vectors [--sdk-command CMD] [--vectors DIR] [--verdict FILE]
            contract-harness serve [--port N] [--host ADDR] [--fixtures FILE] [--api-key KEY] [--faults FILE] [--journal FILE]
            contract-harness --help | --version
@@ -26,6 +28,11 @@ public enum HarnessCommand {
       --filter TEXT    only scenarios whose name or a tag contains TEXT (repeatable)
       --seed N         the run's seed, recorded in the verdict; {{seed}} in scenario files is replaced by it
       --fail-fast      stop after the first failing scenario (the rest are reported as skipped)
+
+    mutants  Runs the suite against the faithful variant of a second client implementation and against every
+             deliberately broken variant (Documentation/Mutants.md); prints which scenarios caught which variant
+             and the share caught; exit 0 when every variant is caught and the faithful one passes everything.
+      --step-timeout-ms N  caps each step's time limit (default 1500) so hanging variants fail fast
 
     exit status: 0 all passed, 1 a check failed, 64 bad usage or a malformed scenario file, 70 an internal fault
     """
@@ -43,6 +50,8 @@ public enum HarnessCommand {
             return Exit.ok.rawValue
         case "run":
             return await run(Array(arguments.dropFirst()), driver: driver)
+        case "mutants":
+            return await mutants(Array(arguments.dropFirst()))
         case "vectors":
             return await VectorsCommand.main(Array(arguments.dropFirst()))
         case "serve":
@@ -196,6 +205,87 @@ public enum HarnessCommand {
         say("\(c.passed) passed, \(c.failed + c.error) failed" + (c.skipped > 0 ? ", \(c.skipped) skipped" : ""))
         if !invalid.isEmpty { return Exit.usage.rawValue }
         return c.failed + c.error > 0 ? Exit.failed.rawValue : Exit.ok.rawValue
+    }
+
+    /// Loads the scenario files under `paths`, splitting good ones from malformed ones.
+    static func load(_ files: [String], seed: UInt64) -> (scenarios: [Scenario], invalid: [(file: String, error: String)]) {
+        var scenarios: [Scenario] = []
+        var invalid: [(file: String, error: String)] = []
+        var names: [String: String] = [:]
+        for file in files {
+            do {
+                var data = try Data(contentsOf: URL(fileURLWithPath: file))
+                if let text = String(data: data, encoding: .utf8), text.contains("{{seed}}") {
+                    data = Data(text.replacingOccurrences(of: "{{seed}}", with: String(seed)).utf8)
+                }
+                let s = try ScenarioParser.parse(data, file: file)
+                if let other = names[s.name] {
+                    invalid.append((file, "\(file): at $.name: expected a name no other scenario uses, found \"\(s.name)\" (also in \(other))"))
+                    continue
+                }
+                names[s.name] = file
+                scenarios.append(s)
+            } catch {
+                invalid.append((file, "\(error)"))
+            }
+        }
+        return (scenarios, invalid)
+    }
+
+    static func mutants(_ arguments: [String]) async -> Int32 {
+        var options: RunOptions
+        var cap = 1500
+        do {
+            var rest: [String] = []
+            var i = 0
+            while i < arguments.count {
+                if arguments[i] == "--step-timeout-ms" {
+                    guard i + 1 < arguments.count, let n = Int(arguments[i + 1]), n > 0 else {
+                        throw UsageError("--step-timeout-ms takes a positive whole number of milliseconds")
+                    }
+                    cap = n
+                    i += 2
+                    continue
+                }
+                rest.append(arguments[i])
+                i += 1
+            }
+            options = try parseRun(rest)
+            if !rest.contains("--verdict") { options.verdict = "mutants-verdict.json" }
+        } catch let e as UsageError {
+            if e.message.isEmpty { print(usage); return Exit.ok.rawValue }
+            return usageError(e.message)
+        } catch {
+            return usageError("\(error)")
+        }
+        let files: [String]
+        do { files = try discover(options.paths) } catch let e as UsageError { return usageError(e.message) } catch { return usageError("\(error)") }
+        let startedAt = Date()
+        let (all, invalid) = load(files, seed: options.seed)
+        for item in invalid { FileHandle.standardError.write(Data("contract-harness: malformed scenario: \(item.error)\n".utf8)) }
+        let scenarios = all.filter { s in
+            options.filters.isEmpty || options.filters.contains { f in s.name.contains(f) || s.tags.contains { $0.contains(f) } }
+        }
+        say("mutants: \(scenarios.count) scenarios x \(Defect.allCases.count + 1) variants (step limit \(cap) ms)")
+        let report = await MutantRun.run(scenarios, stepTimeoutCap: cap) { row in
+            let by = row.caughtBy.prefix(4).joined(separator: ", ") + (row.caughtBy.count > 4 ? ", +\(row.caughtBy.count - 4) more" : "")
+            say(String(format: "%@ %2d %-32@ %@", row.caught ? "CAUGHT " : "MISSED ", row.defect.item, row.defect.rawValue as NSString,
+                       row.caught ? "by \(row.caughtBy.count): \(by)" : "by no scenario: \(row.defect.summary)"))
+        }
+        for name in report.baselineFailures { say("BASELINE FAIL \(name): fails against the faithful variant") }
+        let caught = report.rows.filter(\.caught).count
+        say(String(format: "caught %d of %d variants (%.0f%%) in %.1f s", caught, report.rows.count, report.shareCaught * 100,
+                   report.durationMilliseconds / 1000))
+        var verdict = Verdict(harnessVersion: version, sdkName: "ios-mutants", sdkVersion: "", seed: options.seed, startedAt: startedAt,
+                              durationMilliseconds: report.durationMilliseconds, results: [], invalid: invalid)
+        verdict.extra["mutants"] = report.json
+        do { try verdict.write(to: options.verdict, redacting: ["sdk-contract-key"]) } catch {
+            FileHandle.standardError.write(Data("contract-harness: cannot write the verdict: \(error)\n".utf8))
+            return Exit.internalFault.rawValue
+        }
+        say("\(caught) passed, \(report.rows.count - caught + report.baselineFailures.count) failed")
+        if !invalid.isEmpty { return Exit.usage.rawValue }
+        return caught == report.rows.count && report.baselineFailures.isEmpty ? Exit.ok.rawValue : Exit.failed.rawValue
     }
 
     static func line(for r: ScenarioResult) -> String {

@@ -53,10 +53,14 @@ public struct ScenarioRunner: Sendable {
     /// The run's seed (recorded; `{{seed}}` in scenario files is replaced by it).
     public let seed: UInt64
 
+    /// An upper bound on every scenario's step timeout, milliseconds (`nil`: as the files say).
+    public let stepTimeoutCap: Int?
+
     /// Creates a runner.
-    public init(driver: any SDKDriver = SwiftSDKDriver(), seed: UInt64 = 0) {
+    public init(driver: any SDKDriver = SwiftSDKDriver(), seed: UInt64 = 0, stepTimeoutCap: Int? = nil) {
         self.driver = driver
         self.seed = seed
+        self.stepTimeoutCap = stepTimeoutCap
     }
 
     /// Runs one scenario from a fresh state; never throws: problems become the result's status.
@@ -69,6 +73,8 @@ public struct ScenarioRunner: Sendable {
                                   status: .skipped, durationMilliseconds: 0, checks: [],
                                   reason: "the driver lacks \(missing.joined(separator: ", "))", smoke: nil, history: [], historyDigest: "")
         }
+        var scenario = scenario
+        if let cap = stepTimeoutCap { scenario.stepTimeoutMilliseconds = min(scenario.stepTimeoutMilliseconds, cap) }
         let execution: ScenarioExecution
         do {
             execution = try ScenarioExecution(scenario: scenario, driver: driver)

@@ -8,16 +8,18 @@ import FoundationNetworking
 /// The built-in driver: the Swift `Experimently` client in-process, over the mock's URLProtocol
 /// transport and the scenario's virtual clock.
 public struct SwiftSDKDriver: SDKDriver {
-    /// `"ios"`, the name the upstream contract smoke uses for the Swift SDK.
-    public let sdkName = "ios"
+    /// `"ios"` (the name the upstream contract smoke uses for the Swift SDK) unless given.
+    public let sdkName: String
     /// The SDK's version.
-    public let sdkVersion = ExperimentlySDKInfo.version
+    public let sdkVersion: String
     /// Every operation, the reference app, the virtual clock, cancellation, offline-store inspection and hashing.
     public let capabilities: Set<String> = Set(SDKOperation.allNames + ["app", "virtual_clock", "cancel", "offline_store", "hash"])
     private let factory: @Sendable (SdkConfig, URLSession, OfflineStore?, any ExperimentationClock) -> any SwiftClientSurface
 
     /// Creates the driver for the shipping `ExperimentationClient`.
     public init() {
+        sdkName = "ios"
+        sdkVersion = ExperimentlySDKInfo.version
         factory = { config, session, store, clock in
             ExperimentationClient(config: config, session: session, offlineStore: store, clock: clock)
         }
@@ -25,7 +27,10 @@ public struct SwiftSDKDriver: SDKDriver {
 
     /// Creates a driver for another Swift implementation of the client surface (used to prove the
     /// harness catches broken SDKs).
-    public init(factory: @escaping @Sendable (SdkConfig, URLSession, OfflineStore?, any ExperimentationClock) -> any SwiftClientSurface) {
+    public init(name: String, version: String,
+                factory: @escaping @Sendable (SdkConfig, URLSession, OfflineStore?, any ExperimentationClock) -> any SwiftClientSurface) {
+        self.sdkName = name
+        self.sdkVersion = version
         self.factory = factory
     }
 
@@ -51,9 +56,15 @@ public protocol SwiftClientSurface: Sendable {
     func clearCache()
     func clearOfflineCache()
     func close()
+    func hashUser(_ userId: String, flagKey: String) -> Double
 }
 
-extension ExperimentationClient: SwiftClientSurface {}
+extension ExperimentationClient: SwiftClientSurface {
+    /// The SDK's hash is a static utility; the surface exposes it per client.
+    public func hashUser(_ userId: String, flagKey: String) -> Double {
+        FeatureFlagEvaluator.hashUser(userId, flagKey: flagKey)
+    }
+}
 
 private struct SwiftDriverClient: DriverClient {
     let client: any SwiftClientSurface
@@ -84,7 +95,7 @@ private struct SwiftDriverClient: DriverClient {
             case .getEvaluatedFlags(let user):
                 return .value(.array(client.getEvaluatedFlags(for: user).map(JSONValue.string)))
             case .hashUser(let user, let key):
-                return .value(.number(FeatureFlagEvaluator.hashUser(user, flagKey: key)))
+                return .value(.number(client.hashUser(user, flagKey: key)))
             }
         } catch let error as ExperimentationError {
             return Self.outcome(error)

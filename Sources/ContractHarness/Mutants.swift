@@ -1,0 +1,87 @@
+import Foundation
+import ExperimentlyMock
+import Experimently
+import ExperimentlyMutants
+
+extension MutantClient: SwiftClientSurface {}
+
+/// Runs a scenario suite against every broken SDK variant (`Defect`) and reports which scenarios
+/// caught which variant: the harness proving itself.
+public enum MutantRun {
+    /// One variant's row of the matrix.
+    public struct Row: Sendable {
+        public let defect: Defect
+        /// The scenarios that failed (or errored) against this variant but pass against the
+        /// faithful variant.
+        public let caughtBy: [String]
+        public var caught: Bool { !caughtBy.isEmpty }
+    }
+
+    /// The matrix.
+    public struct Report: Sendable {
+        public let rows: [Row]
+        /// Scenarios that fail against the faithful (defect-free) variant: a suite or harness bug.
+        public let baselineFailures: [String]
+        /// Scenarios run per variant.
+        public let scenarios: [String]
+        /// Wall time, milliseconds.
+        public let durationMilliseconds: Double
+
+        /// The share of variants caught, in [0, 1].
+        public var shareCaught: Double { rows.isEmpty ? 0 : Double(rows.filter(\.caught).count) / Double(rows.count) }
+
+        /// The matrix as the verdict's `mutants` section.
+        public var json: JSONValue {
+            .object([
+                "variants": .array(rows.map { row in
+                    .object(["defect": .string(row.defect.rawValue), "item": .number(Double(row.defect.item)),
+                             "summary": .string(row.defect.summary), "caught": .bool(row.caught),
+                             "caught_by": .array(row.caughtBy.map(JSONValue.string))])
+                }),
+                "baseline_failures": .array(baselineFailures.map(JSONValue.string)),
+                "scenarios": .number(Double(scenarios.count)),
+                "caught": .number(Double(rows.filter(\.caught).count)),
+                "total": .number(Double(rows.count)),
+                "share_caught": .number(shareCaught),
+                "duration_ms": .number(durationMilliseconds.rounded()),
+            ])
+        }
+    }
+
+    /// A driver running `MutantClient` with `defect` (`nil`: the faithful variant).
+    public static func driver(_ defect: Defect?) -> SwiftSDKDriver {
+        SwiftSDKDriver(name: "ios-mutant-\(defect?.rawValue ?? "none")", version: ExperimentlySDKInfo.version) { config, session, store, clock in
+            MutantClient(defect: defect, config: config, session: session, offlineStore: store, clock: clock)
+        }
+    }
+
+    /// Runs `scenarios` against the faithful variant and then every defect.
+    ///
+    /// - Parameters:
+    ///   - stepTimeoutCap: caps each step's real-time limit (milliseconds) so variants that hang
+    ///     (e.g. without their own deadline) fail fast.
+    ///   - progress: called with each finished variant's row.
+    public static func run(_ scenarios: [Scenario], defects: [Defect] = Defect.allCases, stepTimeoutCap: Int = 1500,
+                           progress: (Row) -> Void = { _ in }) async -> Report {
+        let started = DispatchTime.now()
+        func failing(_ defect: Defect?) async -> Set<String> {
+            let runner = ScenarioRunner(driver: driver(defect), stepTimeoutCap: stepTimeoutCap)
+            var failed = Set<String>()
+            for s in scenarios {
+                let r = await runner.run(s)
+                if r.status == .failed || r.status == .error { failed.insert(s.name) }
+            }
+            return failed
+        }
+        let baseline = await failing(nil)
+        var rows: [Row] = []
+        for defect in defects {
+            let failed = await failing(defect)
+            let row = Row(defect: defect, caughtBy: scenarios.map(\.name).filter { failed.contains($0) && !baseline.contains($0) })
+            rows.append(row)
+            progress(row)
+        }
+        return Report(rows: rows, baselineFailures: scenarios.map(\.name).filter { baseline.contains($0) },
+                      scenarios: scenarios.map(\.name), durationMilliseconds: ScenarioRunner.elapsed(since: started))
+    }
+}

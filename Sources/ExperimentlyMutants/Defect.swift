@@ -1,0 +1,51 @@
+/// One plausible defect that real SDKs have shipped; each is a broken variant of the SDK that the
+/// shipped scenario suite must catch (the harness proving itself).
+public enum Defect: String, CaseIterable, Sendable, Codable {
+    case staleWriteAfterClear = "stale-write-after-clear"
+    case oldRequestUnregistersNewer = "old-request-unregisters-newer"
+    case noSingleFlight = "no-single-flight"
+    case collidingCacheKey = "colliding-cache-key"
+    case persistedValueOn404 = "persisted-value-on-404"
+    case otherUsersPersistedValue = "other-users-persisted-value"
+    case fanOutToExpired = "fan-out-to-expired"
+    case fanOutToOtherUsers = "fan-out-to-other-users"
+    case fanOutToIneligible = "fan-out-to-ineligible"
+    case wrongBatchChunks = "wrong-batch-chunks"
+    case hashBigEndian = "hash-big-endian"
+    case hashWithoutSeparator = "hash-without-separator"
+    case prefetchAssignments = "prefetch-assignments"
+    case exposureForFallback = "exposure-for-fallback"
+    case rateLimitAsNotFound = "rate-limit-as-not-found"
+    case batchFailuresReportTrue = "batch-failures-report-true"
+    case noOwnDeadline = "no-own-deadline"
+    case cachesFailure = "caches-failure"
+    case noPercentEncoding = "no-percent-encoding"
+
+    /// What the broken SDK does, in one line.
+    public var summary: String {
+        switch self {
+        case .staleWriteAfterClear: return "writes a response into the cache and the store after clearCache()/close()"
+        case .oldRequestUnregistersNewer: return "finishing an old request removes a newer in-flight request for the same key"
+        case .noSingleFlight: return "concurrent calls for one key each send a request"
+        case .collidingCacheKey: return "cache key \"user:key\" collides for (\"a:b\",\"c\") and (\"a\",\"b:c\")"
+        case .persistedValueOn404: return "serves the persisted value on 404 instead of removing it"
+        case .otherUsersPersistedValue: return "serves the value persisted for another user"
+        case .fanOutToExpired: return "fans unkeyed events out to expired cache entries"
+        case .fanOutToOtherUsers: return "fans unkeyed events out to other users' entries"
+        case .fanOutToIneligible: return "fans unkeyed events out to assigned:false answers"
+        case .wrongBatchChunks: return "drops the events after the first batch of 100"
+        case .hashBigEndian: return "reads the hash's first 4 MD5 bytes big-endian"
+        case .hashWithoutSeparator: return "hashes \"{user}{key}\" without the ':' separator"
+        case .prefetchAssignments: return "prefetches known experiments for a new identity (an exposure before display)"
+        case .exposureForFallback: return "records an exposure event when it falls back to control"
+        case .rateLimitAsNotFound: return "treats 429 as not found (deletes the persisted value)"
+        case .batchFailuresReportTrue: return "reports true when a batch answered 200 with failure_count > 0"
+        case .noOwnDeadline: return "relies on URLSession's timeout, so it hangs on a transport that never answers"
+        case .cachesFailure: return "caches a failed evaluation as disabled"
+        case .noPercentEncoding: return "does not percent-encode the flag key or the user id"
+        }
+    }
+
+    /// The issue number of the defect list this variant implements (issue 6, items 1-19).
+    public var item: Int { Defect.allCases.firstIndex(of: self)! + 1 }
+}

@@ -1,0 +1,475 @@
+import Foundation
+import Experimently
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A second, independent implementation of the Experimently client surface with at most one
+/// deliberate defect: the broken SDKs the scenario suite must catch (`contract-harness mutants`).
+///
+/// With `defect == nil` it behaves as CONTRACT.md sections 1, 3, 4 and 5 ask, and the whole suite
+/// must pass against it too; each `Defect` changes exactly one behaviour. It shares only the public
+/// model types with the shipping SDK (none of its internals), and nothing of it is compiled into
+/// the SDK. All mutable state is one `State` behind an `NSLock`, never held across `await`.
+public final class MutantClient: @unchecked Sendable {
+    // @unchecked Sendable: mutable state is only touched inside `lock`; the rest is `let`.
+
+    /// The defect this variant has, or `nil` for the faithful variant.
+    public let defect: Defect?
+    private let config: SdkConfig
+    private let session: URLSession
+    private let store: OfflineStore?
+    private let clock: any ExperimentationClock
+    private let lock = NSLock()
+    private var state = State()
+
+    private enum Cached {
+        case flag(EvalResult)
+        case assignment(Assignment)
+    }
+
+    private struct Entry {
+        let user: String
+        let key: String
+        let value: Cached
+        let expires: Date
+        let order: Int
+    }
+
+    /// One request shared by every caller of one (kind, user, key).
+    private final class Shared: @unchecked Sendable {
+        // @unchecked Sendable: fields are only touched inside the client's `lock`.
+        var waiters: [Int: CheckedContinuation<Cached, Error>] = [:]
+        var early: Set<Int> = []
+        var expected = 0
+        var result: Result<Cached, Error>?
+        var task: Task<Void, Never>?
+        let epoch: Int
+        init(epoch: Int) { self.epoch = epoch }
+    }
+
+    private struct State {
+        var entries: [String: Entry] = [:]
+        var shared: [String: Shared] = [:]
+        var epoch = 0
+        var order = 0
+        var ticket = 0
+        var forgottenExperiments: [String] = []
+    }
+
+    /// Creates a variant.
+    ///
+    /// - Parameters:
+    ///   - defect: the defect to have, `nil` for none.
+    ///   - config, session, offlineStore, clock: as `ExperimentationClient`'s initializer.
+    public init(defect: Defect?, config: SdkConfig, session: URLSession, offlineStore: OfflineStore?,
+                clock: any ExperimentationClock) {
+        self.defect = defect
+        self.config = config
+        self.session = session
+        self.store = config.enableOfflineFallback ? offlineStore : nil
+        self.clock = clock
+    }
+
+    private func has(_ d: Defect) -> Bool { defect == d }
+
+    private func locked<R>(_ body: (inout State) -> R) -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&state)
+    }
+
+    private func cacheKey(_ kind: String, _ user: String, _ key: String) -> String {
+        has(.collidingCacheKey) ? "\(kind)|\(user):\(key)" : "\(kind)|\(user.utf8.count)|\(user)|\(key)"
+    }
+
+    // MARK: Public surface
+
+    /// Evaluates a flag (see `ExperimentationClient.evaluateFlag`).
+    public func evaluateFlag(_ flagKey: String, user: User) async throws -> EvalResult {
+        try await prefetchIfKnown(user: user)
+        guard case .flag(let r) = try await cachedOrShared("flag", user: user.id, key: flagKey, fetch: { [self] in
+            try await fetchFlag(flagKey, user: user)
+        }) else { throw ExperimentationError.decodingError(URLError(.cannotDecodeContentData)) }
+        return r
+    }
+
+    /// Assigns a user (see `ExperimentationClient.getAssignment`).
+    public func getAssignment(_ experimentKey: String, user: User) async throws -> Assignment {
+        guard case .assignment(let a) = try await cachedOrShared("experiment", user: user.id, key: experimentKey, fetch: { [self] in
+            try await fetchAssignment(experimentKey, user: user)
+        }) else { throw ExperimentationError.decodingError(URLError(.cannotDecodeContentData)) }
+        return a
+    }
+
+    /// Records an event; never throws.
+    public func track(_ event: TrackEvent) async throws { _ = await trackWithStatus(event) }
+
+    /// Records an event and reports whether every request succeeded.
+    public func trackWithStatus(_ event: TrackEvent) async -> Bool {
+        if event.hasKey {
+            guard let body = try? encode(event), let (status, _) = try? await send("POST", "/api/v1/tracking/track", body: body) else { return false }
+            return (200..<300).contains(status)
+        }
+        return await sendBatches(fanOut(event))
+    }
+
+    /// Records events in batches of 100.
+    public func trackBatch(_ events: [TrackEvent]) async -> Bool {
+        await sendBatches(events.flatMap { $0.hasKey ? [$0] : fanOut($0) })
+    }
+
+    /// Cached unexpired assignments of a user, oldest first.
+    public func getAssignments(for userId: String) -> [Assignment] {
+        entries(user: userId, includeExpired: false).compactMap { if case .assignment(let a) = $0.value { return a } else { return nil } }
+    }
+
+    /// Keys of cached unexpired flags of a user, oldest first.
+    public func getEvaluatedFlags(for userId: String) -> [String] {
+        entries(user: userId, includeExpired: false).compactMap { if case .flag = $0.value { return $0.key } else { return nil } }
+    }
+
+    /// Empties the memory cache; requests in flight are detached.
+    public func clearCache() {
+        locked { s in
+            if self.has(.prefetchAssignments) {
+                s.forgottenExperiments = s.entries.values.compactMap { if case .assignment(let a) = $0.value { return a.experimentKey } else { return nil } }
+            }
+            s.epoch += 1
+            s.entries.removeAll()
+            s.shared.removeAll()
+        }
+    }
+
+    /// Deletes every persisted value.
+    public func clearOfflineCache() {
+        locked { s in
+            s.epoch += 1
+            store?.clearAll()
+        }
+    }
+
+    /// Clears the memory cache and cancels requests in flight.
+    public func close() {
+        let tasks = locked { s -> [Task<Void, Never>?] in
+            let t = s.shared.values.map(\.task)
+            s.epoch += 1
+            s.entries.removeAll()
+            s.shared.removeAll()
+            return t
+        }
+        tasks.forEach { $0?.cancel() }
+    }
+
+    /// The cross-SDK hash (CONTRACT.md section 6), or its broken variants.
+    public func hashUser(_ userId: String, flagKey: String) -> Double {
+        let hex = FeatureFlagEvaluator.md5Hex(of: Array(userId.utf8) + (has(.hashWithoutSeparator) ? [] : [UInt8(ascii: ":")]) + Array(flagKey.utf8))
+        var bytes: [UInt32] = []
+        var i = hex.startIndex
+        for _ in 0..<4 {
+            let j = hex.index(i, offsetBy: 2)
+            bytes.append(UInt32(hex[i..<j], radix: 16)!)
+            i = j
+        }
+        let word = has(.hashBigEndian)
+            ? bytes[0] << 24 | bytes[1] << 16 | bytes[2] << 8 | bytes[3]
+            : bytes[3] << 24 | bytes[2] << 16 | bytes[1] << 8 | bytes[0]
+        return Double(word) / 4_294_967_296.0
+    }
+
+    // MARK: Cache and single flight
+
+    private func entries(user: String, includeExpired: Bool) -> [Entry] {
+        let now = clock.now()
+        return locked { s in
+            s.entries.values.filter { $0.user == user && (includeExpired || $0.expires > now) }.sorted { $0.order < $1.order }
+        }
+    }
+
+    private func cachedOrShared(_ kind: String, user: String, key: String,
+                                fetch: @escaping @Sendable () async throws -> Cached) async throws -> Cached {
+        let k = cacheKey(kind, user, key)
+        let now = clock.now()
+        let (hit, shared, ticket, starts): (Cached?, Shared?, Int, Bool) = locked { s in
+            if let e = s.entries[k], e.expires > now { return (e.value, nil, 0, false) }
+            s.ticket += 1
+            if !self.has(.noSingleFlight), let existing = s.shared[k] {
+                existing.expected += 1
+                return (nil, existing, s.ticket, false)
+            }
+            let fresh = Shared(epoch: s.epoch)
+            fresh.expected = 1
+            s.shared[k] = fresh
+            return (nil, fresh, s.ticket, true)
+        }
+        if let hit { return hit }
+        guard let shared else { throw ExperimentationError.cancelled }
+        if starts {
+            let task = Task { [self] in
+                let result: Result<Cached, Error>
+                do { result = .success(try await fetch()) } catch { result = .failure(error) }
+                complete(shared, key: k, user: user, entryKey: key, result: result)
+            }
+            locked { _ in shared.task = task }
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (c: CheckedContinuation<Cached, Error>) in
+                let ready: Result<Cached, Error>? = locked { _ in
+                    if shared.early.remove(ticket) != nil { return .failure(ExperimentationError.cancelled) }
+                    if let r = shared.result { return r }
+                    shared.waiters[ticket] = c
+                    return nil
+                }
+                if let ready { c.resume(with: ready) }
+            }
+        } onCancel: {
+            let (c, task): (CheckedContinuation<Cached, Error>?, Task<Void, Never>?) = locked { s in
+                guard shared.result == nil else { return (nil, nil) }
+                let c = shared.waiters.removeValue(forKey: ticket)
+                if c == nil { shared.early.insert(ticket) }
+                shared.expected -= 1
+                guard shared.expected == 0 else { return (c, nil) }
+                if s.shared[k] === shared { s.shared[k] = nil }
+                return (c, shared.task)
+            }
+            task?.cancel()
+            c?.resume(throwing: ExperimentationError.cancelled)
+        }
+    }
+
+    private func complete(_ shared: Shared, key k: String, user: String, entryKey: String, result: Result<Cached, Error>) {
+        let now = clock.now()
+        let waiters: [CheckedContinuation<Cached, Error>] = locked { s in
+            if self.has(.oldRequestUnregistersNewer) || s.shared[k] === shared { s.shared[k] = nil }
+            if case .success(let value) = result, self.has(.staleWriteAfterClear) || shared.epoch == s.epoch {
+                s.order += 1
+                s.entries[k] = Entry(user: user, key: entryKey, value: value, expires: now.addingTimeInterval(config.cacheTTL), order: s.order)
+                self.persist(value, user: user)
+            }
+            shared.result = result
+            defer { shared.waiters.removeAll() }
+            return Array(shared.waiters.values)
+        }
+        waiters.forEach { $0.resume(with: result) }
+    }
+
+    private func persist(_ value: Cached, user: String) {
+        guard let store else { return }
+        switch value {
+        case .flag(let r):
+            store.saveEvaluation(r, userId: user)
+            if has(.otherUsersPersistedValue) { store.saveEvaluation(r, userId: "*") }
+        case .assignment(let a):
+            store.saveAssignment(a, userId: user)
+            if has(.otherUsersPersistedValue) { store.saveAssignment(a, userId: "*") }
+        }
+    }
+
+    private func prefetchIfKnown(user: User) async throws {
+        guard has(.prefetchAssignments) else { return }
+        let keys = locked { s -> [String] in defer { s.forgottenExperiments = [] }; return s.forgottenExperiments }
+        for key in keys { _ = try? await getAssignment(key, user: user) }
+    }
+
+    // MARK: Requests
+
+    private func fetchFlag(_ flagKey: String, user: User) async throws -> Cached {
+        let path = "/api/v1/feature-flags/evaluate/" + escape(flagKey, path: true)
+        do {
+            let (status, data) = try await send("GET", path, query: "user_id=" + escape(user.id, path: false))
+            try classify(status, data, notFound: .flagNotFound(flagKey))
+            let decoded = try decode(EvalResult.self, data)
+            return .flag(EvalResult(key: decoded.key.isEmpty ? flagKey : decoded.key, enabled: decoded.enabled, config: decoded.config))
+        } catch {
+            return try fallback(error, kind: "flag", key: flagKey, user: user.id)
+        }
+    }
+
+    private func fetchAssignment(_ experimentKey: String, user: User) async throws -> Cached {
+        var body: [String: AnyCodable] = ["experiment_key": AnyCodable(experimentKey), "user_id": AnyCodable(user.id)]
+        if let attributes = user.attributes { body["context"] = AnyCodable(attributes.mapValues(\.value)) }
+        do {
+            let (status, data) = try await send("POST", "/api/v1/tracking/assign", body: try encode(body))
+            try classify(status, data, notFound: .experimentNotFound(experimentKey))
+            let a = try decode(Assignment.self, data)
+            return .assignment(Assignment(experimentKey: experimentKey, userId: a.userId.isEmpty ? user.id : a.userId,
+                                          variantId: a.variantId, variantName: a.variantName, isControl: a.isControl,
+                                          configuration: a.configuration, assigned: a.assigned))
+        } catch {
+            do {
+                return try fallback(error, kind: "experiment", key: experimentKey, user: user.id)
+            } catch let failure {
+                if has(.exposureForFallback), case ExperimentationError.serverError = failure {
+                    // The app will show control: this variant records that as an exposure.
+                    let exposure = TrackEvent(userId: user.id, eventName: "$exposure",
+                                              properties: ["variant": "control", "source": "fallback"], experimentKey: experimentKey)
+                    if let body = try? encode(exposure) { _ = try? await send("POST", "/api/v1/tracking/track", body: body) }
+                }
+                throw failure
+            }
+        }
+    }
+
+    private func classify(_ status: Int, _ data: Data, notFound: ExperimentationError) throws {
+        if status == 404 || (status == 429 && has(.rateLimitAsNotFound)) { throw notFound }
+        guard (200..<300).contains(status) else { throw ExperimentationError.serverError(status, String(decoding: data, as: UTF8.self)) }
+    }
+
+    private func fallback(_ error: Error, kind: String, key: String, user: String) throws -> Cached {
+        let persistedUser = has(.otherUsersPersistedValue) ? "*" : user
+        switch error {
+        case ExperimentationError.flagNotFound, ExperimentationError.experimentNotFound:
+            if has(.persistedValueOn404), let stored = load(kind, key: key, user: persistedUser) { return stored }
+            if let store {
+                if kind == "flag" { store.removeEvaluation(flagKey: key, userId: user) } else { store.removeAssignment(experimentKey: key, userId: user) }
+            }
+            throw error
+        case ExperimentationError.cancelled, is CancellationError:
+            throw ExperimentationError.cancelled
+        default:
+            if let stored = load(kind, key: key, user: persistedUser) { return stored }
+            if has(.cachesFailure), kind == "flag" {
+                // The failure is served (and cached by the caller's success path) as "disabled".
+                return .flag(EvalResult(key: key, enabled: false))
+            }
+            throw error
+        }
+    }
+
+    private func load(_ kind: String, key: String, user: String) -> Cached? {
+        guard let store else { return nil }
+        if kind == "flag" { return store.loadEvaluation(flagKey: key, userId: user).map(Cached.flag) }
+        return store.loadAssignment(experimentKey: key, userId: user).map(Cached.assignment)
+    }
+
+    private func escape(_ text: String, path: Bool) -> String {
+        if has(.noPercentEncoding) {
+            return text.addingPercentEncoding(withAllowedCharacters: path ? .urlPathAllowed : .urlQueryAllowed) ?? text
+        }
+        let unreserved = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
+        return text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
+    }
+
+    private func encode<T: Encodable>(_ value: T) throws -> Data {
+        let e = JSONEncoder()
+        e.outputFormatting = .sortedKeys
+        return try e.encode(value)
+    }
+
+    private func decode<T: Decodable>(_ type: T.Type, _ data: Data) throws -> T {
+        do { return try JSONDecoder().decode(type, from: data) } catch { throw ExperimentationError.decodingError(error) }
+    }
+
+    /// One request with the SDK's own deadline (unless `noOwnDeadline`); cancellation reaches the task.
+    private func send(_ method: String, _ path: String, query: String? = nil, body: Data? = nil) async throws -> (Int, Data) {
+        var base = config.baseURL
+        while base.hasSuffix("/") { base.removeLast() }
+        guard let url = URL(string: base + path + (query.map { "?" + $0 } ?? "")) else {
+            throw ExperimentationError.invalidConfig("cannot form a URL")
+        }
+        var request = URLRequest(url: url, timeoutInterval: config.timeout)
+        request.httpMethod = method
+        request.httpBody = body
+        for (name, value) in [("X-API-Key", config.apiKey), ("Accept", "application/json"), ("Content-Type", "application/json")] {
+            request.setValue(value, forHTTPHeaderField: name)
+        }
+        let gate = Gate()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (c: CheckedContinuation<(Int, Data), Error>) in
+                let task = session.dataTask(with: request) { data, response, error in
+                    if let error { gate.finish(.failure(ExperimentationError.networkError(error))) }
+                    else if let http = response as? HTTPURLResponse { gate.finish(.success((http.statusCode, data ?? Data()))) }
+                    else { gate.finish(.failure(ExperimentationError.networkError(URLError(.badServerResponse)))) }
+                }
+                var deadline: Task<Void, Never>?
+                if !has(.noOwnDeadline) {
+                    let clock = self.clock, timeout = config.timeout
+                    deadline = Task {
+                        guard (try? await clock.sleep(seconds: timeout)) != nil else { return }
+                        gate.finish(.failure(ExperimentationError.networkError(URLError(.timedOut))))
+                    }
+                }
+                gate.arm(c, task: task, deadline: deadline)
+            }
+        } onCancel: {
+            gate.finish(.failure(ExperimentationError.cancelled))
+        }
+    }
+
+    private final class Gate: @unchecked Sendable {
+        // @unchecked Sendable: every field is guarded by `lock`.
+        private let lock = NSLock()
+        private var continuation: CheckedContinuation<(Int, Data), Error>?
+        private var task: URLSessionDataTask?
+        private var deadline: Task<Void, Never>?
+        private var pending: Result<(Int, Data), Error>?
+        private var finished = false
+
+        func arm(_ c: CheckedContinuation<(Int, Data), Error>, task: URLSessionDataTask, deadline: Task<Void, Never>?) {
+            lock.lock()
+            if let pending {
+                lock.unlock()
+                deadline?.cancel()
+                c.resume(with: pending)
+                return
+            }
+            continuation = c
+            self.task = task
+            self.deadline = deadline
+            lock.unlock()
+            task.resume()
+        }
+
+        func finish(_ result: Result<(Int, Data), Error>) {
+            lock.lock()
+            guard !finished else { lock.unlock(); return }
+            finished = true
+            guard let c = continuation else { pending = result; lock.unlock(); return }
+            continuation = nil
+            let task = self.task, deadline = self.deadline
+            lock.unlock()
+            deadline?.cancel()
+            if case .failure = result { task?.cancel() }
+            c.resume(with: result)
+        }
+    }
+
+    // MARK: Tracking
+
+    private func fanOut(_ event: TrackEvent) -> [TrackEvent] {
+        let now = clock.now()
+        let all = locked { s in s.entries.values.sorted { $0.order < $1.order } }
+        let mine = all.filter { (has(.fanOutToOtherUsers) || $0.user == event.userId) && (has(.fanOutToExpired) || $0.expires > now) }
+        let assignments = mine.compactMap { e -> TrackEvent? in
+            guard case .assignment(let a) = e.value, a.assigned || has(.fanOutToIneligible) else { return nil }
+            return event.attributed(experimentKey: e.key)
+        }
+        let flags = mine.compactMap { e -> TrackEvent? in
+            guard case .flag = e.value else { return nil }
+            return event.attributed(featureFlagKey: e.key)
+        }
+        return assignments + flags
+    }
+
+    private func sendBatches(_ events: [TrackEvent]) async -> Bool {
+        var ok = true
+        var start = 0
+        while start < events.count {
+            let chunk = Array(events[start..<min(start + 100, events.count)])
+            start += 100
+            struct Batch: Encodable { let events: [TrackEvent] }
+            if let body = try? encode(Batch(events: chunk)), let (status, data) = try? await send("POST", "/api/v1/tracking/batch", body: body),
+               (200..<300).contains(status) {
+                if !has(.batchFailuresReportTrue),
+                   let summary = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                   let failures = summary["failure_count"] as? NSNumber, failures.intValue > 0 {
+                    ok = false
+                }
+            } else {
+                ok = false
+            }
+            if has(.wrongBatchChunks) { break }
+        }
+        return ok
+    }
+}
