@@ -15,6 +15,7 @@ public enum HarnessCommand {
 
     static let usage = """
     usage: contract-harness run [PATH ...] [--verdict FILE] [--junit FILE] [--filter TEXT] [--seed N] [--fail-fast]
+           contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--verdict FILE]
            contract-harness mutants [PATH ...] [--verdict FILE] [--filter TEXT] [--step-timeout-ms N]
            contract-harness vectors [--sdk-command CMD] [--vectors DIR] [--verdict FILE]
            contract-harness serve [--port N] [--host ADDR] [--fixtures FILE] [--api-key KEY] [--faults FILE] [--journal FILE]
@@ -28,6 +29,14 @@ public enum HarnessCommand {
       --filter TEXT    only scenarios whose name or a tag contains TEXT (repeatable)
       --seed N         the run's seed, recorded in the verdict; {{seed}} in scenario files is replaced by it
       --fail-fast      stop after the first failing scenario (the rest are reported as skipped)
+      --explore        scenarios with an "explore" section are explored (see explore) instead of run once
+
+    explore  Runs a scenario again and again from a fresh state, each time with another order of the steps its
+             "explore" section lists (releases, operation starts, clock advances...): every order up to K when
+             --exhaustive or when there are few, else K seeded random orders. Writes the first failing order, shrunk,
+             as a plain scenario file that `run` replays (default SCENARIO-NAME-schedule.json); exit 1 when one fails.
+      --max-schedules K  at most K schedules (default: the file's, else 100)
+      --out FILE         where the failing schedule goes
 
     mutants  Runs the suite against the faithful variant of a second client implementation and against every
              deliberately broken variant (Documentation/Mutants.md); prints which scenarios caught which variant
@@ -50,6 +59,8 @@ public enum HarnessCommand {
             return Exit.ok.rawValue
         case "run":
             return await run(Array(arguments.dropFirst()), driver: driver)
+        case "explore":
+            return await explore(Array(arguments.dropFirst()), driver: driver)
         case "mutants":
             return await mutants(Array(arguments.dropFirst()))
         case "vectors":
@@ -73,6 +84,10 @@ public enum HarnessCommand {
         var filters: [String] = []
         var seed: UInt64 = 0
         var failFast = false
+        var explore = false
+        var exhaustive = false
+        var maxSchedules: Int?
+        var out: String?
     }
 
     static func parseRun(_ arguments: [String]) throws -> RunOptions {
@@ -94,6 +109,13 @@ public enum HarnessCommand {
                 guard let n = UInt64(v) else { throw UsageError("--seed takes a whole number from 0 to \(UInt64.max), not '\(v)'") }
                 o.seed = n
             case "--fail-fast": o.failFast = true
+            case "--explore": o.explore = true
+            case "--exhaustive": o.exhaustive = true
+            case "--max-schedules":
+                let v = try value(a)
+                guard let n = Int(v), n > 0 else { throw UsageError("--max-schedules takes a positive whole number, not '\(v)'") }
+                o.maxSchedules = n
+            case "--out": o.out = try value(a)
             case "--help", "-h": throw UsageError("")
             default:
                 if a.hasPrefix("-") { throw UsageError("unknown option '\(a)'") }
@@ -183,7 +205,13 @@ public enum HarnessCommand {
                                               smoke: nil, history: [], historyDigest: ""))
                 continue
             }
-            let r = await runner.run(s)
+            var r: ScenarioResult
+            if options.explore, let root = try? JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: s.file)), file: s.file),
+               let settings = try? Explorer.settings(of: root, file: s.file) {
+                r = await exploreAsResult(s, root: root, settings: settings, options: options, runner: runner)
+            } else {
+                r = await runner.run(s)
+            }
             results.append(r)
             say(line(for: r))
             if options.failFast && (r.status == .failed || r.status == .error) { stop = true }
@@ -286,6 +314,87 @@ public enum HarnessCommand {
         say("\(caught) passed, \(report.rows.count - caught + report.baselineFailures.count) failed")
         if !invalid.isEmpty { return Exit.usage.rawValue }
         return caught == report.rows.count && report.baselineFailures.isEmpty ? Exit.ok.rawValue : Exit.failed.rawValue
+    }
+
+    /// Explores `s` and reports it as one scenario result: failed when a schedule fails.
+    static func exploreAsResult(_ s: Scenario, root: JSONValue, settings: Explorer.Settings, options: RunOptions,
+                                runner: ScenarioRunner) async -> ScenarioResult {
+        var settings = settings
+        if let k = options.maxSchedules { settings.maxSchedules = k }
+        if options.exhaustive { settings.exhaustive = true }
+        let report = await Explorer.explore(root, file: s.file, settings: settings, seed: options.seed, runner: runner)
+        var check = CheckResult(name: "explore", passed: report.firstFailure == nil,
+                                message: "\(report.schedules.count) schedules, \(report.failed) failed, \(report.infeasible) infeasible")
+        if let f = report.firstFailure {
+            check.message = "schedule \(f.order) fails '\(f.check)': \(f.result.firstFailure?.message ?? "") (\(report.schedules.count) schedules, \(report.failed) failed)"
+            check.history = f.result.firstFailure?.history
+        }
+        var result = ScenarioResult(name: s.name, file: s.file, tags: s.tags, source: s.source,
+                                    status: report.firstFailure == nil ? .passed : .failed,
+                                    durationMilliseconds: report.durationMilliseconds, checks: [check], reason: nil, smoke: nil,
+                                    history: [], historyDigest: "")
+        result.exploration = report.json
+        return result
+    }
+
+    static func explore(_ arguments: [String], driver: any SDKDriver) async -> Int32 {
+        let options: RunOptions
+        do { options = try parseRun(arguments) } catch let e as UsageError {
+            if e.message.isEmpty { print(usage); return Exit.ok.rawValue }
+            return usageError(e.message)
+        } catch { return usageError("\(error)") }
+        guard options.paths.count == 1, let file = options.paths.first, file != "scenarios" else {
+            return usageError("explore takes exactly one scenario file")
+        }
+        let root: JSONValue
+        let settings: Explorer.Settings
+        do {
+            var data = try Data(contentsOf: URL(fileURLWithPath: file))
+            if let text = String(data: data, encoding: .utf8), text.contains("{{seed}}") {
+                data = Data(text.replacingOccurrences(of: "{{seed}}", with: String(options.seed)).utf8)
+            }
+            root = try JSONValue.parse(data, file: file)
+            _ = try ScenarioParser.parse(data, file: file)
+            guard var s = try Explorer.settings(of: root, file: file) else {
+                throw ScenarioError(file: file, path: "$.explore", expected: "an \"explore\" section listing the steps that may move", found: "none")
+            }
+            if let k = options.maxSchedules { s.maxSchedules = k }
+            if options.exhaustive { s.exhaustive = true }
+            settings = s
+        } catch {
+            FileHandle.standardError.write(Data("contract-harness: \(error)\n".utf8))
+            return Exit.usage.rawValue
+        }
+        say("explore \(root["name"]?.stringValue ?? file): seed \(options.seed), steps \(settings.steps) may move, at most \(settings.maxSchedules) schedules\(settings.exhaustive ? " (exhaustive)" : "")")
+        let report = await Explorer.explore(root, file: file, settings: settings, seed: options.seed,
+                                            runner: ScenarioRunner(driver: driver, seed: options.seed))
+        say(String(format: "%d schedules (%@), %d failed, %d infeasible, %.0f schedules/s", report.schedules.count,
+                   report.complete ? "every order" : "seeded sample", report.failed, report.infeasible,
+                   Double(report.schedules.count) / max(report.durationMilliseconds / 1000, 1e-9)))
+        if let f = report.firstFailure {
+            let out = options.out ?? "\(report.scenario)-schedule.json"
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            do { try (encoder.encode(f.scenarioJSON) + Data("\n".utf8)).write(to: URL(fileURLWithPath: out), options: .atomic) } catch {
+                FileHandle.standardError.write(Data("contract-harness: cannot write \(out): \(error)\n".utf8))
+                return Exit.internalFault.rawValue
+            }
+            say("first failing schedule: order \(f.order) fails '\(f.check)': \(f.result.firstFailure?.message ?? "")")
+            say("written to \(out) (shrunk from \(f.stepsBefore) to \(f.stepsAfter) steps); replay: contract-harness run \(out)")
+        }
+        if options.verdict != "verdict.json" || arguments.contains("--verdict") {
+            guard let s = try? ScenarioParser.parse(root.serialized(), file: file) else { return Exit.internalFault.rawValue }
+            var result = ScenarioResult(name: s.name, file: file, tags: s.tags, source: s.source,
+                                        status: report.firstFailure == nil ? .passed : .failed, durationMilliseconds: report.durationMilliseconds,
+                                        checks: [CheckResult(name: "explore", passed: report.firstFailure == nil, message: report.firstFailure?.check)],
+                                        reason: nil, smoke: nil, history: [], historyDigest: "")
+            result.exploration = report.json
+            let verdict = Verdict(harnessVersion: version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, seed: options.seed,
+                                  startedAt: Date(), durationMilliseconds: report.durationMilliseconds, results: [result], invalid: [])
+            try? verdict.write(to: options.verdict, redacting: ["sdk-contract-key"])
+        }
+        say(report.firstFailure == nil ? "1 passed, 0 failed" : "0 passed, 1 failed")
+        return report.firstFailure == nil ? Exit.ok.rawValue : Exit.failed.rawValue
     }
 
     static func line(for r: ScenarioResult) -> String {

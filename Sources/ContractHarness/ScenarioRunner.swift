@@ -42,6 +42,12 @@ public struct ScenarioResult: Sendable {
     /// MD5 of the canonical history, to compare runs.
     public var historyDigest: String
 
+    /// `true` when a step could not be carried out as written in this order (a release with
+    /// nothing held, an await of an operation never started): the explorer skips such schedules.
+    public var infeasible = false
+    /// What an exploration found (`run --explore`), for the verdict.
+    public var exploration: JSONValue?
+
     /// The first failing check, for the console line.
     public var firstFailure: CheckResult? { checks.first { !$0.passed } }
 }
@@ -85,6 +91,7 @@ public struct ScenarioRunner: Sendable {
         }
         var result = await execution.run()
         result.durationMilliseconds = Self.elapsed(since: started)
+        result.infeasible = execution.infeasible
         return result
     }
 
@@ -129,6 +136,8 @@ final class ScenarioExecution: @unchecked Sendable {
     private var app: ReferenceApp?
     private var autoLabel = 0
     private var barriers: [String: Int] = [:]
+    /// Set when a step could not be carried out in this order (see `ScenarioResult.infeasible`).
+    private(set) var infeasible = false
 
     init(scenario: Scenario, driver: any SDKDriver) throws {
         self.scenario = scenario
@@ -264,7 +273,11 @@ final class ScenarioExecution: @unchecked Sendable {
         case .await(let label, let expect):
             return await finish(group: label, expect: expect, step: name)
         case .cancel(let label):
-            let tasks = lock.withLock { (groups[label] ?? [label]).compactMap { ops[$0]?.task } }
+            guard let members = lock.withLock({ groups[label] }) else {
+                infeasible = true
+                return "operation '\(label)' was never started"
+            }
+            let tasks = lock.withLock { members.compactMap { ops[$0]?.task } }
             recorder.record(.marker, label: label, name: "cancel")
             tasks.forEach { $0.cancel() }
         case .addFault(let id, let rule):
@@ -278,6 +291,7 @@ final class ScenarioExecution: @unchecked Sendable {
             do {
                 let released = try port.release(fault: id, count: all ? nil : (count ?? 1), override: override)
                 if released == 0 {
+                    infeasible = true
                     return "nothing to release: fault '\(id)' holds no request (it held \(port.heldCount(fault: id)) so far); requests: "
                         + port.requests().suffix(5).map(\.summary).joined(separator: "; ")
                 }
@@ -314,7 +328,10 @@ final class ScenarioExecution: @unchecked Sendable {
 
     /// Waits for every operation of `group`, then checks `expect` against each outcome.
     func finish(group: String, expect: OutcomeExpectation?, step: String) async -> String? {
-        let labels = lock.withLock { groups[group] ?? [group] }
+        guard let labels = lock.withLock({ groups[group] }) else {
+            infeasible = true
+            return "operation '\(group)' was never started"
+        }
         let done = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in
             lock.withLock { labels.allSatisfy { ops[$0]?.outcome != nil } }
         }

@@ -84,6 +84,7 @@ public struct Verdict: Sendable {
         ]
         if let s = r.source { o["source"] = .string(s) }
         if let reason = r.reason { o["reason"] = .string(reason) }
+        if let exploration = r.exploration { o["exploration"] = exploration }
         return .object(o)
     }
 

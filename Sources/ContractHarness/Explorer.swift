@@ -1,0 +1,229 @@
+import Foundation
+import ExperimentlyMock
+
+/// Explores the orderings of a scenario's concurrent steps to find the one that breaks the SDK,
+/// and writes the first failing ordering as a plain scenario file, shrunk.
+///
+/// A scenario declares what may move: `"explore": {"steps": [i, j, ...], "max_schedules"?: K,
+/// "exhaustive"?: bool}` lists indices into `steps` (starting operations, releases, clock
+/// advances, clears, logouts...). A *schedule* is one order of those steps, placed into the
+/// positions they hold in the file; every other step stays where it is. Each schedule runs from a
+/// fresh state (new mock, clock, clients, stores) and is judged by the scenario's own expectations
+/// and checks. Orders that cannot be carried out (an `await` before its start, a `release` with
+/// nothing held) are *infeasible* and skipped. With few orders (at most K) or `--exhaustive`,
+/// every order is tried in lexicographic order; otherwise K distinct orders are drawn with a
+/// SplitMix64 generator from the seed, so the same seed gives the same schedules.
+public enum Explorer {
+    /// Exploration settings from the file, overridable on the command line.
+    public struct Settings: Sendable, Equatable {
+        /// The movable step indices, ascending.
+        public var steps: [Int]
+        /// The most schedules to run.
+        public var maxSchedules: Int
+        /// Try every order (up to `maxSchedules`) even when there are many.
+        public var exhaustive: Bool
+    }
+
+    /// The first failing schedule.
+    public struct Failure: Sendable {
+        /// The order of the movable steps (their indices in the original file).
+        public let order: [Int]
+        /// The failing run.
+        public let result: ScenarioResult
+        /// The shrunk, fixed-order scenario as JSON (what `--out` writes).
+        public let scenarioJSON: JSONValue
+        /// Steps before and after shrinking.
+        public let stepsBefore: Int
+        public let stepsAfter: Int
+        /// The check that fails (the shrunk scenario still fails it).
+        public let check: String
+    }
+
+    /// What an exploration found.
+    public struct Report: Sendable {
+        public let scenario: String
+        public let seed: UInt64
+        /// Every schedule tried, in order, as orders of the movable steps.
+        public let schedules: [[Int]]
+        public let failed: Int
+        public let infeasible: Int
+        /// `true` when every order was tried.
+        public let complete: Bool
+        public let firstFailure: Failure?
+        /// Wall time, milliseconds.
+        public let durationMilliseconds: Double
+
+        /// The exploration as JSON for the verdict.
+        public var json: JSONValue {
+            var o: [String: JSONValue] = [
+                "seed": .number(Double(seed)), "schedules": .number(Double(schedules.count)),
+                "failed": .number(Double(failed)), "infeasible": .number(Double(infeasible)),
+                "complete": .bool(complete), "duration_ms": .number(durationMilliseconds.rounded()),
+            ]
+            if let f = firstFailure {
+                o["first_failure"] = .object(["order": .array(f.order.map { .number(Double($0)) }), "check": .string(f.check),
+                                              "steps_before": .number(Double(f.stepsBefore)), "steps_after": .number(Double(f.stepsAfter))])
+            }
+            return .object(o)
+        }
+    }
+
+    /// Reads `explore` of a scenario file.
+    ///
+    /// - Throws: `ScenarioError` at `$.explore` for a malformed section or a step index out of range.
+    public static func settings(of root: JSONValue, file: String) throws -> Settings? {
+        guard let raw = root["explore"] else { return nil }
+        var r = try ObjectReader(raw, file: file, path: "$.explore")
+        let count = root["steps"]?.arrayValue?.count ?? 0
+        guard let items = try r.optionalArray("steps"), items.count >= 2 else {
+            throw r.error("steps", expected: "an array of at least two step indices", found: r.value("steps"))
+        }
+        var steps: [Int] = []
+        for (i, item) in items.enumerated() {
+            guard case .number(let d) = item, let n = Int(exactly: d), (0..<count).contains(n), !steps.contains(n) else {
+                throw ScenarioError(file: file, path: "$.explore.steps[\(i)]", expected: "a distinct index of a step (0..<\(count))",
+                                    found: ObjectReader.brief(item))
+            }
+            steps.append(n)
+        }
+        let settings = Settings(steps: steps.sorted(), maxSchedules: try r.optionalInt("max_schedules", range: 1...1_000_000) ?? 100,
+                                exhaustive: try r.optionalBool("exhaustive") ?? false)
+        try r.finish()
+        return settings
+    }
+
+    /// SplitMix64 (Steele, Lea, Flood 2014): small, fast, and the same sequence everywhere.
+    struct SplitMix64: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    /// The schedules to try: every permutation (lexicographic) when there are at most `max` or
+    /// `exhaustive`, else `max` distinct seeded shuffles.
+    public static func schedules(of steps: [Int], max: Int, exhaustive: Bool, seed: UInt64) -> (orders: [[Int]], complete: Bool) {
+        let total = (1...Swift.max(1, steps.count)).reduce(1.0) { $0 * Double($1) }
+        if exhaustive || total <= Double(max) {
+            var orders: [[Int]] = []
+            var current = steps.sorted()
+            repeat { orders.append(current) } while orders.count < max && nextPermutation(&current)
+            return (orders, Double(orders.count) >= total)
+        }
+        var rng = SplitMix64(state: seed)
+        var seen = Set<[Int]>()
+        var orders: [[Int]] = []
+        var attempts = 0
+        while orders.count < max && attempts < max * 20 {
+            attempts += 1
+            let order = steps.shuffled(using: &rng)
+            if seen.insert(order).inserted { orders.append(order) }
+        }
+        return (orders, false)
+    }
+
+    static func nextPermutation(_ a: inout [Int]) -> Bool {
+        guard a.count > 1, var i = a.indices.dropLast().last(where: { a[$0] < a[$0 + 1] }) else { return false }
+        var j = a.count - 1
+        while a[j] <= a[i] { j -= 1 }
+        a.swapAt(i, j)
+        i += 1
+        a[i...].reverse()
+        return true
+    }
+
+    /// The scenario JSON with the movable steps in `order`, `explore` removed.
+    static func fixed(_ root: JSONValue, settings: Settings, order: [Int], suffix: String, note: String) -> JSONValue {
+        guard case .object(var o) = root, let steps = root["steps"]?.arrayValue else { return root }
+        var placed = steps
+        for (slot, index) in zip(settings.steps, order) { placed[slot] = steps[index] }
+        o["steps"] = .array(placed)
+        o["explore"] = nil
+        o["name"] = .string((root["name"]?.stringValue ?? "scenario") + suffix)
+        o["description"] = .string(note + " " + (root["description"]?.stringValue ?? ""))
+        return .object(o)
+    }
+
+    /// Runs the exploration.
+    ///
+    /// - Parameters:
+    ///   - root: the scenario file's JSON (after `{{seed}}` substitution); `file` its path.
+    ///   - settings: what may move and how many schedules; `seed` the run's seed.
+    ///   - runner: runs each schedule (its driver is the SDK under test).
+    public static func explore(_ root: JSONValue, file: String, settings: Settings, seed: UInt64,
+                               runner: ScenarioRunner) async -> Report {
+        let started = DispatchTime.now()
+        let name = root["name"]?.stringValue ?? file
+        let (orders, complete) = schedules(of: settings.steps, max: settings.maxSchedules, exhaustive: settings.exhaustive, seed: seed)
+        var failed = 0, infeasible = 0
+        var first: Failure?
+        for order in orders {
+            let json = fixed(root, settings: settings, order: order, suffix: "", note: "")
+            guard let scenario = try? ScenarioParser.parse(json.serialized(), file: file) else { infeasible += 1; continue }
+            let result = await runner.run(scenario)
+            if result.infeasible { infeasible += 1; continue }
+            guard result.status == .failed || result.status == .error else { continue }
+            failed += 1
+            if first == nil {
+                let check = result.firstFailure?.name ?? "error"
+                let note = "Found by contract-harness explore (seed \(seed), order \(order.map(String.init).joined(separator: ",")) of steps \(settings.steps.map(String.init).joined(separator: ","))), shrunk; fails '\(check)'."
+                let fixedJSON = fixed(root, settings: settings, order: order, suffix: "-schedule", note: note)
+                let shrunk = await shrink(fixedJSON, file: file, check: check, runner: runner)
+                first = Failure(order: order, result: result, scenarioJSON: shrunk,
+                                stepsBefore: fixedJSON["steps"]?.arrayValue?.count ?? 0,
+                                stepsAfter: shrunk["steps"]?.arrayValue?.count ?? 0, check: check)
+            }
+        }
+        return Report(scenario: name, seed: seed, schedules: orders, failed: failed, infeasible: infeasible, complete: complete,
+                      firstFailure: first, durationMilliseconds: ScenarioRunner.elapsed(since: started))
+    }
+
+    /// Drops steps (and lowers `times`) one at a time while the scenario still fails `check`.
+    static func shrink(_ root: JSONValue, file: String, check: String, runner: ScenarioRunner) async -> JSONValue {
+        func stillFails(_ candidate: JSONValue) async -> Bool {
+            guard let s = try? ScenarioParser.parse(candidate.serialized(), file: file) else { return false }
+            let r = await runner.run(s)
+            return !r.infeasible && r.checks.contains { !$0.passed && sameCheck($0.name, check) }
+        }
+        var current = root
+        var changed = true
+        var rounds = 0
+        while changed && rounds < 8 {
+            changed = false
+            rounds += 1
+            var i = (current["steps"]?.arrayValue?.count ?? 0) - 1
+            while i >= 0 {
+                guard case .object(var o) = current, var steps = o["steps"]?.arrayValue else { break }
+                let removed = steps.remove(at: i)
+                o["steps"] = .array(steps)
+                if await stillFails(.object(o)) {
+                    current = .object(o)
+                    changed = true
+                } else if case .object(var step) = removed, case .number(let n)? = step["times"], n > 1 {
+                    // Keep the step but with fewer copies.
+                    step["times"] = nil
+                    var again = steps
+                    again.insert(.object(step), at: i)
+                    o["steps"] = .array(again)
+                    if await stillFails(.object(o)) { current = .object(o); changed = true }
+                }
+                i -= 1
+            }
+        }
+        return current
+    }
+
+    /// Step expectations are named after their position (`step 4 ...`), which moves as steps are
+    /// dropped: compare them by what follows the number.
+    static func sameCheck(_ a: String, _ b: String) -> Bool {
+        func key(_ s: String) -> String {
+            guard s.hasPrefix("step ") else { return s }
+            return String(s.drop(while: { $0 != " " }).dropFirst().drop(while: { $0 != " " }))
+        }
+        return key(a) == key(b)
+    }
+}
