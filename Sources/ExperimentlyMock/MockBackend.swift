@@ -98,6 +98,20 @@ public final class MockBackend: MockRequestHandler, Sendable {
     /// Produces the outcome for a registered request (may suspend) and records it.
     func complete(_ ticket: Ticket, transport: Transport) async -> MockOutcome {
         let outcome = await decideOutcome(ticket, transport: transport)
+        record(ticket, outcome)
+        return outcome
+    }
+
+    /// The outcome, recorded, when it needs no suspension (no delay, hold or in-process
+    /// timeout); nil otherwise (then call ``complete(_:transport:)``). The in-process transport
+    /// uses it to answer inside `startLoading` without a task hop.
+    func completeImmediately(_ ticket: Ticket) -> MockOutcome? {
+        guard let outcome = immediateOutcome(ticket) else { return nil }
+        record(ticket, outcome)
+        return outcome
+    }
+
+    private func record(_ ticket: Ticket, _ outcome: MockOutcome) {
         let answeredAt = clock.now()
         let observer = box.withLock { s -> (@Sendable (MockEvent) -> Void)? in
             let i = ticket.seq - 1
@@ -117,7 +131,6 @@ public final class MockBackend: MockRequestHandler, Sendable {
         default: status = nil
         }
         observer?(.answered(seq: ticket.seq, outcome: MockBackend.outcomeName(outcome), status: status))
-        return outcome
     }
 
     static func outcomeName(_ outcome: MockOutcome) -> String {
@@ -130,13 +143,9 @@ public final class MockBackend: MockRequestHandler, Sendable {
     }
 
     private func decideOutcome(_ ticket: Ticket, transport: Transport) async -> MockOutcome {
-        if let refused = ticket.refused { return .respond(refused) }
+        if let outcome = immediateOutcome(ticket) { return outcome }
         guard let decision = ticket.decision else { return .respond(natural(ticket)) }
         switch decision.action {
-        case .respond(let status, let headers, let body):
-            return .respond(MockResponse(status: status, headers: headers.map { ($0.name, $0.value) }, body: body))
-        case .rateLimited(let retry):
-            return .respond(rateLimitedResponse(retry))
         case .delay(let seconds):
             emit(.parked(seq: ticket.seq, .delay(seconds: seconds)))
             try? await clock.sleep(seconds: seconds)
@@ -154,6 +163,22 @@ public final class MockBackend: MockRequestHandler, Sendable {
                 try? await clock.sleep(seconds: seconds)
             }
             return .timeout
+        default:
+            return .respond(natural(ticket))
+        }
+    }
+
+    /// The outcome of every fault that needs no waiting; nil for delay, hold and timeout.
+    private func immediateOutcome(_ ticket: Ticket) -> MockOutcome? {
+        if let refused = ticket.refused { return .respond(refused) }
+        guard let decision = ticket.decision else { return .respond(natural(ticket)) }
+        switch decision.action {
+        case .delay, .hold, .timeout:
+            return nil
+        case .respond(let status, let headers, let body):
+            return .respond(MockResponse(status: status, headers: headers.map { ($0.name, $0.value) }, body: body))
+        case .rateLimited(let retry):
+            return .respond(rateLimitedResponse(retry))
         case .dropBeforeResponse(let processed):
             if processed { _ = natural(ticket) }
             return .dropBeforeResponse
