@@ -45,6 +45,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
         let incoming: IncomingRequest
         let decision: FaultDecision?
         let refused: MockResponse?
+        let receivedAt: Date
     }
 
     private let box: MockLocked<State>
@@ -89,7 +90,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
                 fault: decision.map { AppliedFault(id: $0.id, name: $0.name, action: $0.action.kind, occurrence: $0.occurrence) },
                 hold: nil, response: nil, outcome: nil, cancelled: false))
             s.seen.append(incoming)
-            return (Ticket(seq: seq, incoming: incoming, decision: decision, refused: refused), s.observer)
+            return (Ticket(seq: seq, incoming: incoming, decision: decision, refused: refused, receivedAt: now), s.observer)
         }
         observer?(.received(seq: ticket.seq))
         return ticket
@@ -147,8 +148,9 @@ public final class MockBackend: MockRequestHandler, Sendable {
         guard let decision = ticket.decision else { return .respond(natural(ticket)) }
         switch decision.action {
         case .delay(let seconds):
+            let deadline = clock.now().addingTimeInterval(seconds)
             emit(.parked(seq: ticket.seq, .delay(seconds: seconds)))
-            try? await clock.sleep(seconds: seconds)
+            try? await clock.sleep(until: deadline)
             return .respond(natural(ticket))
         case .hold(let label):
             switch await park(ticket, label: label, fault: decision.id) {
@@ -159,8 +161,10 @@ public final class MockBackend: MockRequestHandler, Sendable {
         case .timeout(let processed):
             if processed { _ = natural(ticket) }
             if case .inProcess(let seconds) = transport {
+                // The request's timeout counts from its arrival (URLRequest.timeoutInterval).
+                let deadline = ticket.receivedAt.addingTimeInterval(seconds)
                 emit(.parked(seq: ticket.seq, .timeout(seconds: seconds)))
-                try? await clock.sleep(seconds: seconds)
+                try? await clock.sleep(until: deadline)
             }
             return .timeout
         default:

@@ -207,3 +207,42 @@ final class MockURLProtocolTests: XCTestCase {
         XCTAssertTrue(backend.shutdown().isClean)
     }
 }
+
+/// Request conversion details (Apple body streams, header spelling) and raw-byte validation.
+final class MockRequestConversionTests: XCTestCase {
+    func testBodyFromStreamAndCaseInsensitiveHeaders() {
+        var r = URLRequest(url: URL(string: "http://backend-1.mock.invalid/api/v1/tracking/assign?b=2&a=1")!)
+        r.httpMethod = "POST"
+        r.httpBodyStream = InputStream(data: Data(#"{"user_id":"x"}"#.utf8))
+        r.setValue("k", forHTTPHeaderField: "X-API-Key")
+        let m = MockURLProtocol.mockRequest(from: r)
+        XCTAssertEqual(m.target, "/api/v1/tracking/assign?b=2&a=1")
+        XCTAssertEqual(m.body, Data(#"{"user_id":"x"}"#.utf8))
+        XCTAssertEqual(m.header("x-api-key"), "k")
+        XCTAssertEqual(m.header("X-Api-Key"), "k")
+    }
+
+    func testRawUTF8SurrogateBytesAre422() {
+        var model = BackendModel()
+        // ED A0 80 is a UTF-8-encoded lone surrogate: not valid UTF-8, so not valid JSON text.
+        var body = Data(#"{"experiment_key":"sdk_contract_ab","user_id":""#.utf8)
+        body.append(contentsOf: [0xED, 0xA0, 0x80])
+        body.append(Data(#""}"#.utf8))
+        let r = model.respond(to: MockRequest(method: "POST", target: "/api/v1/tracking/assign", headers: [("x-api-key", Fixtures.sdkContractAPIKey)], body: body), now: Date())
+        XCTAssertEqual(r.status, 422)
+        XCTAssertEqual(String(decoding: r.body, as: UTF8.self), #"{"detail":[{"loc":["body",47],"msg":"JSON decode error: invalid UTF-8 in string","type":"json_invalid"}]}"#)
+        // A valid surrogate pair escape is fine (U+1F600).
+        let ok = model.respond(to: Req.assign(#"\ud83d\ude00"#), now: Date())
+        XCTAssertEqual(bodyJSON(ok)["user_id"], "\u{1F600}")
+    }
+
+    func testDelayDeadlineFixedBeforeParked() async {
+        // A clock advanced between `parked` and the sleep registration must not strand the request.
+        let clock = ManualClock()
+        let backend = MockBackend(clock: clock)
+        backend.setObserver { event in if case .parked = event { clock.advance(5) } }
+        backend.addFault(FaultRule(action: .delay(seconds: 5)))
+        let r = await backend.handle(Req.flag("u"))
+        XCTAssertEqual(response(r).status, 200)
+    }
+}
