@@ -12,7 +12,8 @@ public struct FaultDecision: Sendable, Equatable {
     public var occurrence: Int
 }
 
-/// A one-shot rule (`nth`/`first`) that was not used up, with the nearest request it saw.
+/// A one-shot rule (`nth`/`first`) not used up, or a hold rule that never parked a request,
+/// with the nearest request it saw.
 public struct UnusedFault: Codable, Sendable, Equatable {
     /// The rule id.
     public var id: FaultID
@@ -96,9 +97,15 @@ public struct FaultScript: Sendable {
     /// One-shot rules not used up, each with the request among `seen` that differed least.
     func unusedOneShots(seen: [IncomingRequest]) -> [UnusedFault] {
         entries.compactMap { entry in
-            guard let needed = entry.rule.when.requiredMatches, entry.matched < needed else { return nil }
+            let isHold: Bool
+            if case .hold = entry.rule.action { isHold = true } else { isHold = false }
+            // One-shot rules must be used up; a hold rule of any kind must have parked something.
+            guard let needed = entry.rule.when.requiredMatches ?? (isHold ? 1 : nil),
+                  entry.matched < needed || (isHold && entry.fired == 0) else { return nil }
             var nearest = "no request arrived"
-            if entry.matched > 0 {
+            if isHold && entry.matched >= needed {
+                nearest = "\(entry.matched) requests matched but none fired (outside its window)"
+            } else if entry.matched > 0 {
                 nearest = "only \(entry.matched) of \(needed) matching requests arrived"
             } else {
                 var best: (count: Int, text: String)?

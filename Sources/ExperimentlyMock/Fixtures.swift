@@ -85,7 +85,18 @@ public struct APIKey: Codable, Sendable, Equatable {
 
 /// The status of an experiment or a flag; only `ACTIVE` ones are served (CONTRACT.md section 2).
 public enum LifecycleStatus: String, Codable, Sendable, Equatable, CaseIterable {
-    case draft = "DRAFT", active = "ACTIVE", paused = "PAUSED", completed = "COMPLETED", archived = "ARCHIVED", inactive = "INACTIVE"
+    /// Being set up; not served.
+    case draft = "DRAFT"
+    /// Live: the only status that assigns or evaluates.
+    case active = "ACTIVE"
+    /// Temporarily stopped; not served.
+    case paused = "PAUSED"
+    /// Finished; not served.
+    case completed = "COMPLETED"
+    /// Archived; not served.
+    case archived = "ARCHIVED"
+    /// Switched off; not served.
+    case inactive = "INACTIVE"
 }
 
 /// One variant of an experiment.

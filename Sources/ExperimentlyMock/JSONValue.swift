@@ -6,11 +6,17 @@ import Foundation
 /// Objects are unordered (RFC 8259 section 4); ``serialized()`` writes keys sorted so output is
 /// deterministic. Numbers are `Double`; integral values within 2^53 are written without a fraction.
 public enum JSONValue: Sendable, Equatable, Hashable, Codable {
+    /// JSON `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// A number (IEEE 754 double).
     case number(Double)
+    /// A string (lone surrogate escapes become U+FFFD; see ``ParsedJSON``).
     case string(String)
+    /// An array.
     case array([JSONValue])
+    /// An object; member order is not kept.
     case object([String: JSONValue])
 
     /// Decodes any JSON value.
@@ -156,7 +162,9 @@ public struct ParsedJSON: Sendable, Equatable {
 
 /// One step of a JSON path: an object member name or an array index.
 public enum JSONPathComponent: Sendable, Equatable, Hashable, Codable, CustomStringConvertible {
+    /// An object member name.
     case key(String)
+    /// An array index (0-based).
     case index(Int)
 
     /// The component as FastAPI writes it in `loc` (a string or an integer).

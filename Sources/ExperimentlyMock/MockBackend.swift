@@ -45,6 +45,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
         let incoming: IncomingRequest
         let decision: FaultDecision?
         let refused: MockResponse?
+        let receivedAt: Date
     }
 
     private let box: MockLocked<State>
@@ -89,7 +90,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
                 fault: decision.map { AppliedFault(id: $0.id, name: $0.name, action: $0.action.kind, occurrence: $0.occurrence) },
                 hold: nil, response: nil, outcome: nil, cancelled: false))
             s.seen.append(incoming)
-            return (Ticket(seq: seq, incoming: incoming, decision: decision, refused: refused), s.observer)
+            return (Ticket(seq: seq, incoming: incoming, decision: decision, refused: refused, receivedAt: now), s.observer)
         }
         observer?(.received(seq: ticket.seq))
         return ticket
@@ -98,6 +99,20 @@ public final class MockBackend: MockRequestHandler, Sendable {
     /// Produces the outcome for a registered request (may suspend) and records it.
     func complete(_ ticket: Ticket, transport: Transport) async -> MockOutcome {
         let outcome = await decideOutcome(ticket, transport: transport)
+        record(ticket, outcome)
+        return outcome
+    }
+
+    /// The outcome, recorded, when it needs no suspension (no delay, hold or in-process
+    /// timeout); nil otherwise (then call ``complete(_:transport:)``). The in-process transport
+    /// uses it to answer inside `startLoading` without a task hop.
+    func completeImmediately(_ ticket: Ticket) -> MockOutcome? {
+        guard let outcome = immediateOutcome(ticket) else { return nil }
+        record(ticket, outcome)
+        return outcome
+    }
+
+    private func record(_ ticket: Ticket, _ outcome: MockOutcome) {
         let answeredAt = clock.now()
         let observer = box.withLock { s -> (@Sendable (MockEvent) -> Void)? in
             let i = ticket.seq - 1
@@ -117,7 +132,6 @@ public final class MockBackend: MockRequestHandler, Sendable {
         default: status = nil
         }
         observer?(.answered(seq: ticket.seq, outcome: MockBackend.outcomeName(outcome), status: status))
-        return outcome
     }
 
     static func outcomeName(_ outcome: MockOutcome) -> String {
@@ -130,16 +144,13 @@ public final class MockBackend: MockRequestHandler, Sendable {
     }
 
     private func decideOutcome(_ ticket: Ticket, transport: Transport) async -> MockOutcome {
-        if let refused = ticket.refused { return .respond(refused) }
+        if let outcome = immediateOutcome(ticket) { return outcome }
         guard let decision = ticket.decision else { return .respond(natural(ticket)) }
         switch decision.action {
-        case .respond(let status, let headers, let body):
-            return .respond(MockResponse(status: status, headers: headers.map { ($0.name, $0.value) }, body: body))
-        case .rateLimited(let retry):
-            return .respond(rateLimitedResponse(retry))
         case .delay(let seconds):
+            let deadline = clock.now().addingTimeInterval(seconds)
             emit(.parked(seq: ticket.seq, .delay(seconds: seconds)))
-            try? await clock.sleep(seconds: seconds)
+            try? await clock.sleep(until: deadline)
             return .respond(natural(ticket))
         case .hold(let label):
             switch await park(ticket, label: label, fault: decision.id) {
@@ -150,10 +161,28 @@ public final class MockBackend: MockRequestHandler, Sendable {
         case .timeout(let processed):
             if processed { _ = natural(ticket) }
             if case .inProcess(let seconds) = transport {
+                // The request's timeout counts from its arrival (URLRequest.timeoutInterval).
+                let deadline = ticket.receivedAt.addingTimeInterval(seconds)
                 emit(.parked(seq: ticket.seq, .timeout(seconds: seconds)))
-                try? await clock.sleep(seconds: seconds)
+                try? await clock.sleep(until: deadline)
             }
             return .timeout
+        default:
+            return .respond(natural(ticket))
+        }
+    }
+
+    /// The outcome of every fault that needs no waiting; nil for delay, hold and timeout.
+    private func immediateOutcome(_ ticket: Ticket) -> MockOutcome? {
+        if let refused = ticket.refused { return .respond(refused) }
+        guard let decision = ticket.decision else { return .respond(natural(ticket)) }
+        switch decision.action {
+        case .delay, .hold, .timeout:
+            return nil
+        case .respond(let status, let headers, let body):
+            return .respond(MockResponse(status: status, headers: headers.map { ($0.name, $0.value) }, body: body))
+        case .rateLimited(let retry):
+            return .respond(rateLimitedResponse(retry))
         case .dropBeforeResponse(let processed):
             if processed { _ = natural(ticket) }
             return .dropBeforeResponse

@@ -10,6 +10,22 @@ public protocol MockClock: Sendable {
     ///
     /// Throws `CancellationError` when the calling task is cancelled while waiting.
     func sleep(seconds: TimeInterval) async throws
+    /// Suspends until the clock reads `deadline` or later; returns at once when it already does.
+    ///
+    /// The backend fixes a delay's or timeout's deadline before it reports the request `parked`,
+    /// then calls this, so a virtual clock advanced right after `parked` (before the sleep is
+    /// registered) cannot strand the sleeper. The default computes the remaining seconds from
+    /// `now()` and calls ``sleep(seconds:)``; virtual clocks may override it.
+    /// Throws `CancellationError` when the calling task is cancelled while waiting.
+    func sleep(until deadline: Date) async throws
+}
+
+extension MockClock {
+    /// Sleeps the seconds remaining until `deadline` (none when it has passed).
+    public func sleep(until deadline: Date) async throws {
+        let remaining = deadline.timeIntervalSince(now())
+        if remaining > 0 { try await sleep(seconds: remaining) }
+    }
 }
 
 /// The wall clock: `Date()` and `Task.sleep` in real time (used over TCP and in benchmarks).

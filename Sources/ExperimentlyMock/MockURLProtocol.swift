@@ -139,8 +139,12 @@ public final class MockURLProtocol: URLProtocol {
         let mockRequest = MockURLProtocol.mockRequest(from: request)
         let ticket = backend.begin(mockRequest)
         load.seq = ticket.seq
-        let timeout = request.timeoutInterval
         let url = request.url ?? backend.baseURL
+        if let outcome = backend.completeImmediately(ticket) {
+            load.finish { MockURLProtocol.deliver(outcome, url: url, load: load) }
+            return
+        }
+        let timeout = request.timeoutInterval
         Task {
             let outcome = await backend.complete(ticket, transport: .inProcess(timeoutSeconds: timeout))
             load.finish { MockURLProtocol.deliver(outcome, url: url, load: load) }

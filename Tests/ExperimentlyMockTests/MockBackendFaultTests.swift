@@ -224,6 +224,16 @@ final class MockBackendFaultTests: XCTestCase {
         XCTAssertTrue(backend.shutdown().unreleasedHolds.isEmpty)
     }
 
+    func testHoldNeverReachedNamesNearestRequest() async {
+        let backend = MockBackend(clock: ManualClock())
+        let id = backend.addFault(FaultRule(match: FaultMatch(method: "POST", path: "/api/v1/tracking/assign", body: ["user_id": "bob"]), action: .hold(label: nil)))
+        _ = await backend.handle(Req.assign("rob"))
+        _ = await backend.handle(Req.flag("bob"))
+        let report = backend.shutdown()
+        XCTAssertEqual(report.unusedFaults, [UnusedFault(id: id, name: nil, matched: 0, needed: 1,
+            nearest: "nearest request #1 POST /api/v1/tracking/assign: body.user_id is \"rob\", rule wants \"bob\"")])
+    }
+
     func testFaultRuleJSONRoundTripAndErrors() throws {
         let rules = [
             FaultRule(name: "a", match: FaultMatch(method: "GET", pathPrefix: "/api", query: ["user_id": "u"]), when: .first(2), action: .status(503)),

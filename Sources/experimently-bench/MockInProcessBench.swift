@@ -1,0 +1,95 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import ExperimentlyMock
+
+/// The in-process mock round trip, measured against the floor of a bare echo `URLProtocol`
+/// (NOTES-linux-foundation.md item 4): both go URLSession -> URLProtocol -> URLSession in the
+/// same run, so the difference is the mock's own cost (routing, history, fault script, model).
+enum MockInProcessBench {
+    /// A protocol that answers every request with a fixed 200 JSON body, synchronously.
+    final class EchoURLProtocol: URLProtocol {
+        static let body = Data(#"{"config":null,"enabled":true,"key":"sdk_contract_flag","reason":"rollout"}"#.utf8)
+        override class func canInit(with request: URLRequest) -> Bool { true }
+        override class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
+        override func startLoading() {
+            let response = HTTPURLResponse(url: request.url!, statusCode: 200, httpVersion: "HTTP/1.1",
+                                           headerFields: ["Content-Type": "application/json", "Content-Length": String(Self.body.count)])!
+            client?.urlProtocol(self, didReceive: response, cacheStoragePolicy: .notAllowed)
+            client?.urlProtocol(self, didLoad: Self.body)
+            client?.urlProtocolDidFinishLoading(self)
+        }
+        override func stopLoading() {}
+    }
+
+    /// Median of `samples` (microseconds).
+    static func median(_ samples: [Double]) -> Double {
+        let s = samples.sorted()
+        return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+    }
+
+    static func micros(_ body: () async throws -> Void) async rethrows -> Double {
+        let start = DispatchTime.now().uptimeNanoseconds
+        try await body()
+        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1000
+    }
+
+    /// Runs the benchmark and prints one line per measurement plus the difference.
+    static func run() async {
+        let iterations = 5000, warmup = 500
+        var fixtures = Fixtures.sdkContract
+        fixtures.rateLimit = RateLimit(limit: 1_000_000, windowSeconds: 60)
+        let backend = MockBackend(fixtures: fixtures)
+        let mockSession = backend.makeURLSession()
+        let echoConfiguration = URLSessionConfiguration.ephemeral
+        echoConfiguration.protocolClasses = [EchoURLProtocol.self]
+        // Same cache settings as the mock's session, so the floor differs only in the protocol.
+        echoConfiguration.urlCache = nil
+        echoConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        let echoSession = URLSession(configuration: echoConfiguration)
+
+        func flagRequest(_ base: URL, _ i: Int) -> URLRequest {
+            var r = URLRequest(url: URL(string: base.absoluteString + "/api/v1/feature-flags/evaluate/sdk_contract_flag?user_id=user-\(i)")!)
+            r.setValue(Fixtures.sdkContractAPIKey, forHTTPHeaderField: "X-API-Key")
+            r.setValue("application/json", forHTTPHeaderField: "Accept")
+            return r
+        }
+        let echoBase = URL(string: "http://echo.invalid")!
+        var mock: [Double] = [], echo: [Double] = []
+        mock.reserveCapacity(iterations)
+        echo.reserveCapacity(iterations)
+        do {
+            // Interleave the two (alternating which goes first) so machine load affects both alike.
+            for i in 0..<(warmup + iterations) {
+                var m = 0.0, e = 0.0
+                if i % 2 == 0 {
+                    m = try await micros { _ = try await mockSession.data(for: flagRequest(backend.baseURL, i)) }
+                    e = try await micros { _ = try await echoSession.data(for: flagRequest(echoBase, i)) }
+                } else {
+                    e = try await micros { _ = try await echoSession.data(for: flagRequest(echoBase, i)) }
+                    m = try await micros { _ = try await mockSession.data(for: flagRequest(backend.baseURL, i)) }
+                }
+                if i >= warmup { mock.append(m); echo.append(e) }
+            }
+        } catch {
+            print("mock-inprocess: request failed: \(error)")
+            return
+        }
+        // The model alone (no transport): BackendModel.respond on the same request.
+        var model = BackendModel(fixtures: fixtures)
+        var modelSamples: [Double] = []
+        let t0 = Date()
+        for i in 0..<iterations {
+            let req = MockRequest(method: "GET", target: "/api/v1/feature-flags/evaluate/sdk_contract_flag?user_id=user-\(i)",
+                                  headers: [("X-Api-Key", Fixtures.sdkContractAPIKey)])
+            let start = DispatchTime.now().uptimeNanoseconds
+            _ = model.respond(to: req, now: t0)
+            modelSamples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000)
+        }
+        let m = median(mock), e = median(echo), mm = median(modelSamples)
+        print(String(format: "mock-inprocess: %d requests, median round trip  mock %.1f us, echo floor %.1f us, mock cost %.1f us (target < 100 us)", iterations, m, e, m - e))
+        print(String(format: "mock-inprocess: BackendModel.respond alone median %.1f us; history entries %d", mm, backend.history.count))
+        _ = backend.shutdown()
+    }
+}
