@@ -39,13 +39,23 @@ public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sen
     ///
     /// - Throws: `CancellationError` when the task is cancelled first.
     public func sleep(seconds: TimeInterval) async throws {
+        try await sleep(until: now().addingTimeInterval(seconds))
+    }
+
+    /// Suspends until the clock reads `deadline` or later (returns at once when it already does).
+    /// The mock fixes a request's deadline before it reports it parked, so the runner may advance
+    /// the clock at once without stranding the sleeper.
+    ///
+    /// - Throws: `CancellationError` when the task is cancelled first.
+    public func sleep(until deadline: Date) async throws {
         try Task.checkCancellation()
-        guard seconds > 0 else { return }
-        let id: UInt64 = lock.withLock {
+        let id: UInt64? = lock.withLock {
+            guard deadline > current else { return nil }
             nextID += 1
-            sleepers[nextID] = (current.addingTimeInterval(seconds), nil)
+            sleepers[nextID] = (deadline, nil)
             return nextID
         }
+        guard let id else { return }
         onChange?()
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in

@@ -4,7 +4,6 @@ import Foundation
 
 /// Mock backend benchmarks (in-process round trip; loopback TCP server for wrk).
 enum MockBench {
-    static func runInProcess(arguments: [String]) async { print("mock in-process bench: not yet implemented") }
 
     /// The handler `mock-serve` serves. After merging the mock backend core, replace this one
     /// line with the real backend (seeded with the contract fixtures).

@@ -4,7 +4,7 @@ import Foundation
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "sdk": await SDKBench.run(arguments: Array(arguments.dropFirst()))
-case "mock-inprocess": await MockBench.runInProcess(arguments: Array(arguments.dropFirst()))
+case "mock-inprocess": await MockInProcessBench.run()
 case "mock-serve": await MockBench.serve(arguments: Array(arguments.dropFirst()))
 default:
     FileHandle.standardError.write(Data("usage: experimently-bench sdk | mock-inprocess | mock-serve [--port N]\n".utf8))
