@@ -112,6 +112,10 @@ protocol BackendPort: AnyObject, Sendable {
     func updateFixtures(_ change: FixtureChange) throws
     /// Every request so far, in arrival order.
     func requests() -> [RequestRecord]
+    /// The requests parked in the mock now (a cheap subset of `requests()`).
+    func parkedRequests() -> [RequestRecord]
+    /// How many requests the mock has received.
+    var requestCount: Int { get }
     /// Called (from any thread) when a request is received (`answered` false) and when the mock
     /// gives its outcome (`answered` true), and with `nil` on any other change (a request parks).
     func setObserver(_ observer: @escaping @Sendable (_ seq: Int?, _ answered: Bool) -> Void)

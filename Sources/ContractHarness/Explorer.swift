@@ -154,18 +154,38 @@ public enum Explorer {
     ///   - root: the scenario file's JSON (after `{{seed}}` substitution); `file` its path.
     ///   - settings: what may move and how many schedules; `seed` the run's seed.
     ///   - runner: runs each schedule (its driver is the SDK under test).
+    ///   - concurrency: how many schedules run at once.
     public static func explore(_ root: JSONValue, file: String, settings: Settings, seed: UInt64,
-                               runner: ScenarioRunner) async -> Report {
+                               runner: ScenarioRunner, concurrency: Int = Int(ProcessInfo.processInfo.environment["EXPLORE_CONCURRENCY"] ?? "") ?? 8) async -> Report {
         let started = DispatchTime.now()
         let name = root["name"]?.stringValue ?? file
         let (orders, complete) = schedules(of: settings.steps, max: settings.maxSchedules, exhaustive: settings.exhaustive, seed: seed)
+        // Schedules are independent runs from a fresh state, so several run at once (their waits
+        // are mostly thread hand-offs); outcomes are collected by position, so what is reported
+        // does not depend on which finished first.
+        var outcomes = [ScenarioResult?](repeating: nil, count: orders.count)
+        await withTaskGroup(of: (Int, ScenarioResult?).self) { group in
+            var next = 0
+            func launch() {
+                guard next < orders.count else { return }
+                let index = next
+                next += 1
+                let json = fixed(root, settings: settings, order: orders[index], suffix: "", note: "")
+                group.addTask {
+                    guard let scenario = try? ScenarioParser.parse(json.serialized(), file: file) else { return (index, nil) }
+                    return (index, await runner.run(scenario))
+                }
+            }
+            for _ in 0..<concurrency { launch() }
+            while let (index, result) = await group.next() {
+                outcomes[index] = result
+                launch()
+            }
+        }
         var failed = 0, infeasible = 0
         var first: Failure?
-        for order in orders {
-            let json = fixed(root, settings: settings, order: order, suffix: "", note: "")
-            guard let scenario = try? ScenarioParser.parse(json.serialized(), file: file) else { infeasible += 1; continue }
-            let result = await runner.run(scenario)
-            if result.infeasible { infeasible += 1; continue }
+        for (order, outcome) in zip(orders, outcomes) {
+            guard let result = outcome, !result.infeasible else { infeasible += 1; continue }
             guard result.status == .failed || result.status == .error else { continue }
             failed += 1
             if first == nil {

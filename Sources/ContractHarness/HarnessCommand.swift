@@ -322,7 +322,8 @@ public enum HarnessCommand {
         var settings = settings
         if let k = options.maxSchedules { settings.maxSchedules = k }
         if options.exhaustive { settings.exhaustive = true }
-        let report = await Explorer.explore(root, file: s.file, settings: settings, seed: options.seed, runner: runner)
+        let report = await Explorer.explore(root, file: s.file, settings: settings, seed: options.seed,
+                                            runner: ScenarioRunner(driver: runner.driver, seed: options.seed, keepsHistory: false))
         var check = CheckResult(name: "explore", passed: report.firstFailure == nil,
                                 message: "\(report.schedules.count) schedules, \(report.failed) failed, \(report.infeasible) infeasible")
         if let f = report.firstFailure {
@@ -367,7 +368,7 @@ public enum HarnessCommand {
         }
         say("explore \(root["name"]?.stringValue ?? file): seed \(options.seed), steps \(settings.steps) may move, at most \(settings.maxSchedules) schedules\(settings.exhaustive ? " (exhaustive)" : "")")
         let report = await Explorer.explore(root, file: file, settings: settings, seed: options.seed,
-                                            runner: ScenarioRunner(driver: driver, seed: options.seed))
+                                            runner: ScenarioRunner(driver: driver, seed: options.seed, keepsHistory: false))
         say(String(format: "%d schedules (%@), %d failed, %d infeasible, %.0f schedules/s", report.schedules.count,
                    report.complete ? "every order" : "seeded sample", report.failed, report.infeasible,
                    Double(report.schedules.count) / max(report.durationMilliseconds / 1000, 1e-9)))

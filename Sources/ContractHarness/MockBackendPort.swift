@@ -76,9 +76,23 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         "$" + keys.map { k in k.intValue.map { "[\($0)]" } ?? ".\(k.stringValue)" }.joined()
     }
 
+    #if canImport(FoundationNetworking)
+    // Built once, then only ever copied.
+    static let configurationTemplate: URLSessionConfiguration = {
+        let c = URLSessionConfiguration.ephemeral
+        c.protocolClasses = [MockURLProtocol.self]
+        c.urlCache = nil
+        c.requestCachePolicy = .reloadIgnoringLocalCacheData
+        return c
+    }()
+    #endif
+
     func session(client: String) -> URLSession {
         #if canImport(FoundationNetworking)
-        let session: URLSession = CountingURLSession(configuration: backend.makeURLSessionConfiguration(), counter: counter)
+        // Routing is by the backend's host, so one configuration serves every backend; building
+        // an ephemeral configuration costs more than a scenario's own work, so it is copied.
+        let configuration = Self.configurationTemplate.copy() as! URLSessionConfiguration
+        let session: URLSession = CountingURLSession(configuration: configuration, counter: counter)
         #else
         let session = backend.makeURLSession()
         #endif
@@ -151,6 +165,15 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         let parked = state.withLock { $0.parked }
         return backend.history.map { record($0, parked: parked.contains($0.seq)) }
     }
+
+    func parkedRequests() -> [RequestRecord] {
+        let parked = state.withLock { $0.parked }
+        guard !parked.isEmpty else { return [] }
+        let history = backend.history
+        return parked.sorted().compactMap { seq in history.indices.contains(seq - 1) ? record(history[seq - 1], parked: true) : nil }
+    }
+
+    var requestCount: Int { backend.history.count }
 
     func record(_ e: HistoryEntry, parked: Bool) -> RequestRecord {
         var headers: [String: String] = [:]

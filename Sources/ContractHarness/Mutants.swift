@@ -65,7 +65,7 @@ public enum MutantRun {
                            progress: (Row) -> Void = { _ in }) async -> Report {
         let started = DispatchTime.now()
         func failing(_ defect: Defect?) async -> Set<String> {
-            let runner = ScenarioRunner(driver: driver(defect), stepTimeoutCap: stepTimeoutCap)
+            let runner = ScenarioRunner(driver: driver(defect), stepTimeoutCap: stepTimeoutCap, keepsHistory: false)
             var failed = Set<String>()
             for s in scenarios {
                 let r = await runner.run(s)

@@ -61,12 +61,16 @@ public struct ScenarioRunner: Sendable {
 
     /// An upper bound on every scenario's step timeout, milliseconds (`nil`: as the files say).
     public let stepTimeoutCap: Int?
+    /// Whether results carry the canonical history and its digest (the explorer and the mutant
+    /// runs only need the verdict of each run, so they skip it).
+    public let keepsHistory: Bool
 
     /// Creates a runner.
-    public init(driver: any SDKDriver = SwiftSDKDriver(), seed: UInt64 = 0, stepTimeoutCap: Int? = nil) {
+    public init(driver: any SDKDriver = SwiftSDKDriver(), seed: UInt64 = 0, stepTimeoutCap: Int? = nil, keepsHistory: Bool = true) {
         self.driver = driver
         self.seed = seed
         self.stepTimeoutCap = stepTimeoutCap
+        self.keepsHistory = keepsHistory
     }
 
     /// Runs one scenario from a fresh state; never throws: problems become the result's status.
@@ -83,7 +87,7 @@ public struct ScenarioRunner: Sendable {
         if let cap = stepTimeoutCap { scenario.stepTimeoutMilliseconds = min(scenario.stepTimeoutMilliseconds, cap) }
         let execution: ScenarioExecution
         do {
-            execution = try ScenarioExecution(scenario: scenario, driver: driver)
+            execution = try ScenarioExecution(scenario: scenario, driver: driver, keepsHistory: keepsHistory)
         } catch {
             return ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, source: scenario.source,
                                   status: .error, durationMilliseconds: Self.elapsed(since: started), checks: [],
@@ -139,8 +143,11 @@ final class ScenarioExecution: @unchecked Sendable {
     /// Set when a step could not be carried out in this order (see `ScenarioResult.infeasible`).
     private(set) var infeasible = false
 
-    init(scenario: Scenario, driver: any SDKDriver) throws {
+    let keepsHistory: Bool
+
+    init(scenario: Scenario, driver: any SDKDriver, keepsHistory: Bool = true) throws {
         self.scenario = scenario
+        self.keepsHistory = keepsHistory
         self.driver = driver
         let recorderBox = RecorderBox()
         let clock = VirtualClock(onChange: { recorderBox.recorder?.poke() })
@@ -206,14 +213,14 @@ final class ScenarioExecution: @unchecked Sendable {
         }
         cleanUpStores()
         let history = recorder.snapshot
-        let canonical = Self.canonical(history)
+        let canonical = keepsHistory ? Self.canonical(history) : []
         let results = lock.withLock { checks }
         let smoke = results.isEmpty ? nil : Checks.smokeFields(scenario: scenario, history: history)
         return ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, source: scenario.source,
                               status: results.allSatisfy(\.passed) ? .passed : .failed, durationMilliseconds: 0,
                               checks: results.isEmpty ? [CheckResult(name: "steps", passed: true)] : results,
                               reason: aborted, smoke: scenario.checks.contains("contract_smoke") ? smoke : nil,
-                              history: canonical, historyDigest: Self.digest(canonical))
+                              history: canonical, historyDigest: keepsHistory ? Self.digest(canonical) : "")
     }
 
     func fail(_ name: String, _ message: String, history: [String]? = nil) {
@@ -252,7 +259,7 @@ final class ScenarioExecution: @unchecked Sendable {
             // Every invocation is recorded before any starts, so a group's first request can
             // never land between its invocations.
             if op == .clearCache || op == .close {
-                let seen = port.requests().count
+                let seen = port.requestCount
                 lock.withLock { barriers[client] = seen }
             }
             let key = op.cacheKey.map { (kind: $0.kind == "flag" ? "flag" : "experiment", key: $0.key) }
@@ -386,7 +393,7 @@ final class ScenarioExecution: @unchecked Sendable {
         let waiting = pending()
         if waiting.isEmpty { return true }
         guard waiting.allSatisfy(\.entered), executor.isIdle else { return false }
-        let parked = port.requests().filter { $0.parked && !$0.answered && !$0.cancelled }
+        let parked = port.parkedRequests().filter { !$0.answered && !$0.cancelled }
         if let outstanding = port.outstandingTasks, outstanding != parked.count { return false }
         return waiting.allSatisfy { op in
             parked.contains { r in
@@ -553,7 +560,7 @@ final class ScenarioExecution: @unchecked Sendable {
             copy.step = 0
             if let last = run.last?.1, last.kind != copy.kind || last.time != copy.time { flush() }
             copy.index = 0
-            run.append((JSONValue.encodeForSorting(copy), copy))
+            run.append((copy.line + "|" + (copy.label ?? "") + "|" + (copy.request?.response?.jsonText ?? ""), copy))
         }
         flush()
         for i in out.indices { out[i].index = i }
