@@ -92,7 +92,7 @@ enum Checks {
 
     /// An independent model of each client's memory cache, rebuilt from the history: a 2xx answer
     /// to a request received after the client's last clear is cached for the TTL; `clearCache` and
-    /// `close` empty it.
+    /// `close` empty it; `clearOfflineCache` keeps it but counts as a clear for requests in flight.
     struct CacheModel {
         struct Entry { var value: JSONValue; var expires: Double; var order: Int }
         var flags: [String: [String: Entry]] = [:]        // user -> key -> entry
@@ -118,6 +118,10 @@ enum Checks {
             switch e.kind {
             case .invoke where ["clearCache", "close"].contains(e.name ?? ""):
                 if let client = e.client { epochs[client, default: 0] += 1; models[client, default: CacheModel()].clear() }
+            case .invoke where e.name == "clearOfflineCache":
+                // CONTRACT.md section 5.1: a response to a request that started before
+                // clearOfflineCache() is written nowhere, though the memory cache itself stays.
+                if let client = e.client { epochs[client, default: 0] += 1 }
             case .marker where e.name == "logout":
                 if let client = e.client { epochs[client, default: 0] += 1; models[client, default: CacheModel()].clear() }
             case .request:
