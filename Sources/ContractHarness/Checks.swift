@@ -127,7 +127,9 @@ enum Checks {
             case .request:
                 if let r = e.request, let client = r.client { epochAtReceipt[r.seq] = epochs[client, default: 0] }
             case .response:
-                guard let r = e.request, let client = r.client, r.succeeded, let key = r.key, let user = r.users.first,
+                // A request the client cancelled (its deadline, close, every waiter gone) is never
+                // cached, even when the mock answers it later (a released hold).
+                guard let r = e.request, let client = r.client, r.succeeded, !r.cancelled, let key = r.key, let user = r.users.first,
                       epochAtReceipt[r.seq] == epochs[client, default: 0], let value = r.response else { break }
                 var model = models[client, default: CacheModel()]
                 model.counter += 1
@@ -307,14 +309,21 @@ enum Checks {
             case .marker where e.name == "logout":
                 if let client = e.client { epochs[client, default: 0] += 1 }
             case .request:
-                if let r = e.request, let client = r.client { epochAtReceipt[r.seq] = epochs[client, default: 0] }
+                if let r = e.request, let client = r.client {
+                    epochAtReceipt[r.seq] = epochs[client, default: 0]
+                    // The client gave up on it (deadline, cancellation): its outcome is decided
+                    // without an answer, so the attempt counts from now.
+                    if r.cancelled, let key = r.key, let user = r.users.first {
+                        lastAttempt["\(client)\u{0}\(key.kind)\u{0}\(user)\u{0}\(key.key)"] = (r, e.index)
+                    }
+                }
             case .response:
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
                 lastAttempt["\(client)\u{0}\(key.kind)\u{0}\(user)\u{0}\(key.key)"] = (r, e.index)
                 guard fallbackOn[client] == true, let store = storeOf[client] ?? nil,
                       epochAtReceipt[r.seq] == epochs[client, default: 0] else { continue }
                 let id = "\(store)\u{0}\(key.kind)\u{0}\(user)\u{0}\(key.key)"
-                if r.succeeded, let value = r.response { persisted[id] = value }
+                if r.succeeded, !r.cancelled, let value = r.response { persisted[id] = value }
                 if r.status == 404 { persisted[id] = nil }
             case .complete:
                 guard let label = e.label, let invoke = invokes[label], let client = invoke.client,
@@ -336,7 +345,7 @@ enum Checks {
                     if outcome["error"] != .string(want) {
                         problems.append(("\(label): the backend answered 404 but the SDK gave \(outcome) instead of \(want)", where_))
                     }
-                } else if !attempt.record.succeeded {
+                } else if !attempt.record.succeeded || attempt.record.cancelled {
                     let stored = (storeOf[client] ?? nil).flatMap { persisted["\($0)\u{0}\(kind)\u{0}\(user)\u{0}\(key)"] }
                     if fallbackOn[client] != true || stored == nil {
                         if outcome["value"] != nil {
