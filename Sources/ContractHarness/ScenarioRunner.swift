@@ -98,6 +98,8 @@ final class ScenarioExecution: @unchecked Sendable {
         let user: String?
         var outcome: OperationOutcome?
         var task: Task<Void, Never>?
+        /// The operation's task has begun running (so it has reached the SDK, e.g. joined a shared request).
+        var running = false
     }
 
     let scenario: Scenario
@@ -310,6 +312,8 @@ final class ScenarioExecution: @unchecked Sendable {
         }
         recorder.record(.invoke, client: client, label: label, name: name, detail: detail)
         let task = Task { [self] in
+            lock.withLock { ops[label]?.running = true }
+            recorder.poke()
             let outcome = await body()
             lock.withLock { ops[label]?.outcome = outcome }
             recorder.record(.complete, client: client, label: label, name: name, outcome: outcome.json)
@@ -321,10 +325,13 @@ final class ScenarioExecution: @unchecked Sendable {
         lock.withLock { order.compactMap { ops[$0] }.filter { $0.outcome == nil } }
     }
 
-    /// Every unfinished operation has a parked request of its client (for its user, when known).
+    /// Every unfinished operation has begun running and has a parked request of its client (for
+    /// its user, when known). An operation whose task has not begun yet does not count as parked
+    /// on another operation's request: it may not have joined that request yet.
     func quiescent() -> Bool {
         let waiting = pending()
         if waiting.isEmpty { return true }
+        if waiting.contains(where: { !$0.running }) { return false }
         let parked = port.requests().filter { $0.parked && !$0.answered && !$0.cancelled }
         return waiting.allSatisfy { op in
             parked.contains { $0.client == op.client && (op.user == nil || $0.users.contains(op.user!)) }
