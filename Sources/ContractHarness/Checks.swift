@@ -252,11 +252,13 @@ enum Checks {
     // MARK: single flight
 
     /// No request for a (client, user, key) is received while an earlier one for the same triple
-    /// is still unanswered, unless the client cleared or closed in between.
+    /// is still unanswered, unless the client cleared or closed in between, or gave the earlier
+    /// one up (cancelled it: its own deadline, every waiter cancelled).
     static func singleFlight(_ c: CheckContext) -> [(String, [String])] {
         var open: [String: (seq: Int, index: Int, epoch: Int)] = [:]
         var epochs: [String: Int] = [:]
         var problems: [(String, [String])] = []
+        let cancelled = Set(c.requests.filter { $0.record.cancelled }.map(\.record.seq))
         for e in c.history {
             switch e.kind {
             case .invoke where ["clearCache", "close"].contains(e.name ?? ""):
@@ -266,7 +268,7 @@ enum Checks {
             case .request:
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
                 let id = "\(client)\u{0}\(user)\u{0}\(key.kind)\u{0}\(key.key)"
-                if let first = open[id], first.epoch == epochs[client, default: 0] {
+                if let first = open[id], first.epoch == epochs[client, default: 0], !cancelled.contains(first.seq) {
                     problems.append(("client '\(client)' sent a second request for \(key.kind) '\(key.key)' of user '\(user)' while request #\(first.seq) was in flight",
                                      c.slice(around: [first.index, e.index], radius: 0).suffix(12).map { $0 }))
                 } else {
