@@ -92,7 +92,7 @@ enum Checks {
 
     /// An independent model of each client's memory cache, rebuilt from the history: a 2xx answer
     /// to a request received after the client's last clear is cached for the TTL; `clearCache` and
-    /// `close` empty it.
+    /// `close` empty it; `clearOfflineCache` keeps it but counts as a clear for requests in flight.
     struct CacheModel {
         struct Entry { var value: JSONValue; var expires: Double; var order: Int }
         var flags: [String: [String: Entry]] = [:]        // user -> key -> entry
@@ -118,12 +118,18 @@ enum Checks {
             switch e.kind {
             case .invoke where ["clearCache", "close"].contains(e.name ?? ""):
                 if let client = e.client { epochs[client, default: 0] += 1; models[client, default: CacheModel()].clear() }
+            case .invoke where e.name == "clearOfflineCache":
+                // CONTRACT.md section 5.1: a response to a request that started before
+                // clearOfflineCache() is written nowhere, though the memory cache itself stays.
+                if let client = e.client { epochs[client, default: 0] += 1 }
             case .marker where e.name == "logout":
                 if let client = e.client { epochs[client, default: 0] += 1; models[client, default: CacheModel()].clear() }
             case .request:
                 if let r = e.request, let client = r.client { epochAtReceipt[r.seq] = epochs[client, default: 0] }
             case .response:
-                guard let r = e.request, let client = r.client, r.succeeded, let key = r.key, let user = r.users.first,
+                // A request the client cancelled (its deadline, close, every waiter gone) is never
+                // cached, even when the mock answers it later (a released hold).
+                guard let r = e.request, let client = r.client, r.succeeded, !r.cancelled, let key = r.key, let user = r.users.first,
                       epochAtReceipt[r.seq] == epochs[client, default: 0], let value = r.response else { break }
                 var model = models[client, default: CacheModel()]
                 model.counter += 1
@@ -255,11 +261,13 @@ enum Checks {
     // MARK: single flight
 
     /// No request for a (client, user, key) is received while an earlier one for the same triple
-    /// is still unanswered, unless the client cleared or closed in between.
+    /// is still unanswered, unless the client cleared or closed in between, or gave the earlier
+    /// one up (cancelled it: its own deadline, every waiter cancelled).
     static func singleFlight(_ c: CheckContext) -> [(String, [String])] {
         var open: [String: (seq: Int, index: Int, epoch: Int)] = [:]
         var epochs: [String: Int] = [:]
         var problems: [(String, [String])] = []
+        let cancelled = Set(c.requests.filter { $0.record.cancelled }.map(\.record.seq))
         for e in c.history {
             switch e.kind {
             case .invoke where ["clearCache", "close"].contains(e.name ?? ""):
@@ -269,7 +277,7 @@ enum Checks {
             case .request:
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
                 let id = "\(client)\u{0}\(user)\u{0}\(key.kind)\u{0}\(key.key)"
-                if let first = open[id], first.epoch == epochs[client, default: 0] {
+                if let first = open[id], first.epoch == epochs[client, default: 0], !cancelled.contains(first.seq) {
                     problems.append(("client '\(client)' sent a second request for \(key.kind) '\(key.key)' of user '\(user)' while request #\(first.seq) was in flight",
                                      c.slice(around: [first.index, e.index], radius: 0).suffix(12).map { $0 }))
                 } else {
@@ -312,14 +320,21 @@ enum Checks {
             case .marker where e.name == "logout":
                 if let client = e.client { epochs[client, default: 0] += 1 }
             case .request:
-                if let r = e.request, let client = r.client { epochAtReceipt[r.seq] = epochs[client, default: 0] }
+                if let r = e.request, let client = r.client {
+                    epochAtReceipt[r.seq] = epochs[client, default: 0]
+                    // The client gave up on it (deadline, cancellation): its outcome is decided
+                    // without an answer, so the attempt counts from now.
+                    if r.cancelled, let key = r.key, let user = r.users.first {
+                        lastAttempt["\(client)\u{0}\(key.kind)\u{0}\(user)\u{0}\(key.key)"] = (r, e.index)
+                    }
+                }
             case .response:
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
                 lastAttempt["\(client)\u{0}\(key.kind)\u{0}\(user)\u{0}\(key.key)"] = (r, e.index)
                 guard fallbackOn[client] == true, let store = storeOf[client] ?? nil,
                       epochAtReceipt[r.seq] == epochs[client, default: 0] else { continue }
                 let id = "\(store)\u{0}\(key.kind)\u{0}\(user)\u{0}\(key.key)"
-                if r.succeeded, let value = r.response { persisted[id] = value }
+                if r.succeeded, !r.cancelled, let value = r.response { persisted[id] = value }
                 if r.status == 404 { persisted[id] = nil }
             case .complete:
                 guard let label = e.label, let invoke = invokes[label], let client = invoke.client,
@@ -341,7 +356,7 @@ enum Checks {
                     if outcome["error"] != .string(want) {
                         problems.append(("\(label): the backend answered 404 but the SDK gave \(outcome) instead of \(want)", where_))
                     }
-                } else if !attempt.record.succeeded {
+                } else if !attempt.record.succeeded || attempt.record.cancelled {
                     let stored = (storeOf[client] ?? nil).flatMap { persisted["\($0)\u{0}\(kind)\u{0}\(user)\u{0}\(key)"] }
                     if fallbackOn[client] != true || stored == nil {
                         if outcome["value"] != nil {

@@ -46,6 +46,7 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
                 case .received(let seq): return (s.observer, seq, false)
                 case .parked(let seq, _): s.parked.insert(seq); return (s.observer, nil, false)
                 case .answered(let seq, _, _): s.parked.remove(seq); return (s.observer, seq, true)
+                case .cancelled: return (s.observer, nil, false)   // wakes waits on `cancelled` matches
                 }
             }
             observer?(seq, answered)

@@ -368,6 +368,7 @@ final class ScenarioExecution: @unchecked Sendable {
         return { [self] in
             let run: @Sendable () async -> Void = { [self] in
                 lock.withLock { ops[label]?.entered = true }
+                recorder.poke()
                 let outcome = await body()
                 lock.withLock { ops[label]?.outcome = outcome }
                 recorder.record(.complete, client: client, label: label, name: name, outcome: outcome.json)

@@ -123,6 +123,9 @@ public enum MockEvent: Sendable, Equatable {
     case parked(seq: Int, Parked)
     /// The outcome was returned to the transport (`outcome` as in ``HistoryEntry/outcome``).
     case answered(seq: Int, outcome: String, status: Int?)
+    /// The client cancelled the load (URLProtocol `stopLoading`) before its outcome was
+    /// delivered; the request stays in the backend (a hold stays releasable).
+    case cancelled(seq: Int)
 }
 
 /// The strict lifecycle report of ``MockBackend/shutdown()``.

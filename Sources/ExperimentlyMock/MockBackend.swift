@@ -257,9 +257,12 @@ public final class MockBackend: MockRequestHandler, Sendable {
 
     /// Marks the history entry `seq` as cancelled by the client (URLProtocol `stopLoading`).
     func markCancelled(seq: Int) {
-        box.withLock { s in
-            if seq >= 1 && seq <= s.history.count { s.history[seq - 1].cancelled = true }
+        let marked = box.withLock { s -> Bool in
+            guard seq >= 1 && seq <= s.history.count else { return false }
+            s.history[seq - 1].cancelled = true
+            return true
         }
+        if marked { emit(.cancelled(seq: seq)) }
     }
 
     static let routingHeader = "X-Experimently-Mock-Route"
