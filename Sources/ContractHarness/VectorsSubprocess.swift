@@ -88,7 +88,12 @@ enum VectorsSubprocess {
         let argv: [UnsafeMutablePointer<CChar>?] = words.map { word in strdup(word) } + [nil]
         defer { for p in argv { free(p) } }
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, "/bin/sh", &actions, &attributes, argv, environ)
+        #if canImport(Darwin)
+        let environment = _NSGetEnviron()!.pointee
+        #else
+        let environment = environ
+        #endif
+        let spawned = posix_spawn(&pid, "/bin/sh", &actions, &attributes, argv, environment)
         close(inPipe[0]); inPipe[0] = -1
         close(outPipe[1]); outPipe[1] = -1
         close(errPipe[1]); errPipe[1] = -1
