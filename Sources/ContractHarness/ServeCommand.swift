@@ -1,10 +1,228 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Dispatch
 import Foundation
+import ExperimentlyMock
 
-/// `contract-harness serve`: the mock backend over loopback TCP for other processes. Arrives with
-/// issue 7.
+/// `contract-harness serve`: runs the mock backend over loopback TCP for other processes (another
+/// SDK's contract smoke, its integration tests), until SIGINT or SIGTERM.
+///
+/// Prints `EXPERIMENTLY_API_URL=http://HOST:PORT` and `EXPERIMENTLY_API_KEY=KEY` (one line each,
+/// flushed) once it accepts connections; on SIGINT/SIGTERM it stops accepting, lets in-flight
+/// responses finish, writes the journal (`--journal`) and exits 0. Exit 64 on bad usage or a
+/// malformed fixtures/faults file, 70 when it cannot listen or write the journal.
+/// Documented in `Documentation/CrossSDK.md`.
 enum ServeCommand {
+    /// The journal's format tag.
+    static let journalFormat = "experimently-journal/1"
+
+    static let usage = """
+    usage: contract-harness serve [--port N] [--host ADDR] [--fixtures FILE] [--api-key KEY] [--faults FILE] [--journal FILE]
+
+    Runs the mock backend over loopback TCP until SIGINT or SIGTERM, then writes the journal and exits 0.
+      --port N          TCP port (default 8000; 0 picks a free port, printed in the URL line)
+      --host ADDR       IPv4 address to bind (default 127.0.0.1)
+      --fixtures FILE   backend fixtures as JSON (default: the reference sdk-contract set)
+      --api-key KEY     accept this API key too, and print it as the key to use
+      --faults FILE     a JSON array of fault rules, applied in order
+      --journal FILE    write the history (every request and response) as JSON here on exit
+    Prints EXPERIMENTLY_API_URL=... and EXPERIMENTLY_API_KEY=... once it is listening.
+    """
+
+    struct Options {
+        var port: UInt16 = 8000
+        var host = "127.0.0.1"
+        var fixtures: String?
+        var apiKey: String?
+        var faults: String?
+        var journal: String?
+    }
+
+    struct Failure: Error {
+        let exit: Int32
+        let message: String
+        init(status: HarnessCommand.Exit, message: String) { exit = status.rawValue; self.message = message }
+    }
+
+    static func parse(_ arguments: [String]) throws -> Options {
+        var o = Options()
+        var i = 0
+        func value(_ flag: String) throws -> String {
+            i += 1
+            guard i < arguments.count else { throw HarnessCommand.UsageError("\(flag) needs a value") }
+            return arguments[i]
+        }
+        while i < arguments.count {
+            let a = arguments[i]
+            switch a {
+            case "--port":
+                let v = try value(a)
+                guard let p = UInt16(v) else { throw HarnessCommand.UsageError("--port takes a whole number from 0 to 65535, not '\(v)'") }
+                o.port = p
+            case "--host": o.host = try value(a)
+            case "--fixtures": o.fixtures = try value(a)
+            case "--api-key":
+                let v = try value(a)
+                guard !v.isEmpty else { throw HarnessCommand.UsageError("--api-key needs a non-empty key") }
+                o.apiKey = v
+            case "--faults": o.faults = try value(a)
+            case "--journal": o.journal = try value(a)
+            case "--help", "-h": throw HarnessCommand.UsageError("")
+            default: throw HarnessCommand.UsageError(a.hasPrefix("-") ? "serve: unknown option '\(a)'" : "serve: unexpected argument '\(a)'")
+            }
+            i += 1
+        }
+        return o
+    }
+
+    /// Decodes a JSON file strictly, naming the file and the JSON path of the first problem.
+    static func decode<T: Decodable>(_ type: T.Type, from path: String, what: String) throws -> T {
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+            throw Failure(status: .usage, message: "\(what) file \(path) cannot be read (\(error.localizedDescription))")
+        }
+        do { return try JSONDecoder().decode(T.self, from: data) } catch let error as DecodingError {
+            throw Failure(status: .usage, message: "malformed \(what) file \(path): \(describe(error))")
+        } catch {
+            throw Failure(status: .usage, message: "malformed \(what) file \(path): \(error)")
+        }
+    }
+
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ keys: [CodingKey]) -> String {
+            "$" + keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+        }
+        switch error {
+        case .typeMismatch(let type, let c): return "at \(path(c.codingPath)): expected \(type): \(c.debugDescription)"
+        case .valueNotFound(let type, let c): return "at \(path(c.codingPath)): expected \(type), found null"
+        case .keyNotFound(let key, let c): return "at \(path(c.codingPath)): missing member \"\(key.stringValue)\""
+        case .dataCorrupted(let c): return "at \(path(c.codingPath)): \(c.debugDescription)"
+        @unknown default: return "\(error)"
+        }
+    }
+
+    /// Waits for the first of SIGINT and SIGTERM through dispatch signal sources.
+    final class SignalWaiter: @unchecked Sendable { // `fired` and `continuation` are guarded by `lock`
+        private let lock = NSLock()
+        private var fired: Int32?
+        private var continuation: CheckedContinuation<Int32, Never>?
+        private var sources: [any DispatchSourceSignal] = []
+
+        init(_ signals: [Int32]) {
+            let queue = DispatchQueue(label: "contract-harness.serve.signals")
+            for s in signals {
+                signal(s, SIG_IGN) // the dispatch source sees it; the default action (terminate) must not run
+                let source = DispatchSource.makeSignalSource(signal: s, queue: queue)
+                source.setEventHandler { [weak self] in self?.fire(s) }
+                source.resume()
+                sources.append(source)
+            }
+        }
+
+        private func fire(_ s: Int32) {
+            lock.lock()
+            if fired == nil { fired = s }
+            let c = continuation
+            continuation = nil
+            lock.unlock()
+            c?.resume(returning: s)
+        }
+
+        /// The signal that arrived first (returns at once if one already did).
+        func wait() async -> Int32 {
+            await withCheckedContinuation { (c: CheckedContinuation<Int32, Never>) in
+                lock.lock()
+                if let s = fired { lock.unlock(); c.resume(returning: s); return }
+                continuation = c
+                lock.unlock()
+            }
+        }
+
+        func cancel() { for s in sources { s.cancel() } }
+    }
+
     static func main(_ arguments: [String]) async -> Int32 {
-        FileHandle.standardError.write(Data("contract-harness serve: not implemented yet\n".utf8))
-        return HarnessCommand.Exit.internalFault.rawValue
+        let options: Options
+        do { options = try parse(arguments) } catch let e as HarnessCommand.UsageError {
+            if e.message.isEmpty { print(usage); return HarnessCommand.Exit.ok.rawValue }
+            FileHandle.standardError.write(Data("contract-harness: \(e.message)\n\n\(usage)\n".utf8))
+            return HarnessCommand.Exit.usage.rawValue
+        } catch { return HarnessCommand.Exit.internalFault.rawValue }
+        do {
+            return try await serve(options)
+        } catch let f as Failure {
+            FileHandle.standardError.write(Data("contract-harness serve: \(f.message)\n".utf8))
+            return f.exit
+        } catch {
+            FileHandle.standardError.write(Data("contract-harness serve: \(error)\n".utf8))
+            return HarnessCommand.Exit.internalFault.rawValue
+        }
+    }
+
+    static func serve(_ options: Options) async throws -> Int32 {
+        var fixtures = Fixtures.sdkContract
+        if let path = options.fixtures { fixtures = try decode(Fixtures.self, from: path, what: "fixtures") }
+        if let key = options.apiKey {
+            if let i = fixtures.apiKeys.firstIndex(where: { $0.key == key }) { fixtures.apiKeys[i].revoked = false } else {
+                fixtures.apiKeys.append(APIKey(key: key))
+            }
+        }
+        guard let key = options.apiKey ?? fixtures.apiKeys.first(where: { !$0.revoked })?.key else {
+            throw Failure(status: .usage, message: "the fixtures have no API key that is not revoked; add one or pass --api-key KEY")
+        }
+        let faults = try options.faults.map { try decode([FaultRule].self, from: $0, what: "faults") } ?? []
+
+        let backend = MockBackend(fixtures: fixtures)
+        for rule in faults { backend.addFault(rule) }
+        let server = MockHTTPServer(handler: backend, configuration: .init(host: options.host, port: options.port))
+        let signals = SignalWaiter([SIGINT, SIGTERM])
+        defer { signals.cancel() }
+        let port: UInt16
+        do { port = try server.start() } catch {
+            throw Failure(status: .internalFault, message: "cannot listen on \(options.host):\(options.port): \(error)")
+        }
+        let url = "http://\(options.host):\(port)"
+        HarnessCommand.say("EXPERIMENTLY_API_URL=\(url)")
+        HarnessCommand.say("EXPERIMENTLY_API_KEY=\(key)")
+        FileHandle.standardError.write(Data("contract-harness serve: mock backend at \(url) (\(fixtures.experiments.count) experiments, \(fixtures.flags.count) flags, \(faults.count) fault rules); SIGINT or SIGTERM stops it\n".utf8))
+
+        let received = await signals.wait()
+        await server.shutdown()
+        let report = backend.shutdown()
+        let name = received == SIGINT ? "SIGINT" : "SIGTERM"
+        if let path = options.journal {
+            do { try journal(backend: backend, report: report, url: url, signal: name).write(to: URL(fileURLWithPath: path), options: .atomic) } catch {
+                throw Failure(status: .internalFault, message: "cannot write the journal to \(path): \(error.localizedDescription)")
+            }
+        }
+        let history = backend.history.count
+        FileHandle.standardError.write(Data("contract-harness serve: stopped on \(name) after \(history) requests\(options.journal.map { "; journal written to \($0)" } ?? "")\n".utf8))
+        return HarnessCommand.Exit.ok.rawValue
+    }
+
+    /// The journal: `{format, url, stopped_by, history: [request...], state: {assignments, exposures, events}, shutdown}`.
+    static func journal(backend: MockBackend, report: ShutdownReport, url: String, signal: String) throws -> Data {
+        struct Journal: Encodable {
+            let format: String
+            let url: String
+            let stoppedBy: String
+            let history: [HistoryEntry]
+            let state: BackendStateSnapshot
+            let shutdown: ShutdownReport
+            enum CodingKeys: String, CodingKey { case format, url, stoppedBy = "stopped_by", history, state, shutdown }
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var c = encoder.singleValueContainer()
+            try c.encode(Verdict.iso(date))
+        }
+        return try encoder.encode(Journal(format: journalFormat, url: url, stoppedBy: signal, history: backend.history,
+                                          state: backend.state, shutdown: report)) + Data("\n".utf8)
     }
 }

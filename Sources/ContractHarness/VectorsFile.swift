@@ -1,0 +1,194 @@
+import Foundation
+import ExperimentlyMock
+
+/// One golden-vector check target: an input pair with everything a file says about it.
+///
+/// Read from the files of `golden-vectors/` (CONTRACT.md sections 2 and 6): `hash-vectors.json`
+/// (the upstream cross-SDK format), `hash-extended.json` and `bucketing.json`.
+public struct VectorCase: Sendable, Equatable {
+    /// The file name the case comes from, e.g. `hash-vectors.json`.
+    public var file: String
+    /// Where in the file, e.g. `hash_vectors[3]`.
+    public var location: String
+    /// The user id (hashed exactly as given).
+    public var userID: String
+    /// The flag or experiment key.
+    public var key: String
+    /// The expected golden hash in [0, 1), compared within ``VectorsFile/tolerance``.
+    public var expectedHash: Double
+    /// The expected MD5 of `"{user}:{key}"`, 32 lowercase hex digits, when the file gives it.
+    public var md5Hex: String?
+    /// Rollout decisions `(percent, included)`: included when hash < percent / 100.
+    public var rollouts: [Rollout]
+    /// The experiment bucket `floor(hash * 100)`, when the file gives it.
+    public var bucket: Int?
+    /// The md5-mod100 flag bucket, when the file gives it.
+    public var md5Mod100: Int?
+
+    /// One rollout decision.
+    public struct Rollout: Sendable, Equatable {
+        /// The rollout percentage, 0...100.
+        public var percent: Int
+        /// Whether the user is inside that rollout.
+        public var included: Bool
+    }
+}
+
+/// Reads and validates golden-vector files, with errors naming the file, the JSON path and what
+/// was expected there.
+public enum VectorsFile {
+    /// The tolerance for hash comparisons (CONTRACT.md section 6).
+    public static let tolerance = 1e-10
+
+    /// The file names read from a vectors folder, in order; only the first is required.
+    public static let fileNames = ["hash-vectors.json", "hash-extended.json", "bucketing.json"]
+
+    /// A malformed vectors file or a missing folder (exit 64).
+    public struct Malformed: Error, CustomStringConvertible, Equatable {
+        /// "`file`: at `$.path`: expected ..., found ...".
+        public let description: String
+    }
+
+    /// Loads every case from `path`: a folder holding the files of ``fileNames`` (the first
+    /// required), or a single file in the upstream `hash-vectors.json` format.
+    ///
+    /// - Returns: the cases and the files read.
+    /// - Throws: ``Malformed`` naming the file and JSON path of the first problem.
+    public static func load(_ path: String) throws -> (cases: [VectorCase], files: [String]) {
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir) else {
+            throw Malformed(description: "\(path): no such folder (give --vectors the golden-vectors folder of this package)")
+        }
+        if !isDir.boolValue { return (try cases(in: read(path), file: path, name: (path as NSString).lastPathComponent), [path]) }
+        var all: [VectorCase] = []
+        var files: [String] = []
+        for (i, name) in fileNames.enumerated() {
+            let file = (path as NSString).appendingPathComponent(name)
+            guard FileManager.default.fileExists(atPath: file) else {
+                if i == 0 { throw Malformed(description: "\(file): missing (a vectors folder must hold hash-vectors.json)") }
+                continue
+            }
+            all += try cases(in: read(file), file: file, name: name)
+            files.append(file)
+        }
+        return (all, files)
+    }
+
+    static func read(_ file: String) throws -> JSONValue {
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
+            throw Malformed(description: "\(file): cannot be read (\(error.localizedDescription))")
+        }
+        do { return try JSONValue.parse(data).value } catch {
+            throw Malformed(description: "\(file): not valid JSON: \(error)")
+        }
+    }
+
+    /// The cases of one parsed file; the shape is chosen by the members present.
+    static func cases(in root: JSONValue, file: String, name: String) throws -> [VectorCase] {
+        let reader = Reader(file: file)
+        let object = try reader.object(root, "$")
+        var out: [VectorCase] = []
+        if object["assignments"] != nil || object["evaluations"] != nil {
+            for (i, item) in try reader.array(object["assignments"] ?? .array([]), "$.assignments").enumerated() {
+                let at = "$.assignments[\(i)]"
+                let o = try reader.object(item, at)
+                let hash = try reader.hash(o, "expected_hash", at)
+                let bucket = try reader.int(o, "bucket", at, 0...99)
+                out.append(VectorCase(file: name, location: "assignments[\(i)]", userID: try reader.string(o, "user_id", at),
+                                      key: try reader.string(o, "experiment_key", at), expectedHash: hash, md5Hex: nil,
+                                      rollouts: [], bucket: bucket, md5Mod100: nil))
+            }
+            for (i, item) in try reader.array(object["evaluations"] ?? .array([]), "$.evaluations").enumerated() {
+                let at = "$.evaluations[\(i)]"
+                let o = try reader.object(item, at)
+                out.append(VectorCase(file: name, location: "evaluations[\(i)]", userID: try reader.string(o, "user_id", at),
+                                      key: try reader.string(o, "flag_key", at), expectedHash: try reader.hash(o, "expected_hash", at),
+                                      md5Hex: try reader.md5(o, at), rollouts: [], bucket: nil,
+                                      md5Mod100: try reader.int(o, "md5_mod100", at, 0...99)))
+            }
+            return out
+        }
+        guard object["hash_vectors"] != nil else {
+            throw Malformed(description: "\(file): at $: expected \"hash_vectors\" (a hash vectors file) or \"assignments\"/\"evaluations\" (a bucketing file)")
+        }
+        for (i, item) in try reader.array(object["hash_vectors"]!, "$.hash_vectors").enumerated() {
+            let at = "$.hash_vectors[\(i)]"
+            let o = try reader.object(item, at)
+            out.append(VectorCase(file: name, location: "hash_vectors[\(i)]", userID: try reader.string(o, "user_id", at),
+                                  key: try reader.string(o, "flag_key", at), expectedHash: try reader.hash(o, "expected_hash", at),
+                                  md5Hex: try reader.md5(o, at), rollouts: [], bucket: nil, md5Mod100: nil))
+        }
+        for (i, item) in try reader.array(object["rollout_vectors"] ?? .array([]), "$.rollout_vectors").enumerated() {
+            let at = "$.rollout_vectors[\(i)]"
+            let o = try reader.object(item, at)
+            var rollouts: [VectorCase.Rollout] = []
+            for (k, v) in o where k.hasPrefix("rollout_") && k.hasSuffix("_percent") {
+                let digits = k.dropFirst("rollout_".count).dropLast("_percent".count)
+                guard let pct = Int(digits), (0...100).contains(pct) else {
+                    throw Malformed(description: "\(file): at \(at).\(k): expected a key rollout_<0..100>_percent, found \(k)")
+                }
+                guard case .bool(let included) = v else {
+                    throw Malformed(description: "\(file): at \(at).\(k): expected a boolean, found \(v.typeName)")
+                }
+                rollouts.append(.init(percent: pct, included: included))
+            }
+            if rollouts.isEmpty { throw Malformed(description: "\(file): at \(at): expected at least one rollout_<N>_percent boolean") }
+            out.append(VectorCase(file: name, location: "rollout_vectors[\(i)]", userID: try reader.string(o, "user_id", at),
+                                  key: try reader.string(o, "flag_key", at), expectedHash: try reader.hash(o, "expected_hash", at),
+                                  md5Hex: nil, rollouts: rollouts.sorted { $0.percent < $1.percent }, bucket: nil, md5Mod100: nil))
+        }
+        return out
+    }
+
+    struct Reader {
+        let file: String
+
+        func fail(_ at: String, _ expected: String, _ found: JSONValue?) -> Malformed {
+            Malformed(description: "\(file): at \(at): expected \(expected), found \(found.map(describe) ?? "nothing (the member is missing)")")
+        }
+
+        func describe(_ v: JSONValue) -> String {
+            switch v {
+            case .string(let s): return "the string \((s.count > 40 ? String(s.prefix(40)) + "..." : s).debugDescription)"
+            case .number(let n): return "the number \(n)"
+            default: return v.typeName
+            }
+        }
+
+        func object(_ v: JSONValue, _ at: String) throws -> [String: JSONValue] {
+            guard let o = v.objectValue else { throw fail(at, "an object", v) }
+            return o
+        }
+
+        func array(_ v: JSONValue, _ at: String) throws -> [JSONValue] {
+            guard let a = v.arrayValue else { throw fail(at, "an array", v) }
+            return a
+        }
+
+        func string(_ o: [String: JSONValue], _ key: String, _ at: String) throws -> String {
+            guard let s = o[key]?.stringValue else { throw fail("\(at).\(key)", "a string", o[key]) }
+            return s
+        }
+
+        func hash(_ o: [String: JSONValue], _ key: String, _ at: String) throws -> Double {
+            guard let n = o[key]?.numberValue, n >= 0, n < 1 else { throw fail("\(at).\(key)", "a number in [0, 1)", o[key]) }
+            return n
+        }
+
+        func int(_ o: [String: JSONValue], _ key: String, _ at: String, _ range: ClosedRange<Int>) throws -> Int {
+            guard let n = o[key]?.numberValue, n == n.rounded(), n >= Double(range.lowerBound), n <= Double(range.upperBound) else {
+                throw fail("\(at).\(key)", "a whole number in \(range.lowerBound)...\(range.upperBound)", o[key])
+            }
+            return Int(n)
+        }
+
+        func md5(_ o: [String: JSONValue], _ at: String) throws -> String? {
+            guard let v = o["md5_hex"] else { return nil }
+            guard let s = v.stringValue, s.count == 32, s.allSatisfy({ $0.isHexDigit }) else {
+                throw fail("\(at).md5_hex", "32 hex digits", v)
+            }
+            return s.lowercased()
+        }
+    }
+}
