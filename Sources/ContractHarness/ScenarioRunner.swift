@@ -370,8 +370,11 @@ final class ScenarioExecution: @unchecked Sendable {
                 lock.withLock { ops[label]?.entered = true }
                 recorder.poke()
                 let outcome = await body()
-                lock.withLock { ops[label]?.outcome = outcome }
+                // The completion is in the history before anyone can see the operation finished,
+                // so the next step's events always come after it.
                 recorder.record(.complete, client: client, label: label, name: name, outcome: outcome.json)
+                lock.withLock { ops[label]?.outcome = outcome }
+                recorder.poke()
             }
             let task: Task<Void, Never>
             if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let executor = executor as? OperationExecutor {
