@@ -30,6 +30,8 @@ public enum HarnessCommand {
       --seed N         the run's seed, recorded in the verdict; {{seed}} in scenario files is replaced by it
       --fail-fast      stop after the first failing scenario (the rest are reported as skipped)
       --explore        scenarios with an "explore" section are explored (see explore) instead of run once
+      --mutant NAME    run against a deliberately broken SDK variant (see mutants) instead of the SDK, or
+                       "none" for the second, faithful implementation
 
     explore  Runs a scenario again and again from a fresh state, each time with another order of the steps its
              "explore" section lists (releases, operation starts, clock advances...): every order up to K when
@@ -88,6 +90,7 @@ public enum HarnessCommand {
         var exhaustive = false
         var maxSchedules: Int?
         var out: String?
+        var mutant: String?
     }
 
     static func parseRun(_ arguments: [String]) throws -> RunOptions {
@@ -116,6 +119,12 @@ public enum HarnessCommand {
                 guard let n = Int(v), n > 0 else { throw UsageError("--max-schedules takes a positive whole number, not '\(v)'") }
                 o.maxSchedules = n
             case "--out": o.out = try value(a)
+            case "--mutant":
+                let v = try value(a)
+                guard v == "none" || Defect(rawValue: v) != nil else {
+                    throw UsageError("--mutant takes none or one of: \(Defect.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                o.mutant = v
             case "--help", "-h": throw UsageError("")
             default:
                 if a.hasPrefix("-") { throw UsageError("unknown option '\(a)'") }
@@ -157,9 +166,11 @@ public enum HarnessCommand {
     static func run(_ arguments: [String], driver: any SDKDriver) async -> Int32 {
         let options: RunOptions
         let files: [String]
+        var driver = driver
         do {
             options = try parseRun(arguments)
             files = try discover(options.paths)
+            if let m = options.mutant { driver = MutantRun.driver(Defect(rawValue: m)) }
         } catch let e as UsageError {
             if e.message.isEmpty { print(usage); return Exit.ok.rawValue }
             return usageError(e.message)

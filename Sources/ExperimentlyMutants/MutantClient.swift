@@ -28,6 +28,12 @@ public final class MutantClient: @unchecked Sendable {
         case assignment(Assignment)
     }
 
+    /// A fetch's value and whether it came from the network (only those are cached and persisted).
+    private struct Fetched {
+        let value: Cached
+        let fresh: Bool
+    }
+
     private struct Entry {
         let user: String
         let key: String
@@ -187,7 +193,7 @@ public final class MutantClient: @unchecked Sendable {
     }
 
     private func cachedOrShared(_ kind: String, user: String, key: String,
-                                fetch: @escaping @Sendable () async throws -> Cached) async throws -> Cached {
+                                fetch: @escaping @Sendable () async throws -> Fetched) async throws -> Cached {
         let k = cacheKey(kind, user, key)
         let now = clock.now()
         let (hit, shared, ticket, starts): (Cached?, Shared?, Int, Bool) = locked { s in
@@ -206,7 +212,7 @@ public final class MutantClient: @unchecked Sendable {
         guard let shared else { throw ExperimentationError.cancelled }
         if starts {
             let task = Task { [self] in
-                let result: Result<Cached, Error>
+                let result: Result<Fetched, Error>
                 do { result = .success(try await fetch()) } catch { result = .failure(error) }
                 complete(shared, key: k, user: user, entryKey: key, result: result)
             }
@@ -237,14 +243,16 @@ public final class MutantClient: @unchecked Sendable {
         }
     }
 
-    private func complete(_ shared: Shared, key k: String, user: String, entryKey: String, result: Result<Cached, Error>) {
+    private func complete(_ shared: Shared, key k: String, user: String, entryKey: String, result fetched: Result<Fetched, Error>) {
         let now = clock.now()
+        let result = fetched.map(\.value)
         let waiters: [CheckedContinuation<Cached, Error>] = locked { s in
             if self.has(.oldRequestUnregistersNewer) || s.shared[k] === shared { s.shared[k] = nil }
-            if case .success(let value) = result, self.has(.staleWriteAfterClear) || shared.epoch == s.epoch {
+            if case .success(let f) = fetched, f.fresh || self.has(.cachesFailure),
+               self.has(.staleWriteAfterClear) || shared.epoch == s.epoch {
                 s.order += 1
-                s.entries[k] = Entry(user: user, key: entryKey, value: value, expires: now.addingTimeInterval(config.cacheTTL), order: s.order)
-                self.persist(value, user: user)
+                s.entries[k] = Entry(user: user, key: entryKey, value: f.value, expires: now.addingTimeInterval(config.cacheTTL), order: s.order)
+                if f.fresh { self.persist(f.value, user: user) }
             }
             shared.result = result
             defer { shared.waiters.removeAll() }
@@ -273,31 +281,32 @@ public final class MutantClient: @unchecked Sendable {
 
     // MARK: Requests
 
-    private func fetchFlag(_ flagKey: String, user: User) async throws -> Cached {
+    private func fetchFlag(_ flagKey: String, user: User) async throws -> Fetched {
         let path = "/api/v1/feature-flags/evaluate/" + escape(flagKey, path: true)
         do {
             let (status, data) = try await send("GET", path, query: "user_id=" + escape(user.id, path: false))
             try classify(status, data, notFound: .flagNotFound(flagKey))
             let decoded = try decode(EvalResult.self, data)
-            return .flag(EvalResult(key: decoded.key.isEmpty ? flagKey : decoded.key, enabled: decoded.enabled, config: decoded.config))
+            return Fetched(value: .flag(EvalResult(key: decoded.key.isEmpty ? flagKey : decoded.key, enabled: decoded.enabled, config: decoded.config)),
+                           fresh: true)
         } catch {
-            return try fallback(error, kind: "flag", key: flagKey, user: user.id)
+            return Fetched(value: try fallback(error, kind: "flag", key: flagKey, user: user.id), fresh: false)
         }
     }
 
-    private func fetchAssignment(_ experimentKey: String, user: User) async throws -> Cached {
+    private func fetchAssignment(_ experimentKey: String, user: User) async throws -> Fetched {
         var body: [String: AnyCodable] = ["experiment_key": AnyCodable(experimentKey), "user_id": AnyCodable(user.id)]
         if let attributes = user.attributes { body["context"] = AnyCodable(attributes.mapValues(\.value)) }
         do {
             let (status, data) = try await send("POST", "/api/v1/tracking/assign", body: try encode(body))
             try classify(status, data, notFound: .experimentNotFound(experimentKey))
             let a = try decode(Assignment.self, data)
-            return .assignment(Assignment(experimentKey: experimentKey, userId: a.userId.isEmpty ? user.id : a.userId,
-                                          variantId: a.variantId, variantName: a.variantName, isControl: a.isControl,
-                                          configuration: a.configuration, assigned: a.assigned))
+            return Fetched(value: .assignment(Assignment(experimentKey: experimentKey, userId: a.userId.isEmpty ? user.id : a.userId,
+                                                         variantId: a.variantId, variantName: a.variantName, isControl: a.isControl,
+                                                         configuration: a.configuration, assigned: a.assigned)), fresh: true)
         } catch {
             do {
-                return try fallback(error, kind: "experiment", key: experimentKey, user: user.id)
+                return Fetched(value: try fallback(error, kind: "experiment", key: experimentKey, user: user.id), fresh: false)
             } catch let failure {
                 if has(.exposureForFallback), case ExperimentationError.serverError = failure {
                     // The app will show control: this variant records that as an exposure.
@@ -329,7 +338,7 @@ public final class MutantClient: @unchecked Sendable {
         default:
             if let stored = load(kind, key: key, user: persistedUser) { return stored }
             if has(.cachesFailure), kind == "flag" {
-                // The failure is served (and cached by the caller's success path) as "disabled".
+                // The failure is served as "disabled", and `complete` caches it.
                 return .flag(EvalResult(key: key, enabled: false))
             }
             throw error
