@@ -46,12 +46,14 @@ extension JSONValue: CustomStringConvertible {
     }
 
     /// `true` when every member of `expected` (recursively for objects) equals the member of
-    /// `self` at the same place (a `null` expected member also matches an absent one); arrays and
-    /// scalars must be equal.
+    /// `self` at the same place (a `null` expected member also matches an absent one); arrays
+    /// must have the same length with each element contained; scalars must be equal.
     func contains(_ expected: JSONValue) -> Bool {
         switch (self, expected) {
         case (.object(let mine), .object(let theirs)):
             return theirs.allSatisfy { key, value in mine[key].map { $0.contains(value) } ?? (value == .null) }
+        case (.array(let mine), .array(let theirs)):
+            return mine.count == theirs.count && zip(mine, theirs).allSatisfy { $0.contains($1) }
         default:
             return self == expected
         }

@@ -14,6 +14,8 @@ public enum MutantRun {
         /// The scenarios that failed (or errored) against this variant but pass against the
         /// faithful variant.
         public let caughtBy: [String]
+        /// The checks that failed in those scenarios (named checks, `step N ...` expectations).
+        public let failingChecks: [String]
         public var caught: Bool { !caughtBy.isEmpty }
     }
 
@@ -36,7 +38,8 @@ public enum MutantRun {
                 "variants": .array(rows.map { row in
                     .object(["defect": .string(row.defect.rawValue), "item": .number(Double(row.defect.item)),
                              "summary": .string(row.defect.summary), "caught": .bool(row.caught),
-                             "caught_by": .array(row.caughtBy.map(JSONValue.string))])
+                             "caught_by": .array(row.caughtBy.map(JSONValue.string)),
+                             "failing_checks": .array(row.failingChecks.map(JSONValue.string))])
                 }),
                 "baseline_failures": .array(baselineFailures.map(JSONValue.string)),
                 "scenarios": .number(Double(scenarios.count)),
@@ -64,12 +67,17 @@ public enum MutantRun {
     public static func run(_ scenarios: [Scenario], defects: [Defect] = Defect.allCases, stepTimeoutCap: Int = 1500,
                            progress: (Row) -> Void = { _ in }) async -> Report {
         let started = DispatchTime.now()
-        func failing(_ defect: Defect?) async -> Set<String> {
+        func failing(_ defect: Defect?) async -> [String: [String]] {
             let runner = ScenarioRunner(driver: driver(defect), stepTimeoutCap: stepTimeoutCap, keepsHistory: false)
-            var failed = Set<String>()
+            var failed: [String: [String]] = [:]
             for s in scenarios {
                 let r = await runner.run(s)
-                if r.status == .failed || r.status == .error { failed.insert(s.name) }
+                if r.status == .failed || r.status == .error {
+                    failed[s.name] = r.checks.filter { !$0.passed }.map { check in
+                        // "step 5 assert" and "step 3 do getAssignment as x expect" are expectations.
+                        check.name.hasPrefix("step ") ? (check.name.hasSuffix("expect") ? "step expect" : "step assert") : check.name
+                    }
+                }
             }
             return failed
         }
@@ -77,11 +85,12 @@ public enum MutantRun {
         var rows: [Row] = []
         for defect in defects {
             let failed = await failing(defect)
-            let row = Row(defect: defect, caughtBy: scenarios.map(\.name).filter { failed.contains($0) && !baseline.contains($0) })
+            let caught = scenarios.map(\.name).filter { failed[$0] != nil && baseline[$0] == nil }
+            let row = Row(defect: defect, caughtBy: caught, failingChecks: Array(Set(caught.flatMap { failed[$0] ?? [] })).sorted())
             rows.append(row)
             progress(row)
         }
-        return Report(rows: rows, baselineFailures: scenarios.map(\.name).filter { baseline.contains($0) },
+        return Report(rows: rows, baselineFailures: scenarios.map(\.name).filter { baseline[$0] != nil },
                       scenarios: scenarios.map(\.name), durationMilliseconds: ScenarioRunner.elapsed(since: started))
     }
 }
