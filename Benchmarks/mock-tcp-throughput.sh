@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Loopback HTTP/1.1 throughput: experimently-bench mock-serve (MockHTTPServer) vs a Python
-# pytest-httpserver serving the same route and JSON, both measured with wrk and keep-alive.
+# Loopback HTTP/1.1 throughput: experimently-bench mock-serve (MockHTTPServer in front of the real
+# MockBackend: auth, routing, rollout bucketing, history) vs a Python pytest-httpserver serving the
+# same route and JSON, both measured with wrk and keep-alive.
 #
 # Usage: Benchmarks/mock-tcp-throughput.sh
 # Env:   WRK_THREADS (2), WRK_CONNECTIONS (32), WRK_DURATION (5s), SWIFT_PORT (18080),
@@ -16,7 +17,9 @@ SWIFT_PORT="${SWIFT_PORT:-18080}"
 PY_PORT="${PY_PORT:-18081}"
 VENV="${VENV:-/tmp/experimently-bench-venv}"
 ROUTE="/api/v1/feature-flags/evaluate/sdk_contract_flag?user_id=bench-user"
-EXPECTED='{"key":"sdk_contract_flag","enabled":true,"config":null,"reason":"rollout"}'
+# The mock backend writes keys sorted; Python serves the same bytes.
+EXPECTED='{"config":null,"enabled":true,"key":"sdk_contract_flag","reason":"rollout"}'
+KEY_HEADER="X-API-Key: sdk-contract-key"
 
 if ! command -v wrk >/dev/null 2>&1; then
     echo "installing wrk (Debian package)" >&2
@@ -38,7 +41,7 @@ trap cleanup EXIT
 
 wait_ready() { # url
     for _ in $(seq 1 100); do
-        if [ "$(curl -s --max-time 1 "$1" || true)" = "$EXPECTED" ]; then return 0; fi
+        if [ "$(curl -s --max-time 1 -H "$KEY_HEADER" "$1" || true)" = "$EXPECTED" ]; then return 0; fi
         sleep 0.1
     done
     echo "server at $1 did not answer the expected JSON" >&2
@@ -47,7 +50,7 @@ wait_ready() { # url
 
 run_wrk() { # name url -> prints requests/second
     local out
-    out="$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency "$2")"
+    out="$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -H "$KEY_HEADER" "$2")"
     echo "== $1" >&2
     echo "$out" >&2
     echo "$out" | awk '/^Requests\/sec:/ { print $2 }'
@@ -69,7 +72,7 @@ port = int(sys.argv[1])
 # (Werkzeug answers `Connection: close` here, so wrk reconnects for every request.)
 server = HTTPServer(host="127.0.0.1", port=port, threaded=True)
 server.expect_request("/api/v1/feature-flags/evaluate/sdk_contract_flag", method="GET").respond_with_data(
-    '{"key":"sdk_contract_flag","enabled":true,"config":null,"reason":"rollout"}', content_type="application/json")
+    '{"config":null,"enabled":true,"key":"sdk_contract_flag","reason":"rollout"}', content_type="application/json")
 server.start()
 stop = threading.Event()
 signal.signal(signal.SIGTERM, lambda *_: stop.set())

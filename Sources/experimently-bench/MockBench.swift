@@ -5,9 +5,15 @@ import Foundation
 /// Mock backend benchmarks (in-process round trip; loopback TCP server for wrk).
 enum MockBench {
 
-    /// The handler `mock-serve` serves. After merging the mock backend core, replace this one
-    /// line with the real backend (seeded with the contract fixtures).
-    static func makeHandler() -> any MockRequestHandler { BenchFlagHandler() }
+    /// The handler `mock-serve` serves: the real backend with the reference fixtures, its rate
+    /// limit raised so a benchmark measures serving, not 429s. `--static` serves a fixed answer
+    /// instead (the transport's own ceiling).
+    static func makeHandler(static fixed: Bool) -> any MockRequestHandler {
+        if fixed { return BenchFlagHandler() }
+        var fixtures = Fixtures.sdkContract
+        fixtures.rateLimit = RateLimit(limit: 1_000_000_000, windowSeconds: 60)
+        return MockBackend(fixtures: fixtures)
+    }
 
     /// Serves `makeHandler()` over loopback HTTP/1.1 until SIGINT or SIGTERM.
     ///
@@ -17,20 +23,23 @@ enum MockBench {
     static func serve(arguments: [String]) async {
         var port: UInt16 = 8080
         var host = "127.0.0.1"
+        var fixed = false
         var rest = arguments[...]
         while let flag = rest.popFirst() {
             switch flag {
             case "--port":
                 guard let value = rest.popFirst(), let parsed = UInt16(value) else { fail(64, "--port needs a number 0...65535") }
                 port = parsed
+            case "--static":
+                fixed = true
             case "--host":
                 guard let value = rest.popFirst() else { fail(64, "--host needs an IPv4 address") }
                 host = value
             default:
-                fail(64, "unknown argument \(flag.debugDescription); usage: experimently-bench mock-serve [--port N] [--host A]")
+                fail(64, "unknown argument \(flag.debugDescription); usage: experimently-bench mock-serve [--port N] [--host A] [--static]")
             }
         }
-        let server = MockHTTPServer(handler: makeHandler(), configuration: .init(host: host, port: port))
+        let server = MockHTTPServer(handler: makeHandler(static: fixed), configuration: .init(host: host, port: port))
         let bound: UInt16
         do { bound = try server.start() } catch { fail(1, "mock-serve: \(error)") }
         print("listening on http://\(host):\(bound)")
