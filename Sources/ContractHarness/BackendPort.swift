@@ -121,7 +121,7 @@ protocol BackendPort: AnyObject, Sendable {
     func setObserver(_ observer: @escaping @Sendable (_ seq: Int?, _ answered: Bool) -> Void)
     /// Strict shutdown: releases what is still held and describes holds never released and
     /// one-shot faults never used.
-    func shutdown() -> [String]
+    func shutdown() async -> [String]
     /// Requests the SDK sessions created whose completion has not returned (in transit, parked,
     /// or on the way back); `nil` when the platform's sessions cannot count them.
     var outstandingTasks: Int? { get }

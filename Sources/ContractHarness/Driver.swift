@@ -138,8 +138,11 @@ public struct DriverContext: Sendable {
     public let makeSession: @Sendable (_ client: String) -> URLSession
     /// The scenario's virtual clock.
     public let clock: VirtualClock
-    /// The `UserDefaults` suite for a store name (unique per scenario run).
+    /// The `UserDefaults` suite for a store name (exclusively this run's).
     public let storeSuite: @Sendable (_ store: String) -> String
+    /// When set, the in-memory defaults to use for a store name instead of a suite (explorer and
+    /// mutant runs); the same name gives the same instance within a run.
+    public let memoryStore: (@Sendable (_ store: String) -> SharedDefaults)?
     /// The mock backend's origin for a client (its requests are attributed to it by the origin's
     /// port), for clients whose settings name none.
     public let baseURL: @Sendable (_ client: String) -> String

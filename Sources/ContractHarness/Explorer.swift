@@ -156,7 +156,7 @@ public enum Explorer {
     ///   - runner: runs each schedule (its driver is the SDK under test).
     ///   - concurrency: how many schedules run at once.
     public static func explore(_ root: JSONValue, file: String, settings: Settings, seed: UInt64,
-                               runner: ScenarioRunner, concurrency: Int = Int(ProcessInfo.processInfo.environment["EXPLORE_CONCURRENCY"] ?? "") ?? 8) async -> Report {
+                               runner: ScenarioRunner, concurrency: Int = 16) async -> Report {
         let started = DispatchTime.now()
         let name = root["name"]?.stringValue ?? file
         let (orders, complete) = schedules(of: settings.steps, max: settings.maxSchedules, exhaustive: settings.exhaustive, seed: seed)

@@ -15,7 +15,7 @@ public enum HarnessCommand {
 
     static let usage = """
     usage: contract-harness run [PATH ...] [--verdict FILE] [--junit FILE] [--filter TEXT] [--seed N] [--fail-fast]
-           contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--verdict FILE]
+           contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--jobs N] [--verdict FILE]
            contract-harness mutants [PATH ...] [--verdict FILE] [--filter TEXT] [--step-timeout-ms N]
            contract-harness vectors [--sdk-command CMD] [--vectors DIR] [--verdict FILE]
            contract-harness serve [--port N] [--host ADDR] [--fixtures FILE] [--api-key KEY] [--faults FILE] [--journal FILE]
@@ -39,6 +39,7 @@ public enum HarnessCommand {
              as a plain scenario file that `run` replays (default SCENARIO-NAME-schedule.json); exit 1 when one fails.
       --max-schedules K  at most K schedules (default: the file's, else 100)
       --out FILE         where the failing schedule goes
+      --jobs N           schedules run at once (default 16; each is an independent run)
 
     mutants  Runs the suite against the faithful variant of a second client implementation and against every
              deliberately broken variant (Documentation/Mutants.md); prints which scenarios caught which variant
@@ -91,6 +92,7 @@ public enum HarnessCommand {
         var maxSchedules: Int?
         var out: String?
         var mutant: String?
+        var jobs = 16
     }
 
     static func parseRun(_ arguments: [String]) throws -> RunOptions {
@@ -119,6 +121,10 @@ public enum HarnessCommand {
                 guard let n = Int(v), n > 0 else { throw UsageError("--max-schedules takes a positive whole number, not '\(v)'") }
                 o.maxSchedules = n
             case "--out": o.out = try value(a)
+            case "--jobs":
+                let v = try value(a)
+                guard let n = Int(v), (1...256).contains(n) else { throw UsageError("--jobs takes a whole number from 1 to 256, not '\(v)'") }
+                o.jobs = n
             case "--mutant":
                 let v = try value(a)
                 guard v == "none" || Defect(rawValue: v) != nil else {
@@ -379,7 +385,8 @@ public enum HarnessCommand {
         }
         say("explore \(root["name"]?.stringValue ?? file): seed \(options.seed), steps \(settings.steps) may move, at most \(settings.maxSchedules) schedules\(settings.exhaustive ? " (exhaustive)" : "")")
         let report = await Explorer.explore(root, file: file, settings: settings, seed: options.seed,
-                                            runner: ScenarioRunner(driver: driver, seed: options.seed, keepsHistory: false))
+                                            runner: ScenarioRunner(driver: driver, seed: options.seed, keepsHistory: false),
+                                            concurrency: options.jobs)
         say(String(format: "%d schedules (%@), %d failed, %d infeasible, %.0f schedules/s", report.schedules.count,
                    report.complete ? "every order" : "seeded sample", report.failed, report.infeasible,
                    Double(report.schedules.count) / max(report.durationMilliseconds / 1000, 1e-9)))

@@ -54,12 +54,13 @@ public struct HistoryEvent: Codable, Sendable, Equatable {
 ///
 /// State lives behind an `NSLock`; waiters are resumed outside it.
 final class Recorder: @unchecked Sendable {
-    // @unchecked Sendable: `events`, `version`, `waiters` and `step` are guarded by `lock`.
+    // @unchecked Sendable: `events`, `version`, `waiters`, `ticker` and `step` are guarded by `lock`.
     private let lock = NSLock()
     private var events: [HistoryEvent] = []
     private var version: UInt64 = 0
     private var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
     private var nextWaiter: UInt64 = 0
+    private var ticker: DispatchSourceTimer?
     private(set) var step = -1
     private let clock: VirtualClock?
     private let start: Date
@@ -111,21 +112,37 @@ final class Recorder: @unchecked Sendable {
             if condition() { return true }
             if DispatchTime.now() >= deadline { return false }
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let id: UInt64? = lock.withLock {
-                    guard version == seen else { return nil }
+                let registered: Bool = lock.withLock {
+                    guard version == seen else { return false }
                     nextWaiter += 1
                     waiters[nextWaiter] = continuation
-                    return nextWaiter
+                    if ticker == nil { ticker = startTicker() }
+                    return true
                 }
-                guard let id else { return continuation.resume() }
-                // Re-check at least every millisecond (some changes, such as a load cancelled in
-                // the mock, send no event) and give up at the deadline: a hang guard and a
-                // re-check of an exact condition, never an ordering device.
-                DispatchQueue.global().asyncAfter(deadline: min(deadline, .now() + .milliseconds(1))) { [self] in
-                    let c = lock.withLock { waiters.removeValue(forKey: id) }
-                    c?.resume()
-                }
+                if !registered { continuation.resume() }
             }
         }
     }
+
+    /// Every change the conditions read pokes the recorder. As a safety net, while anyone waits,
+    /// a timer also pokes every 20 ms, so conditions are re-checked and deadlines noticed: a hang
+    /// guard and a re-check of an exact condition, never an ordering device. Called under `lock`.
+    private func startTicker() -> DispatchSourceTimer {
+        let timer = DispatchSource.makeTimerSource(queue: .global())
+        timer.schedule(deadline: .now() + .milliseconds(20), repeating: .milliseconds(20))
+        timer.setEventHandler { [weak self] in
+            guard let self else { return }
+            let idle = self.lock.withLock { () -> Bool in
+                guard self.waiters.isEmpty else { return false }
+                self.ticker?.cancel()
+                self.ticker = nil
+                return true
+            }
+            if !idle { self.poke() }
+        }
+        timer.resume()
+        return timer
+    }
+
+    deinit { ticker?.cancel() }
 }

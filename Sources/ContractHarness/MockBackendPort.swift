@@ -21,6 +21,9 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
     private struct State {
         var faults: [String: FaultID] = [:]
         var parked: Set<Int> = []
+        /// Records of parked requests, built once per request (quiescence asks for them often).
+        var parkedRecords: [Int: RequestRecord] = [:]
+        var cancelled: Set<Int> = []
         var observer: (@Sendable (Int?, Bool) -> Void)?
         var sessions: [URLSession] = []
     }
@@ -36,7 +39,7 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         counter = TaskCounter { state.withLock { $0.observer }?(nil, false) }
         var decoded = Fixtures.sdkContract
         if let fixtures {
-            do { decoded = try JSONDecoder().decode(Fixtures.self, from: fixtures.serialized()) }
+            do { decoded = try Self.decoded(Fixtures.self, fixtures) }
             catch { throw ScenarioError(file: file, path: "$.fixtures", expected: "mock fixtures", found: Self.describe(error)) }
         }
         backend = MockBackend(fixtures: decoded, clock: clock)
@@ -45,12 +48,34 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
                 switch event {
                 case .received(let seq): return (s.observer, seq, false)
                 case .parked(let seq, _): s.parked.insert(seq); return (s.observer, nil, false)
-                case .answered(let seq, _, _): s.parked.remove(seq); return (s.observer, seq, true)
-                case .cancelled: return (s.observer, nil, false)   // wakes waits on `cancelled` matches
+                case .answered(let seq, _, _):
+                    s.parked.remove(seq)
+                    s.parkedRecords[seq] = nil
+                    return (s.observer, seq, true)
+                case .cancelled(let seq):
+                    s.cancelled.insert(seq)
+                    s.parkedRecords[seq]?.cancelled = true
+                    return (s.observer, nil, false)   // wakes waits on `cancelled` matches
                 }
             }
             observer?(seq, answered)
         }
+    }
+
+    /// Decoded fixtures and fault rules by their JSON: the explorer and the mutant runs start the
+    /// same scenario thousands of times. Behind an `NSLock`; only successful decodes are kept.
+    private static let decodeLock = NSLock()
+    // nonisolated(unsafe): only touched inside `decodeLock`.
+    nonisolated(unsafe) private static var decodeCache: [JSONValue: any Sendable] = [:]
+
+    static func decoded<T: Decodable & Sendable>(_ type: T.Type, _ json: JSONValue) throws -> T {
+        if let hit = decodeLock.withLock({ decodeCache[json] }) as? T { return hit }
+        let value = try JSONDecoder().decode(type, from: json.serialized())
+        decodeLock.withLock {
+            if decodeCache.count > 4096 { decodeCache.removeAll() }
+            decodeCache[json] = value
+        }
+        return value
     }
 
     func baseURL(client: String) -> String {
@@ -103,7 +128,7 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
 
     func addFault(id: String, rule: JSONValue, file: String, path: String) throws {
         let decoded: FaultRule
-        do { decoded = try JSONDecoder().decode(FaultRule.self, from: rule.serialized()) }
+        do { decoded = try Self.decoded(FaultRule.self, rule) }
         catch {
             let inner = Self.describe(error)
             throw ScenarioError(file: file, path: path, expected: "a fault rule (Documentation/ScenarioFormat.md, Faults)",
@@ -168,10 +193,22 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
     }
 
     func parkedRequests() -> [RequestRecord] {
-        let parked = state.withLock { $0.parked }
+        let (parked, known) = state.withLock { s in (s.parked, s.parkedRecords) }
         guard !parked.isEmpty else { return [] }
-        let history = backend.history
-        return parked.sorted().compactMap { seq in history.indices.contains(seq - 1) ? record(history[seq - 1], parked: true) : nil }
+        let missing = parked.filter { known[$0] == nil }
+        var built: [Int: RequestRecord] = [:]
+        if !missing.isEmpty {
+            let history = backend.history
+            for seq in missing where history.indices.contains(seq - 1) { built[seq] = record(history[seq - 1], parked: true) }
+        }
+        return state.withLock { s in
+            for (seq, r) in built where s.parked.contains(seq) {
+                var r = r
+                r.cancelled = r.cancelled || s.cancelled.contains(seq)
+                s.parkedRecords[seq] = r
+            }
+            return s.parked.sorted().compactMap { s.parkedRecords[$0] }
+        }
     }
 
     var requestCount: Int { backend.history.count }
@@ -208,10 +245,15 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         state.withLock { $0.observer = observer }
     }
 
-    func shutdown() -> [String] {
+    func shutdown() async -> [String] {
         let report = backend.shutdown()
+        // The holds the shutdown failed are still being delivered on other threads; a session
+        // must outlive its tasks (FoundationNetworking dereferences it while delivering), so wait
+        // (bounded) until every task's completion has run, then let the sessions go.
+        let deadline = DispatchTime.now() + .seconds(2)
+        while counter.outstanding > 0 && DispatchTime.now() < deadline { try? await Task.sleep(nanoseconds: 100_000) }
         let sessions = state.withLock { s -> [URLSession] in defer { s.sessions.removeAll() }; return s.sessions }
-        sessions.forEach { $0.invalidateAndCancel() }
+        sessions.forEach { $0.finishTasksAndInvalidate() }
         var problems: [String] = []
         for h in report.unreleasedHolds {
             problems.append("request #\(h.seq) \(h.method) \(h.path)\(h.userID.map { " for user '\($0)'" } ?? "") still held by fault '\(h.label ?? "\(h.fault)")' (never released)")

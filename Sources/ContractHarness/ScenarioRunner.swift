@@ -61,8 +61,9 @@ public struct ScenarioRunner: Sendable {
 
     /// An upper bound on every scenario's step timeout, milliseconds (`nil`: as the files say).
     public let stepTimeoutCap: Int?
-    /// Whether results carry the canonical history and its digest (the explorer and the mutant
-    /// runs only need the verdict of each run, so they skip it).
+    /// Whether results carry the canonical history and its digest, and offline stores are real
+    /// `UserDefaults` suites (the explorer and the mutant runs only need each run's verdict, so
+    /// they skip the history and keep stores in memory).
     public let keepsHistory: Bool
 
     /// Creates a runner.
@@ -130,7 +131,8 @@ final class ScenarioExecution: @unchecked Sendable {
     let recorder: Recorder
     let port: any BackendPort
     let executor: any IdleReporting
-    let suitePrefix = "experimently-harness-\(UUID().uuidString)"
+    /// The store name -> suite name of this run's offline stores (from `StoreSuitePool`).
+    let suites: [String: String]
     private let lock = NSLock()
     private var ops: [String: Op] = [:]
     private var order: [String] = []
@@ -166,10 +168,22 @@ final class ScenarioExecution: @unchecked Sendable {
             guard let seq else { return recorder.poke() }
             recorder.record(answered ? .response : .request, request: RequestRecord.placeholder(seq: seq))
         }
-        let suitePrefix = self.suitePrefix
+        var acquired: [String: String] = [:]
+        var memory: [String: SharedDefaults] = [:]
+        for store in Set(scenario.clients.compactMap(\.store)) {
+            if keepsHistory { acquired[store] = StoreSuitePool.acquire() } else { memory[store] = SharedDefaults(defaults: MemoryDefaults()) }
+        }
+        let suites = acquired, memoryStores = memory
+        self.suites = suites
+        var memoryStore: (@Sendable (String) -> SharedDefaults)?
+        if !keepsHistory {
+            memoryStore = { @Sendable name in memoryStores[name] ?? SharedDefaults(defaults: MemoryDefaults()) }
+        }
         let port = self.port
         let context = DriverContext(makeSession: { port.session(client: $0) }, clock: clock,
-                                    storeSuite: { "\(suitePrefix)-\($0)" }, baseURL: { port.baseURL(client: $0) })
+                                    storeSuite: { suites[$0] ?? "experimently-harness-unknown-\($0)" },
+                                    memoryStore: memoryStore,
+                                    baseURL: { port.baseURL(client: $0) })
         for c in scenario.clients {
             clients[c.name] = try driver.makeClient(name: c.name, settings: c.settings, store: c.store, context: context)
         }
@@ -207,7 +221,7 @@ final class ScenarioExecution: @unchecked Sendable {
                 lock.withLock { checks.append(contentsOf: results) }
             }
         }
-        let problems = port.shutdown()
+        let problems = await port.shutdown()
         if !problems.isEmpty {
             fail("lifecycle", "the mock's strict shutdown found: " + problems.joined(separator: "; "))
         }
@@ -579,9 +593,7 @@ final class ScenarioExecution: @unchecked Sendable {
     }
 
     func cleanUpStores() {
-        for c in scenario.clients {
-            if let store = c.store { UserDefaults().removePersistentDomain(forName: "\(suitePrefix)-\(store)") }
-        }
+        suites.values.forEach(StoreSuitePool.release)
     }
 
     // MARK: Arguments

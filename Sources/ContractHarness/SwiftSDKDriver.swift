@@ -38,7 +38,9 @@ public struct SwiftSDKDriver: SDKDriver {
         let config = SdkConfig(baseURL: settings.baseURL ?? context.baseURL(name), apiKey: settings.apiKey, timeout: settings.timeout,
                                cacheSize: settings.cacheSize, cacheTTL: settings.cacheTTL,
                                enableOfflineFallback: settings.offlineFallback)
-        let offline = store.map { OfflineStore(suiteName: context.storeSuite($0)) }
+        let offline = store.map { name in
+            context.memoryStore.map { OfflineStore(defaults: $0(name).defaults) } ?? OfflineStore(suiteName: context.storeSuite(name))
+        }
         let client = factory(config, context.makeSession(name), offline, context.clock)
         return SwiftDriverClient(client: client, store: offline)
     }

@@ -19,6 +19,17 @@ public final class OfflineStore: @unchecked Sendable {
     /// - Parameters:
     ///   - suiteName: the `UserDefaults` suite; `nil` uses `UserDefaults.standard`.
     ///   - keyPrefix: prefix of every key; default `"ep_sdk_"`.
+    /// Creates a store over a `UserDefaults` instance of the caller's (an App Group's, or a test
+    /// double that keeps values in memory).
+    ///
+    /// - Parameters:
+    ///   - defaults: where values are kept; must be safe to use from any thread.
+    ///   - keyPrefix: prefix of every key; default `"ep_sdk_"`.
+    public init(defaults: UserDefaults, keyPrefix: String = "ep_sdk_") {
+        self.keyPrefix = keyPrefix
+        self.defaults = defaults
+    }
+
     public init(suiteName: String? = nil, keyPrefix: String = "ep_sdk_") {
         self.keyPrefix = keyPrefix
         self.defaults = suiteName.flatMap { UserDefaults(suiteName: $0) } ?? .standard

@@ -88,7 +88,9 @@ public final class MockURLProtocol: URLProtocol {
     private final class Load: @unchecked Sendable {
         // @unchecked Sendable: `stopped` and `seq` are guarded by `lock`; `protocolInstance` and
         // `client` are set once in startLoading before the task starts and only read afterwards.
-        private let lock = NSLock()
+        // Recursive: a delivery runs under the lock (see `finish`), and the loading system may
+        // call back into `stopLoading` from inside a delivery.
+        private let lock = NSRecursiveLock()
         private var stopped = false
         var seq: Int?
         let protocolInstance: URLProtocol
@@ -105,12 +107,20 @@ public final class MockURLProtocol: URLProtocol {
         }
 
         /// Runs `deliver` unless the load was stopped; marks it finished.
+        ///
+        /// The delivery runs while holding the lock `stopLoading` takes: on Linux, a task being
+        /// cancelled calls `stopLoading` on the session's queue and then drops the task from the
+        /// session's registry, and a client call racing with that crashes inside
+        /// FoundationNetworking ("a task that is not in the registry"). Under the lock, either the
+        /// delivery completes before the cancellation goes on, or `stopLoading` came first and
+        /// nothing is delivered.
         func finish(_ deliver: () -> Void) {
             lock.lock()
-            let wasStopped = stopped
+            defer { lock.unlock() }
+            guard !stopped else { return }
             stopped = true
-            lock.unlock()
-            if !wasStopped { deliver() }
+            if let task = protocolInstance.task, task.state != .running { return }
+            deliver()
         }
     }
 
@@ -145,10 +155,35 @@ public final class MockURLProtocol: URLProtocol {
             return
         }
         let timeout = request.timeoutInterval
+        let queue = MockURLProtocol.loadingQueue(of: task)
         Task {
             let outcome = await backend.complete(ticket, transport: .inProcess(timeoutSeconds: timeout))
-            load.finish { MockURLProtocol.deliver(outcome, url: url, load: load) }
+            if let queue {
+                queue.async { load.finish { MockURLProtocol.deliver(outcome, url: url, load: load) } }
+            } else {
+                load.finish { MockURLProtocol.deliver(outcome, url: url, load: load) }
+            }
         }
+    }
+
+    /// The queue the loading system runs this task's work on (where it called `startLoading`).
+    ///
+    /// On Linux, FoundationNetworking's protocol client reads and writes the session's task
+    /// registry without a lock, on the assumption that it is only called from the session's work
+    /// queue (as its own protocols are). A delivery from any other thread races with tasks being
+    /// created and completed and crashes the process, so late answers (after a hold, a delay, a
+    /// timeout) are sent back through that queue. It is not public API, so it is found by
+    /// reflection; `nil` (deliver from the answering task) where there is no such property.
+    static func loadingQueue(of task: URLSessionTask?) -> DispatchQueue? {
+        #if canImport(FoundationNetworking)
+        guard let task else { return nil }
+        var mirror: Mirror? = Mirror(reflecting: task)
+        while let current = mirror {
+            if let queue = current.children.first(where: { $0.label == "workQueue" })?.value as? DispatchQueue { return queue }
+            mirror = current.superclassMirror
+        }
+        #endif
+        return nil
     }
 
     /// Marks the load cancelled in history; the backend keeps the request (a hold stays releasable).
