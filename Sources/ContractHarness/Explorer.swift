@@ -50,8 +50,13 @@ public enum Explorer {
         /// `true` when every order was tried.
         public let complete: Bool
         public let firstFailure: Failure?
-        /// Wall time, milliseconds.
+        /// Wall time, milliseconds, shrinking included.
         public let durationMilliseconds: Double
+        /// Wall time of running the schedules alone, milliseconds.
+        public let exploringMilliseconds: Double
+
+        /// Schedules per second while exploring (shrinking excluded).
+        public var schedulesPerSecond: Double { Double(schedules.count) / max(exploringMilliseconds / 1000, 1e-9) }
 
         /// The exploration as JSON for the verdict.
         public var json: JSONValue {
@@ -182,6 +187,7 @@ public enum Explorer {
                 launch()
             }
         }
+        let exploring = ScenarioRunner.elapsed(since: started)
         var failed = 0, infeasible = 0
         var first: Failure?
         for (order, outcome) in zip(orders, outcomes) {
@@ -199,11 +205,16 @@ public enum Explorer {
             }
         }
         return Report(scenario: name, seed: seed, schedules: orders, failed: failed, infeasible: infeasible, complete: complete,
-                      firstFailure: first, durationMilliseconds: ScenarioRunner.elapsed(since: started))
+                      firstFailure: first, durationMilliseconds: ScenarioRunner.elapsed(since: started),
+                      exploringMilliseconds: exploring)
     }
 
     /// Drops steps (and lowers `times`) one at a time while the scenario still fails `check`.
-    static func shrink(_ root: JSONValue, file: String, check: String, runner: ScenarioRunner) async -> JSONValue {
+    static func shrink(_ root: JSONValue, file: String, check: String, runner original: ScenarioRunner) async -> JSONValue {
+        // A candidate that drops a release hangs until its step limit; it cannot fail the same
+        // check anyway, so candidates get a short limit.
+        let runner = ScenarioRunner(driver: original.driver, seed: original.seed,
+                                    stepTimeoutCap: min(original.stepTimeoutCap ?? 500, 500), keepsHistory: false)
         func stillFails(_ candidate: JSONValue) async -> Bool {
             guard let s = try? ScenarioParser.parse(candidate.serialized(), file: file) else { return false }
             let r = await runner.run(s)

@@ -15,7 +15,7 @@ public enum HarnessCommand {
 
     static let usage = """
     usage: contract-harness run [PATH ...] [--verdict FILE] [--junit FILE] [--filter TEXT] [--seed N] [--fail-fast]
-           contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--jobs N] [--verdict FILE]
+           contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE]
            contract-harness mutants [PATH ...] [--verdict FILE] [--filter TEXT] [--step-timeout-ms N]
            contract-harness vectors [--sdk-command CMD] [--vectors DIR] [--verdict FILE]
            contract-harness serve [--port N] [--host ADDR] [--fixtures FILE] [--api-key KEY] [--faults FILE] [--journal FILE]
@@ -357,7 +357,11 @@ public enum HarnessCommand {
 
     static func explore(_ arguments: [String], driver: any SDKDriver) async -> Int32 {
         let options: RunOptions
-        do { options = try parseRun(arguments) } catch let e as UsageError {
+        var driver = driver
+        do {
+            options = try parseRun(arguments)
+            if let m = options.mutant { driver = MutantRun.driver(Defect(rawValue: m)) }
+        } catch let e as UsageError {
             if e.message.isEmpty { print(usage); return Exit.ok.rawValue }
             return usageError(e.message)
         } catch { return usageError("\(error)") }
@@ -388,8 +392,7 @@ public enum HarnessCommand {
                                             runner: ScenarioRunner(driver: driver, seed: options.seed, keepsHistory: false),
                                             concurrency: options.jobs)
         say(String(format: "%d schedules (%@), %d failed, %d infeasible, %.0f schedules/s", report.schedules.count,
-                   report.complete ? "every order" : "seeded sample", report.failed, report.infeasible,
-                   Double(report.schedules.count) / max(report.durationMilliseconds / 1000, 1e-9)))
+                   report.complete ? "every order" : "seeded sample", report.failed, report.infeasible, report.schedulesPerSecond))
         if let f = report.firstFailure {
             let out = options.out ?? "\(report.scenario)-schedule.json"
             let encoder = JSONEncoder()

@@ -1,0 +1,28 @@
+import XCTest
+import Foundation
+import ExperimentlyMutants
+@testable import ContractHarness
+
+/// The shipped suite catches every deliberately broken SDK variant, and the faithful variant of
+/// the second implementation passes all of it.
+final class MutantTests: XCTestCase {
+    func testEveryVariantIsCaughtByAShippedScenario() async throws {
+        let folder = ExplorerTests.repository.appendingPathComponent("scenarios").path
+        let files = try HarnessCommand.discover([folder])
+        let (scenarios, invalid) = HarnessCommand.load(files, seed: 0)
+        XCTAssertTrue(invalid.isEmpty, "\(invalid)")
+        XCTAssertGreaterThanOrEqual(scenarios.count, 40)
+        let report = await MutantRun.run(scenarios, stepTimeoutCap: 1500)
+        XCTAssertEqual(report.baselineFailures, [], "the faithful variant must pass the whole suite")
+        for row in report.rows {
+            XCTAssertTrue(row.caught, "variant \(row.defect.item) \(row.defect.rawValue) (\(row.defect.summary)) slipped through every scenario")
+        }
+        XCTAssertEqual(report.shareCaught, 1)
+        // Each named check earns its place: it is what fails for at least one broken variant.
+        let failing = Set(report.rows.flatMap(\.failingChecks))
+        for check in ["stickiness", "fan_out", "batch_chunking", "single_flight", "no_fallback_on_404", "offline_fallback",
+                      "no_stale_write", "exposure_after_display", "no_stale_after_logout", "golden_vectors"] {
+            XCTAssertTrue(failing.contains(check), "no broken variant fails '\(check)'")
+        }
+    }
+}
