@@ -350,9 +350,15 @@ public final class ExperimentationClient: ExperimentationClientProtocol, Sendabl
                 if let store { remove(store) }
                 result = .failure(ExperimentationError.experimentNotFound(k))
             case .failure(let error):
-                let cancelled: Bool
-                if case ExperimentationError.cancelled = error { cancelled = true } else { cancelled = false }
-                if !cancelled, let store, let fallback = load(store) {
+                // Cancellation is the caller's choice and a bad configuration is the app's bug:
+                // neither is a failure to hide behind a persisted value (section 4 lists transport,
+                // timeout and HTTP failures).
+                let fallsBack: Bool
+                switch error {
+                case ExperimentationError.cancelled, ExperimentationError.invalidConfig: fallsBack = false
+                default: fallsBack = true
+                }
+                if fallsBack, let store, let fallback = load(store) {
                     result = .success(fallback)
                 } else {
                     result = .failure(error)

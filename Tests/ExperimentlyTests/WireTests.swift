@@ -136,6 +136,16 @@ final class WireTests: SDKTestCase {
         ] as NSDictionary)
     }
 
+    func testInvalidBaseURLIsNeverHiddenBehindAPersistedValue() async throws {
+        let suite = makeSuite()
+        OfflineStore(suiteName: suite).saveEvaluation(EvalResult(key: "f", enabled: true), userId: "u")
+        let client = makeClient(Stub(), suite: suite, baseURL: "not a url")
+        await assertThrows({ try await client.evaluateFlag("f", user: User(id: "u")) }, "invalidConfig, not the persisted value") {
+            if case .invalidConfig = $0 { return true }
+            return false
+        }
+    }
+
     func testInvalidBaseURLIsInvalidConfigAndSendsNothing() async throws {
         for base in ["localhost:8000", "ftp://example.com", "not a url", "http://", "http://h/?q=1"] {
             let stub = Stub()
