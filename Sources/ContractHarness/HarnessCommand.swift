@@ -97,14 +97,9 @@ public enum HarnessCommand {
 
     static func parseRun(_ arguments: [String]) throws -> RunOptions {
         var o = RunOptions()
-        var i = 0
-        func value(_ flag: String) throws -> String {
-            i += 1
-            guard i < arguments.count, !arguments[i].hasPrefix("--") else { throw UsageError("\(flag) needs a value") }
-            return arguments[i]
-        }
-        while i < arguments.count {
-            let a = arguments[i]
+        var cursor = ArgumentCursor(arguments)
+        func value(_ flag: String) throws -> String { try cursor.value(for: flag) }
+        while let a = cursor.next() {
             switch a {
             case "--verdict": o.verdict = try value(a)
             case "--junit": o.junit = try value(a)
@@ -136,13 +131,36 @@ public enum HarnessCommand {
                 if a.hasPrefix("-") { throw UsageError("unknown option '\(a)'") }
                 o.paths.append(a)
             }
-            i += 1
         }
         if o.paths.isEmpty { o.paths = ["scenarios"] }
         return o
     }
 
     struct UsageError: Error { let message: String; init(_ m: String) { message = m } }
+
+    /// Walks command-line arguments: each option, and the value that follows it.
+    struct ArgumentCursor {
+        private let arguments: [String]
+        private var index = 0
+
+        init(_ arguments: [String]) { self.arguments = arguments }
+
+        /// The next argument, or `nil` at the end.
+        mutating func next() -> String? {
+            guard index < arguments.count else { return nil }
+            defer { index += 1 }
+            return arguments[index]
+        }
+
+        /// The value after `flag`.
+        ///
+        /// - Throws: `UsageError` when there is none (or the next argument is another option).
+        mutating func value(for flag: String) throws -> String {
+            guard index < arguments.count, !arguments[index].hasPrefix("--") else { throw UsageError("\(flag) needs a value") }
+            defer { index += 1 }
+            return arguments[index]
+        }
+    }
 
     /// The scenario files under `paths` (files as given; folders searched for `*.json`, sorted).
     ///
@@ -185,26 +203,7 @@ public enum HarnessCommand {
         }
         let startedAt = Date()
         let started = DispatchTime.now()
-        var scenarios: [Scenario] = []
-        var invalid: [(file: String, error: String)] = []
-        var names: [String: String] = [:]
-        for file in files {
-            do {
-                var data = try Data(contentsOf: URL(fileURLWithPath: file))
-                if let text = String(data: data, encoding: .utf8), text.contains("{{seed}}") {
-                    data = Data(text.replacingOccurrences(of: "{{seed}}", with: String(options.seed)).utf8)
-                }
-                let s = try ScenarioParser.parse(data, file: file)
-                if let other = names[s.name] {
-                    invalid.append((file, "\(file): at $.name: expected a name no other scenario uses, found \"\(s.name)\" (also in \(other))"))
-                    continue
-                }
-                names[s.name] = file
-                scenarios.append(s)
-            } catch {
-                invalid.append((file, "\(error)"))
-            }
-        }
+        let (scenarios, invalid) = load(files, seed: options.seed)
         for item in invalid { FileHandle.standardError.write(Data("contract-harness: malformed scenario: \(item.error)\n".utf8)) }
         let selected = scenarios.filter { s in
             options.filters.isEmpty || options.filters.contains { f in s.name.contains(f) || s.tags.contains { $0.contains(f) } }
@@ -282,18 +281,13 @@ public enum HarnessCommand {
         var cap = 1500
         do {
             var rest: [String] = []
-            var i = 0
-            while i < arguments.count {
-                if arguments[i] == "--step-timeout-ms" {
-                    guard i + 1 < arguments.count, let n = Int(arguments[i + 1]), n > 0 else {
-                        throw UsageError("--step-timeout-ms takes a positive whole number of milliseconds")
-                    }
-                    cap = n
-                    i += 2
-                    continue
+            var cursor = ArgumentCursor(arguments)
+            while let a = cursor.next() {
+                guard a == "--step-timeout-ms" else { rest.append(a); continue }
+                guard let n = Int(try cursor.value(for: a)), n > 0 else {
+                    throw UsageError("--step-timeout-ms takes a positive whole number of milliseconds")
                 }
-                rest.append(arguments[i])
-                i += 1
+                cap = n
             }
             options = try parseRun(rest)
             if !rest.contains("--verdict") { options.verdict = "mutants-verdict.json" }

@@ -60,14 +60,9 @@ enum VectorsCommand {
 
     static func parse(_ arguments: [String]) throws -> Options {
         var o = Options()
-        var i = 0
-        func value(_ flag: String) throws -> String {
-            i += 1
-            guard i < arguments.count else { throw HarnessCommand.UsageError("\(flag) needs a value") }
-            return arguments[i]
-        }
-        while i < arguments.count {
-            let a = arguments[i]
+        var cursor = HarnessCommand.ArgumentCursor(arguments)
+        func value(_ flag: String) throws -> String { try cursor.value(for: flag) }
+        while let a = cursor.next() {
             switch a {
             case "--sdk-command":
                 let v = try value(a)
@@ -85,7 +80,6 @@ enum VectorsCommand {
             case "--help", "-h": throw HarnessCommand.UsageError("")
             default: throw HarnessCommand.UsageError(a.hasPrefix("-") ? "vectors: unknown option '\(a)'" : "vectors: unexpected argument '\(a)'")
             }
-            i += 1
         }
         return o
     }
