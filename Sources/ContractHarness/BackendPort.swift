@@ -116,6 +116,9 @@ protocol BackendPort: AnyObject, Sendable {
     func parkedRequests() -> [RequestRecord]
     /// How many requests the mock has received.
     var requestCount: Int { get }
+    /// Requests the mock is still working on: received, neither parked nor answered (e.g. one
+    /// just released whose answer is being written, even when its client has gone).
+    var unsettledRequests: Int { get }
     /// Called (from any thread) when a request is received (`answered` false) and when the mock
     /// gives its outcome (`answered` true), and with `nil` on any other change (a request parks).
     func setObserver(_ observer: @escaping @Sendable (_ seq: Int?, _ answered: Bool) -> Void)

@@ -30,6 +30,7 @@ public enum HarnessCommand {
       --seed N         the run's seed, recorded in the verdict; {{seed}} in scenario files is replaced by it
       --fail-fast      stop after the first failing scenario (the rest are reported as skipped)
       --explore        scenarios with an "explore" section are explored (see explore) instead of run once
+      --history        the verdict also lists each scenario's whole canonical history
       --mutant NAME    run against a deliberately broken SDK variant (see mutants) instead of the SDK, or
                        "none" for the second, faithful implementation
 
@@ -93,6 +94,7 @@ public enum HarnessCommand {
         var out: String?
         var mutant: String?
         var jobs = 16
+        var history = false
     }
 
     static func parseRun(_ arguments: [String]) throws -> RunOptions {
@@ -110,6 +112,7 @@ public enum HarnessCommand {
                 o.seed = n
             case "--fail-fast": o.failFast = true
             case "--explore": o.explore = true
+            case "--history": o.history = true
             case "--exhaustive": o.exhaustive = true
             case "--max-schedules":
                 let v = try value(a)
@@ -232,9 +235,10 @@ public enum HarnessCommand {
             say(line(for: r))
             if options.failFast && (r.status == .failed || r.status == .error) { stop = true }
         }
-        let verdict = Verdict(harnessVersion: version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, seed: options.seed,
+        var verdict = Verdict(harnessVersion: version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, seed: options.seed,
                               startedAt: startedAt, durationMilliseconds: ScenarioRunner.elapsed(since: started),
                               results: results, invalid: invalid)
+        verdict.includesHistory = options.history
         let secrets = Array(Set(scenarios.flatMap { s in s.clients.map(\.settings.apiKey) + [s.settings.apiKey] }))
         do {
             try verdict.write(to: options.verdict, redacting: secrets)

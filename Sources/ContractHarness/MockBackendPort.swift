@@ -16,11 +16,15 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
 
     let backend: MockBackend
     let clients: [String]
+    let clock: VirtualClock
     /// Requests SDK sessions created and not yet completed; `nil` where sessions cannot count.
     let counter: TaskCounter
     private struct State {
         var faults: [String: FaultID] = [:]
-        var parked: Set<Int> = []
+        /// Parked requests and when they wake by themselves (`nil`: a hold, only a release wakes it).
+        var parkedUntil: [Int: Date?] = [:]
+        /// Requests received and not yet answered (parked ones included).
+        var open: Set<Int> = []
         /// Records of parked requests, built once per request (quiescence asks for them often).
         var parkedRecords: [Int: RequestRecord] = [:]
         var cancelled: Set<Int> = []
@@ -34,6 +38,7 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
     /// - Throws: `ScenarioError` at `$.fixtures` when the fixtures do not decode.
     init(fixtures: JSONValue?, clock: VirtualClock, file: String, clients: [String]) throws {
         self.clients = clients
+        self.clock = clock
         let state = HarnessLocked(State())
         self.state = state
         counter = TaskCounter { state.withLock { $0.observer }?(nil, false) }
@@ -46,10 +51,16 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         backend.setObserver { [state] event in
             let (observer, seq, answered): ((@Sendable (Int?, Bool) -> Void)?, Int?, Bool) = state.withLock { s in
                 switch event {
-                case .received(let seq): return (s.observer, seq, false)
-                case .parked(let seq, _): s.parked.insert(seq); return (s.observer, nil, false)
+                case .received(let seq): s.open.insert(seq); return (s.observer, seq, false)
+                case .parked(let seq, let why):
+                    switch why {
+                    case .hold: s.parkedUntil[seq] = .some(nil)
+                    case .delay(let seconds), .timeout(let seconds): s.parkedUntil[seq] = clock.now().addingTimeInterval(seconds)
+                    }
+                    return (s.observer, nil, false)
                 case .answered(let seq, _, _):
-                    s.parked.remove(seq)
+                    s.open.remove(seq)
+                    s.parkedUntil[seq] = nil
                     s.parkedRecords[seq] = nil
                     return (s.observer, seq, true)
                 case .cancelled(let seq):
@@ -161,7 +172,11 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         }
         let held = backend.heldRequests.filter { $0.fault == faultID }
         var released = 0
-        for h in held.prefix(count ?? held.count) where backend.release(h.id, with: response) { released += 1 }
+        for h in held.prefix(count ?? held.count) {
+            // No longer parked from this moment: quiescence waits for its answer.
+            let wake = state.withLock { $0.parkedUntil.removeValue(forKey: h.seq) }
+            if backend.release(h.id, with: response) { released += 1 } else if let wake { state.withLock { $0.parkedUntil[h.seq] = wake } }
+        }
         return released
     }
 
@@ -187,13 +202,19 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         }
     }
 
+    /// The requests parked now: holds, and delays or timeouts whose time has not come.
+    private func parkedNow(_ s: State) -> Set<Int> {
+        let now = clock.now()
+        return Set(s.parkedUntil.compactMap { seq, until in (until.map { $0 > now } ?? true) ? seq : nil })
+    }
+
     func requests() -> [RequestRecord] {
-        let parked = state.withLock { $0.parked }
+        let parked = state.withLock { parkedNow($0) }
         return backend.history.map { record($0, parked: parked.contains($0.seq)) }
     }
 
     func parkedRequests() -> [RequestRecord] {
-        let (parked, known) = state.withLock { s in (s.parked, s.parkedRecords) }
+        let (parked, known) = state.withLock { s in (parkedNow(s), s.parkedRecords) }
         guard !parked.isEmpty else { return [] }
         let missing = parked.filter { known[$0] == nil }
         var built: [Int: RequestRecord] = [:]
@@ -202,16 +223,18 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
             for seq in missing where history.indices.contains(seq - 1) { built[seq] = record(history[seq - 1], parked: true) }
         }
         return state.withLock { s in
-            for (seq, r) in built where s.parked.contains(seq) {
+            for (seq, r) in built where s.parkedUntil[seq] != nil {
                 var r = r
                 r.cancelled = r.cancelled || s.cancelled.contains(seq)
                 s.parkedRecords[seq] = r
             }
-            return s.parked.sorted().compactMap { s.parkedRecords[$0] }
+            return parkedNow(s).sorted().compactMap { s.parkedRecords[$0] }
         }
     }
 
     var requestCount: Int { backend.history.count }
+
+    var unsettledRequests: Int { state.withLock { $0.open.subtracting(parkedNow($0)).count } }
 
     func record(_ e: HistoryEntry, parked: Bool) -> RequestRecord {
         var headers: [String: String] = [:]

@@ -206,7 +206,9 @@ final class ScenarioExecution: @unchecked Sendable {
         }
         recorder.setStep(scenario.steps.count)
         if aborted == nil {
-            let finished = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in pending().isEmpty }
+            let finished = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in
+                pending().isEmpty && port.unsettledRequests == 0
+            }
             if !finished {
                 fail("operations finish", "operations never finished by the end of the scenario: \(describePending())")
             }
@@ -322,8 +324,9 @@ final class ScenarioExecution: @unchecked Sendable {
             if !met { return "\(Self.describe(condition)) did not happen within \(scenario.stepTimeoutMilliseconds) ms; " + nearest(condition) }
             return nil
         case .advance(let seconds):
-            clock.advance(by: seconds)
+            // The marker goes first: what the advance wakes follows it in the history.
             recorder.record(.marker, name: "advance", detail: .number(seconds))
+            clock.advance(by: seconds)
         case .fixtures(let change):
             do { try port.updateFixtures(change) } catch { return "\(error)" }
             recorder.record(.marker, name: "fixtures", detail: .string("\(change)"))
@@ -404,10 +407,13 @@ final class ScenarioExecution: @unchecked Sendable {
         lock.withLock { order.compactMap { ops[$0] }.filter { $0.outcome == nil } }
     }
 
-    /// Nothing can happen without the runner: every operation finished, or it is running and
+    /// Nothing can happen without the runner: the mock holds no request it is still answering,
+    /// and every operation finished, or it is running and
     /// every request the SDK sessions have in flight sits parked in the mock (a hold, a delay, a
     /// timeout), with a parked request of its client (for its user, when known) among them.
     func quiescent() -> Bool {
+        // The mock first: a released request is answered even when no operation waits for it.
+        guard port.unsettledRequests == 0 else { return false }
         let waiting = pending()
         if waiting.isEmpty { return true }
         guard waiting.allSatisfy(\.entered), executor.isIdle else { return false }

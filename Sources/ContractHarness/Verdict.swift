@@ -23,6 +23,8 @@ public struct Verdict: Sendable {
     public var invalid: [(file: String, error: String)]
     /// Extra sections written by other commands (e.g. a mutant matrix), by key.
     public var extra: [String: JSONValue] = [:]
+    /// Whether each scenario entry lists its whole canonical history (`run --history`).
+    public var includesHistory = false
 
     /// Creates a verdict.
     public init(harnessVersion: String, sdkName: String, sdkVersion: String, seed: UInt64, startedAt: Date,
@@ -56,7 +58,7 @@ public struct Verdict: Sendable {
             "counts": .object(["total": .number(Double(results.count + invalid.count)), "passed": .number(Double(c.passed)),
                                "failed": .number(Double(c.failed)), "skipped": .number(Double(c.skipped)), "error": .number(Double(c.error))]),
             "ok": .bool(c.failed == 0 && c.error == 0),
-            "scenarios": .array(results.map(Self.json) + invalid.map { item in
+            "scenarios": .array(results.map { Self.json($0, history: includesHistory) } + invalid.map { item in
                 .object(["file": .string(item.file), "name": .string((item.file as NSString).lastPathComponent),
                          "status": .string("error"), "reason": .string(item.error), "duration_ms": .number(0), "checks": .array([])])
             }),
@@ -68,7 +70,7 @@ public struct Verdict: Sendable {
         return .object(root)
     }
 
-    static func json(_ r: ScenarioResult) -> JSONValue {
+    static func json(_ r: ScenarioResult, history: Bool) -> JSONValue {
         var o: [String: JSONValue] = [
             "name": .string(r.name), "file": .string(r.file), "status": .string(r.status.rawValue),
             "duration_ms": .number((r.durationMilliseconds * 1000).rounded() / 1000),
@@ -85,6 +87,7 @@ public struct Verdict: Sendable {
         if let s = r.source { o["source"] = .string(s) }
         if let reason = r.reason { o["reason"] = .string(reason) }
         if let exploration = r.exploration { o["exploration"] = exploration }
+        if history { o["history"] = .array(r.history.map { .string($0.line) }) }
         return .object(o)
     }
 
