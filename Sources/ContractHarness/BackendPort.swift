@@ -25,6 +25,8 @@ public struct RequestRecord: Sendable, Equatable, Codable {
     public var status: Int?
     /// The parsed JSON body of the answer, when it is JSON.
     public var response: JSONValue?
+    /// The answer's header fields (names as sent).
+    public var responseHeaders: [String: String] = [:]
     /// The id of the fault applied (the harness's id), if any.
     public var fault: String?
     /// `true` while the request sits in a hold, delay or timeout.
@@ -79,6 +81,11 @@ public struct RequestRecord: Sendable, Equatable, Codable {
         }
         if let exact = m.bodyEquals, (body ?? .null) != exact { return false }
         if let c = m.cancelled, c != cancelled { return false }
+        if let wanted = m.responseHeaders {
+            for (name, value) in wanted {
+                guard responseHeaders.first(where: { $0.key.lowercased() == name.lowercased() })?.value == value else { return false }
+            }
+        }
         return true
     }
 

@@ -49,6 +49,17 @@ public enum Explorer {
         public let infeasible: Int
         /// `true` when every order was tried.
         public let complete: Bool
+        /// `true` when the orders were drawn from the seed (too many to try in order).
+        public let sampled: Bool
+        /// How the schedules were chosen, for people: "every order (6)", "the first 2 of 24
+        /// orders (lexicographic)", "a seeded sample of 100 of 5040 orders".
+        public var mode: String {
+            let total = (1...Swift.max(1, schedules.first?.count ?? 1)).reduce(1.0) { $0 * Double($1) }
+            let of = total < 1e15 ? "\(Int(total))" : String(format: "%.3g", total)
+            if complete { return "every order (\(schedules.count))" }
+            if sampled { return "a seeded sample of \(schedules.count) of \(of) orders" }
+            return "the first \(schedules.count) of \(of) orders (lexicographic)"
+        }
         public let firstFailure: Failure?
         /// Wall time, milliseconds, shrinking included.
         public let durationMilliseconds: Double
@@ -63,7 +74,8 @@ public enum Explorer {
             var o: [String: JSONValue] = [
                 "seed": .number(Double(seed)), "schedules": .number(Double(schedules.count)),
                 "failed": .number(Double(failed)), "infeasible": .number(Double(infeasible)),
-                "complete": .bool(complete), "duration_ms": .number(durationMilliseconds.rounded()),
+                "complete": .bool(complete), "sampled": .bool(sampled), "mode": .string(mode),
+                "duration_ms": .number(durationMilliseconds.rounded()),
             ]
             if let f = firstFailure {
                 o["first_failure"] = .object(["order": .array(f.order.map { .number(Double($0)) }), "check": .string(f.check),
@@ -204,7 +216,9 @@ public enum Explorer {
                                 stepsAfter: shrunk["steps"]?.arrayValue?.count ?? 0, check: check)
             }
         }
+        let total = (1...Swift.max(1, settings.steps.count)).reduce(1.0) { $0 * Double($1) }
         return Report(scenario: name, seed: seed, schedules: orders, failed: failed, infeasible: infeasible, complete: complete,
+                      sampled: !(settings.exhaustive || total <= Double(settings.maxSchedules)),
                       firstFailure: first, durationMilliseconds: ScenarioRunner.elapsed(since: started),
                       exploringMilliseconds: exploring)
     }

@@ -17,7 +17,7 @@ public enum HarnessCommand {
     usage: contract-harness run [PATH ...] [--verdict FILE] [--junit FILE] [--filter TEXT] [--seed N] [--fail-fast]
            contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE]
            contract-harness mutants [PATH ...] [--verdict FILE] [--filter TEXT] [--step-timeout-ms N]
-           contract-harness vectors [--sdk-command CMD] [--vectors DIR] [--verdict FILE]
+           contract-harness vectors [--sdk-command CMD] [--vectors DIR|FILE] [--timeout SECONDS] [--sdk-name NAME] [--verdict FILE]
            contract-harness serve [--port N] [--host ADDR] [--fixtures FILE] [--api-key KEY] [--faults FILE] [--journal FILE]
            contract-harness --help | --version
 
@@ -27,7 +27,7 @@ public enum HarnessCommand {
       --verdict FILE   where the verdict goes (default verdict.json); written in every case
       --junit FILE     also write JUnit XML
       --filter TEXT    only scenarios whose name or a tag contains TEXT (repeatable)
-      --seed N         the run's seed, recorded in the verdict; {{seed}} in scenario files is replaced by it
+      --seed N         the run's seed (up to 2^53-1), recorded in the verdict; {{seed}} in scenario files is replaced by it
       --fail-fast      stop after the first failing scenario (the rest are reported as skipped)
       --explore        scenarios with an "explore" section are explored (see explore) instead of run once
       --history        the verdict also lists each scenario's whole canonical history
@@ -77,7 +77,7 @@ public enum HarnessCommand {
     }
 
     static func usageError(_ message: String) -> Int32 {
-        FileHandle.standardError.write(Data("contract-harness: \(message)\n\n\(usage)\n".utf8))
+        FileHandle.standardError.write(Data("contract-harness: \(message)\n(contract-harness --help lists every command and option)\n".utf8))
         return Exit.usage.rawValue
     }
 
@@ -108,7 +108,10 @@ public enum HarnessCommand {
             case "--filter": o.filters.append(try value(a))
             case "--seed":
                 let v = try value(a)
-                guard let n = UInt64(v) else { throw UsageError("--seed takes a whole number from 0 to \(UInt64.max), not '\(v)'") }
+                // Up to 2^53 - 1, so the verdict's JSON number records it exactly.
+                guard let n = UInt64(v), n <= 9_007_199_254_740_991 else {
+                    throw UsageError("--seed takes a whole number from 0 to 9007199254740991 (2^53 - 1), not '\(v)'")
+                }
                 o.seed = n
             case "--fail-fast": o.failFast = true
             case "--explore": o.explore = true
@@ -190,6 +193,33 @@ public enum HarnessCommand {
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 
+    /// Where a verdict goes when the arguments could not be read: the last `--verdict` value, if
+    /// any, else `verdict.json`.
+    static func verdictPath(in arguments: [String]) -> String {
+        var path = "verdict.json"
+        for (i, a) in arguments.enumerated() where a == "--verdict" && i + 1 < arguments.count { path = arguments[i + 1] }
+        return path
+    }
+
+    /// Writes a verdict that says the run could not happen, so a stale verdict is never read as
+    /// this run's.
+    static func writeRefusal(_ message: String, to path: String, driver: any SDKDriver, invalid: [(file: String, error: String)] = []) {
+        var verdict = Verdict(harnessVersion: version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, seed: 0,
+                              startedAt: Date(), durationMilliseconds: 0, results: [], invalid: invalid)
+        verdict.extra["error"] = .string(message)
+        verdict.extra["ok"] = .bool(false)
+        try? verdict.write(to: path, redacting: [])
+    }
+
+    /// Results so far, shared with the signal handler (an `NSLock` guards it).
+    final class RunProgress: @unchecked Sendable {
+        // @unchecked Sendable: `results` is only touched inside `lock`.
+        private let lock = NSLock()
+        private var results: [ScenarioResult] = []
+        func append(_ r: ScenarioResult) { lock.withLock { results.append(r) } }
+        var snapshot: [ScenarioResult] { lock.withLock { results } }
+    }
+
     static func run(_ arguments: [String], driver: any SDKDriver) async -> Int32 {
         let options: RunOptions
         let files: [String]
@@ -200,28 +230,72 @@ public enum HarnessCommand {
             if let m = options.mutant { driver = MutantRun.driver(Defect(rawValue: m)) }
         } catch let e as UsageError {
             if e.message.isEmpty { print(usage); return Exit.ok.rawValue }
+            writeRefusal("bad usage: \(e.message)", to: verdictPath(in: arguments), driver: driver)
             return usageError(e.message)
         } catch {
+            writeRefusal("bad usage: \(error)", to: verdictPath(in: arguments), driver: driver)
             return usageError("\(error)")
         }
         let startedAt = Date()
         let started = DispatchTime.now()
         let (scenarios, invalid) = load(files, seed: options.seed)
-        for item in invalid { FileHandle.standardError.write(Data("contract-harness: malformed scenario: \(item.error)\n".utf8)) }
+        for item in invalid {
+            say("ERROR \(item.file): malformed: \(item.error)")
+            FileHandle.standardError.write(Data("contract-harness: malformed scenario: \(item.error)\n".utf8))
+        }
         let selected = scenarios.filter { s in
             options.filters.isEmpty || options.filters.contains { f in s.name.contains(f) || s.tags.contains { $0.contains(f) } }
         }
-        if selected.isEmpty && invalid.isEmpty {
-            FileHandle.standardError.write(Data("contract-harness: no scenario matched (\(scenarios.count) read from \(files.count) file(s))\n".utf8))
+        let secrets = Array(Set(scenarios.flatMap { s in s.clients.map(\.settings.apiKey) + [s.settings.apiKey] }))
+        func verdict(_ results: [ScenarioResult]) -> Verdict {
+            var v = Verdict(harnessVersion: version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, seed: options.seed,
+                            startedAt: startedAt, durationMilliseconds: ScenarioRunner.elapsed(since: started),
+                            results: results, invalid: invalid)
+            v.includesHistory = options.history
+            return v
         }
+        if selected.isEmpty {
+            // A mistyped path or filter must not look like a green run.
+            let message = "no scenario to run: \(scenarios.count) read from \(files.count) file(s)"
+                + (options.filters.isEmpty ? "" : ", none matching \(options.filters)")
+            var v = verdict([])
+            v.extra["error"] = .string(message)
+            v.extra["ok"] = .bool(false)
+            try? v.write(to: options.verdict, redacting: secrets)
+            say("0 passed, \(invalid.count) failed")
+            FileHandle.standardError.write(Data("contract-harness: \(message)\n".utf8))
+            return Exit.usage.rawValue
+        }
+        // Interrupted (SIGINT, SIGTERM): write what finished, and say which were not run.
+        let progress = RunProgress()
+        var sources: [any DispatchSourceSignal] = []
+        for (sig, status) in [(SIGINT, Int32(130)), (SIGTERM, Int32(143))] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler {
+                let done = progress.snapshot
+                let finished = Set(done.map(\.name))
+                let rest = selected.filter { !finished.contains($0.name) }.map {
+                    ScenarioResult(name: $0.name, file: $0.file, tags: $0.tags, source: $0.source, status: .error, durationMilliseconds: 0,
+                                   checks: [], reason: "interrupted by signal \(sig) before it finished", smoke: nil, history: [], historyDigest: "")
+                }
+                var v = verdict(done + rest)
+                v.extra["interrupted"] = .bool(true)
+                try? v.write(to: options.verdict, redacting: secrets)
+                say("interrupted: \(done.count) of \(selected.count) scenarios finished; verdict written to \(options.verdict)")
+                exit(status)
+            }
+            source.resume()
+            sources.append(source)
+        }
+        defer { sources.forEach { $0.cancel() } }
         let runner = ScenarioRunner(driver: driver, seed: options.seed)
-        var results: [ScenarioResult] = []
         var stop = false
         for s in selected {
             if stop {
-                results.append(ScenarioResult(name: s.name, file: s.file, tags: s.tags, source: s.source, status: .skipped,
-                                              durationMilliseconds: 0, checks: [], reason: "--fail-fast: an earlier scenario failed",
-                                              smoke: nil, history: [], historyDigest: ""))
+                progress.append(ScenarioResult(name: s.name, file: s.file, tags: s.tags, source: s.source, status: .skipped,
+                                               durationMilliseconds: 0, checks: [], reason: "--fail-fast: an earlier scenario failed",
+                                               smoke: nil, history: [], historyDigest: ""))
                 continue
             }
             var r: ScenarioResult
@@ -231,25 +305,21 @@ public enum HarnessCommand {
             } else {
                 r = await runner.run(s)
             }
-            results.append(r)
+            progress.append(r)
             say(line(for: r))
             if options.failFast && (r.status == .failed || r.status == .error) { stop = true }
         }
-        var verdict = Verdict(harnessVersion: version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, seed: options.seed,
-                              startedAt: startedAt, durationMilliseconds: ScenarioRunner.elapsed(since: started),
-                              results: results, invalid: invalid)
-        verdict.includesHistory = options.history
-        let secrets = Array(Set(scenarios.flatMap { s in s.clients.map(\.settings.apiKey) + [s.settings.apiKey] }))
+        let final = verdict(progress.snapshot)
         do {
-            try verdict.write(to: options.verdict, redacting: secrets)
+            try final.write(to: options.verdict, redacting: secrets)
             if let junit = options.junit {
-                try verdict.junit(redacting: secrets).write(to: URL(fileURLWithPath: junit), options: .atomic)
+                try final.junit(redacting: secrets).write(to: URL(fileURLWithPath: junit), options: .atomic)
             }
         } catch {
-            FileHandle.standardError.write(Data("contract-harness: cannot write the verdict: \(error)\n".utf8))
+            FileHandle.standardError.write(Data("contract-harness: cannot write the verdict to \(options.verdict): \(error.localizedDescription)\n".utf8))
             return Exit.internalFault.rawValue
         }
-        let c = verdict.counts
+        let c = final.counts
         say("\(c.passed) passed, \(c.failed + c.error) failed" + (c.skipped > 0 ? ", \(c.skipped) skipped" : ""))
         if !invalid.isEmpty { return Exit.usage.rawValue }
         return c.failed + c.error > 0 ? Exit.failed.rawValue : Exit.ok.rawValue
@@ -385,12 +455,12 @@ public enum HarnessCommand {
             FileHandle.standardError.write(Data("contract-harness: \(error)\n".utf8))
             return Exit.usage.rawValue
         }
-        say("explore \(root["name"]?.stringValue ?? file): seed \(options.seed), steps \(settings.steps) may move, at most \(settings.maxSchedules) schedules\(settings.exhaustive ? " (exhaustive)" : "")")
+        say("explore \(root["name"]?.stringValue ?? file): seed \(options.seed), steps \(settings.steps) may move, at most \(settings.maxSchedules) schedules\(settings.exhaustive ? ", in order" : "")")
         let report = await Explorer.explore(root, file: file, settings: settings, seed: options.seed,
                                             runner: ScenarioRunner(driver: driver, seed: options.seed, keepsHistory: false),
                                             concurrency: options.jobs)
         say(String(format: "%d schedules (%@), %d failed, %d infeasible, %.0f schedules/s", report.schedules.count,
-                   report.complete ? "every order" : "seeded sample", report.failed, report.infeasible, report.schedulesPerSecond))
+                   report.mode, report.failed, report.infeasible, report.schedulesPerSecond))
         if let f = report.firstFailure {
             let out = options.out ?? "\(report.scenario)-schedule.json"
             let encoder = JSONEncoder()
@@ -400,7 +470,8 @@ public enum HarnessCommand {
                 return Exit.internalFault.rawValue
             }
             say("first failing schedule: order \(f.order) fails '\(f.check)': \(f.result.firstFailure?.message ?? "")")
-            say("written to \(out) (shrunk from \(f.stepsBefore) to \(f.stepsAfter) steps); replay: contract-harness run \(out)")
+            say("written to \(out) (shrunk from \(f.stepsBefore) to \(f.stepsAfter) steps); replay: contract-harness run \(out)"
+                + (options.mutant.map { " --mutant \($0)" } ?? ""))
         }
         if options.verdict != "verdict.json" || arguments.contains("--verdict") {
             guard let s = try? ScenarioParser.parse(root.serialized(), file: file) else { return Exit.internalFault.rawValue }

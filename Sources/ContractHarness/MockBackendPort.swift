@@ -109,6 +109,25 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         }
     }
 
+    /// A decoding error as (the JSON path below the decoded value, what was wrong), e.g.
+    /// (`.action.respond`, `status must be 100...599, got -5`).
+    static func locate(_ error: Error) -> (path: String, what: String) {
+        func rel(_ keys: [CodingKey]) -> String { String(path(keys).dropFirst()) }
+        switch error {
+        case DecodingError.dataCorrupted(let c):
+            let text = c.underlyingError.map { "\($0)" } ?? c.debugDescription
+            return (rel(c.codingPath), text.isEmpty ? "data that does not decode" : text)
+        case DecodingError.keyNotFound(let key, let c):
+            return (rel(c.codingPath), "no '\(key.stringValue)' (required)")
+        case DecodingError.typeMismatch(let type, let c):
+            return (rel(c.codingPath), "a value that is not \(type == Double.self || type == Int.self ? "a number in range" : "\(type)")")
+        case DecodingError.valueNotFound(let type, let c):
+            return (rel(c.codingPath), "null or an out-of-range number where \(type) is needed")
+        default:
+            return ("", "\(error)")
+        }
+    }
+
     static func path(_ keys: [CodingKey]) -> String {
         "$" + keys.map { k in k.intValue.map { "[\($0)]" } ?? ".\(k.stringValue)" }.joined()
     }
@@ -258,10 +277,12 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
             query[name] = parts.count > 1 ? (parts[1].removingPercentEncoding ?? parts[1]) : ""
         }
         let response = e.response.flatMap { try? JSONValue.parse($0.body).value }
+        var responseHeaders: [String: String] = [:]
+        for h in e.response?.headers ?? [] { responseHeaders[h.name] = h.value }
         return RequestRecord(seq: e.seq, client: client, method: e.method, path: e.path.removingPercentEncoding ?? e.path,
                              target: e.path + (e.query.map { "?" + $0 } ?? ""), query: query, headers: headers,
-                             body: e.json, status: e.response?.status, response: response, fault: e.fault?.name,
-                             parked: parked, cancelled: e.cancelled, answered: e.outcome != nil)
+                             body: e.json, status: e.response?.status, response: response, responseHeaders: responseHeaders,
+                             fault: e.fault?.name, parked: parked, cancelled: e.cancelled, answered: e.outcome != nil)
     }
 
     func setObserver(_ observer: @escaping @Sendable (Int?, Bool) -> Void) {
@@ -282,7 +303,8 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
             problems.append("request #\(h.seq) \(h.method) \(h.path)\(h.userID.map { " for user '\($0)'" } ?? "") still held by fault '\(h.label ?? "\(h.fault)")' (never released)")
         }
         for f in report.unusedFaults {
-            problems.append("one-shot fault never used: \(f)")
+            let what = f.needed > 0 ? "matched \(f.matched) of the \(f.needed) requests it is for" : "never held a request"
+            problems.append("fault '\(f.name ?? "\(f.id)")' \(what); nearest request: \(f.nearest)")
         }
         return problems
     }

@@ -75,6 +75,8 @@ public struct RequestMatch: Sendable, Equatable {
     public var bodyEquals: JSONValue?
     /// Only requests the client cancelled (`true`) or did not (`false`).
     public var cancelled: Bool?
+    /// Headers the answer must carry with these values (names case-insensitive).
+    public var responseHeaders: [String: String]? = nil
 }
 
 /// What an operation's outcome must be.

@@ -34,7 +34,9 @@ public enum ScenarioParser {
         var fixtures: JSONValue?
         switch r.value("fixtures") {
         case nil, .string("sdk-contract")?: fixtures = nil
-        case .object(let o)?: fixtures = .object(o)
+        case .object(let o)?:
+            fixtures = .object(o)
+            try validate(Fixtures.self, .object(o), file: file, path: "$.fixtures", expected: "mock fixtures (Documentation/ScenarioFormat.md, Fixtures)")
         case let other?: throw r.error("fixtures", expected: "\"sdk-contract\" or a fixtures object", found: other)
         }
         var settings = ClientSettings()
@@ -89,6 +91,17 @@ public enum ScenarioParser {
                         checks: checks, stepTimeoutMilliseconds: timeout, requires: requires, explore: explore)
     }
 
+    /// Decodes `json` as the mock's `T` to check it; a failure becomes a `ScenarioError` at
+    /// `path` plus the decoder's own path.
+    ///
+    /// - Throws: `ScenarioError`.
+    static func validate<T: Decodable & Sendable>(_ type: T.Type, _ json: JSONValue, file: String, path: String, expected: String) throws {
+        do { _ = try MockBackendPort.decoded(type, json) } catch {
+            let (at, what) = MockBackendPort.locate(error)
+            throw ScenarioError(file: file, path: path + at, expected: expected, found: what)
+        }
+    }
+
     static func parseSettings(_ value: JSONValue, base: ClientSettings, file: String, path: String) throws -> ClientSettings {
         var r = try ObjectReader(value, file: file, path: path)
         var s = base
@@ -133,7 +146,10 @@ struct StepContext {
         case "fault":
             let rule = try r.require("fault")
             guard case .object = rule else { throw r.error("fault", expected: "a fault rule object", found: rule) }
+            try ScenarioParser.validate(FaultRule.self, rule, file: file, path: path + ".fault",
+                                        expected: "a fault rule (Documentation/ScenarioFormat.md, Faults)")
             let id = try r.string("id")
+            guard !faults.contains(id) else { throw r.error("id", expected: "a fault id not used before in this scenario", found: .string(id)) }
             faults.insert(id)
             step = .addFault(id: id, rule: rule)
         case "remove_fault":
@@ -143,8 +159,18 @@ struct StepContext {
         case "release":
             let id = try r.string("release")
             guard faults.contains(id) else { throw r.error("release", expected: "the id of a fault added earlier (\(faults.sorted()))", found: .string(id)) }
+            let override = r.value("response")
+            if let override {
+                var rr = try ObjectReader(override, file: file, path: path + ".response")
+                _ = try rr.optionalInt("status", range: 100...599) ?? { throw rr.error("status", expected: "an HTTP status 100...599", found: nil) }()
+                if let json = rr.value("json"), rr.has("body") {
+                    throw rr.error("body", expected: "either \"json\" or \"body\", not both", found: json)
+                }
+                _ = try rr.optionalString("body")
+                try rr.finish()
+            }
             step = .release(fault: id, count: try r.optionalInt("count", range: 1...10_000), all: try r.optionalBool("all") ?? false,
-                            override: r.value("response"))
+                            override: override)
         case "wait_for":
             step = .waitFor(try parseWait(r.value("wait_for")!, path: path + ".wait_for"))
         case "advance":
@@ -268,16 +294,16 @@ struct StepContext {
                              pathPrefix: try r.optionalString("path_prefix"), client: try r.optionalString("client"),
                              user: try r.optionalString("user"), body: r.value("body"), status: try r.optionalInt("status"),
                              target: try r.optionalString("target"), headers: try headers(&r), bodyEquals: r.value("body_equals"),
-                             cancelled: try r.optionalBool("cancelled"))
+                             cancelled: try r.optionalBool("cancelled"), responseHeaders: try headers(&r, key: "response_headers"))
         try r.finish()
         return m
     }
 
-    func headers(_ r: inout ObjectReader) throws -> [String: String]? {
-        guard let v = r.value("headers") else { return nil }
-        guard case .object(let o) = v else { throw r.error("headers", expected: "an object of header names and values", found: v) }
+    func headers(_ r: inout ObjectReader, key: String = "headers") throws -> [String: String]? {
+        guard let v = r.value(key) else { return nil }
+        guard case .object(let o) = v else { throw r.error(key, expected: "an object of header names and values", found: v) }
         return try o.mapValues { value in
-            guard case .string(let s) = value else { throw r.error("headers", expected: "string header values", found: value) }
+            guard case .string(let s) = value else { throw r.error(key, expected: "string header values", found: value) }
             return s
         }
     }

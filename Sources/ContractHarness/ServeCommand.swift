@@ -59,7 +59,14 @@ enum ServeCommand {
                 let v = try value(a)
                 guard let p = UInt16(v) else { throw HarnessCommand.UsageError("--port takes a whole number from 0 to 65535, not '\(v)'") }
                 o.port = p
-            case "--host": o.host = try value(a)
+            case "--host":
+                let v = try value(a)
+                // IPv4 dotted quad: the server binds IPv4 loopback-style addresses only.
+                let parts = v.split(separator: ".", omittingEmptySubsequences: false)
+                guard parts.count == 4, parts.allSatisfy({ UInt8($0) != nil }) else {
+                    throw HarnessCommand.UsageError("--host takes an IPv4 address such as 127.0.0.1, not '\(v)'")
+                }
+                o.host = v
             case "--fixtures": o.fixtures = try value(a)
             case "--api-key":
                 let v = try value(a)
@@ -173,6 +180,16 @@ enum ServeCommand {
 
         let backend = MockBackend(fixtures: fixtures)
         for rule in faults { backend.addFault(rule) }
+        if let path = options.journal {
+            // Fail now, not after a whole session: the journal's folder must exist and be writable.
+            let folder = (path as NSString).deletingLastPathComponent
+            let dir = folder.isEmpty ? "." : folder
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue,
+                  FileManager.default.isWritableFile(atPath: dir) else {
+                throw Failure(status: .usage, message: "--journal \(path): the folder '\(dir)' does not exist or is not writable")
+            }
+        }
         let server = MockHTTPServer(handler: backend, configuration: .init(host: options.host, port: options.port))
         let signals = SignalWaiter([SIGINT, SIGTERM])
         defer { signals.cancel() }

@@ -14,11 +14,6 @@ public final class OfflineStore: @unchecked Sendable {
     public let keyPrefix: String
     private let defaults: UserDefaults
 
-    /// Creates a store.
-    ///
-    /// - Parameters:
-    ///   - suiteName: the `UserDefaults` suite; `nil` uses `UserDefaults.standard`.
-    ///   - keyPrefix: prefix of every key; default `"ep_sdk_"`.
     /// Creates a store over a `UserDefaults` instance of the caller's (an App Group's, or a test
     /// double that keeps values in memory).
     ///
@@ -30,6 +25,11 @@ public final class OfflineStore: @unchecked Sendable {
         self.defaults = defaults
     }
 
+    /// Creates a store in a `UserDefaults` suite (CONTRACT.md section 3).
+    ///
+    /// - Parameters:
+    ///   - suiteName: the `UserDefaults` suite; `nil` uses `UserDefaults.standard`.
+    ///   - keyPrefix: prefix of every key; default `"ep_sdk_"`.
     public init(suiteName: String? = nil, keyPrefix: String = "ep_sdk_") {
         self.keyPrefix = keyPrefix
         self.defaults = suiteName.flatMap { UserDefaults(suiteName: $0) } ?? .standard

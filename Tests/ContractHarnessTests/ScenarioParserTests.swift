@@ -89,17 +89,16 @@ final class ScenarioParserTests: XCTestCase {
         expectError("{\(head), \"steps\": [{\"app\": \"display\"}]}", path: "$.steps[0].app", contains: "\"app\" section")
     }
 
-    func testBadFaultRuleIsReportedAtRunTimeWithItsPath() async {
-        let s = try! parse("{\(head), \"steps\": [{\"fault\": {\"action\": {\"hold\": {}, \"delay\": {\"seconds\": 1}}}, \"id\": \"f\"}]}")
-        let r = await ScenarioRunner().run(s)
-        XCTAssertEqual(r.status, .failed)
-        XCTAssertTrue(r.firstFailure?.message?.contains("$.steps[0].fault") ?? false, "\(String(describing: r.firstFailure))")
+    func testBadFaultRuleIsAMalformedFileWithItsPath() {
+        expectError("{\(head), \"steps\": [{\"fault\": {\"action\": {\"hold\": {}, \"delay\": {\"seconds\": 1}}}, \"id\": \"f\"}]}",
+                    path: "$.steps[0].fault.action", contains: "exactly one of")
+        expectError("{\(head), \"steps\": [{\"fault\": {\"action\": {\"respond\": {\"status\": -5}}}, \"id\": \"f\"}]}",
+                    path: "$.steps[0].fault.action.respond", contains: "100...599")
+        expectError("{\(head), \"steps\": [{\"fault\": {\"action\": {\"hold\": {}}}, \"id\": \"f\"}, {\"fault\": {\"action\": {\"hold\": {}}}, \"id\": \"f\"}]}",
+                    path: "$.steps[1].id", contains: "not used before")
     }
 
-    func testBadFixturesAreAnError() async {
-        let s = try! parse("{\(head), \"fixtures\": {\"api_keys\": [], \"flagz\": []}, \"steps\": []}")
-        let r = await ScenarioRunner().run(s)
-        XCTAssertEqual(r.status, .error)
-        XCTAssertTrue(r.reason?.contains("$.fixtures") ?? false, r.reason ?? "")
+    func testBadFixturesAreAMalformedFile() {
+        expectError("{\(head), \"fixtures\": {\"api_keys\": [], \"flagz\": []}, \"steps\": []}", path: "$.fixtures.flagz", contains: "unknown key")
     }
 }

@@ -162,6 +162,7 @@ struct CurlResult {
 
 /// Runs /usr/bin/curl with a 5 s cap (`--max-time 5`) and returns its exit code and standard output.
 func curlRun(_ arguments: [String]) throws -> CurlResult {
+    try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"), "curl is not installed (.ci/run installs it)")
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
     process.arguments = ["--max-time", "5", "-s"] + arguments
