@@ -10,6 +10,7 @@ public struct RequestRecord: Sendable, Equatable, Codable {
     public var seq: Int
     /// The client that sent it (from the harness's client tag), or `nil`.
     public var client: String?
+    /// The request method.
     public var method: String
     /// The decoded path, e.g. `/api/v1/feature-flags/evaluate/new ui/v2`.
     public var path: String

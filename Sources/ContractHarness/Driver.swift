@@ -20,11 +20,17 @@ public struct UserSpec: Sendable, Equatable, Codable {
 
 /// An event as a scenario names it (CONTRACT.md section 1, event object).
 public struct EventSpec: Sendable, Equatable, Codable {
+    /// The user (`user_id`).
     public var userId: String
+    /// The event name (`event_name`).
     public var eventName: String
+    /// The event type; the name when `nil`.
     public var eventType: String?
+    /// The experiment the event is attributed to.
     public var experimentKey: String?
+    /// The flag the event is attributed to.
     public var featureFlagKey: String?
+    /// A numeric value.
     public var value: Double?
     /// Properties (a JSON object), sent as `metadata`.
     public var properties: JSONValue?
@@ -120,10 +126,15 @@ public enum OperationOutcome: Sendable, Equatable, Codable {
 public struct ClientSettings: Sendable, Equatable {
     /// The API origin; `nil` uses the scenario's mock backend.
     public var baseURL: String?
+    /// The API key (default: the reference fixtures' key).
     public var apiKey = "sdk-contract-key"
+    /// Per-request deadline, seconds.
     public var timeout: Double = 10
+    /// Entries per in-memory cache.
     public var cacheSize = 1000
+    /// Cache lifetime, seconds.
     public var cacheTTL: Double = 300
+    /// Whether successes are persisted and served on failure.
     public var offlineFallback = true
 
     /// The defaults of `SdkConfig`, with the mock's origin and the reference API key.

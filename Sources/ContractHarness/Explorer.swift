@@ -34,6 +34,7 @@ public enum Explorer {
         public let scenarioJSON: JSONValue
         /// Steps before and after shrinking.
         public let stepsBefore: Int
+        /// Steps after shrinking.
         public let stepsAfter: Int
         /// The check that fails (the shrunk scenario still fails it).
         public let check: String
@@ -41,11 +42,15 @@ public enum Explorer {
 
     /// What an exploration found.
     public struct Report: Sendable {
+        /// The scenario's name.
         public let scenario: String
+        /// The seed the schedules were drawn with.
         public let seed: UInt64
         /// Every schedule tried, in order, as orders of the movable steps.
         public let schedules: [[Int]]
+        /// Schedules that failed.
         public let failed: Int
+        /// Schedules that could not be carried out in their order (skipped).
         public let infeasible: Int
         /// `true` when every order was tried.
         public let complete: Bool
@@ -60,6 +65,7 @@ public enum Explorer {
             if sampled { return "a seeded sample of \(schedules.count) of \(of) orders" }
             return "the first \(schedules.count) of \(of) orders (lexicographic)"
         }
+        /// The first failing schedule, in schedule order, shrunk; `nil` when none failed.
         public let firstFailure: Failure?
         /// Wall time, milliseconds, shrinking included.
         public let durationMilliseconds: Double

@@ -2,9 +2,13 @@
 public enum GoldenVectors {
     /// One vector: inputs, the MD5 of `"{user}:{key}"` in hex, and the expected hash in [0, 1).
     public struct Vector: Sendable, Equatable {
+        /// The user id.
         public let user: String
+        /// The flag or experiment key.
         public let key: String
+        /// MD5 of `"{user}:{key}"`, lowercase hex.
         public let md5: String
+        /// The expected hash in [0, 1).
         public let hash: Double
     }
 

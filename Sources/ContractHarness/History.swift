@@ -24,6 +24,7 @@ public struct HistoryEvent: Codable, Sendable, Equatable {
     public var step: Int
     /// Virtual seconds since the scenario started.
     public var time: Double
+    /// What happened.
     public var kind: Kind
     /// The client involved.
     public var client: String?

@@ -81,6 +81,7 @@ public struct ScenarioError: Error, CustomStringConvertible, Equatable, Sendable
         self.found = found
     }
 
+    /// `FILE: at PATH: expected X, found Y`.
     public var description: String { "\(file): at \(path): expected \(expected), found \(found)" }
 }
 

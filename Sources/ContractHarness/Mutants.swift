@@ -10,17 +10,20 @@ extension MutantClient: SwiftClientSurface {}
 public enum MutantRun {
     /// One variant's row of the matrix.
     public struct Row: Sendable {
+        /// The variant.
         public let defect: Defect
         /// The scenarios that failed (or errored) against this variant but pass against the
         /// faithful variant.
         public let caughtBy: [String]
         /// The checks that failed in those scenarios (named checks, `step N ...` expectations).
         public let failingChecks: [String]
+        /// Whether at least one scenario caught it.
         public var caught: Bool { !caughtBy.isEmpty }
     }
 
     /// The matrix.
     public struct Report: Sendable {
+        /// One row per broken variant, in `Defect` order.
         public let rows: [Row]
         /// Scenarios that fail against the faithful (defect-free) variant: a suite or harness bug.
         public let baselineFailures: [String]

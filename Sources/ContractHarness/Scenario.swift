@@ -58,10 +58,15 @@ public struct AppSettings: Sendable, Equatable {
 
 /// A request pattern over the history, as scenarios write it.
 public struct RequestMatch: Sendable, Equatable {
+    /// The method (case-insensitive).
     public var method: String?
+    /// The decoded path, without the query, exactly.
     public var path: String?
+    /// A prefix of the decoded path.
     public var pathPrefix: String?
+    /// The client that sent it.
     public var client: String?
+    /// A user id of the query, the body or any batch event.
     public var user: String?
     /// A JSON subset the parsed body must contain.
     public var body: JSONValue?

@@ -6,12 +6,14 @@ import Experimently
 public struct CheckResult: Codable, Sendable, Equatable {
     /// The check's name (`stickiness`, `step 4 expect`, ...).
     public var name: String
+    /// Whether it held.
     public var passed: Bool
     /// On failure: what went wrong.
     public var message: String?
     /// On failure: the history lines that show it.
     public var history: [String]?
 
+    /// Creates a result.
     public init(name: String, passed: Bool, message: String? = nil, history: [String]? = nil) {
         self.name = name
         self.passed = passed
@@ -26,12 +28,17 @@ public struct ScenarioResult: Sendable {
     public enum Status: String, Codable, Sendable { case passed, failed, skipped, error }
 
     public var name: String
+    /// The file it was read from.
     public var file: String
+    /// The scenario's tags.
     public var tags: [String]
+    /// Where the scenario comes from.
     public var source: String?
+    /// How it ended.
     public var status: Status
     /// Wall time, milliseconds.
     public var durationMilliseconds: Double
+    /// Every check, passed or not.
     public var checks: [CheckResult]
     /// Why it was skipped or errored.
     public var reason: String?

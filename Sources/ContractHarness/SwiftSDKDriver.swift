@@ -34,6 +34,7 @@ public struct SwiftSDKDriver: SDKDriver {
         self.factory = factory
     }
 
+    /// Creates an `ExperimentationClient` (or the factory's client) with the scenario's settings, the mock session, the virtual clock and the named offline store.
     public func makeClient(name: String, settings: ClientSettings, store: String?, context: DriverContext) throws -> any DriverClient {
         let config = SdkConfig(baseURL: settings.baseURL ?? context.baseURL(name), apiKey: settings.apiKey, timeout: settings.timeout,
                                cacheSize: settings.cacheSize, cacheTTL: settings.cacheTTL,

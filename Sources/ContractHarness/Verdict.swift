@@ -10,14 +10,19 @@ public struct Verdict: Sendable {
     /// The format tag.
     public static let format = "experimently-verdict/1"
 
+    /// The harness's version.
     public var harnessVersion: String
+    /// The SDK under test (the smoke `sdk` field).
     public var sdkName: String
+    /// The SDK's version.
     public var sdkVersion: String
+    /// The run's seed.
     public var seed: UInt64
     /// When the run started (ISO-8601 UTC).
     public var startedAt: Date
     /// Wall time of the whole run, milliseconds.
     public var durationMilliseconds: Double
+    /// Every scenario run, in order.
     public var results: [ScenarioResult]
     /// Scenario files that could not be read or parsed (`file`, `error`).
     public var invalid: [(file: String, error: String)]

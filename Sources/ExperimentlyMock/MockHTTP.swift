@@ -40,6 +40,7 @@ public struct MockRequest: Sendable, Equatable {
         headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
     }
 
+    /// Equal method, target, body, and header names and values in order.
     public static func == (lhs: MockRequest, rhs: MockRequest) -> Bool {
         lhs.method == rhs.method && lhs.target == rhs.target && lhs.body == rhs.body
             && lhs.headers.map(\.name) == rhs.headers.map(\.name)
@@ -68,6 +69,7 @@ public struct MockResponse: Sendable, Equatable {
         headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
     }
 
+    /// Equal status, body, and header names and values in order.
     public static func == (lhs: MockResponse, rhs: MockResponse) -> Bool {
         lhs.status == rhs.status && lhs.body == rhs.body
             && lhs.headers.map(\.name) == rhs.headers.map(\.name)
