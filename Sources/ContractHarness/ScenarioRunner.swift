@@ -27,6 +27,7 @@ public struct ScenarioResult: Sendable {
     /// `passed`, `failed`, `skipped` or `error` (the scenario could not run).
     public enum Status: String, Codable, Sendable { case passed, failed, skipped, error }
 
+    /// The scenario's name.
     public var name: String
     /// The file it was read from.
     public var file: String
