@@ -105,7 +105,10 @@ public enum HarnessCommand {
             switch a {
             case "--verdict": o.verdict = try value(a)
             case "--junit": o.junit = try value(a)
-            case "--filter": o.filters.append(try value(a))
+            case "--filter":
+                let v = try value(a)
+                guard !v.isEmpty else { throw UsageError("--filter needs a non-empty text") }
+                o.filters.append(v)
             case "--seed":
                 let v = try value(a)
                 // Up to 2^53 - 1, so the verdict's JSON number records it exactly.
@@ -201,14 +204,54 @@ public enum HarnessCommand {
         return path
     }
 
-    /// Writes a verdict that says the run could not happen, so a stale verdict is never read as
-    /// this run's.
-    static func writeRefusal(_ message: String, to path: String, driver: any SDKDriver, invalid: [(file: String, error: String)] = []) {
+    /// Writes a verdict (and the JUnit file, when one is asked for) that says the run could not
+    /// happen, so a stale one is never read as this run's.
+    static func writeRefusal(_ message: String, to path: String, junit: String? = nil, driver: any SDKDriver,
+                             invalid: [(file: String, error: String)] = []) {
         var verdict = Verdict(harnessVersion: version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, seed: 0,
                               startedAt: Date(), durationMilliseconds: 0, results: [], invalid: invalid)
         verdict.extra["error"] = .string(message)
         verdict.extra["ok"] = .bool(false)
         try? verdict.write(to: path, redacting: [])
+        if let junit { try? verdict.junit(redacting: [], error: message).write(to: URL(fileURLWithPath: junit), options: .atomic) }
+    }
+
+    /// The value after the last `flag` in raw arguments, if any.
+    static func rawValue(of flag: String, in arguments: [String]) -> String? {
+        var found: String?
+        for (i, a) in arguments.enumerated() where a == flag && i + 1 < arguments.count { found = arguments[i + 1] }
+        return found
+    }
+
+    /// Checks, before any work, that `path` can be written: its folder exists and is writable and
+    /// it is not a folder itself.
+    ///
+    /// - Throws: `UsageError` naming the option and the path.
+    static func checkWritable(_ path: String, option: String) throws {
+        var isDir: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDir), isDir.boolValue {
+            throw UsageError("\(option) \(path) is a folder, not a file")
+        }
+        let folder = (path as NSString).deletingLastPathComponent
+        let dir = folder.isEmpty ? "." : folder
+        guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue, FileManager.default.isWritableFile(atPath: dir) else {
+            throw UsageError("\(option) \(path): the folder '\(dir)' does not exist or is not writable")
+        }
+    }
+
+    /// Runs `handler` (then exits with 130 for SIGINT, 143 for SIGTERM) when the process is
+    /// interrupted; returns the sources to keep alive.
+    static func onInterrupt(_ handler: @escaping @Sendable (_ signal: Int32) -> Void) -> [any DispatchSourceSignal] {
+        [(SIGINT, Int32(130)), (SIGTERM, Int32(143))].map { sig, status in
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler {
+                handler(sig)
+                exit(status)
+            }
+            source.resume()
+            return source
+        }
     }
 
     /// Results so far, shared with the signal handler (an `NSLock` guards it).
@@ -226,14 +269,16 @@ public enum HarnessCommand {
         var driver = driver
         do {
             options = try parseRun(arguments)
+            try checkWritable(options.verdict, option: "--verdict")
+            if let junit = options.junit { try checkWritable(junit, option: "--junit") }
             files = try discover(options.paths)
             if let m = options.mutant { driver = MutantRun.driver(Defect(rawValue: m)) }
         } catch let e as UsageError {
             if e.message.isEmpty { print(usage); return Exit.ok.rawValue }
-            writeRefusal("bad usage: \(e.message)", to: verdictPath(in: arguments), driver: driver)
+            writeRefusal("bad usage: \(e.message)", to: verdictPath(in: arguments), junit: rawValue(of: "--junit", in: arguments), driver: driver)
             return usageError(e.message)
         } catch {
-            writeRefusal("bad usage: \(error)", to: verdictPath(in: arguments), driver: driver)
+            writeRefusal("bad usage: \(error)", to: verdictPath(in: arguments), junit: rawValue(of: "--junit", in: arguments), driver: driver)
             return usageError("\(error)")
         }
         let startedAt = Date()
@@ -247,8 +292,9 @@ public enum HarnessCommand {
             options.filters.isEmpty || options.filters.contains { f in s.name.contains(f) || s.tags.contains { $0.contains(f) } }
         }
         let secrets = Array(Set(scenarios.flatMap { s in s.clients.map(\.settings.apiKey) + [s.settings.apiKey] }))
-        func verdict(_ results: [ScenarioResult]) -> Verdict {
-            var v = Verdict(harnessVersion: version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, seed: options.seed,
+        let driverForVerdict = driver
+        @Sendable func verdict(_ results: [ScenarioResult]) -> Verdict {
+            var v = Verdict(harnessVersion: version, sdkName: driverForVerdict.sdkName, sdkVersion: driverForVerdict.sdkVersion, seed: options.seed,
                             startedAt: startedAt, durationMilliseconds: ScenarioRunner.elapsed(since: started),
                             results: results, invalid: invalid)
             v.includesHistory = options.history
@@ -262,31 +308,25 @@ public enum HarnessCommand {
             v.extra["error"] = .string(message)
             v.extra["ok"] = .bool(false)
             try? v.write(to: options.verdict, redacting: secrets)
+            if let junit = options.junit { try? v.junit(redacting: secrets, error: message).write(to: URL(fileURLWithPath: junit), options: .atomic) }
             say("0 passed, \(invalid.count) failed")
             FileHandle.standardError.write(Data("contract-harness: \(message)\n".utf8))
             return Exit.usage.rawValue
         }
         // Interrupted (SIGINT, SIGTERM): write what finished, and say which were not run.
         let progress = RunProgress()
-        var sources: [any DispatchSourceSignal] = []
-        for (sig, status) in [(SIGINT, Int32(130)), (SIGTERM, Int32(143))] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler {
-                let done = progress.snapshot
-                let finished = Set(done.map(\.name))
-                let rest = selected.filter { !finished.contains($0.name) }.map {
-                    ScenarioResult(name: $0.name, file: $0.file, tags: $0.tags, source: $0.source, status: .error, durationMilliseconds: 0,
-                                   checks: [], reason: "interrupted by signal \(sig) before it finished", smoke: nil, history: [], historyDigest: "")
-                }
-                var v = verdict(done + rest)
-                v.extra["interrupted"] = .bool(true)
-                try? v.write(to: options.verdict, redacting: secrets)
-                say("interrupted: \(done.count) of \(selected.count) scenarios finished; verdict written to \(options.verdict)")
-                exit(status)
+        let sources = onInterrupt { sig in
+            let done = progress.snapshot
+            let finished = Set(done.map(\.name))
+            let rest = selected.filter { !finished.contains($0.name) }.map {
+                ScenarioResult(name: $0.name, file: $0.file, tags: $0.tags, source: $0.source, status: .error, durationMilliseconds: 0,
+                               checks: [], reason: "interrupted by signal \(sig) before it finished", smoke: nil, history: [], historyDigest: "")
             }
-            source.resume()
-            sources.append(source)
+            var v = verdict(done + rest)
+            v.extra["interrupted"] = .bool(true)
+            try? v.write(to: options.verdict, redacting: secrets)
+            if let junit = options.junit { try? v.junit(redacting: secrets).write(to: URL(fileURLWithPath: junit), options: .atomic) }
+            say("interrupted: \(done.count) of \(selected.count) scenarios finished; verdict written to \(options.verdict)")
         }
         defer { sources.forEach { $0.cancel() } }
         let runner = ScenarioRunner(driver: driver, seed: options.seed)
@@ -310,14 +350,15 @@ public enum HarnessCommand {
             if options.failFast && (r.status == .failed || r.status == .error) { stop = true }
         }
         let final = verdict(progress.snapshot)
-        do {
-            try final.write(to: options.verdict, redacting: secrets)
-            if let junit = options.junit {
-                try final.junit(redacting: secrets).write(to: URL(fileURLWithPath: junit), options: .atomic)
-            }
-        } catch {
+        do { try final.write(to: options.verdict, redacting: secrets) } catch {
             FileHandle.standardError.write(Data("contract-harness: cannot write the verdict to \(options.verdict): \(error.localizedDescription)\n".utf8))
             return Exit.internalFault.rawValue
+        }
+        if let junit = options.junit {
+            do { try final.junit(redacting: secrets).write(to: URL(fileURLWithPath: junit), options: .atomic) } catch {
+                FileHandle.standardError.write(Data("contract-harness: cannot write the JUnit file to \(junit): \(error.localizedDescription)\n".utf8))
+                return Exit.internalFault.rawValue
+            }
         }
         let c = final.counts
         say("\(c.passed) passed, \(c.failed + c.error) failed" + (c.skipped > 0 ? ", \(c.skipped) skipped" : ""))
@@ -365,6 +406,7 @@ public enum HarnessCommand {
             }
             options = try parseRun(rest)
             if !rest.contains("--verdict") { options.verdict = "mutants-verdict.json" }
+            try checkWritable(options.verdict, option: "--verdict")
         } catch let e as UsageError {
             if e.message.isEmpty { print(usage); return Exit.ok.rawValue }
             return usageError(e.message)
@@ -455,6 +497,15 @@ public enum HarnessCommand {
             FileHandle.standardError.write(Data("contract-harness: \(error)\n".utf8))
             return Exit.usage.rawValue
         }
+        let exploreVerdict = arguments.contains("--verdict") ? options.verdict : nil
+        let interruptedDriver = driver
+        let sources = onInterrupt { sig in
+            if let path = exploreVerdict {
+                writeRefusal("explore interrupted by signal \(sig) before it finished", to: path, driver: interruptedDriver)
+            }
+            say("interrupted: explore stopped before it finished")
+        }
+        defer { sources.forEach { $0.cancel() } }
         say("explore \(root["name"]?.stringValue ?? file): seed \(options.seed), steps \(settings.steps) may move, at most \(settings.maxSchedules) schedules\(settings.exhaustive ? ", in order" : "")")
         let report = await Explorer.explore(root, file: file, settings: settings, seed: options.seed,
                                             runner: ScenarioRunner(driver: driver, seed: options.seed, keepsHistory: false),

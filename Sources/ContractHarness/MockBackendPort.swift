@@ -299,12 +299,13 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         let sessions = state.withLock { s -> [URLSession] in defer { s.sessions.removeAll() }; return s.sessions }
         sessions.forEach { $0.finishTasksAndInvalidate() }
         var problems: [String] = []
+        let names = state.withLock { s in Dictionary(s.faults.map { ($0.value, $0.key) }, uniquingKeysWith: { a, _ in a }) }
         for h in report.unreleasedHolds {
-            problems.append("request #\(h.seq) \(h.method) \(h.path)\(h.userID.map { " for user '\($0)'" } ?? "") still held by fault '\(h.label ?? "\(h.fault)")' (never released)")
+            problems.append("request #\(h.seq) \(h.method) \(h.path)\(h.userID.map { " for user '\($0)'" } ?? "") still held by fault '\(names[h.fault] ?? h.label ?? "\(h.fault)")' (never released)")
         }
         for f in report.unusedFaults {
             let what = f.needed > 0 ? "matched \(f.matched) of the \(f.needed) requests it is for" : "never held a request"
-            problems.append("fault '\(f.name ?? "\(f.id)")' \(what); nearest request: \(f.nearest)")
+            problems.append("fault '\(names[f.id] ?? f.name ?? "\(f.id)")' \(what) (\(f.nearest))")
         }
         return problems
     }

@@ -106,7 +106,9 @@ public enum ScenarioParser {
         var r = try ObjectReader(value, file: file, path: path)
         var s = base
         s.timeout = try r.optionalNumber("timeout") ?? s.timeout
+        guard s.timeout > 0, s.timeout.isFinite else { throw r.error("timeout", expected: "seconds > 0", found: .number(s.timeout)) }
         s.cacheTTL = try r.optionalNumber("cache_ttl") ?? s.cacheTTL
+        guard s.cacheTTL >= 0, s.cacheTTL.isFinite else { throw r.error("cache_ttl", expected: "seconds >= 0", found: .number(s.cacheTTL)) }
         s.cacheSize = try r.optionalInt("cache_size", range: 1...1_000_000) ?? s.cacheSize
         s.offlineFallback = try r.optionalBool("offline_fallback") ?? s.offlineFallback
         s.baseURL = try r.optionalString("base_url") ?? s.baseURL

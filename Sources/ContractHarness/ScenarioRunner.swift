@@ -247,8 +247,21 @@ final class ScenarioExecution: @unchecked Sendable {
                               history: canonical, historyDigest: keepsHistory ? Self.digest(canonical) : "")
     }
 
+    /// The history so far with request entries filled in from the mock (the recorder only notes
+    /// sequence numbers while the run goes on).
+    func currentHistory() -> [HistoryEvent] {
+        let bySeq = Dictionary(port.requests().map { ($0.seq, $0) }, uniquingKeysWith: { a, _ in a })
+        return recorder.snapshot.map { e in
+            guard let seq = e.request?.seq, let full = bySeq[seq] else { return e }
+            var copy = e
+            copy.request = full
+            copy.client = full.client
+            return copy
+        }
+    }
+
     func fail(_ name: String, _ message: String, history: [String]? = nil) {
-        let slice = history ?? Array(recorder.snapshot.suffix(12).map(\.line))
+        let slice = history ?? Array(currentHistory().suffix(12).map(\.line))
         lock.withLock { checks.append(CheckResult(name: name, passed: false, message: message, history: slice)) }
     }
 
@@ -265,7 +278,7 @@ final class ScenarioExecution: @unchecked Sendable {
         case .addFault(let id, _): return "fault \(id)"
         case .removeFault(let id): return "remove_fault \(id)"
         case .release(let id, _, _, _): return "release \(id)"
-        case .waitFor(let c): return "wait_for \(c)"
+        case .waitFor(let c): return "wait_for \(describe(c))"
         case .advance(let s): return "advance \(s)"
         case .fixtures(let c): return "fixtures \(c)"
         case .expect: return "assert"
@@ -321,6 +334,10 @@ final class ScenarioExecution: @unchecked Sendable {
             recorder.record(.marker, name: "release", detail: .object(["fault": .string(id), "count": all ? .string("all") : .number(Double(count ?? 1))]))
             do {
                 let released = try port.release(fault: id, count: all ? nil : (count ?? 1), override: override)
+                if let count, !all, released < count {
+                    infeasible = true
+                    return "release of \(count) asked, but fault '\(id)' held only \(released) request(s) now"
+                }
                 if released == 0 {
                     infeasible = true
                     return "nothing to release: fault '\(id)' holds no request (it held \(port.heldCount(fault: id)) so far); requests: "
@@ -375,7 +392,7 @@ final class ScenarioExecution: @unchecked Sendable {
             let problems = outcomes.compactMap { label, outcome in Self.mismatch(outcome, expect).map { "\(label): \($0)" } }
             if problems.isEmpty { pass("\(step) expect") }
             else {
-                let lines = recorder.snapshot.filter { labels.contains($0.label ?? "") || $0.kind == .request || $0.kind == .response }.suffix(12).map(\.line)
+                let lines = currentHistory().filter { labels.contains($0.label ?? "") || $0.kind == .request || $0.kind == .response }.suffix(12).map(\.line)
                 fail("\(step) expect", problems.prefix(3).joined(separator: "; "), history: Array(lines))
             }
         }
@@ -459,7 +476,7 @@ final class ScenarioExecution: @unchecked Sendable {
     static func describe(_ condition: WaitCondition) -> String {
         switch condition {
         case .held(let fault, let count): return "\(count) request(s) held by fault '\(fault)'"
-        case .requests(let match, let count): return "\(count) request(s) matching \(match)"
+        case .requests(let match, let count): return "\(count) request(s) matching \(describe(match))"
         case .quiescence: return "quiescence"
         }
     }
@@ -551,7 +568,12 @@ final class ScenarioExecution: @unchecked Sendable {
         if let v = m.user { parts.append("user=\(v)") }
         if let v = m.status { parts.append("status=\(v)") }
         if let v = m.body { parts.append("body⊇\(v)") }
-        return parts.joined(separator: " ")
+        if let v = m.bodyEquals { parts.append("body=\(v)") }
+        if let v = m.target { parts.append("target=\(v)") }
+        if let v = m.headers { parts.append("headers⊇\(v.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" })") }
+        if let v = m.responseHeaders { parts.append("response_headers⊇\(v.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" })") }
+        if let v = m.cancelled { parts.append("cancelled=\(v)") }
+        return parts.isEmpty ? "(any request)" : parts.joined(separator: " ")
     }
 
     /// Runs a cache query on a client and returns its value (`nil` on error).

@@ -181,13 +181,9 @@ enum ServeCommand {
         let backend = MockBackend(fixtures: fixtures)
         for rule in faults { backend.addFault(rule) }
         if let path = options.journal {
-            // Fail now, not after a whole session: the journal's folder must exist and be writable.
-            let folder = (path as NSString).deletingLastPathComponent
-            let dir = folder.isEmpty ? "." : folder
-            var isDir: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue,
-                  FileManager.default.isWritableFile(atPath: dir) else {
-                throw Failure(status: .usage, message: "--journal \(path): the folder '\(dir)' does not exist or is not writable")
+            // Fail now, not after a whole session.
+            do { try HarnessCommand.checkWritable(path, option: "--journal") } catch let e as HarnessCommand.UsageError {
+                throw Failure(status: .usage, message: e.message)
             }
         }
         let server = MockHTTPServer(handler: backend, configuration: .init(host: options.host, port: options.port))

@@ -119,8 +119,9 @@ public struct Verdict: Sendable {
         try data(redacting: secrets).write(to: URL(fileURLWithPath: path), options: .atomic)
     }
 
-    /// JUnit XML (one `testsuite`, a `testcase` per scenario).
-    public func junit(redacting secrets: [String]) -> Data {
+    /// JUnit XML (one `testsuite`, a `testcase` per scenario; with `error`, one erroring
+    /// `testcase` that says why the run could not happen).
+    public func junit(redacting secrets: [String], error: String? = nil) -> Data {
         func esc(_ s: String) -> String {
             var out = ""
             for ch in s.unicodeScalars {
@@ -137,7 +138,7 @@ public struct Verdict: Sendable {
         }
         let c = counts
         var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-        xml += "<testsuite name=\"contract-harness\" tests=\"\(results.count + invalid.count)\" failures=\"\(c.failed)\" errors=\"\(c.error)\" skipped=\"\(c.skipped)\" time=\"\(durationMilliseconds / 1000)\">\n"
+        xml += "<testsuite name=\"contract-harness\" tests=\"\(results.count + invalid.count + (error == nil ? 0 : 1))\" failures=\"\(c.failed)\" errors=\"\(c.error + (error == nil ? 0 : 1))\" skipped=\"\(c.skipped)\" time=\"\(durationMilliseconds / 1000)\">\n"
         for r in results {
             xml += "  <testcase classname=\"scenarios\" name=\"\(esc(r.name))\" file=\"\(esc(r.file))\" time=\"\(r.durationMilliseconds / 1000)\""
             switch r.status {
@@ -152,6 +153,9 @@ public struct Verdict: Sendable {
         }
         for item in invalid {
             xml += "  <testcase classname=\"scenarios\" name=\"\(esc(item.file))\" time=\"0\"><error message=\"\(esc(item.error))\"/></testcase>\n"
+        }
+        if let error {
+            xml += "  <testcase classname=\"contract-harness\" name=\"run\" time=\"0\"><error message=\"\(esc(error))\"/></testcase>\n"
         }
         xml += "</testsuite>\n"
         for secret in secrets where !secret.isEmpty { xml = xml.replacingOccurrences(of: secret, with: "***") }
