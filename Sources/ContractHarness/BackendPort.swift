@@ -136,6 +136,4 @@ protocol BackendPort: AnyObject, Sendable {
     /// Requests the SDK sessions created whose completion has not returned (in transit, parked,
     /// or on the way back); `nil` when the platform's sessions cannot count them.
     var outstandingTasks: Int? { get }
-    /// Exposures the backend recorded, as `(experiment, user)` in order.
-    func exposures() -> [(experiment: String, user: String)]
 }

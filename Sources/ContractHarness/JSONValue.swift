@@ -24,12 +24,6 @@ extension JSONValue: CustomStringConvertible {
     /// Compact JSON text with sorted keys.
     public var description: String { jsonText }
 
-    /// A short name of the value's kind for error messages (`"string"`, `"object"`, ...).
-    var kindName: String { typeName }
-
-    /// The value as compact JSON bytes.
-    var data: Data { serialized() }
-
     /// Converts Foundation JSON objects (from `JSONSerialization` or `AnyCodable.value`).
     init(any value: Any?) {
         switch value {
@@ -103,7 +97,7 @@ struct ObjectReader {
 
     static func brief(_ value: JSONValue) -> String {
         let text = value.description
-        return "\(value.kindName) \(text.count > 60 ? String(text.prefix(57)) + "..." : text)"
+        return "\(value.typeName) \(text.count > 60 ? String(text.prefix(57)) + "..." : text)"
     }
 
     func error(_ key: String, expected: String, found: JSONValue?) -> ScenarioError {

@@ -318,7 +318,4 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         #endif
     }
 
-    func exposures() -> [(experiment: String, user: String)] {
-        backend.state.exposures.map { ($0.experimentKey, $0.userID) }
-    }
 }

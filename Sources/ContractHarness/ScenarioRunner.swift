@@ -585,15 +585,8 @@ final class ScenarioExecution: @unchecked Sendable {
     // MARK: History
 
     func enrichHistory() {
-        let bySeq = Dictionary(port.requests().map { ($0.seq, $0) }, uniquingKeysWith: { a, _ in a })
-        recorder.replace { events in
-            for i in events.indices {
-                if let seq = events[i].request?.seq, let full = bySeq[seq] {
-                    events[i].request = full
-                    events[i].client = full.client
-                }
-            }
-        }
+        let full = currentHistory()
+        recorder.replace { $0 = full }
     }
 
     /// The history in canonical form: mock sequence numbers and step numbers cleared, and each run
@@ -694,13 +687,5 @@ extension RequestRecord {
     static func placeholder(seq: Int) -> RequestRecord {
         RequestRecord(seq: seq, client: nil, method: "", path: "", target: "", query: [:], headers: [:], body: nil, status: nil,
                       response: nil, fault: nil, parked: false, cancelled: false, answered: false)
-    }
-}
-
-extension JSONValue {
-    static func encodeForSorting<T: Encodable>(_ value: T) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? ""
     }
 }

@@ -1,6 +1,5 @@
 import XCTest
 import Foundation
-import ExperimentlyMock
 @testable import ContractHarness
 
 /// The same scenario file yields the same history on every run, also with both cores busy.
@@ -47,8 +46,6 @@ final class DeterminismTests: XCTestCase {
         for i in 1..<200 {
             let again = await runner.run(scenario)
             guard again.historyDigest == first.historyDigest else {
-                try? first.history.map { JSONValue.encodeForSorting($0) }.joined(separator: "\n").write(toFile: "/tmp/det-a.txt", atomically: true, encoding: .utf8)
-                try? again.history.map { JSONValue.encodeForSorting($0) }.joined(separator: "\n").write(toFile: "/tmp/det-b.txt", atomically: true, encoding: .utf8)
                 let diff = zip(first.history, again.history).first { $0.0 != $0.1 }
                 return XCTFail("run \(i) differs (status \(again.status), failures \(again.checks.filter { !$0.passed }.map { "\($0.name): \($0.message ?? "")" })): \(diff.map { "\($0.0.line)\n  vs \($0.1.line)" } ?? "length \(first.history.count) vs \(again.history.count)")")
             }
