@@ -56,7 +56,7 @@ final class LockedData: @unchecked Sendable {
 /// `contract-harness vectors` through the real binary (exit codes, lines, the verdict) and the
 /// mismatch-cause diagnosis in-process.
 final class VectorsCommandTests: XCTestCase {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = Repository.root
     static let vectors = root.appendingPathComponent("golden-vectors").path
     static let adapters = root.appendingPathComponent("golden-vectors/adapters")
 

@@ -7,7 +7,7 @@ import ExperimentlyMutants
 /// The explorer finds the ordering that breaks an SDK, writes it as a replayable scenario, finds
 /// nothing against the real SDK, and draws the same schedules from the same seed.
 final class ExplorerTests: XCTestCase {
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let repository = Repository.root
     static let raceFile = repository.appendingPathComponent("scenarios/race-explore-clear-vs-late-assignment.json").path
 
     func load(_ path: String) throws -> (JSONValue, Explorer.Settings) {

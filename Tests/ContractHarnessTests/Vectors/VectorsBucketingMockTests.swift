@@ -7,8 +7,7 @@ import ExperimentlyMock
 /// assignment through `MockBackend.handle` (POST /assign) and every flag evaluation (GET evaluate)
 /// answers what the hashlib generator computed (CONTRACT.md section 2).
 final class VectorsBucketingMockTests: XCTestCase {
-    static let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("golden-vectors")
+    static let folder = Repository.root.appendingPathComponent("golden-vectors")
 
     func file() throws -> [String: JSONValue] {
         let data = try Data(contentsOf: Self.folder.appendingPathComponent("bucketing.json"))
