@@ -1,0 +1,145 @@
+import Foundation
+
+/// Replaces every configured secret (API keys) with `***` in any text or bytes the harness or the
+/// mock writes out: console lines, verdicts, JUnit, the `serve` journal, reports.
+///
+/// Matching is exact on UTF-8 bytes (never Swift `String` equivalence), and each secret is also
+/// found in the spellings it takes on the wire: percent-encoded (RFC 3986 section 2.1, either hex
+/// case, as in a query `?api_key=`), form-encoded (`+` for space) and JSON-escaped (`\"`, `\\`,
+/// `\/`, `\uXXXX` for non-ASCII and control characters, either hex case). A header such as
+/// `Authorization: Bearer <key>` or a body field carrying the key is redacted because the key's
+/// bytes are. Longer secrets are replaced first, so a key that contains another is hidden whole.
+/// Empty secrets are ignored. Thread-safe: an immutable value.
+public struct SecretRedactor: Sendable {
+    /// The text that stands in for a secret.
+    public static let mask = "***"
+
+    /// Byte patterns to replace, longest first.
+    private let patterns: [[UInt8]]
+
+    /// A redactor for `secrets` (each API key the run or the fixtures configure).
+    public init(secrets: [String]) {
+        var set = Set<[UInt8]>()
+        for secret in secrets where !secret.isEmpty {
+            for spelling in Self.spellings(of: secret) where !spelling.isEmpty { set.insert(spelling) }
+        }
+        patterns = set.sorted { $0.count != $1.count ? $0.count > $1.count : $0.lexicographicallyPrecedes($1) }
+    }
+
+    /// True when there is nothing to redact.
+    public var isEmpty: Bool { patterns.isEmpty }
+
+    /// `text` with every spelling of every secret replaced by `***`.
+    public func redact(_ text: String) -> String {
+        guard !patterns.isEmpty else { return text }
+        let bytes = Array(text.utf8)
+        let out = redact(bytes: bytes)
+        return out.count == bytes.count && out == bytes ? text : String(decoding: out, as: UTF8.self)
+    }
+
+    /// `data` with every spelling of every secret replaced by `***`.
+    public func redact(_ data: Data) -> Data {
+        guard !patterns.isEmpty else { return data }
+        return Data(redact(bytes: Array(data)))
+    }
+
+    /// True when `text` contains any spelling of a secret.
+    public func contains(secretIn text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        return patterns.contains { Self.find($0, in: bytes, from: 0) != nil }
+    }
+
+    private func redact(bytes: [UInt8]) -> [UInt8] {
+        var current = bytes
+        let mask = Array(Self.mask.utf8)
+        for pattern in patterns {
+            guard var hit = Self.find(pattern, in: current, from: 0) else { continue }
+            var out: [UInt8] = []
+            out.reserveCapacity(current.count)
+            var start = 0
+            while true {
+                out.append(contentsOf: current[start..<hit])
+                out.append(contentsOf: mask)
+                start = hit + pattern.count
+                guard let next = Self.find(pattern, in: current, from: start) else { break }
+                hit = next
+            }
+            out.append(contentsOf: current[start...])
+            current = out
+        }
+        return current
+    }
+
+    private static func find(_ pattern: [UInt8], in bytes: [UInt8], from start: Int) -> Int? {
+        guard let first = pattern.first, bytes.count - start >= pattern.count else { return nil }
+        var i = start
+        let last = bytes.count - pattern.count
+        while i <= last {
+            if bytes[i] == first {
+                var j = 1
+                while j < pattern.count && bytes[i + j] == pattern[j] { j += 1 }
+                if j == pattern.count { return i }
+            }
+            i += 1
+        }
+        return nil
+    }
+
+    /// Every wire spelling of `secret`: raw, percent-encoded (upper and lower hex), form-encoded
+    /// and JSON-escaped (upper and lower hex).
+    static func spellings(of secret: String) -> [[UInt8]] {
+        let raw = Array(secret.utf8)
+        var out = [raw]
+        for upper in [true, false] {
+            out.append(percentEncoded(raw, upper: upper, plusForSpace: false))
+            out.append(percentEncoded(raw, upper: upper, plusForSpace: true))
+            out.append(jsonEscaped(secret, upper: upper, escapeSlash: false))
+            out.append(jsonEscaped(secret, upper: upper, escapeSlash: true))
+        }
+        return out
+    }
+
+    private static func hex(_ value: UInt32, digits: Int, upper: Bool) -> [UInt8] {
+        let s = String(value, radix: 16, uppercase: upper)
+        return Array((String(repeating: "0", count: max(0, digits - s.count)) + s).utf8)
+    }
+
+    private static func percentEncoded(_ raw: [UInt8], upper: Bool, plusForSpace: Bool) -> [UInt8] {
+        var out: [UInt8] = []
+        for b in raw {
+            switch b {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
+                 UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.append(b)
+            case UInt8(ascii: " ") where plusForSpace:
+                out.append(UInt8(ascii: "+"))
+            default:
+                out.append(UInt8(ascii: "%"))
+                out.append(contentsOf: hex(UInt32(b), digits: 2, upper: upper))
+            }
+        }
+        return out
+    }
+
+    private static func jsonEscaped(_ secret: String, upper: Bool, escapeSlash: Bool) -> [UInt8] {
+        var out: [UInt8] = []
+        for scalar in secret.unicodeScalars {
+            switch scalar {
+            case "\"": out.append(contentsOf: Array("\\\"".utf8))
+            case "\\": out.append(contentsOf: Array("\\\\".utf8))
+            case "/" where escapeSlash: out.append(contentsOf: Array("\\/".utf8))
+            case _ where scalar.value < 0x20 || scalar.value >= 0x7F:
+                if scalar.value > 0xFFFF {
+                    let v = scalar.value - 0x10000
+                    out.append(contentsOf: Array("\\u".utf8) + hex(0xD800 + (v >> 10), digits: 4, upper: upper))
+                    out.append(contentsOf: Array("\\u".utf8) + hex(0xDC00 + (v & 0x3FF), digits: 4, upper: upper))
+                } else {
+                    out.append(contentsOf: Array("\\u".utf8) + hex(scalar.value, digits: 4, upper: upper))
+                }
+            default: out.append(contentsOf: Array(String(scalar).utf8))
+            }
+        }
+        return out
+    }
+}
