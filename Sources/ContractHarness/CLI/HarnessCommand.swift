@@ -4,7 +4,7 @@ import ExperimentlyMutants
 
 /// The `contract-harness` command line (documented in `Documentation/CLI.md`).
 ///
-/// Exit status: 0 all passed, 1 a check failed, 64 bad usage or a malformed scenario file
+/// Exit status: 0 all passed, 1 a check failed or nothing passed (every scenario skipped), 64 bad usage or a malformed scenario file
 /// (sysexits `EX_USAGE`/`EX_DATAERR` folded into 64), 70 an internal fault (`EX_SOFTWARE`).
 public enum HarnessCommand {
     /// The harness version written into verdicts.
@@ -47,7 +47,8 @@ public enum HarnessCommand {
              and the share caught; exit 0 when every variant is caught and the faithful one passes everything.
       --step-timeout-ms N  caps each step's time limit (default 1500) so hanging variants fail fast
 
-    exit status: 0 all passed, 1 a check failed, 64 bad usage or a malformed scenario file, 70 an internal fault
+    exit status: 0 all passed, 1 a check failed or nothing passed (every scenario skipped), 64 bad usage or a malformed
+    scenario file, 70 an internal fault; 130/143 interrupted by SIGINT/SIGTERM (the verdict is still written)
     """
 
     /// Runs the command line `arguments` (without the program name), printing to standard output
