@@ -130,8 +130,8 @@ enum VectorsCommand {
         return run(options, interruption: interruption)
     }
 
-    static func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
-    static func complain(_ line: String) { FileHandle.standardError.write(Data("contract-harness vectors: \(line)\n".utf8)) }
+    static func say(_ line: String) { FileHandle.standardOutput.write(Data((TerminalText.escape(line) + "\n").utf8)) }
+    static func complain(_ line: String) { FileHandle.standardError.write(Data("contract-harness vectors: \(TerminalText.escape(line))\n".utf8)) }
 
     static func run(_ options: Options, interruption: Interruption = Interruption()) -> Int32 {
         let startedAt = Date()
@@ -191,7 +191,10 @@ enum VectorsCommand {
                 answers = try ask(command, inputs: inputs, timeout: options.timeout, section: &section, onSpawn: interruption.spawned)
             } catch let failure as ProgramFailure {
                 complain(failure.reason)
-                if !failure.stderr.isEmpty { complain("its standard error ended with:\n\(failure.stderr)") }
+                if !failure.stderr.isEmpty {
+                    complain("its standard error ended with:")
+                    FileHandle.standardError.write(Data((TerminalText.escape(failure.stderr, keepingLineFeeds: true) + "\n").utf8))
+                }
                 section["program_stderr"] = .string(failure.stderr)
                 return finish(.failed, error: failure.reason)
             } catch {

@@ -53,12 +53,14 @@ enum ConfiguredSecrets {
 /// or message can neither move the cursor, recolour the terminal, fake another output line nor
 /// reorder what is shown.
 enum TerminalText {
-    /// `text` with every unsafe scalar escaped; other text unchanged.
-    static func escape(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: isUnsafe) else { return text }
+    /// `text` with every unsafe scalar escaped (line feeds kept when `keepingLineFeeds`, for
+    /// multi-line text such as another program's standard error); other text unchanged.
+    static func escape(_ text: String, keepingLineFeeds: Bool = false) -> String {
+        func unsafe(_ s: Unicode.Scalar) -> Bool { isUnsafe(s) && !(keepingLineFeeds && s == "\n") }
+        guard text.unicodeScalars.contains(where: unsafe) else { return text }
         var out = String.UnicodeScalarView()
         for s in text.unicodeScalars {
-            if isUnsafe(s) {
+            if unsafe(s) {
                 out.append(contentsOf: "\\u{\(String(s.value, radix: 16, uppercase: true))}".unicodeScalars)
             } else {
                 out.append(s)
