@@ -61,6 +61,22 @@ final class SecretsAndSignalsCLITests: XCTestCase {
         assertNoKey(String(decoding: try Data(contentsOf: dir.appendingPathComponent("j.xml")), as: UTF8.self), "the JUnit file")
     }
 
+    /// A scenario name and a label with terminal escapes reach the console escaped, through the binary.
+    func testControlCharactersInNamesNeverReachTheTerminalRaw() throws {
+        let file = dir.appendingPathComponent("evil.json")
+        try Data(#"""
+        {"format": "experimently-scenario/1", "name": "evil\u001b[2J\u001b]0;owned\u0007\nPASS  forged\u202e", "description": "d",
+         "steps": [{"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "u", "as": "lbl\u001b[31m", "expect": {"value": {"enabled": false}}}]}
+        """#.utf8).write(to: file)
+        let r = try BoundedRun.run(HarnessCLITests.binary, ["run", file.path, "--verdict", "v.json"], directory: dir, timeout: 120)
+        XCTAssertEqual(r.status, 1, r.out + r.err)
+        let unsafe = (r.out + r.err).unicodeScalars.filter { $0 != "\n" && TerminalText.isUnsafe($0) }
+        XCTAssertTrue(unsafe.isEmpty, "raw control characters on the terminal: \(unsafe.map { $0.value }) in \((r.out + r.err).debugDescription)")
+        XCTAssertTrue(r.out.contains(#"FAIL  evil\u{1B}[2J\u{1B}]0;owned\u{7}\u{A}PASS  forged\u{202E}"#), r.out)
+        XCTAssertTrue(r.out.contains(#"lbl\u{1B}[31m"#), r.out)
+        XCTAssertEqual(r.out.split(separator: "\n").filter { $0.hasPrefix("PASS") }, [], "a name forged a PASS line")
+    }
+
     /// A run where every scenario was skipped passed nothing: exit 1, `ok: false`, said so.
     func testRunThatPassedNothingIsNotGreen() async throws {
         let file = dir.appendingPathComponent("clock.json")
