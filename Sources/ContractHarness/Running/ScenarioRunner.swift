@@ -116,7 +116,7 @@ public struct ScenarioRunner: Sendable {
 
 /// One run of one scenario: its clock, mock, clients, operations and history.
 final class ScenarioExecution: @unchecked Sendable {
-    // @unchecked Sendable: `ops`, `groups` and `checks` are guarded by `lock`; the rest is `let`
+    // @unchecked Sendable: `ops`, `groups`, `deferred` and `checks` are guarded by `lock`; the rest is `let`
     // or only used from the runner's task.
     struct Op {
         let label: String
