@@ -4,7 +4,7 @@ import ExperimentlyMutants
 
 /// The `contract-harness` command line (documented in `Documentation/CLI.md`).
 ///
-/// Exit status: 0 all passed, 1 a check failed, 64 bad usage or a malformed scenario file
+/// Exit status: 0 all passed, 1 a check failed or nothing passed (every scenario skipped), 64 bad usage or a malformed scenario file
 /// (sysexits `EX_USAGE`/`EX_DATAERR` folded into 64), 70 an internal fault (`EX_SOFTWARE`).
 public enum HarnessCommand {
     /// The harness version written into verdicts.
@@ -47,7 +47,8 @@ public enum HarnessCommand {
              and the share caught; exit 0 when every variant is caught and the faithful one passes everything.
       --step-timeout-ms N  caps each step's time limit (default 1500) so hanging variants fail fast
 
-    exit status: 0 all passed, 1 a check failed, 64 bad usage or a malformed scenario file, 70 an internal fault
+    exit status: 0 all passed, 1 a check failed or nothing passed (every scenario skipped), 64 bad usage or a malformed
+    scenario file, 70 an internal fault; 130/143 interrupted by SIGINT/SIGTERM (the verdict is still written)
     """
 
     /// Runs the command line `arguments` (without the program name), printing to standard output
@@ -77,7 +78,7 @@ public enum HarnessCommand {
     }
 
     static func usageError(_ message: String) -> Int32 {
-        FileHandle.standardError.write(Data("contract-harness: \(message)\n(contract-harness --help lists every command and option)\n".utf8))
+        FileHandle.standardError.write(Data("contract-harness: \(TerminalText.escape(message))\n(contract-harness --help lists every command and option)\n".utf8))
         return Exit.usage.rawValue
     }
 
@@ -191,9 +192,15 @@ public enum HarnessCommand {
         return files
     }
 
-    /// Prints a line and flushes at once (standard output is block-buffered when piped).
+    /// Prints a line and flushes at once (standard output is block-buffered when piped); control
+    /// characters in it are escaped (`TerminalText`), so a name cannot fake or hide a line.
     static func say(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        FileHandle.standardOutput.write(Data((TerminalText.escape(line) + "\n").utf8))
+    }
+
+    /// Writes `contract-harness: LINE` to standard error, escaped like ``say(_:)``.
+    static func complain(_ line: String) {
+        FileHandle.standardError.write(Data("contract-harness: \(TerminalText.escape(line))\n".utf8))
     }
 
     /// Where a verdict goes when the arguments could not be read: the last `--verdict` value, if
@@ -284,14 +291,17 @@ public enum HarnessCommand {
         let startedAt = Date()
         let started = DispatchTime.now()
         let (scenarios, invalid) = load(files, seed: options.seed)
+        // One redaction for every output of the run: every key of every file's fixtures and configs.
+        let secrets = Array(Set(ConfiguredSecrets.keys(files: files, scenarios: scenarios)))
+        let redactor = SecretRedactor(secrets: secrets)
+        @Sendable func tell(_ line: String) { say(redactor.redact(line)) }
         for item in invalid {
-            say("ERROR \(item.file): malformed: \(item.error)")
-            FileHandle.standardError.write(Data("contract-harness: malformed scenario: \(item.error)\n".utf8))
+            tell("ERROR \(item.file): malformed: \(item.error)")
+            complain(redactor.redact("malformed scenario: \(item.error)"))
         }
         let selected = scenarios.filter { s in
             options.filters.isEmpty || options.filters.contains { f in s.name.contains(f) || s.tags.contains { $0.contains(f) } }
         }
-        let secrets = Array(Set(scenarios.flatMap { s in s.clients.map(\.settings.apiKey) + [s.settings.apiKey] }))
         let driverForVerdict = driver
         @Sendable func verdict(_ results: [ScenarioResult]) -> Verdict {
             var v = Verdict(harnessVersion: version, sdkName: driverForVerdict.sdkName, sdkVersion: driverForVerdict.sdkVersion, seed: options.seed,
@@ -310,7 +320,7 @@ public enum HarnessCommand {
             try? v.write(to: options.verdict, redacting: secrets)
             if let junit = options.junit { try? v.junit(redacting: secrets, error: message).write(to: URL(fileURLWithPath: junit), options: .atomic) }
             say("0 passed, \(invalid.count) failed")
-            FileHandle.standardError.write(Data("contract-harness: \(message)\n".utf8))
+            complain(redactor.redact(message))
             return Exit.usage.rawValue
         }
         // Interrupted (SIGINT, SIGTERM): write what finished, and say which were not run.
@@ -326,7 +336,7 @@ public enum HarnessCommand {
             v.extra["interrupted"] = .bool(true)
             try? v.write(to: options.verdict, redacting: secrets)
             if let junit = options.junit { try? v.junit(redacting: secrets).write(to: URL(fileURLWithPath: junit), options: .atomic) }
-            say("interrupted: \(done.count) of \(selected.count) scenarios finished; verdict written to \(options.verdict)")
+            tell("interrupted: \(done.count) of \(selected.count) scenarios finished; verdict written to \(options.verdict)")
         }
         defer { sources.forEach { $0.cancel() } }
         let runner = ScenarioRunner(driver: driver, seed: options.seed)
@@ -346,24 +356,32 @@ public enum HarnessCommand {
                 r = await runner.run(s)
             }
             progress.append(r)
-            say(line(for: r))
+            tell(line(for: r))
             if options.failFast && (r.status == .failed || r.status == .error) { stop = true }
         }
-        let final = verdict(progress.snapshot)
+        var final = verdict(progress.snapshot)
+        var problem: String?
+        let counts = final.counts
+        if counts.passed == 0 && counts.failed + counts.error == 0 {
+            // Nothing was checked: not a green run (exit 1, "ok": false).
+            let message = "nothing passed: all \(counts.skipped) scenario(s) were skipped"
+            final.extra["error"] = .string(message)
+            problem = message
+        }
         do { try final.write(to: options.verdict, redacting: secrets) } catch {
             FileHandle.standardError.write(Data("contract-harness: cannot write the verdict to \(options.verdict): \(error.localizedDescription)\n".utf8))
             return Exit.internalFault.rawValue
         }
         if let junit = options.junit {
-            do { try final.junit(redacting: secrets).write(to: URL(fileURLWithPath: junit), options: .atomic) } catch {
+            do { try final.junit(redacting: secrets, error: problem).write(to: URL(fileURLWithPath: junit), options: .atomic) } catch {
                 FileHandle.standardError.write(Data("contract-harness: cannot write the JUnit file to \(junit): \(error.localizedDescription)\n".utf8))
                 return Exit.internalFault.rawValue
             }
         }
         let c = final.counts
-        say("\(c.passed) passed, \(c.failed + c.error) failed" + (c.skipped > 0 ? ", \(c.skipped) skipped" : ""))
+        say("\(c.passed) passed, \(c.failed + c.error) failed" + (c.skipped > 0 ? ", \(c.skipped) skipped" : "") + (problem.map { ": \($0)" } ?? ""))
         if !invalid.isEmpty { return Exit.usage.rawValue }
-        return c.failed + c.error > 0 ? Exit.failed.rawValue : Exit.ok.rawValue
+        return c.failed + c.error > 0 || problem != nil ? Exit.failed.rawValue : Exit.ok.rawValue
     }
 
     /// Loads the scenario files under `paths`, splitting good ones from malformed ones.
@@ -434,7 +452,7 @@ public enum HarnessCommand {
         var verdict = Verdict(harnessVersion: version, sdkName: "ios-mutants", sdkVersion: "", seed: options.seed, startedAt: startedAt,
                               durationMilliseconds: report.durationMilliseconds, results: [], invalid: invalid)
         verdict.extra["mutants"] = report.json
-        do { try verdict.write(to: options.verdict, redacting: ["sdk-contract-key"]) } catch {
+        do { try verdict.write(to: options.verdict, redacting: ConfiguredSecrets.keys(files: files, scenarios: all)) } catch {
             FileHandle.standardError.write(Data("contract-harness: cannot write the verdict: \(error)\n".utf8))
             return Exit.internalFault.rawValue
         }
@@ -480,13 +498,14 @@ public enum HarnessCommand {
         }
         let root: JSONValue
         let settings: Explorer.Settings
+        var secrets: [String] = []
         do {
             var data = try Data(contentsOf: URL(fileURLWithPath: file))
             if let text = String(data: data, encoding: .utf8), text.contains("{{seed}}") {
                 data = Data(text.replacingOccurrences(of: "{{seed}}", with: String(options.seed)).utf8)
             }
             root = try JSONValue.parse(data, file: file)
-            _ = try ScenarioParser.parse(data, file: file)
+            secrets = ConfiguredSecrets.keys(of: try ScenarioParser.parse(data, file: file)) + ConfiguredSecrets.keys(in: root)
             guard var s = try Explorer.settings(of: root, file: file) else {
                 throw ScenarioError(file: file, path: "$.explore", expected: "an \"explore\" section listing the steps that may move", found: "none")
             }
@@ -494,9 +513,12 @@ public enum HarnessCommand {
             if options.exhaustive { s.exhaustive = true }
             settings = s
         } catch {
-            FileHandle.standardError.write(Data("contract-harness: \(error)\n".utf8))
+            complain(SecretRedactor(secrets: ConfiguredSecrets.keys(files: [file], scenarios: [])).redact("\(error)"))
             return Exit.usage.rawValue
         }
+        // Keys are hidden in everything explore writes: console, schedule file, verdict. The
+        // schedule file masks a key everywhere alike (config and fixtures), so it still replays.
+        let redactor = SecretRedactor(secrets: secrets)
         let exploreVerdict = arguments.contains("--verdict") ? options.verdict : nil
         let interruptedDriver = driver
         let sources = onInterrupt { sig in
@@ -516,11 +538,11 @@ public enum HarnessCommand {
             let out = options.out ?? "\(report.scenario)-schedule.json"
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            do { try (encoder.encode(f.scenarioJSON) + Data("\n".utf8)).write(to: URL(fileURLWithPath: out), options: .atomic) } catch {
+            do { try redactor.redact(encoder.encode(f.scenarioJSON) + Data("\n".utf8)).write(to: URL(fileURLWithPath: out), options: .atomic) } catch {
                 FileHandle.standardError.write(Data("contract-harness: cannot write \(out): \(error)\n".utf8))
                 return Exit.internalFault.rawValue
             }
-            say("first failing schedule: order \(f.order) fails '\(f.check)': \(f.result.firstFailure?.message ?? "")")
+            say(redactor.redact("first failing schedule: order \(f.order) fails '\(f.check)': \(f.result.firstFailure?.message ?? "")"))
             say("written to \(out) (shrunk from \(f.stepsBefore) to \(f.stepsAfter) steps); replay: contract-harness run \(out)"
                 + (options.mutant.map { " --mutant \($0)" } ?? ""))
         }
@@ -533,7 +555,7 @@ public enum HarnessCommand {
             result.exploration = report.json
             let verdict = Verdict(harnessVersion: version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, seed: options.seed,
                                   startedAt: Date(), durationMilliseconds: report.durationMilliseconds, results: [result], invalid: [])
-            try? verdict.write(to: options.verdict, redacting: ["sdk-contract-key"])
+            try? verdict.write(to: options.verdict, redacting: secrets)
         }
         say(report.firstFailure == nil ? "1 passed, 0 failed" : "0 passed, 1 failed")
         return report.firstFailure == nil ? Exit.ok.rawValue : Exit.failed.rawValue

@@ -178,7 +178,9 @@ enum ServeCommand {
         }
         let faults = try options.faults.map { try decode([FaultRule].self, from: $0, what: "faults") } ?? []
 
-        let backend = MockBackend(fixtures: fixtures)
+        // The journal hides every configured key (the fixtures' and --api-key) wherever a client
+        // put it: the backend records each history entry redacted.
+        let backend = MockBackend(fixtures: fixtures, redactor: SecretRedactor(secrets: fixtures.apiKeys.map(\.key)))
         for rule in faults { backend.addFault(rule) }
         if let path = options.journal {
             // Fail now, not after a whole session.
@@ -229,7 +231,9 @@ enum ServeCommand {
             var c = encoder.singleValueContainer()
             try c.encode(Verdict.iso(date))
         }
-        return try encoder.encode(Journal(format: journalFormat, url: url, stoppedBy: signal, history: backend.history,
-                                          state: backend.state, shutdown: report)) + Data("\n".utf8)
+        // Entries are redacted as recorded; the state (stored events) and the shutdown report are
+        // redacted here, on the encoded text.
+        return backend.redactor.redact(try encoder.encode(Journal(format: journalFormat, url: url, stoppedBy: signal, history: backend.history,
+                                                                  state: backend.state, shutdown: report)) + Data("\n".utf8))
     }
 }

@@ -84,6 +84,17 @@ enum VectorsCommand {
         return o
     }
 
+    /// What a SIGINT/SIGTERM handler needs: the adapter's process group, and whether the final
+    /// verdict was already written. `lock` guards both; once the handler takes it, it never lets
+    /// go (the process is exiting), so the main path cannot write a verdict over the interrupted one.
+    final class Interruption: @unchecked Sendable { // `group` and `finished` are guarded by `lock`
+        let lock = NSLock()
+        var group: pid_t?
+        var finished = false
+
+        func spawned(_ pid: pid_t) { lock.withLock { group = pid } }
+    }
+
     static func main(_ arguments: [String]) async -> Int32 {
         let options: Options
         do { options = try parse(arguments) } catch let e as HarnessCommand.UsageError {
@@ -91,13 +102,38 @@ enum VectorsCommand {
             FileHandle.standardError.write(Data("contract-harness: \(e.message)\n\n\(usage)\n".utf8))
             return HarnessCommand.Exit.usage.rawValue
         } catch { return HarnessCommand.Exit.internalFault.rawValue }
-        return run(options)
+        // Interrupted (SIGINT, SIGTERM): kill the adapter's process group, write the verdict, exit
+        // 130 / 143 (the docs promise a verdict in every case).
+        let interruption = Interruption()
+        let sources = HarnessCommand.onInterrupt { sig in
+            interruption.lock.lock() // never unlocked: the process exits right after this handler
+            if interruption.finished { return }
+            if let group = interruption.group { kill(-group, SIGKILL) }
+            let name = sig == SIGINT ? "SIGINT" : "SIGTERM"
+            let message = "interrupted by \(name) before it finished" + (interruption.group != nil ? "; the SDK program's process group was killed" : "")
+            var section: [String: JSONValue] = ["mode": .string(options.command == nil ? "built-in" : "command"), "vectors": .string(options.vectors),
+                                                "ok": .bool(false), "error": .string(message)]
+            if let command = options.command { section["command"] = .string(command) }
+            var verdict = Verdict(harnessVersion: HarnessCommand.version, sdkName: options.sdkName ?? (options.command == nil ? "ios" : "external"),
+                                  sdkVersion: options.command == nil ? ExperimentlySDKInfo.version : "unknown", seed: 0, startedAt: Date(),
+                                  durationMilliseconds: 0, results: [], invalid: [])
+            verdict.extra["vectors"] = .object(section)
+            verdict.extra["ok"] = .bool(false)
+            verdict.extra["interrupted"] = .bool(true)
+            verdict.extra["error"] = .string(message)
+            do { try verdict.write(to: options.verdict, redacting: []) } catch {
+                complain("cannot write the verdict to \(options.verdict): \(error.localizedDescription)")
+            }
+            complain(message + "; verdict written to \(options.verdict)")
+        }
+        defer { sources.forEach { $0.cancel() } }
+        return run(options, interruption: interruption)
     }
 
-    static func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
-    static func complain(_ line: String) { FileHandle.standardError.write(Data("contract-harness vectors: \(line)\n".utf8)) }
+    static func say(_ line: String) { FileHandle.standardOutput.write(Data((TerminalText.escape(line) + "\n").utf8)) }
+    static func complain(_ line: String) { FileHandle.standardError.write(Data("contract-harness vectors: \(TerminalText.escape(line))\n".utf8)) }
 
-    static func run(_ options: Options) -> Int32 {
+    static func run(_ options: Options, interruption: Interruption = Interruption()) -> Int32 {
         let startedAt = Date()
         let started = DispatchTime.now()
         var section: [String: JSONValue] = [
@@ -117,6 +153,8 @@ enum VectorsCommand {
                                   startedAt: startedAt, durationMilliseconds: ScenarioRunner.elapsed(since: started), results: [], invalid: [])
             verdict.extra["vectors"] = .object(section)
             verdict.extra["ok"] = .bool(status == .ok)
+            interruption.lock.lock()
+            defer { interruption.finished = true; interruption.lock.unlock() }
             do { try verdict.write(to: options.verdict, redacting: []) } catch {
                 complain("cannot write the verdict to \(options.verdict): \(error.localizedDescription)")
                 return HarnessCommand.Exit.internalFault.rawValue
@@ -150,10 +188,13 @@ enum VectorsCommand {
         let answers: Answers
         if let command = options.command {
             do {
-                answers = try ask(command, inputs: inputs, timeout: options.timeout, section: &section)
+                answers = try ask(command, inputs: inputs, timeout: options.timeout, section: &section, onSpawn: interruption.spawned)
             } catch let failure as ProgramFailure {
                 complain(failure.reason)
-                if !failure.stderr.isEmpty { complain("its standard error ended with:\n\(failure.stderr)") }
+                if !failure.stderr.isEmpty {
+                    complain("its standard error ended with:")
+                    FileHandle.standardError.write(Data((TerminalText.escape(failure.stderr, keepingLineFeeds: true) + "\n").utf8))
+                }
                 section["program_stderr"] = .string(failure.stderr)
                 return finish(.failed, error: failure.reason)
             } catch {
@@ -189,9 +230,10 @@ enum VectorsCommand {
     }
 
     /// Runs the adapter program once with every input and validates its answer.
-    static func ask(_ command: String, inputs: [(String, String)], timeout: Double, section: inout [String: JSONValue]) throws -> Answers {
+    static func ask(_ command: String, inputs: [(String, String)], timeout: Double, section: inout [String: JSONValue],
+                    onSpawn: ((pid_t) -> Void)? = nil) throws -> Answers {
         let request = JSONValue.object(["inputs": .array(inputs.map { .array([.string($0.0), .string($0.1)]) })])
-        let result = try VectorsSubprocess.run(command, input: request.serialized() + Data("\n".utf8), timeout: timeout)
+        let result = try VectorsSubprocess.run(command, input: request.serialized() + Data("\n".utf8), timeout: timeout, onSpawn: onSpawn)
         section["program_seconds"] = .number((result.seconds * 1000).rounded() / 1000)
         let stderrTail = String(decoding: result.stderr.suffix(2000), as: UTF8.self)
         func fail(_ reason: String) -> ProgramFailure { ProgramFailure(reason: reason, stderr: stderrTail) }

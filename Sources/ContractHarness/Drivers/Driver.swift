@@ -176,7 +176,10 @@ public protocol SDKDriver: Sendable {
     /// The SDK's version.
     var sdkVersion: String { get }
     /// What the driver can do: operation names, plus `"app"` (the reference integration of
-    /// CONTRACT.md section 8), `"virtual_clock"`, `"cancel"`, `"offline_store"`, `"hash"`.
+    /// CONTRACT.md section 8), `"virtual_clock"`, `"cancel"`, `"offline_store"`, `"hash"`
+    /// (`Scenario.knownCapabilities`). A scenario needing one the driver lacks, listed in
+    /// `requires` or inferred from what it uses (`Scenario.requirements`), is skipped with the
+    /// reason; declare only what the driver really does.
     var capabilities: Set<String> { get }
     /// Creates a client named `name` with `settings`, persisting into store `store` (`nil`: none).
     ///

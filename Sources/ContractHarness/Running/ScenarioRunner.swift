@@ -85,12 +85,13 @@ public struct ScenarioRunner: Sendable {
     /// Runs one scenario from a fresh state; never throws: problems become the result's status.
     public func run(_ scenario: Scenario) async -> ScenarioResult {
         let started = DispatchTime.now()
-        let missing = scenario.requires.filter { !driver.capabilities.contains($0) }
-            + (scenario.app != nil && !driver.capabilities.contains("app") ? ["app"] : [])
+        // Listed and inferred requirements (ScenarioRequirements.swift): a driver without one skips.
+        let missing = scenario.unmet(by: driver.capabilities)
         if !missing.isEmpty {
             return ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, source: scenario.source,
                                   status: .skipped, durationMilliseconds: 0, checks: [],
-                                  reason: "the driver lacks \(missing.joined(separator: ", "))", smoke: nil, history: [], historyDigest: "")
+                                  reason: "the driver lacks " + missing.map { "\($0.capability) (\($0.reason))" }.joined(separator: ", "),
+                                  smoke: nil, history: [], historyDigest: "")
         }
         var scenario = scenario
         if let cap = stepTimeoutCap { scenario.stepTimeoutMilliseconds = min(scenario.stepTimeoutMilliseconds, cap) }
@@ -115,7 +116,7 @@ public struct ScenarioRunner: Sendable {
 
 /// One run of one scenario: its clock, mock, clients, operations and history.
 final class ScenarioExecution: @unchecked Sendable {
-    // @unchecked Sendable: `ops`, `groups` and `checks` are guarded by `lock`; the rest is `let`
+    // @unchecked Sendable: `ops`, `groups`, `deferred` and `checks` are guarded by `lock`; the rest is `let`
     // or only used from the runner's task.
     struct Op {
         let label: String
@@ -150,6 +151,9 @@ final class ScenarioExecution: @unchecked Sendable {
     private var app: ReferenceApp?
     private var autoLabel = 0
     private var barriers: [String: Int] = [:]
+    /// The `expect` of each async step, by group label, checked when the group is awaited (or,
+    /// never awaited, once it finished at the end of the scenario): every expectation is evaluated.
+    private var deferred: [String: (index: Int, step: String, expect: OutcomeExpectation)] = [:]
     /// Set when a step could not be carried out in this order (see `ScenarioResult.infeasible`).
     private(set) var infeasible = false
 
@@ -219,6 +223,16 @@ final class ScenarioExecution: @unchecked Sendable {
             }
             if !finished {
                 fail("operations finish", "operations never finished by the end of the scenario: \(describePending())")
+            }
+            // Async steps never awaited: their expectations are checked on the finished outcomes.
+            let left = lock.withLock { deferred.sorted { $0.value.index < $1.value.index } }
+            for (group, d) in left {
+                guard let labels = lock.withLock({ groups[group] }) else { continue }
+                if lock.withLock({ labels.allSatisfy { ops[$0]?.outcome != nil } }) {
+                    evaluate(labels, d.expect, name: "\(d.step) expect")
+                } else {
+                    fail("\(d.step) expect", "operation '\(group)' never finished, so its expectation could not be checked")
+                }
             }
         }
         cancelAll()
@@ -307,6 +321,7 @@ final class ScenarioExecution: @unchecked Sendable {
             }
             launches.forEach { $0() }
             if !isAsync { return await finish(group: base, expect: expect, step: name) }
+            if let expect { lock.withLock { deferred[base] = (index, name, expect) } }
         case .app(let action, let label, let isAsync, let expect):
             let base = label ?? nextLabel()
             lock.withLock { groups[base] = [base] }
@@ -314,6 +329,7 @@ final class ScenarioExecution: @unchecked Sendable {
             start(label: base, client: app.settings.client, name: "app.\(Self.appName(action))", user: nil,
                   detail: Self.appArguments(action)) { await app.perform(action) }()
             if !isAsync { return await finish(group: base, expect: expect, step: name) }
+            if let expect { lock.withLock { deferred[base] = (index, name, expect) } }
         case .await(let label, let expect):
             return await finish(group: label, expect: expect, step: name)
         case .cancel(let label):
@@ -387,16 +403,23 @@ final class ScenarioExecution: @unchecked Sendable {
         guard done else {
             return "operation '\(group)' did not finish within \(scenario.stepTimeoutMilliseconds) ms; pending: \(describePending())"
         }
-        if let expect {
-            let outcomes = lock.withLock { labels.map { ($0, ops[$0]!.outcome!) } }
-            let problems = outcomes.compactMap { label, outcome in Self.mismatch(outcome, expect).map { "\(label): \($0)" } }
-            if problems.isEmpty { pass("\(step) expect") }
-            else {
-                let lines = currentHistory().filter { labels.contains($0.label ?? "") || $0.kind == .request || $0.kind == .response }.suffix(12).map(\.line)
-                fail("\(step) expect", problems.prefix(3).joined(separator: "; "), history: Array(lines))
-            }
+        // The async step's own expectation first (it was stated first), then the await's.
+        if let started = lock.withLock({ deferred.removeValue(forKey: group) }) {
+            evaluate(labels, started.expect, name: "\(started.step) expect")
         }
+        if let expect { evaluate(labels, expect, name: "\(step) expect") }
         return await quiesce(step: step)
+    }
+
+    /// Checks `expect` against the outcome of each finished operation of `labels`.
+    func evaluate(_ labels: [String], _ expect: OutcomeExpectation, name: String) {
+        let outcomes = lock.withLock { labels.map { ($0, ops[$0]!.outcome!) } }
+        let problems = outcomes.compactMap { label, outcome in Self.mismatch(outcome, expect).map { "\(label): \($0)" } }
+        if problems.isEmpty { pass(name) }
+        else {
+            let lines = currentHistory().filter { labels.contains($0.label ?? "") || $0.kind == .request || $0.kind == .response }.suffix(12).map(\.line)
+            fail(name, problems.prefix(3).joined(separator: "; "), history: Array(lines))
+        }
     }
 
     /// Registers and records the invocation of an operation; the returned closure launches it.

@@ -6,10 +6,20 @@ import ExperimentlyMock
 extension JSONValue: CustomStringConvertible {
     /// Parses JSON text.
     ///
-    /// - Throws: `ScenarioError` naming `file` and the line and column when `data` is not valid JSON.
+    /// - Throws: `ScenarioError` naming `file` and the line and column when `data` is not valid JSON,
+    ///   or the JSON path when one object states a key twice (RFC 8259 section 4: the parsed
+    ///   object would silently keep only the last).
     public static func parse(_ data: Data, file: String) throws -> JSONValue {
         do {
-            return try JSONValue.parse(data).value
+            let value = try JSONValue.parse(data).value
+            if let d = DuplicateKeys.first(in: [UInt8](data)) {
+                throw ScenarioError(file: file, path: d.path, expected: "each key at most once per object",
+                                    found: "the key \(JSONValue.string(d.key).jsonText) a second time"
+                                        + (d.equivalentOnly ? " (a canonically equivalent spelling of an earlier key)" : ""))
+            }
+            return value
+        } catch let error as ScenarioError {
+            throw error
         } catch let error as JSONParseError {
             let prefix = data.prefix(error.offset)
             let line = prefix.filter { $0 == 10 }.count + 1

@@ -75,6 +75,8 @@ public enum ScenarioParser {
             try ar.finish()
         }
         guard let rawSteps = try r.optionalArray("steps") else { throw r.error("steps", expected: "an array of steps", found: nil) }
+        // A scenario that does nothing checks nothing, and must not pass (issue 10 section 3).
+        guard !rawSteps.isEmpty else { throw r.error("steps", expected: "at least one step", found: .array([])) }
         var ctx = StepContext(file: file, clients: clientNames, hasApp: app != nil)
         let steps = try rawSteps.enumerated().map { i, raw in try ctx.parseStep(raw, path: "$.steps[\(i)]") }
         let checks = try r.optionalStrings("checks") ?? []
@@ -84,8 +86,18 @@ public enum ScenarioParser {
         }
         let timeout = try r.optionalInt("step_timeout_ms", range: 1...600_000) ?? 5000
         let requires = try r.optionalStrings("requires") ?? []
+        for (i, name) in requires.enumerated() where !Scenario.knownCapabilities.contains(where: { $0.unicodeScalars.elementsEqual(name.unicodeScalars) }) {
+            throw ScenarioError(file: file, path: "$.requires[\(i)]",
+                                expected: "a capability name (\(Scenario.knownCapabilities.joined(separator: ", ")))",
+                                found: JSONValue.string(name).jsonText)
+        }
         let explore = r.value("explore")
         try r.finish()
+        // Every expectation a file states is evaluated; a file that states none checks nothing.
+        if checks.isEmpty, !steps.contains(where: \.statesExpectation) {
+            throw ScenarioError(file: file, path: "$", expected: "something to check: an \"expect\" on a step, an \"assert\" step or a named check in \"checks\"",
+                                found: "none (a scenario that checks nothing must not pass)")
+        }
         return Scenario(file: file, name: name, description: description, tags: tags, source: source, fixtures: fixtures,
                         settings: settings, clients: clients.map { ($0.0, $0.1, $0.2) }, app: app, steps: steps,
                         checks: checks, stepTimeoutMilliseconds: timeout, requires: requires, explore: explore)
@@ -357,6 +369,10 @@ struct StepContext {
             result = .cache(client: try client(&cr), user: try cr.string("user"), assignments: try cr.optionalStrings("assignments"),
                             flags: try cr.optionalStrings("flags"))
             try cr.finish()
+            if case .cache(_, _, nil, nil) = result {
+                throw ScenarioError(file: file, path: path + ".cache", expected: "\"assignments\" or \"flags\" (what the cache must hold)",
+                                    found: "keys \(cr.keys): this assertion checks nothing")
+            }
         } else if let v = r.value("persisted") {
             var pr = try ObjectReader(v, file: file, path: path + ".persisted")
             let c = try client(&pr)
@@ -367,6 +383,9 @@ struct StepContext {
             }
             result = .persisted(client: c, kind: flag != nil ? "flag" : "experiment", user: user, key: flag ?? experiment!,
                                 present: try pr.optionalBool("present") ?? true, value: pr.value("value"))
+            if case .persisted(_, _, _, _, false, let value?) = result {
+                throw pr.error("value", expected: "no \"value\" with \"present\": false (nothing is stored to compare it with)", found: value)
+            }
             try pr.finish()
         } else if let v = r.value("requests") {
             result = .requests(try parseMatch(v, path: path + ".requests"), count: try r.optionalInt("count", range: 0...1_000_000),
@@ -383,10 +402,18 @@ struct StepContext {
             var ar = try ObjectReader(v, file: file, path: path + ".app")
             result = .app(shown: try ar.optionalString("shown"), identity: try ar.optionalString("identity"), source: try ar.optionalString("source"))
             try ar.finish()
+            if case .app(nil, nil, nil) = result {
+                throw ScenarioError(file: file, path: path + ".app", expected: "\"shown\", \"identity\" or \"source\"",
+                                    found: "keys \(ar.keys): this assertion checks nothing")
+            }
         } else {
             throw ScenarioError(file: file, path: path, expected: "one of cache, persisted, requests, app", found: ObjectReader.brief(value))
         }
         try r.finish()
+        if case .requests(_, nil, nil) = result {
+            throw ScenarioError(file: file, path: path, expected: "\"count\" or \"batch_sizes\" beside \"requests\" (what to check of the matching requests)",
+                                found: "neither: this assertion checks nothing")
+        }
         return result
     }
 }

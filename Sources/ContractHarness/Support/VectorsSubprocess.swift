@@ -47,8 +47,11 @@ enum VectorsSubprocess {
     /// - Parameters:
     ///   - timeout: seconds until the process group is killed.
     ///   - outputLimit: bytes of standard output plus error accepted before the group is killed.
+    ///   - onSpawn: called with the program's pid (which is also its process group id) as soon as
+    ///     it runs, so that an interrupted caller can kill the group (`kill(-pid, SIGKILL)`).
     /// - Throws: ``SpawnError`` when the pipes or the process cannot be created.
-    static func run(_ command: String, input: Data, timeout: Double, outputLimit: Int = 64 << 20) throws -> Result {
+    static func run(_ command: String, input: Data, timeout: Double, outputLimit: Int = 64 << 20,
+                    onSpawn: ((pid_t) -> Void)? = nil) throws -> Result {
         let started = DispatchTime.now()
         var inPipe: [Int32] = [-1, -1], outPipe: [Int32] = [-1, -1], errPipe: [Int32] = [-1, -1]
         func closeAll() { for fd in inPipe + outPipe + errPipe where fd >= 0 { close(fd) } }
@@ -101,6 +104,7 @@ enum VectorsSubprocess {
             closeAll()
             throw SpawnError(description: "cannot start /bin/sh: \(String(cString: strerror(spawned)))")
         }
+        onSpawn?(pid)
         // Writing to a program that closed its standard input must give EPIPE, not kill us.
         signal(SIGPIPE, SIG_IGN)
         for fd in [inPipe[1], outPipe[0], errPipe[0]] { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }

@@ -62,7 +62,8 @@ public struct Verdict: Sendable {
             "duration_ms": .number((durationMilliseconds * 1000).rounded() / 1000),
             "counts": .object(["total": .number(Double(results.count + invalid.count)), "passed": .number(Double(c.passed)),
                                "failed": .number(Double(c.failed)), "skipped": .number(Double(c.skipped)), "error": .number(Double(c.error))]),
-            "ok": .bool(c.failed == 0 && c.error == 0),
+            // A run that passed nothing (every scenario skipped) is not green.
+            "ok": .bool(c.failed == 0 && c.error == 0 && (results.isEmpty || c.passed > 0)),
             "scenarios": .array(results.map { Self.json($0, history: includesHistory) } + invalid.map { item in
                 .object(["file": .string(item.file), "name": .string((item.file as NSString).lastPathComponent),
                          "status": .string("error"), "reason": .string(item.error), "duration_ms": .number(0), "checks": .array([])])
@@ -102,13 +103,18 @@ public struct Verdict: Sendable {
         return f.string(from: date)
     }
 
-    /// Pretty JSON bytes with sorted keys, API keys redacted.
+    /// `true` when the verdict's `ok` is true: nothing failed or errored, something passed (or
+    /// there were no scenario results, as in `vectors` and `mutants` verdicts), unless an `ok`
+    /// in ``extra`` says otherwise.
+    public var ok: Bool { json["ok"] == .bool(true) }
+
+    /// Pretty JSON bytes with sorted keys, every spelling of every secret (API key) replaced by
+    /// `***` (``SecretRedactor``: raw, percent-, form- and JSON-escaped, byte-exact).
     public func data(redacting secrets: [String]) -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        var text = String(decoding: (try? encoder.encode(json)) ?? Data(), as: UTF8.self)
-        for secret in secrets where !secret.isEmpty { text = text.replacingOccurrences(of: secret, with: "***") }
-        return Data((text + "\n").utf8)
+        let text = String(decoding: (try? encoder.encode(json)) ?? Data(), as: UTF8.self)
+        return Data((SecretRedactor(secrets: secrets).redact(text) + "\n").utf8)
     }
 
     /// Writes the verdict atomically (a temporary file renamed over `path`), so a reader never
@@ -122,9 +128,12 @@ public struct Verdict: Sendable {
     /// JUnit XML (one `testsuite`, a `testcase` per scenario; with `error`, one erroring
     /// `testcase` that says why the run could not happen).
     public func junit(redacting secrets: [String], error: String? = nil) -> Data {
+        let redactor = SecretRedactor(secrets: secrets)
+        // Each text is redacted before XML escaping (a key with `&` or `<` is found as written),
+        // and the whole document again after.
         func esc(_ s: String) -> String {
             var out = ""
-            for ch in s.unicodeScalars {
+            for ch in redactor.redact(s).unicodeScalars {
                 switch ch {
                 case "&": out += "&amp;"
                 case "<": out += "&lt;"
@@ -158,7 +167,6 @@ public struct Verdict: Sendable {
             xml += "  <testcase classname=\"contract-harness\" name=\"run\" time=\"0\"><error message=\"\(esc(error))\"/></testcase>\n"
         }
         xml += "</testsuite>\n"
-        for secret in secrets where !secret.isEmpty { xml = xml.replacingOccurrences(of: secret, with: "***") }
-        return Data(xml.utf8)
+        return Data(redactor.redact(xml).utf8)
     }
 }

@@ -60,7 +60,8 @@ public struct HistoryEntry: Codable, Sendable, Equatable {
     public var path: String
     /// Raw query after `?`, nil when absent.
     public var query: String?
-    /// Request headers as received, `X-API-Key` redacted to `***`, routing headers removed.
+    /// Request headers as received, `X-API-Key` redacted to `***`, routing headers removed (and,
+    /// in a backend created with a ``SecretRedactor``, every configured key masked everywhere).
     public var headers: [HeaderField]
     /// Request body bytes.
     public var body: Data

@@ -11,6 +11,10 @@ public final class MockBackend: MockRequestHandler, Sendable {
     public let clock: any MockClock
     /// The token that routes in-process requests to this instance (see ``baseURL``).
     public let routeToken: String
+    /// Hides the configured API keys in every history entry as it is recorded (journal
+    /// redaction, issue 10 section 3); empty unless given at creation. The model still sees the
+    /// request as sent.
+    public let redactor: SecretRedactor
 
     /// How the request reached the backend; decides how a timeout fault behaves.
     enum Transport: Sendable {
@@ -51,8 +55,11 @@ public final class MockBackend: MockRequestHandler, Sendable {
     private let box: MockLocked<State>
 
     /// Creates a backend over `fixtures`, reading `clock`; outage windows count from `clock.now()`.
-    public init(fixtures: Fixtures = .sdkContract, clock: any MockClock = MockSystemClock()) {
+    /// With `redactor`, every history entry is recorded with the secrets masked (``redactor``).
+    public init(fixtures: Fixtures = .sdkContract, clock: any MockClock = MockSystemClock(),
+                redactor: SecretRedactor = SecretRedactor(secrets: [])) {
         self.clock = clock
+        self.redactor = redactor
         self.routeToken = MockRouting.newToken()
         self.box = MockLocked(State(model: BackendModel(fixtures: fixtures), script: FaultScript(epoch: clock.now())))
         MockRouting.register(self)
@@ -88,7 +95,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
                 headers: MockBackend.recordedHeaders(request.headers), body: request.body, json: incoming.json,
                 route: nil, note: nil,
                 fault: decision.map { AppliedFault(id: $0.id, name: $0.name, action: $0.action.kind, occurrence: $0.occurrence) },
-                hold: nil, response: nil, outcome: nil, cancelled: false))
+                hold: nil, response: nil, outcome: nil, cancelled: false).redacted(by: redactor))
             s.seen.append(incoming)
             return (Ticket(seq: seq, incoming: incoming, decision: decision, refused: refused, receivedAt: now), s.observer)
         }
@@ -119,9 +126,9 @@ public final class MockBackend: MockRequestHandler, Sendable {
             s.inFlight -= 1
             s.history[i].answeredAt = answeredAt
             switch outcome {
-            case .respond(let r): s.history[i].response = RecordedResponse(r); s.history[i].outcome = "respond"
+            case .respond(let r): s.history[i].response = RecordedResponse(r).redacted(by: redactor); s.history[i].outcome = "respond"
             case .dropBeforeResponse: s.history[i].outcome = "drop_before_response"
-            case .dropMidBody(let r, _): s.history[i].response = RecordedResponse(r); s.history[i].outcome = "drop_mid_body"
+            case .dropMidBody(let r, _): s.history[i].response = RecordedResponse(r).redacted(by: redactor); s.history[i].outcome = "drop_mid_body"
             case .timeout: s.history[i].outcome = "timeout"
             }
             return s.observer
@@ -212,7 +219,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
         return box.withLock { s in
             let answer = s.model.answer(ticket.incoming, now: now)
             s.history[ticket.seq - 1].route = answer.route
-            s.history[ticket.seq - 1].note = answer.note
+            s.history[ticket.seq - 1].note = answer.note.map { redactor.redact($0) }
             return answer.response
         }
     }

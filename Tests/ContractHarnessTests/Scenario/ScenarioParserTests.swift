@@ -20,7 +20,7 @@ final class ScenarioParserTests: XCTestCase {
     let head = #""format": "experimently-scenario/1", "name": "n", "description": "d""#
 
     func testMinimalScenarioParses() throws {
-        let s = try parse("{\(head), \"steps\": []}")
+        let s = try parse("{\(head), \"steps\": [{\"do\": \"hashUser\", \"user\": \"u\", \"key\": \"k\", \"expect\": {\"value\": 0.5}}]}")
         XCTAssertEqual(s.name, "n")
         XCTAssertEqual(s.clients.map(\.name), ["main"])
         XCTAssertEqual(s.stepTimeoutMilliseconds, 5000)
@@ -31,7 +31,7 @@ final class ScenarioParserTests: XCTestCase {
     }
 
     func testUnknownTopLevelKey() {
-        expectError("{\(head), \"steps\": [], \"stpes\": []}", path: "$.stpes", contains: "unknown key 'stpes'")
+        expectError("{\(head), \"steps\": [{\"do\": \"hashUser\", \"user\": \"u\", \"key\": \"k\", \"expect\": {\"value\": 0.5}}], \"stpes\": []}", path: "$.stpes", contains: "unknown key 'stpes'")
     }
 
     func testWrongFormatTag() {
@@ -74,7 +74,7 @@ final class ScenarioParserTests: XCTestCase {
     }
 
     func testUnknownCheck() {
-        expectError("{\(head), \"steps\": [], \"checks\": [\"stickyness\"]}", path: "$.checks[0]", contains: "stickiness")
+        expectError("{\(head), \"steps\": [{\"do\": \"hashUser\", \"user\": \"u\", \"key\": \"k\", \"expect\": {\"value\": 0.5}}], \"checks\": [\"stickyness\"]}", path: "$.checks[0]", contains: "stickiness")
     }
 
     func testUnknownClient() {

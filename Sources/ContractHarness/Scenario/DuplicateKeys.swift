@@ -1,0 +1,105 @@
+import Foundation
+import ExperimentlyMock
+
+/// Finds object keys written twice in one JSON object, which `JSONValue`, `JSONSerialization` and
+/// `JSONDecoder` all accept silently (the last one wins), so a scenario file could state an
+/// expectation that is never read.
+///
+/// RFC 8259 section 4 says names "SHOULD be unique"; scenario files require it. Two keys are the
+/// same when their decoded strings are identical scalar for scalar, and also when they are merely
+/// canonically equivalent (NFC and NFD spellings): the parsed object, keyed by Swift `String`,
+/// would keep only one of them.
+enum DuplicateKeys {
+    /// One key written twice: where (the JSON path of the second occurrence) and how.
+    struct Duplicate: Equatable {
+        /// The JSON path of the second occurrence, e.g. `$.steps[2].expect`.
+        var path: String
+        /// The key as decoded.
+        var key: String
+        /// `true` when the two spellings differ in scalars but are canonically equivalent.
+        var equivalentOnly: Bool
+    }
+
+    /// The first duplicate key in `bytes`, which must already be valid JSON (call after a
+    /// successful `JSONValue.parse`); `nil` when every object's keys are unique.
+    static func first(in bytes: [UInt8]) -> Duplicate? {
+        var scanner = Scanner(bytes: bytes)
+        return scanner.value(path: "$")
+    }
+
+    /// `.key` for identifier-like keys, `["key"]` (JSON-escaped) otherwise.
+    static func member(_ key: String) -> String {
+        let simple = !key.isEmpty && key.unicodeScalars.allSatisfy { s in
+            (s >= "a" && s <= "z") || (s >= "A" && s <= "Z") || (s >= "0" && s <= "9") || s == "_" || s == "-"
+        }
+        return simple ? "." + key : "[" + JSONValue.string(key).jsonText + "]"
+    }
+
+    /// A minimal walk over valid JSON: values, objects with their keys, arrays with indices.
+    private struct Scanner {
+        let bytes: [UInt8]
+        var i = 0
+
+        mutating func skipWhitespace() {
+            while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x0a || bytes[i] == 0x0d || bytes[i] == 0x09 { i += 1 }
+        }
+
+        /// Scans one value at `i`; returns the first duplicate inside it.
+        mutating func value(path: String) -> Duplicate? {
+            skipWhitespace()
+            guard i < bytes.count else { return nil }
+            switch bytes[i] {
+            case UInt8(ascii: "{"): return object(path: path)
+            case UInt8(ascii: "["): return array(path: path)
+            case UInt8(ascii: "\""): _ = string(); return nil
+            default:
+                // A number or a literal: up to the next delimiter.
+                while i < bytes.count, ![UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), 0x20, 0x0a, 0x0d, 0x09].contains(bytes[i]) { i += 1 }
+                return nil
+            }
+        }
+
+        /// The string token at `i`, decoded (escapes resolved by the mock's parser).
+        mutating func string() -> String {
+            let start = i
+            i += 1
+            while i < bytes.count, bytes[i] != UInt8(ascii: "\"") { i += bytes[i] == UInt8(ascii: "\\") ? 2 : 1 }
+            i += 1
+            let token = Data(bytes[start..<min(i, bytes.count)])
+            return (try? JSONValue.parse(token).value.stringValue) ?? ""
+        }
+
+        mutating func object(path: String) -> Duplicate? {
+            i += 1
+            var seen: [String] = []
+            while true {
+                skipWhitespace()
+                guard i < bytes.count else { return nil }
+                if bytes[i] == UInt8(ascii: "}") { i += 1; return nil }
+                if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
+                let key = string()
+                let here = path + DuplicateKeys.member(key)
+                if seen.contains(where: { $0.unicodeScalars.elementsEqual(key.unicodeScalars) }) {
+                    return Duplicate(path: here, key: key, equivalentOnly: false)
+                }
+                if seen.contains(key) { return Duplicate(path: here, key: key, equivalentOnly: true) }
+                seen.append(key)
+                skipWhitespace()
+                i += 1 // ':'
+                if let found = value(path: here) { return found }
+            }
+        }
+
+        mutating func array(path: String) -> Duplicate? {
+            i += 1
+            var index = 0
+            while true {
+                skipWhitespace()
+                guard i < bytes.count else { return nil }
+                if bytes[i] == UInt8(ascii: "]") { i += 1; return nil }
+                if bytes[i] == UInt8(ascii: ",") { i += 1; index += 1; continue }
+                if let found = value(path: "\(path)[\(index)]") { return found }
+            }
+        }
+    }
+}
