@@ -219,14 +219,14 @@ public final class MockBackend: MockRequestHandler, Sendable {
 
     private func rateLimitedResponse(_ retry: RetryAfter) -> MockResponse {
         let (limit, window) = box.withLock { ($0.model.fixtures.rateLimit.limit, $0.model.fixtures.rateLimit.windowSeconds) }
+        // The body is always the backend's words (CONTRACT.md section 2); only the scripted
+        // Retry-After differs from a natural 429.
         let value: String
-        let detail: String
+        let detail = BackendModel.tooManyRequestsDetail
         switch retry {
-        case .seconds(let s): value = String(s); detail = "Too Many Requests. Retry after \(s) seconds."
-        case .httpDate(let d): value = d; detail = "Too Many Requests. Retry after \(d)."
-        case .httpDateIn(let s):
-            value = MockHTTPDate.format(clock.now().addingTimeInterval(TimeInterval(s)))
-            detail = "Too Many Requests. Retry after \(value)."
+        case .seconds(let s): value = String(s)
+        case .httpDate(let d): value = d
+        case .httpDateIn(let s): value = MockHTTPDate.format(clock.now().addingTimeInterval(TimeInterval(s)))
         }
         return BackendModel.detail(429, detail, extra: [
             ("Retry-After", value), ("X-RateLimit-Limit", String(limit)), ("X-RateLimit-Remaining", "0"), ("X-RateLimit-Window", String(window)),
