@@ -12,8 +12,12 @@ import ExperimentlyMock
 /// `rollout_percentage` decides (`rollout`), both by md5-mod100 of `"{user_id}:{flag_key}"`.
 /// Groups: `and` (all conditions and groups hold) and `or` (any does); conditions use the
 /// operators the mock serves (`eq`, `neq`, `gt`, `lt`, `contains`, `in`) with the mock's
-/// meaning. Anything else (a `not` group, another operator, a `default_rule`) is reported as
-/// unsupported rather than guessed.
+/// meaning, on attributes that are absent, null, or of the rule value's own JSON type (a string
+/// for a string value or list of strings, a number for a number or list of numbers, a number for
+/// `gt`/`lt`, a string for `contains`). Any other attribute type is deferred to the server, as
+/// upstream's corpus allows (`must_local` is false exactly there: the server coerces types, e.g.
+/// `5` equals `"5"`). Anything else (a `not` group, another operator, a `default_rule`) is
+/// reported as unsupported rather than guessed.
 public enum RulesetEvaluator {
     /// The result of a local evaluation.
     public enum Outcome: Equatable, Sendable, CustomStringConvertible {
@@ -21,6 +25,8 @@ public enum RulesetEvaluator {
         case local(enabled: Bool, reason: String)
         /// The ruleset says to ask the server (`evaluation: "remote"`).
         case remote
+        /// The evaluator asks the server: an attribute's type differs from the rule value's.
+        case deferred(String)
         /// The ruleset has no flag with this key (the server answers 404).
         case unknownFlag
         /// The ruleset holds something this evaluator does not evaluate; the text says what.
@@ -30,6 +36,7 @@ public enum RulesetEvaluator {
             switch self {
             case .local(let enabled, let reason): return "{enabled: \(enabled), reason: \(reason)}"
             case .remote: return "remote"
+            case .deferred(let why): return "deferred: \(why)"
             case .unknownFlag: return "unknown flag"
             case .unsupported(let what): return "unsupported: \(what)"
             }
@@ -53,7 +60,7 @@ public enum RulesetEvaluator {
                 return .unsupported("rule \(rule.jsonText)")
             }
             switch holds(match, userID: userID, context: context) {
-            case .failure(let e): return .unsupported(e.what)
+            case .failure(let e): return e.asksServer ? .deferred(e.what) : .unsupported(e.what)
             case .success(true): return .local(enabled: Double(bucket) < percentage, reason: "targeting_rule")
             case .success(false): continue
             }
@@ -62,7 +69,26 @@ public enum RulesetEvaluator {
         return .local(enabled: Double(bucket) < rollout, reason: "rollout")
     }
 
-    struct Unsupported: Error { let what: String }
+    struct Unsupported: Error {
+        let what: String
+        /// True when the server should be asked (a type mismatch), false when the ruleset holds
+        /// something this evaluator does not know.
+        var asksServer = false
+    }
+
+    /// Nil when `actual` may be compared locally with `value` under `op`, else why not.
+    private static func typeMismatch(_ op: Condition.Operator, value: JSONValue, actual: JSONValue?) -> String? {
+        guard let actual, actual != .null else { return nil }
+        func kind(_ v: JSONValue) -> String { v.typeName }
+        switch op {
+        case .gt, .lt: return actual.numberValue == nil ? "\(kind(actual)) compared with \(op.rawValue)" : nil
+        case .contains: return actual.stringValue == nil ? "\(kind(actual)) with contains" : nil
+        case .eq, .ne: return kind(actual) == kind(value) ? nil : "\(kind(actual)) compared with a \(kind(value))"
+        case .in:
+            guard let first = value.arrayValue?.first else { return nil }
+            return kind(actual) == kind(first) ? nil : "\(kind(actual)) looked up in a list of \(kind(first))s"
+        }
+    }
 
     private static func holds(_ group: JSONValue, userID: String, context: [String: JSONValue]) -> Result<Bool, Unsupported> {
         var results: [Bool] = []
@@ -72,7 +98,11 @@ public enum RulesetEvaluator {
             }
             let ops: [String: Condition.Operator] = ["eq": .eq, "neq": .ne, "gt": .gt, "lt": .lt, "contains": .contains, "in": .in]
             guard let op = ops[name] else { return .failure(Unsupported(what: "operator \(name)")) }
-            results.append(Condition(attribute: attribute, op: op, value: condition["value"] ?? .null).matches(userID: userID, context: context))
+            let value = condition["value"] ?? .null
+            if let why = typeMismatch(op, value: value, actual: context[attribute]) {
+                return .failure(Unsupported(what: "attribute \(attribute): \(why)", asksServer: true))
+            }
+            results.append(Condition(attribute: attribute, op: op, value: value).matches(userID: userID, context: context))
         }
         for child in group["groups"]?.arrayValue ?? [] {
             switch holds(child, userID: userID, context: context) {
