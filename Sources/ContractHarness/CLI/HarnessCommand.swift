@@ -18,7 +18,8 @@ public enum HarnessCommand {
            contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE]
            contract-harness mutants [PATH ...] [--verdict FILE] [--filter TEXT] [--step-timeout-ms N]
            contract-harness vectors [--sdk-command CMD] [--vectors DIR|FILE] [--timeout SECONDS] [--sdk-name NAME] [--verdict FILE]
-           contract-harness serve [--port N] [--host ADDR] [--fixtures FILE] [--api-key KEY] [--faults FILE] [--journal FILE]
+           contract-harness serve [--port N] [--host ADDR] [--fixtures FILE] [--api-key KEY[:SCOPES]]... [--faults FILE] [--journal FILE] [--admin-token T]
+           contract-harness live-check [--url URL] [--api-key KEY] [--local-api-key KEY] [--sdk-command CMD --sdk-name NAME]
            contract-harness --help | --version
 
     run      Runs scenario files (PATH: files or folders, default: scenarios) against the built-in Swift SDK
@@ -72,6 +73,8 @@ public enum HarnessCommand {
             return await VectorsCommand.main(Array(arguments.dropFirst()))
         case "serve":
             return await ServeCommand.main(Array(arguments.dropFirst()))
+        case "live-check":
+            return await LiveCheckCommand.main(Array(arguments.dropFirst()))
         default:
             return usageError("unknown command '\(command)'")
         }

@@ -12,8 +12,10 @@ import ExperimentlyMock
 /// `contract-harness serve`: runs the mock backend over loopback TCP for other processes (another
 /// SDK's contract smoke, its integration tests), until SIGINT or SIGTERM.
 ///
-/// Prints `EXPERIMENTLY_API_URL=http://HOST:PORT` and `EXPERIMENTLY_API_KEY=KEY` (one line each,
-/// flushed) once it accepts connections; on SIGINT/SIGTERM it stops accepting, lets in-flight
+/// Prints `EXPERIMENTLY_API_URL=http://HOST:PORT`, `EXPERIMENTLY_ADMIN_URL=.../__admin`,
+/// `EXPERIMENTLY_LOCAL_API_KEY=KEY` (when a key has the `sdk:ruleset` scope) and, last,
+/// `EXPERIMENTLY_API_KEY=KEY` (one line each, flushed) once it accepts connections. Requests under
+/// `/__admin/` go to the control API (``MockAdmin``). On SIGINT/SIGTERM it stops accepting, lets in-flight
 /// responses finish, writes the journal (`--journal`) and exits 0. Exit 64 on bad usage or a
 /// malformed fixtures/faults file, 70 when it cannot listen or write the journal.
 /// Documented in `Documentation/CrossSDK.md`.
@@ -22,25 +24,47 @@ enum ServeCommand {
     static let journalFormat = "experimently-journal/1"
 
     static let usage = """
-    usage: contract-harness serve [--port N] [--host ADDR] [--fixtures FILE] [--api-key KEY] [--faults FILE] [--journal FILE]
+    usage: contract-harness serve [--port N] [--host ADDR] [--fixtures FILE] [--api-key KEY[:SCOPE,...]]... [--faults FILE] [--journal FILE] [--admin-token TOKEN]
 
     Runs the mock backend over loopback TCP until SIGINT or SIGTERM, then writes the journal and exits 0.
-      --port N          TCP port (default 8000; 0 picks a free port, printed in the URL line)
-      --host ADDR       IPv4 address to bind (default 127.0.0.1)
-      --fixtures FILE   backend fixtures as JSON (default: the reference sdk-contract set)
-      --api-key KEY     accept this API key too, and print it as the key to use
-      --faults FILE     a JSON array of fault rules, applied in order
-      --journal FILE    write the history (every request and response) as JSON here on exit
-    Prints EXPERIMENTLY_API_URL=... and EXPERIMENTLY_API_KEY=... once it is listening.
+      --port N              TCP port (default 8000; 0 picks a free port, printed in the URL line)
+      --host ADDR           IPv4 address to bind (default 127.0.0.1; any non-loopback address needs --admin-token)
+      --fixtures FILE       backend fixtures as JSON (default: the reference sdk-contract set)
+      --api-key KEY[:SCOPES] accept this API key too (repeatable); after the first ':' a comma-separated
+                            scope list, e.g. --api-key srv-key:sdk:ruleset (the key itself cannot contain ':')
+      --faults FILE         a JSON array of fault rules, applied in order
+      --journal FILE        write the history (every request and response) as JSON here on exit
+      --admin-token TOKEN   require 'X-Admin-Token: TOKEN' on the control API under /__admin/
+    Prints EXPERIMENTLY_API_URL=..., EXPERIMENTLY_ADMIN_URL=..., EXPERIMENTLY_LOCAL_API_KEY=... (a key
+    with the sdk:ruleset scope, when there is one) and EXPERIMENTLY_API_KEY=... (a key without it) once listening.
     """
 
     struct Options {
         var port: UInt16 = 8000
         var host = "127.0.0.1"
         var fixtures: String?
-        var apiKey: String?
+        /// `--api-key` values in order: the key and its scopes.
+        var apiKeys: [APIKey] = []
         var faults: String?
         var journal: String?
+        var adminToken: String?
+    }
+
+    /// Parses `KEY[:SCOPE[,SCOPE...]]`: the key is everything before the first `:`; scopes are
+    /// split on `,`, trimmed, empty ones dropped (as upstream parses a key's scopes).
+    static func parseAPIKey(_ text: String) throws -> APIKey {
+        let key: Substring
+        var scopes: [String] = []
+        if let colon = text.firstIndex(of: ":") {
+            key = text[..<colon]
+            scopes = text[text.index(after: colon)...].split(separator: ",", omittingEmptySubsequences: false)
+                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            guard !scopes.isEmpty else { throw HarnessCommand.UsageError("--api-key '\(text)': nothing after ':'; write KEY or KEY:SCOPE[,SCOPE...] (e.g. KEY:sdk:ruleset)") }
+        } else {
+            key = Substring(text)
+        }
+        guard !key.isEmpty else { throw HarnessCommand.UsageError("--api-key needs a non-empty key before ':' (KEY[:SCOPE,...])") }
+        return APIKey(key: String(key), scopes: scopes)
     }
 
     struct Failure: Error {
@@ -71,12 +95,19 @@ enum ServeCommand {
             case "--api-key":
                 let v = try value(a)
                 guard !v.isEmpty else { throw HarnessCommand.UsageError("--api-key needs a non-empty key") }
-                o.apiKey = v
+                o.apiKeys.append(try parseAPIKey(v))
+            case "--admin-token":
+                let v = try value(a)
+                guard !v.isEmpty else { throw HarnessCommand.UsageError("--admin-token needs a non-empty token") }
+                o.adminToken = v
             case "--faults": o.faults = try value(a)
             case "--journal": o.journal = try value(a)
             case "--help", "-h": throw HarnessCommand.UsageError("")
             default: throw HarnessCommand.UsageError(a.hasPrefix("-") ? "serve: unknown option '\(a)'" : "serve: unexpected argument '\(a)'")
             }
+        }
+        if !o.host.hasPrefix("127."), o.adminToken == nil {
+            throw HarnessCommand.UsageError("--host \(o.host) is not loopback: the control API under /__admin/ would be reachable from other machines; pass --admin-token TOKEN too")
         }
         return o
     }
@@ -168,27 +199,30 @@ enum ServeCommand {
     static func serve(_ options: Options) async throws -> Int32 {
         var fixtures = Fixtures.sdkContract
         if let path = options.fixtures { fixtures = try decode(Fixtures.self, from: path, what: "fixtures") }
-        if let key = options.apiKey {
-            if let i = fixtures.apiKeys.firstIndex(where: { $0.key == key }) { fixtures.apiKeys[i].revoked = false } else {
-                fixtures.apiKeys.append(APIKey(key: key))
+        for given in options.apiKeys {
+            // Exact scalars: a key that is canonically equivalent but not identical is another key.
+            if let i = fixtures.apiKeys.firstIndex(where: { Array($0.key.unicodeScalars) == Array(given.key.unicodeScalars) }) {
+                fixtures.apiKeys[i].revoked = false
+                fixtures.apiKeys[i].scopes = given.scopes
+            } else {
+                fixtures.apiKeys.append(given)
             }
         }
-        guard let key = options.apiKey ?? fixtures.apiKeys.first(where: { !$0.revoked })?.key else {
-            throw Failure(status: .usage, message: "the fixtures have no API key that is not revoked; add one or pass --api-key KEY")
-        }
+        let (key, localKey) = try printedKeys(options: options, fixtures: fixtures)
         let faults = try options.faults.map { try decode([FaultRule].self, from: $0, what: "faults") } ?? []
 
         // The journal hides every configured key (the fixtures' and --api-key) wherever a client
         // put it: the backend records each history entry redacted.
         let backend = MockBackend(fixtures: fixtures, redactor: SecretRedactor(secrets: fixtures.apiKeys.map(\.key)))
         for rule in faults { backend.addFault(rule) }
+        let admin = MockAdmin(backend: backend, fixtures: fixtures, faults: faults, token: options.adminToken)
         if let path = options.journal {
             // Fail now, not after a whole session.
             do { try HarnessCommand.checkWritable(path, option: "--journal") } catch let e as HarnessCommand.UsageError {
                 throw Failure(status: .usage, message: e.message)
             }
         }
-        let server = MockHTTPServer(handler: backend, configuration: .init(host: options.host, port: options.port))
+        let server = MockHTTPServer(handler: admin, configuration: .init(host: options.host, port: options.port))
         let signals = SignalWaiter([SIGINT, SIGTERM])
         defer { signals.cancel() }
         let port: UInt16
@@ -197,6 +231,8 @@ enum ServeCommand {
         }
         let url = "http://\(options.host):\(port)"
         HarnessCommand.say("EXPERIMENTLY_API_URL=\(url)")
+        HarnessCommand.say("EXPERIMENTLY_ADMIN_URL=\(url)/__admin")
+        if let localKey { HarnessCommand.say("EXPERIMENTLY_LOCAL_API_KEY=\(localKey)") }
         HarnessCommand.say("EXPERIMENTLY_API_KEY=\(key)")
         FileHandle.standardError.write(Data("contract-harness serve: mock backend at \(url) (\(fixtures.experiments.count) experiments, \(fixtures.flags.count) flags, \(faults.count) fault rules); SIGINT or SIGTERM stops it\n".utf8))
 
@@ -212,6 +248,21 @@ enum ServeCommand {
         let history = backend.history.count
         FileHandle.standardError.write(Data("contract-harness serve: stopped on \(name) after \(history) requests\(options.journal.map { "; journal written to \($0)" } ?? "")\n".utf8))
         return HarnessCommand.Exit.ok.rawValue
+    }
+
+    /// The keys to print: `EXPERIMENTLY_API_KEY` is the first `--api-key` without the
+    /// `sdk:ruleset` scope, else the first `--api-key`, else the first valid fixture key without
+    /// the scope, else any valid one; `EXPERIMENTLY_LOCAL_API_KEY` is the first `--api-key`, else
+    /// fixture key, with the scope (nil when none). Throws when no key is valid.
+    static func printedKeys(options: Options, fixtures: Fixtures) throws -> (key: String, local: String?) {
+        let scope = APIKey.sdkRulesetScope
+        let valid = fixtures.apiKeys.filter { !$0.revoked }
+        guard let key = options.apiKeys.first(where: { !$0.hasScope(scope) })?.key ?? options.apiKeys.first?.key
+                ?? valid.first(where: { !$0.hasScope(scope) })?.key ?? valid.first?.key else {
+            throw Failure(status: .usage, message: "the fixtures have no API key that is not revoked; add one or pass --api-key KEY")
+        }
+        let local = options.apiKeys.first(where: { $0.hasScope(scope) })?.key ?? valid.first(where: { $0.hasScope(scope) })?.key
+        return (key, local)
     }
 
     /// The journal: `{format, url, stopped_by, history: [request...], state: {assignments, exposures, events}, shutdown}`.

@@ -487,7 +487,15 @@ enum Checks {
     static func smokeFields(scenario: Scenario, history: [HistoryEvent]) -> JSONValue {
         func value(_ label: String) -> JSONValue? { history.last { $0.kind == .complete && $0.label == label }?.outcome?["value"] }
         let a = value("assign_a"), b = value("assign_b")
+        // Stickiness is observed through variant equality and the mock's own history (never the
+        // `reason`, which the backend sends as `assigned` for new and sticky users alike): both
+        // clients got the same variant, and it is the variant the mock answered every time.
+        let answered = history.compactMap { e -> JSONValue? in
+            guard e.kind == .response, let r = e.request, r.path == "/api/v1/tracking/assign", r.status == 200 else { return nil }
+            return r.response?["variant_id"] ?? .null
+        }
         let sticky = a != nil && a?["variant_name"] == b?["variant_name"] && a?["variant_id"] == b?["variant_id"]
+            && !answered.isEmpty && answered.allSatisfy { $0 == a?["variant_id"] }
         let fanoutBatch = history.contains { $0.kind == .response && $0.request?.path == "/api/v1/tracking/batch" && $0.request?.events.count == 2 }
         return .object([
             "sdk": .string("ios"),

@@ -41,6 +41,15 @@ public final class MockBackend: MockRequestHandler, Sendable {
         var inFlight = 0
         var isShutDown = false
         var observer: (@Sendable (MockEvent) -> Void)?
+        /// Suspended ``MockBackend/waitForHolds(_:)`` callers, resumed when enough holds are parked.
+        var holdWaiters: [HoldWaiter] = []
+        var nextHoldWaiter = 0
+    }
+
+    struct HoldWaiter {
+        let id: Int
+        let count: Int
+        let continuation: CheckedContinuation<Void, Never>
     }
 
     /// A request registered in history, ready to be answered.
@@ -226,14 +235,14 @@ public final class MockBackend: MockRequestHandler, Sendable {
 
     private func rateLimitedResponse(_ retry: RetryAfter) -> MockResponse {
         let (limit, window) = box.withLock { ($0.model.fixtures.rateLimit.limit, $0.model.fixtures.rateLimit.windowSeconds) }
+        // The body is always the backend's words (CONTRACT.md section 2); only the scripted
+        // Retry-After differs from a natural 429.
         let value: String
-        let detail: String
+        let detail = BackendModel.tooManyRequestsDetail
         switch retry {
-        case .seconds(let s): value = String(s); detail = "Too Many Requests. Retry after \(s) seconds."
-        case .httpDate(let d): value = d; detail = "Too Many Requests. Retry after \(d)."
-        case .httpDateIn(let s):
-            value = MockHTTPDate.format(clock.now().addingTimeInterval(TimeInterval(s)))
-            detail = "Too Many Requests. Retry after \(value)."
+        case .seconds(let s): value = String(s)
+        case .httpDate(let d): value = d
+        case .httpDateIn(let s): value = MockHTTPDate.format(clock.now().addingTimeInterval(TimeInterval(s)))
         }
         return BackendModel.detail(429, detail, extra: [
             ("Retry-After", value), ("X-RateLimit-Limit", String(limit)), ("X-RateLimit-Remaining", "0"), ("X-RateLimit-Window", String(window)),
@@ -254,12 +263,69 @@ public final class MockBackend: MockRequestHandler, Sendable {
                 return id
             }
             guard let id = registered else { continuation.resume(returning: .shutdown); return }
+            resumeHoldWaiters()
             emit(.parked(seq: ticket.seq, .hold(id)))
         }
     }
 
     private func emit(_ event: MockEvent) {
         box.withLock { $0.observer }?(event)
+    }
+
+    /// Resumes the ``waitForHolds(_:)`` callers whose count is now parked (or all, after shutdown).
+    private func resumeHoldWaiters() {
+        let ready = box.withLock { s -> [HoldWaiter] in
+            let ready = s.holdWaiters.filter { s.isShutDown || $0.count <= s.holds.count }
+            s.holdWaiters.removeAll { w in ready.contains { $0.id == w.id } }
+            return ready
+        }
+        for w in ready { w.continuation.resume() }
+    }
+
+    /// Suspends until at least `count` requests are parked on holds (returns at once when they
+    /// already are), the backend shuts down, or the calling task is cancelled. No thread waits:
+    /// the caller is a continuation resumed when a request parks. Used by the `serve` admin API
+    /// (`GET /__admin/holds?count=N`), which bounds it with a timeout.
+    public func waitForHolds(_ count: Int) async {
+        let id = box.withLock { s -> Int in s.nextHoldWaiter += 1; return s.nextHoldWaiter }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let ready = box.withLock { s -> Bool in
+                    if s.holds.count >= count || s.isShutDown || Task.isCancelled { return true }
+                    s.holdWaiters.append(HoldWaiter(id: id, count: count, continuation: c))
+                    return false
+                }
+                if ready { c.resume() }
+            }
+        } onCancel: {
+            let waiter = box.withLock { s -> HoldWaiter? in
+                guard let i = s.holdWaiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return s.holdWaiters.remove(at: i)
+            }
+            waiter?.continuation.resume()
+        }
+    }
+
+    /// Puts the backend back to its start: a fresh model over `fixtures` (no sticky assignments,
+    /// exposures, events or rate counters), an empty history (sequence numbers restart at 1) and
+    /// exactly `faults`, their counters at zero and outage windows counting from now.
+    ///
+    /// Refused (returns the number of requests still inside, nothing changed) while any request
+    /// is in flight, held or delayed: their history entries would otherwise point into the new
+    /// history. Returns 0 when reset; after ``shutdown()`` it is refused with -1.
+    @discardableResult
+    public func reset(fixtures: Fixtures, faults: [FaultRule]) -> Int {
+        let now = clock.now()
+        return box.withLock { s -> Int in
+            if s.isShutDown { return -1 }
+            guard s.inFlight == 0 else { return s.inFlight }
+            s.model = BackendModel(fixtures: fixtures)
+            s.script = FaultScript(epoch: now)
+            for rule in faults { s.script.add(rule) }
+            s.history = []
+            s.seen = []
+            return 0
+        }
     }
 
     /// Marks the history entry `seq` as cancelled by the client (URLProtocol `stopLoading`).
@@ -350,6 +416,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
             return (report, continuations)
         }
         for c in continuations { c.resume(returning: .shutdown) }
+        resumeHoldWaiters()
         return report
     }
 }

@@ -94,9 +94,10 @@ enum PercentDecoding {
     }
 }
 
-/// The routes of the backend (CONTRACT.md section 1 table).
+/// The routes of the backend (CONTRACT.md section 1 table and section 2 "Also served").
 enum Route: Sendable {
     case evaluateGET, evaluatePOST, assign, track, batch
+    case userFlags, userAssignments, ruleset, assignBatch
 
     /// "METHOD /template".
     var name: String {
@@ -106,6 +107,10 @@ enum Route: Sendable {
         case .assign: return "POST /api/v1/tracking/assign"
         case .track: return "POST /api/v1/tracking/track"
         case .batch: return "POST /api/v1/tracking/batch"
+        case .userFlags: return "GET /api/v1/feature-flags/user/{user_id}"
+        case .userAssignments: return "GET /api/v1/tracking/assignments/{user_id}"
+        case .ruleset: return "GET /api/v1/sdk/ruleset"
+        case .assignBatch: return "POST /api/v1/tracking/assign/batch"
         }
     }
 
@@ -116,6 +121,10 @@ enum Route: Sendable {
         (["api", "v1", "tracking", "assign"], [("POST", .assign)]),
         (["api", "v1", "tracking", "track"], [("POST", .track)]),
         (["api", "v1", "tracking", "batch"], [("POST", .batch)]),
+        (["api", "v1", "feature-flags", "user", "{key}"], [("GET", .userFlags)]),
+        (["api", "v1", "tracking", "assignments", "{key}"], [("GET", .userAssignments)]),
+        (["api", "v1", "sdk", "ruleset"], [("GET", .ruleset)]),
+        (["api", "v1", "tracking", "assign", "batch"], [("POST", .assignBatch)]),
         (["health"], [("GET", nil)]),
     ]
 
@@ -260,7 +269,7 @@ enum Validate {
         _ = optionalObject(e, "metadata", loc: loc, issues: &issues)
         _ = string(e, "timestamp", loc: loc, min: 1, max: 64, required: false, surrogates: surrogates, issues: &issues)
         if issues.count == before, exp == nil, flag == nil {
-            issues.append(ValidationIssue(type: "value_error", loc: loc, msg: "Value error, at least one of experiment_key or feature_flag_key is required"))
+            issues.append(ValidationIssue(type: "value_error", loc: loc, msg: "Value error, Either experiment_key or feature_flag_key must be provided"))
         }
     }
 }

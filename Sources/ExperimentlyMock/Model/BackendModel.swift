@@ -4,16 +4,18 @@ import Foundation
 /// (CONTRACT.md section 2, all of it). No I/O, no clock of its own: the caller passes `now`.
 ///
 /// Order of checks for a request: `/health`; route match (404 `Not Found`, 405 with `Allow`);
-/// API key (401); rate limit per (API key, exact raw path) (429); field validation (422); then
-/// the route's own rules (404 for unknown experiments/flags/keys, 200 otherwise).
+/// rate limit per (API key, exact raw path) (429; every later answer carries the three
+/// `X-RateLimit-*` headers, as upstream's middleware adds them); API key (401); scope
+/// `sdk:ruleset` for the server-side SDK routes (403); field validation (422); then the route's
+/// own rules (404 for unknown experiments/flags/keys, 200 otherwise).
 public struct BackendModel: Sendable {
     /// The configuration data; may be changed between requests (e.g. an experiment stops mid-run).
     public var fixtures: Fixtures
     /// Assignments, exposures and events built up so far.
-    public private(set) var state = BackendStateSnapshot()
+    public internal(set) var state = BackendStateSnapshot()
 
-    private var rateWindows: [String: (start: Date, count: Int)] = [:]
-    private var stickyIndex: [String: Int] = [:]
+    private var rateWindows: [[UInt8]: (start: Date, count: Int)] = [:]
+    var stickyIndex: [String: Int] = [:]
 
     /// Creates a backend over `fixtures` with empty state.
     public init(fixtures: Fixtures = .sdkContract) { self.fixtures = fixtures }
@@ -44,49 +46,77 @@ public struct BackendModel: Sendable {
             }
         }
 
-        // Auth (CONTRACT.md section 2).
         let key = request.raw.header("X-API-Key") ?? ""
-        if key.isEmpty {
-            return ModelAnswer(response: Self.detail(401, "API key missing", extra: [("WWW-Authenticate", "APIKey")]), route: route.name, note: nil)
-        }
-        guard fixtures.apiKeys.contains(where: { $0.key == key && !$0.revoked }) else {
-            return ModelAnswer(response: Self.detail(401, "Invalid API Key", extra: [("WWW-Authenticate", "APIKey")]), route: route.name, note: nil)
-        }
 
-        // Rate limit: one fixed window per (client, exact path).
-        if let limited = rateLimit(client: key, path: request.raw.rawPath, now: now) {
+        // Rate limit: one fixed window per (client, exact path), before everything else, as
+        // upstream's middleware runs before the route (CONTRACT.md section 2).
+        let budget = rateLimit(client: key, path: request.raw.rawPath, now: now)
+        if let limited = budget.refused {
             return ModelAnswer(response: limited, route: route.name, note: nil)
         }
-
-        let response: MockResponse
-        switch route {
-        case .evaluateGET: response = evaluateFlagGET(request, flagKey: pathKey ?? "")
-        case .evaluatePOST: response = evaluateFlagPOST(request, flagKey: pathKey ?? "")
-        case .assign: response = assign(request, now: now)
-        case .track: response = track(request, now: now)
-        case .batch: response = batch(request, now: now)
-        }
+        var response = routeResponse(route, pathKey: pathKey, key: key, request: request, now: now)
+        response.headers += budget.headers
         return ModelAnswer(response: response, route: route.name, note: nil)
     }
 
+    /// Auth, scope and the route's own answer (CONTRACT.md section 2).
+    private mutating func routeResponse(_ route: Route, pathKey: String?, key: String, request: IncomingRequest, now: Date) -> MockResponse {
+        // Auth (CONTRACT.md section 2): keys are compared by Unicode scalars, never String ==.
+        if key.isEmpty {
+            return Self.detail(401, "API key missing", extra: [("WWW-Authenticate", "APIKey")])
+        }
+        guard let apiKey = fixtures.apiKeys.first(where: { Array($0.key.unicodeScalars) == Array(key.unicodeScalars) && !$0.revoked }) else {
+            return Self.detail(401, "Invalid API Key", extra: [("WWW-Authenticate", "APIKey")])
+        }
+        switch route {
+        case .ruleset, .assignBatch:
+            guard apiKey.hasScope(APIKey.sdkRulesetScope) else { return Self.detail(403, Self.missingScopeDetail) }
+        default: break
+        }
+
+        switch route {
+        case .evaluateGET: return evaluateFlagGET(request, flagKey: pathKey ?? "")
+        case .evaluatePOST: return evaluateFlagPOST(request, flagKey: pathKey ?? "")
+        case .assign: return assign(request, now: now)
+        case .track: return track(request, now: now)
+        case .batch: return batch(request, now: now)
+        case .userFlags: return userFlags(request, userID: pathKey ?? "")
+        case .userAssignments: return userAssignments(request, userID: pathKey ?? "")
+        case .ruleset: return ruleset(request)
+        case .assignBatch: return assignBatch(request, now: now)
+        }
+    }
+
+    /// The 403 detail for a valid key without `sdk:ruleset` (upstream `MISSING_SCOPE_DETAIL`).
+    static let missingScopeDetail = "This API key does not have the 'sdk:ruleset' scope. Create a key with the 'sdk:ruleset' scope for server-side local evaluation."
+
+    /// The 429 detail of the rate limiter (upstream `RateLimitMiddleware`).
+    public static let tooManyRequestsDetail = "Too Many Requests. Please slow down and retry after a moment."
+
     // MARK: Rate limit
 
-    private mutating func rateLimit(client: String, path: String, now: Date) -> MockResponse? {
-        let limit = fixtures.rateLimit
-        let window = TimeInterval(max(1, limit.windowSeconds))
-        let counterKey = client + "\u{0}" + path
+    /// Counts the request in its fixed window: a refusal (429, `Retry-After` = the window, as
+    /// upstream always sends, not the time left) or the `X-RateLimit-*` headers for the answer.
+    private mutating func rateLimit(client: String, path: String, now: Date) -> (refused: MockResponse?, headers: [(name: String, value: String)]) {
+        let config = fixtures.rateLimit
+        let limit = config.limit(forPath: path)
+        let window = TimeInterval(max(1, config.windowSeconds))
+        // Exact bytes: the client (API key) and the raw path are identity data.
+        let counterKey = Array(client.utf8) + [0] + Array(path.utf8)
         var entry = rateWindows[counterKey] ?? (start: now, count: 0)
         if now.timeIntervalSince(entry.start) >= window || now < entry.start { entry = (start: now, count: 0) }
         entry.count += 1
         rateWindows[counterKey] = entry
-        guard entry.count > limit.limit else { return nil }
-        let retryAfter = max(1, Int((entry.start.addingTimeInterval(window).timeIntervalSince(now)).rounded(.up)))
-        return Self.detail(429, "Too Many Requests. Retry after \(retryAfter) seconds.", extra: [
-            ("Retry-After", String(retryAfter)),
-            ("X-RateLimit-Limit", String(limit.limit)),
+        guard entry.count > limit else {
+            return (nil, [("X-RateLimit-Limit", String(limit)), ("X-RateLimit-Remaining", String(limit - entry.count)),
+                          ("X-RateLimit-Window", String(config.windowSeconds))])
+        }
+        return (Self.detail(429, Self.tooManyRequestsDetail, extra: [
+            ("Retry-After", String(config.windowSeconds)),
+            ("X-RateLimit-Limit", String(limit)),
             ("X-RateLimit-Remaining", "0"),
-            ("X-RateLimit-Window", String(limit.windowSeconds)),
-        ])
+            ("X-RateLimit-Window", String(config.windowSeconds)),
+        ]), [])
     }
 
     // MARK: Flags
@@ -94,21 +124,7 @@ public struct BackendModel: Sendable {
     private func evaluateFlagGET(_ request: IncomingRequest, flagKey: String) -> MockResponse {
         var issues: [ValidationIssue] = []
         let userID = Validate.queryString(request.query("user_id"), loc: ["query", "user_id"], min: 1, max: 255, issues: &issues)
-        var context: [String: JSONValue] = [:]
-        if let raw = request.query("context") {
-            if let text = raw {
-                do {
-                    let parsed = try JSONValue.parse(Data(text.utf8))
-                    if let object = parsed.value.objectValue { context = object } else {
-                        issues.append(ValidationIssue(type: "dict_type", loc: ["query", "context"], msg: "Input should be a JSON object"))
-                    }
-                } catch {
-                    issues.append(ValidationIssue(type: "json_invalid", loc: ["query", "context"], msg: "Invalid JSON: \(error)"))
-                }
-            } else {
-                issues.append(ValidationIssue(type: "string_unicode", loc: ["query", "context"], msg: "Input should be a valid string, unable to parse raw data as a unicode string"))
-            }
-        }
+        let context = Self.contextQuery(request, issues: &issues)
         if !issues.isEmpty { return Self.validationError(issues) }
         return evaluateFlag(flagKey, userID: userID ?? "", context: context)
     }
@@ -123,16 +139,24 @@ public struct BackendModel: Sendable {
     }
 
     private func evaluateFlag(_ key: String, userID: String, context: [String: JSONValue]) -> MockResponse {
-        guard let flag = fixtures.flag(key) else { return Self.detail(404, "Feature flag not found") }
+        guard let flag = fixtures.flag(key) else { return Self.detail(404, "Feature flag with key '\(key)' not found") }
         func body(_ enabled: Bool, _ reason: String) -> MockResponse {
             Self.json(200, .object(["key": .string(key), "enabled": .bool(enabled), "config": .null, "reason": .string(reason)]))
         }
-        guard flag.status == .active else { return body(false, "inactive") }
-        let bucket = MockBucketing.flagBucket(userID: userID, flagKey: key)
+        let decision = Self.flagDecision(flag, userID: userID, context: context)
+        return body(decision.enabled, decision.reason)
+    }
+
+    /// The evaluation of `flag` for `userID` and `context`: `inactive` unless ACTIVE, then the
+    /// first targeting rule whose conditions all match (its percentage, `targeting_rule`), else
+    /// the rollout percentage (`rollout`), both by md5-mod100 (CONTRACT.md section 2).
+    static func flagDecision(_ flag: Flag, userID: String, context: [String: JSONValue]) -> (enabled: Bool, reason: String) {
+        guard flag.status == .active else { return (false, "inactive") }
+        let bucket = MockBucketing.flagBucket(userID: userID, flagKey: flag.key)
         for rule in flag.rules where rule.conditions.allSatisfy({ $0.matches(userID: userID, context: context) }) {
-            return body(bucket < rule.percentage, "targeting_rule")
+            return (bucket < rule.percentage, "targeting_rule")
         }
-        return body(bucket < flag.rolloutPercentage, "rollout")
+        return (bucket < flag.rolloutPercentage, "rollout")
     }
 
     // MARK: Assign
@@ -146,17 +170,29 @@ public struct BackendModel: Sendable {
         guard issues.isEmpty, let experimentKey, let userID else { return Self.validationError(issues) }
 
         guard let experiment = fixtures.experiment(experimentKey), experiment.status == .active else {
-            return Self.detail(404, "Experiment not found or not active")
+            return Self.detail(404, "Active experiment with key '\(experimentKey)' not found")
         }
-        guard let control = experiment.controlVariant else { return Self.detail(500, "Experiment has no variants") }
+        guard experiment.controlVariant != nil else { return Self.detail(500, "Experiment has no variants") }
+        let (variant, assigned, reason) = enroll(experiment, userID: userID, context: context, now: now, recordExposure: true)
+        return Self.json(200, .object([
+            "experiment_key": .string(experimentKey), "user_id": .string(userID),
+            "variant_id": .string(variant.wireID(experimentKey: experiment.key)), "variant_name": .string(variant.name),
+            "is_control": .bool(variant.isControl), "configuration": variant.configuration,
+            "assigned": .bool(assigned), "reason": .string(reason),
+        ]))
+    }
 
-        func answer(_ variant: Variant, assigned: Bool, reason: String) -> MockResponse {
-            Self.json(200, .object([
-                "experiment_key": .string(experimentKey), "user_id": .string(userID),
-                "variant_id": .string(variant.id), "variant_name": .string(variant.name),
-                "is_control": .bool(variant.isControl), "configuration": variant.configuration,
-                "assigned": .bool(assigned), "reason": .string(reason),
-            ]))
+    /// Enrolls `userID` in `experiment` (which has variants) as `/assign` does: the sticky
+    /// variant if any, else eligibility (holdout, mutual exclusion, targeting: control,
+    /// `assigned:false`, nothing recorded), else bucketing and a new sticky assignment. Enrolled
+    /// users get reason `assigned`, new or sticky (CONTRACT.md section 2). An exposure is recorded
+    /// for every enrolled call when `recordExposure` (the batch route records none).
+    mutating func enroll(_ experiment: Experiment, userID: String, context: [String: JSONValue], now: Date,
+                         recordExposure: Bool) -> (variant: Variant, assigned: Bool, reason: String) {
+        let experimentKey = experiment.key
+        let control = experiment.controlVariant!
+        func answer(_ variant: Variant, assigned: Bool, reason: String) -> (variant: Variant, assigned: Bool, reason: String) {
+            (variant, assigned, reason)
         }
 
         let stickyKey = experimentKey + "\u{0}" + userID
@@ -164,8 +200,8 @@ public struct BackendModel: Sendable {
             let sticky = state.assignments[index]
             let variant = experiment.variants.first { $0.id == sticky.variantID }
                 ?? Variant(id: sticky.variantID, name: sticky.variantName, allocation: 0, isControl: sticky.isControl)
-            state.exposures.append(Exposure(experimentKey: experimentKey, userID: userID, variantID: variant.id, at: now))
-            return answer(variant, assigned: true, reason: "sticky")
+            if recordExposure { state.exposures.append(Exposure(experimentKey: experimentKey, userID: userID, variantID: variant.id, at: now)) }
+            return answer(variant, assigned: true, reason: "assigned")
         }
 
         // Eligibility: holdout, mutual exclusion, targeting; ineligible users get control,
@@ -188,20 +224,20 @@ public struct BackendModel: Sendable {
         stickyIndex[stickyKey] = state.assignments.count
         state.assignments.append(StickyAssignment(experimentKey: experimentKey, userID: userID, variantID: chosen.id,
                                                   variantName: chosen.name, isControl: chosen.isControl, assignedAt: now))
-        state.exposures.append(Exposure(experimentKey: experimentKey, userID: userID, variantID: chosen.id, at: now))
-        return answer(chosen, assigned: true, reason: "bucketed")
+        if recordExposure { state.exposures.append(Exposure(experimentKey: experimentKey, userID: userID, variantID: chosen.id, at: now)) }
+        return answer(chosen, assigned: true, reason: "assigned")
     }
 
     // MARK: Track and batch
 
-    private func keyKnown(_ key: String) -> Bool { fixtures.experiment(key) != nil || fixtures.flag(key) != nil }
-
-    /// Returns the 404 detail for an event whose keys name nothing, else nil.
+    /// Returns the 404 detail for an event whose keys resolve to nothing (neither its experiment
+    /// key nor its flag key names a fixture), else nil. An absent key is rendered `None`, as
+    /// upstream's f-string does (CONTRACT.md section 2).
     private func unknownKeyDetail(_ event: [String: JSONValue]) -> String? {
-        for field in ["experiment_key", "feature_flag_key"] {
-            if let key = event[field]?.stringValue, !keyKnown(key) { return "Experiment or feature flag not found: \(field)" }
-        }
-        return nil
+        let experimentKey = event["experiment_key"]?.stringValue
+        let flagKey = event["feature_flag_key"]?.stringValue
+        if experimentKey.flatMap({ fixtures.experiment($0) }) != nil || flagKey.flatMap({ fixtures.flag($0) }) != nil { return nil }
+        return "Neither experiment key '\(experimentKey ?? "None")' nor feature flag key '\(flagKey ?? "None")' found"
     }
 
     private mutating func track(_ request: IncomingRequest, now: Date) -> MockResponse {
@@ -212,7 +248,7 @@ public struct BackendModel: Sendable {
         if let detail = unknownKeyDetail(body) { return Self.detail(404, detail) }
         let id = state.events.count + 1
         state.events.append(StoredEvent(id: id, source: "track", event: .object(body), receivedAt: now))
-        return Self.json(200, .object(["status": .string("ok"), "event_id": .number(Double(id))]))
+        return Self.json(200, eventRecord(body, id: id, now: now))
     }
 
     private mutating func batch(_ request: IncomingRequest, now: Date) -> MockResponse {
@@ -245,7 +281,10 @@ public struct BackendModel: Sendable {
         var successes = 0
         for (i, object) in objects.enumerated() {
             if let detail = unknownKeyDetail(object) {
-                errors.append(.object(["index": .number(Double(i)), "detail": .string(detail)]))
+                errors.append(.object([
+                    "index": .number(Double(i)), "event_type": object["event_type"] ?? .null,
+                    "user_id": object["user_id"] ?? .null, "error": .string(detail),
+                ]))
                 continue
             }
             successes += 1

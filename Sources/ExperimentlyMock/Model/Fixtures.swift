@@ -42,12 +42,16 @@ public struct Fixtures: Codable, Sendable, Equatable {
 
     /// The API key every reference fixture set accepts.
     public static let sdkContractAPIKey = "sdk-contract-key"
+    /// The reference set's second key, with the `sdk:ruleset` scope (the upstream seed's
+    /// `.api_key_local`, read by the live runner as `EXPERIMENTLY_LOCAL_API_KEY`).
+    public static let sdkContractLocalAPIKey = "sdk-contract-local-key"
 
     /// The reference `sdk-contract` fixtures: experiment `sdk_contract_ab` (ACTIVE, control 50
     /// `{"color":"blue"}`, treatment 50 `{"color":"green"}`), flag `sdk_contract_flag` (ACTIVE,
-    /// rollout 100) and the API key "sdk-contract-key" (CONTRACT.md section 2).
+    /// rollout 100), the API key "sdk-contract-key" and the `sdk:ruleset` key
+    /// "sdk-contract-local-key" (CONTRACT.md section 2).
     public static let sdkContract = Fixtures(
-        apiKeys: [APIKey(key: sdkContractAPIKey)],
+        apiKeys: [APIKey(key: sdkContractAPIKey), APIKey(key: sdkContractLocalAPIKey, scopes: [APIKey.sdkRulesetScope])],
         experiments: [
             Experiment(
                 key: "sdk_contract_ab",
@@ -68,18 +72,36 @@ public struct APIKey: Codable, Sendable, Equatable {
     public var key: String
     /// A revoked key is known but rejected with 401 "Invalid API Key".
     public var revoked: Bool
+    /// The key's scopes, e.g. `["sdk:ruleset"]` (JSON `scopes`, default empty). Membership is
+    /// exact and case-sensitive, compared by Unicode scalars (upstream
+    /// `backend/app/core/api_key_scopes.py`); only ``APIKey/sdkRulesetScope`` is enforced.
+    public var scopes: [String]
+
+    /// The scope the server-side SDK routes require (`GET /api/v1/sdk/ruleset`,
+    /// `POST /api/v1/tracking/assign/batch`); other valid keys get 403 (CONTRACT.md section 2).
+    public static let sdkRulesetScope = "sdk:ruleset"
 
     /// Creates a key.
-    public init(key: String, revoked: Bool = false) { self.key = key; self.revoked = revoked }
+    public init(key: String, revoked: Bool = false, scopes: [String] = []) { self.key = key; self.revoked = revoked; self.scopes = scopes }
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case key, revoked }
+    /// Whether the key carries `scope` exactly (Unicode scalars, surrounding whitespace ignored
+    /// as upstream strips each entry).
+    public func hasScope(_ scope: String) -> Bool {
+        scopes.contains { entry in
+            let trimmed = entry.unicodeScalars.drop { $0.properties.isWhitespace }.reversed().drop { $0.properties.isWhitespace }.reversed()
+            return Array(trimmed) == Array(scope.unicodeScalars)
+        }
+    }
 
-    /// Decodes strictly; `revoked` defaults to false.
+    enum CodingKeys: String, CodingKey, CaseIterable { case key, revoked, scopes }
+
+    /// Decodes strictly; `revoked` defaults to false, `scopes` to none.
     public init(from decoder: Decoder) throws {
         try StrictKeys.check(decoder, CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         key = try c.decode(String.self, forKey: .key)
         revoked = try c.decodeIfPresent(Bool.self, forKey: .revoked) ?? false
+        scopes = try c.decodeIfPresent([String].self, forKey: .scopes) ?? []
     }
 }
 
@@ -297,24 +319,49 @@ public struct Condition: Codable, Sendable, Equatable {
     }
 }
 
-/// The rate limit: `limit` requests per (client, exact path) per fixed window of `windowSeconds`.
+/// The rate limit: a fixed window of `windowSeconds` per (client, exact path), with the budget
+/// chosen by path as upstream's middleware does (CONTRACT.md section 2, rate limit details):
+/// `POST /api/v1/tracking/assign/batch` gets `assignBatchLimit`; paths under the SDK prefixes
+/// (`/api/v1/tracking/`, `/api/v1/feature-flags/evaluate/`, `/api/v1/feature-flags/user/`,
+/// `/api/v1/sdk/`) get `limit`; every other path gets `otherLimit`.
 public struct RateLimit: Codable, Sendable, Equatable {
-    /// Requests allowed per window (default 6000).
+    /// Requests allowed per window on the SDK prefixes (default 6000).
     public var limit: Int
-    /// Window length in seconds (default 60).
+    /// Window length in seconds (default 60); also the `Retry-After` of a natural 429.
     public var windowSeconds: Int
+    /// Requests allowed per window on paths outside the SDK prefixes (default 300).
+    public var otherLimit: Int
+    /// Requests allowed per window on `/api/v1/tracking/assign/batch` (default 60).
+    public var assignBatchLimit: Int
 
-    /// Creates a limit (defaults 6000 per 60 s, CONTRACT.md section 2).
-    public init(limit: Int = 6000, windowSeconds: Int = 60) { self.limit = limit; self.windowSeconds = windowSeconds }
+    /// The SDK path prefixes that get ``limit`` (upstream `SDK_PATH_PREFIXES`).
+    public static let sdkPathPrefixes = ["/api/v1/tracking/", "/api/v1/feature-flags/evaluate/", "/api/v1/feature-flags/user/", "/api/v1/sdk/"]
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case limit, windowSeconds = "window_seconds" }
+    /// Creates a limit (defaults 6000 / 300 / 60 per 60 s, CONTRACT.md section 2).
+    public init(limit: Int = 6000, windowSeconds: Int = 60, otherLimit: Int = 300, assignBatchLimit: Int = 60) {
+        self.limit = limit; self.windowSeconds = windowSeconds; self.otherLimit = otherLimit; self.assignBatchLimit = assignBatchLimit
+    }
 
-    /// Decodes strictly; both fields default.
+    /// The budget for the raw request path `path`.
+    public func limit(forPath path: String) -> Int {
+        // Byte comparisons: the raw path is matched exactly, never by String equivalence.
+        if path.utf8.elementsEqual("/api/v1/tracking/assign/batch".utf8) { return assignBatchLimit }
+        if Self.sdkPathPrefixes.contains(where: { path.utf8.starts(with: $0.utf8) }) { return limit }
+        return otherLimit
+    }
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case limit, windowSeconds = "window_seconds", otherLimit = "other_limit", assignBatchLimit = "assign_batch_limit"
+    }
+
+    /// Decodes strictly; every field defaults.
     public init(from decoder: Decoder) throws {
         try StrictKeys.check(decoder, CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         limit = try c.decodeIfPresent(Int.self, forKey: .limit) ?? 6000
         windowSeconds = try c.decodeIfPresent(Int.self, forKey: .windowSeconds) ?? 60
+        otherLimit = try c.decodeIfPresent(Int.self, forKey: .otherLimit) ?? 300
+        assignBatchLimit = try c.decodeIfPresent(Int.self, forKey: .assignBatchLimit) ?? 60
     }
 }
 

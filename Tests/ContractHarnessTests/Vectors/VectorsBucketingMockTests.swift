@@ -52,7 +52,7 @@ final class VectorsBucketingMockTests: XCTestCase {
             XCTAssertEqual(r.status, 200, String(decoding: r.body, as: UTF8.self))
             let answer = try JSONValue.parse(r.body).value
             XCTAssertEqual(answer["variant_name"]?.stringValue, c["variant"]?.stringValue, "\(user) in \(key)")
-            XCTAssertEqual(answer["reason"]?.stringValue, "bucketed")
+            XCTAssertEqual(answer["reason"]?.stringValue, "assigned")
         }
         backend.shutdown()
     }

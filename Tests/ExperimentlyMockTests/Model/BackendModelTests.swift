@@ -39,14 +39,14 @@ final class BackendModelTests: XCTestCase {
             ("missing key", Req.get("/api/v1/feature-flags/evaluate/sdk_contract_flag?user_id=u", key: nil), 401, #"{"detail":"API key missing"}"#),
             ("empty key", Req.get("/api/v1/feature-flags/evaluate/sdk_contract_flag?user_id=u", key: ""), 401, #"{"detail":"API key missing"}"#),
             ("wrong key", Req.get("/api/v1/feature-flags/evaluate/sdk_contract_flag?user_id=u", key: "nope"), 401, #"{"detail":"Invalid API Key"}"#),
-            ("unknown flag", Req.flag("u", "nope"), 404, #"{"detail":"Feature flag not found"}"#),
+            ("unknown flag", Req.flag("u", "nope"), 404, #"{"detail":"Feature flag with key 'nope' not found"}"#),
             ("flag no user", Req.get("/api/v1/feature-flags/evaluate/sdk_contract_flag"), 422, #"{"detail":[{"loc":["query","user_id"],"msg":"Field required","type":"missing"}]}"#),
             ("flag bad context", Req.get("/api/v1/feature-flags/evaluate/sdk_contract_flag?user_id=u&context=%5B1%5D"), 422, #"{"detail":[{"loc":["query","context"],"msg":"Input should be a JSON object","type":"dict_type"}]}"#),
             ("flag POST", Req.post("/api/v1/feature-flags/evaluate/sdk_contract_flag", #"{"user_id":"u"}"#), 200, #"{"config":null,"enabled":true,"key":"sdk_contract_flag","reason":"rollout"}"#),
             ("unknown route", Req.get("/api/v1/nope"), 404, #"{"detail":"Not Found"}"#),
             ("wrong method", Req.get("/api/v1/tracking/assign"), 405, #"{"detail":"Method Not Allowed"}"#),
-            ("assign control", Req.assign("user-1"), 200, #"{"assigned":true,"configuration":{"color":"blue"},"experiment_key":"sdk_contract_ab","is_control":true,"reason":"bucketed","user_id":"user-1","variant_id":"sdk_contract_ab-control","variant_name":"control"}"#),
-            ("assign unknown", Req.assign("u", "nope"), 404, #"{"detail":"Experiment not found or not active"}"#),
+            ("assign control", Req.assign("user-1"), 200, #"{"assigned":true,"configuration":{"color":"blue"},"experiment_key":"sdk_contract_ab","is_control":true,"reason":"assigned","user_id":"user-1","variant_id":"0bc79baa-1746-8506-9ac6-475aa6a09ec9","variant_name":"control"}"#),
+            ("assign unknown", Req.assign("u", "nope"), 404, #"{"detail":"Active experiment with key 'nope' not found"}"#),
             ("assign long key", Req.assign("u", long101), 422, #"{"detail":[{"loc":["body","experiment_key"],"msg":"String should have at most 100 characters","type":"string_too_long"}]}"#),
             ("assign long user", Req.assign(long256), 422, #"{"detail":[{"loc":["body","user_id"],"msg":"String should have at most 255 characters","type":"string_too_long"}]}"#),
             ("assign empty user", Req.assign(""), 422, #"{"detail":[{"loc":["body","user_id"],"msg":"String should have at least 1 character","type":"string_too_short"}]}"#),
@@ -55,12 +55,12 @@ final class BackendModelTests: XCTestCase {
             ("assign lone low surrogate", Req.assign(#"\udc00"#), 422, #"{"detail":[{"loc":["body","user_id"],"msg":"Value error, must not contain lone surrogates","type":"value_error"}]}"#),
             ("assign bad JSON", Req.post("/api/v1/tracking/assign", "{\"user_id\":"), 422, #"{"detail":[{"loc":["body",11],"msg":"JSON decode error: unexpected end of JSON","type":"json_invalid"}]}"#),
             ("assign no body", Req.post("/api/v1/tracking/assign", ""), 422, #"{"detail":[{"loc":["body"],"msg":"Field required","type":"missing"}]}"#),
-            ("track ok", Req.post("/api/v1/tracking/track", #"{"event_type":"purchase","event_name":"purchase","user_id":"u","experiment_key":"sdk_contract_ab","value":9.5}"#), 200, #"{"event_id":1,"status":"ok"}"#),
-            ("track no key", Req.post("/api/v1/tracking/track", #"{"event_type":"x","user_id":"u"}"#), 422, #"{"detail":[{"loc":["body"],"msg":"Value error, at least one of experiment_key or feature_flag_key is required","type":"value_error"}]}"#),
-            ("track unknown key", Req.post("/api/v1/tracking/track", #"{"event_type":"x","user_id":"u","feature_flag_key":"nope"}"#), 404, #"{"detail":"Experiment or feature flag not found: feature_flag_key"}"#),
-            ("track flag key names experiment", Req.post("/api/v1/tracking/track", #"{"event_type":"x","user_id":"u","feature_flag_key":"sdk_contract_ab"}"#), 200, #"{"event_id":2,"status":"ok"}"#),
+            ("track ok", Req.post("/api/v1/tracking/track", #"{"event_type":"purchase","event_name":"purchase","user_id":"u","experiment_key":"sdk_contract_ab","value":9.5}"#), 200, #"{"created_at":"2023-11-14T22:13:20.000Z","event_name":"purchase","event_type":"purchase","experiment_id":"9d147538-c611-8d61-b6f0-8006c0d15e6a","feature_flag_id":null,"id":"39cac221-a31a-85b0-b5a7-196686b17664","metadata":null,"properties":null,"session_id":null,"timestamp":"2023-11-14T22:13:20.000Z","updated_at":"2023-11-14T22:13:20.000Z","user_id":"u","value":9.5,"variant_id":null}"#),
+            ("track no key", Req.post("/api/v1/tracking/track", #"{"event_type":"x","user_id":"u"}"#), 422, #"{"detail":[{"loc":["body"],"msg":"Value error, Either experiment_key or feature_flag_key must be provided","type":"value_error"}]}"#),
+            ("track unknown key", Req.post("/api/v1/tracking/track", #"{"event_type":"x","user_id":"u","feature_flag_key":"nope"}"#), 404, #"{"detail":"Neither experiment key 'None' nor feature flag key 'nope' found"}"#),
+            ("track flag key names only an experiment", Req.post("/api/v1/tracking/track", #"{"event_type":"x","user_id":"u","feature_flag_key":"sdk_contract_ab"}"#), 404, #"{"detail":"Neither experiment key 'None' nor feature flag key 'sdk_contract_ab' found"}"#),
             ("track long type", Req.post("/api/v1/tracking/track", "{\"event_type\":\"\(long101)\",\"user_id\":\"u\",\"experiment_key\":\"sdk_contract_ab\"}"), 422, #"{"detail":[{"loc":["body","event_type"],"msg":"String should have at most 100 characters","type":"string_too_long"}]}"#),
-            ("batch mixed", Req.post("/api/v1/tracking/batch", #"{"events":[{"event_type":"a","user_id":"u","experiment_key":"sdk_contract_ab"},{"event_type":"b","user_id":"u","experiment_key":"gone"}]}"#), 200, #"{"errors":[{"detail":"Experiment or feature flag not found: experiment_key","index":1}],"failure_count":1,"success_count":1}"#),
+            ("batch mixed", Req.post("/api/v1/tracking/batch", #"{"events":[{"event_type":"a","user_id":"u","experiment_key":"sdk_contract_ab"},{"event_type":"b","user_id":"u","experiment_key":"gone"}]}"#), 200, #"{"errors":[{"error":"Neither experiment key 'gone' nor feature flag key 'None' found","event_type":"b","index":1,"user_id":"u"}],"failure_count":1,"success_count":1}"#),
             ("batch ok", Req.post("/api/v1/tracking/batch", #"{"events":[{"event_type":"a","user_id":"u","feature_flag_key":"sdk_contract_flag"}]}"#), 200, #"{"errors":null,"failure_count":0,"success_count":1}"#),
             ("batch empty", Req.post("/api/v1/tracking/batch", #"{"events":[]}"#), 422, #"{"detail":[{"loc":["body","events"],"msg":"List should have at least 1 item after validation, not 0","type":"too_short"}]}"#),
             ("batch one invalid", Req.post("/api/v1/tracking/batch", #"{"events":[{"event_type":"a","user_id":"u","experiment_key":"sdk_contract_ab"},{"user_id":"u","experiment_key":"sdk_contract_ab"}]}"#), 422, #"{"detail":[{"loc":["body","events",1,"event_type"],"msg":"Field required","type":"missing"}]}"#),
@@ -73,9 +73,9 @@ final class BackendModelTests: XCTestCase {
             XCTAssertEqual(r.header("content-type"), "application/json", name)
             if status == 401 { XCTAssertEqual(r.header("WWW-Authenticate"), "APIKey", name) }
         }
-        // Stored: track ok, track flag-key-names-experiment, batch mixed (1), batch ok (1); the invalid batch stored nothing.
-        XCTAssertEqual(model.state.events.map(\.id), [1, 2, 3, 4])
-        XCTAssertEqual(model.state.events.map(\.source), ["track", "track", "batch", "batch"])
+        // Stored: track ok, batch mixed (1), batch ok (1); the invalid batch and the 404s stored nothing.
+        XCTAssertEqual(model.state.events.map(\.id), [1, 2, 3])
+        XCTAssertEqual(model.state.events.map(\.source), ["track", "batch", "batch"])
     }
 
     func testBatchOver100Rejected() {
@@ -101,7 +101,7 @@ final class BackendModelTests: XCTestCase {
         model.fixtures.experiments[0].variants[1].allocation = 100
         let again = bodyJSON(model.respond(to: Req.assign("user-1"), now: t0))
         XCTAssertEqual(again["variant_name"], .string("control"))
-        XCTAssertEqual(again["reason"], .string("sticky"))
+        XCTAssertEqual(again["reason"], .string("assigned"), "the backend says assigned for sticky users too")
         XCTAssertEqual(model.state.assignments.count, 4)
         XCTAssertEqual(model.state.exposures.count, 5)
         // New user now bucketed into treatment (allocations 0/100).
@@ -193,11 +193,11 @@ final class BackendModelTests: XCTestCase {
         XCTAssertEqual(model.respond(to: Req.flag("a"), now: t0.addingTimeInterval(10)).status, 200)
         let limited = model.respond(to: Req.flag("a"), now: t0.addingTimeInterval(20.5))
         XCTAssertEqual(limited.status, 429)
-        XCTAssertEqual(limited.header("Retry-After"), "40")
+        XCTAssertEqual(limited.header("Retry-After"), "60", "the backend always sends the window, not the time left")
         XCTAssertEqual(limited.header("X-RateLimit-Limit"), "2")
         XCTAssertEqual(limited.header("X-RateLimit-Remaining"), "0")
         XCTAssertEqual(limited.header("X-RateLimit-Window"), "60")
-        XCTAssertEqual(text(limited), #"{"detail":"Too Many Requests. Retry after 40 seconds."}"#)
+        XCTAssertEqual(text(limited), #"{"detail":"Too Many Requests. Please slow down and retry after a moment."}"#)
         // Another exact path has its own counter; the same path recovers after the window.
         XCTAssertEqual(model.respond(to: Req.assign("u"), now: t0.addingTimeInterval(21)).status, 200)
         XCTAssertEqual(model.respond(to: Req.flag("b"), now: t0.addingTimeInterval(21)).status, 429, "query is not part of the path key")

@@ -65,7 +65,7 @@ enum Body {
                            control: Bool = false, configuration: String = #"{"color":"green"}"#,
                            assigned: Bool? = true) -> String {
         let a = assigned.map { #","assigned":\#($0)"# } ?? ""
-        return #"{"experiment_key":"\#(experiment)","user_id":"\#(user)","variant_id":"\#(id)","variant_name":"\#(variant)","is_control":\#(control),"configuration":\#(configuration)\#(a),"reason":"bucketed"}"#
+        return #"{"experiment_key":"\#(experiment)","user_id":"\#(user)","variant_id":"\#(id)","variant_name":"\#(variant)","is_control":\#(control),"configuration":\#(configuration)\#(a),"reason":"assigned"}"#
     }
 }
 
