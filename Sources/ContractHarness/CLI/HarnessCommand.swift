@@ -71,6 +71,8 @@ public enum HarnessCommand {
             return await VectorsCommand.main(Array(arguments.dropFirst()))
         case "serve":
             return await ServeCommand.main(Array(arguments.dropFirst()))
+        case "__worker":
+            return await WorkerCommand.main()
         default:
             return usageError("unknown command '\(command)'")
         }
@@ -266,6 +268,7 @@ public enum HarnessCommand {
     static func run(_ arguments: [String], driver: any SDKDriver) async -> Int32 {
         let options: RunOptions
         let files: [String]
+        let originalDriver = driver
         var driver = driver
         do {
             options = try parseRun(arguments)
@@ -313,9 +316,13 @@ public enum HarnessCommand {
             FileHandle.standardError.write(Data("contract-harness: \(message)\n".utf8))
             return Exit.usage.rawValue
         }
+        // A fresh verdict marked in progress first, so a stale one never looks current.
+        writeInProgress(verdict([]), options: options, secrets: secrets, planned: selected.count)
         // Interrupted (SIGINT, SIGTERM): write what finished, and say which were not run.
         let progress = RunProgress()
+        let box = PoolBox()
         let sources = onInterrupt { sig in
+            box.pool?.killAll()
             let done = progress.snapshot
             let finished = Set(done.map(\.name))
             let rest = selected.filter { !finished.contains($0.name) }.map {
@@ -331,7 +338,15 @@ public enum HarnessCommand {
         defer { sources.forEach { $0.cancel() } }
         let runner = ScenarioRunner(driver: driver, seed: options.seed)
         var stop = false
-        for s in selected {
+        // Each scenario in a worker process (crash isolation, `--jobs`), unless run as a library.
+        let isolated = workerExecutable(for: originalDriver)
+        if let executable = isolated {
+            let jobs = arguments.contains("--jobs") ? options.jobs : cores
+            for r in await runInWorkers(selected, executable: executable, jobs: jobs, options: options, progress: progress, box: box) {
+                if !progress.snapshot.contains(where: { $0.name == r.name }) { progress.append(r) }
+            }
+        }
+        for s in selected where isolated == nil {
             if stop {
                 progress.append(ScenarioResult(name: s.name, file: s.file, tags: s.tags, source: s.source, status: .skipped,
                                                durationMilliseconds: 0, checks: [], reason: "--fail-fast: an earlier scenario failed",
@@ -347,7 +362,7 @@ public enum HarnessCommand {
             }
             progress.append(r)
             say(line(for: r))
-            if options.failFast && (r.status == .failed || r.status == .error) { stop = true }
+            if options.failFast && (r.status == .failed || r.status == .error || r.status == .crashed) { stop = true }
         }
         let final = verdict(progress.snapshot)
         do { try final.write(to: options.verdict, redacting: secrets) } catch {
@@ -361,9 +376,10 @@ public enum HarnessCommand {
             }
         }
         let c = final.counts
-        say("\(c.passed) passed, \(c.failed + c.error) failed" + (c.skipped > 0 ? ", \(c.skipped) skipped" : ""))
+        say("\(c.passed) passed, \(c.failed + c.error + final.crashedCount) failed" + (c.skipped > 0 ? ", \(c.skipped) skipped" : "")
+            + (final.crashedCount > 0 ? " (\(final.crashedCount) crashed)" : ""))
         if !invalid.isEmpty { return Exit.usage.rawValue }
-        return c.failed + c.error > 0 ? Exit.failed.rawValue : Exit.ok.rawValue
+        return c.failed + c.error + final.crashedCount > 0 ? Exit.failed.rawValue : Exit.ok.rawValue
     }
 
     /// Loads the scenario files under `paths`, splitting good ones from malformed ones.
@@ -422,7 +438,8 @@ public enum HarnessCommand {
             options.filters.isEmpty || options.filters.contains { f in s.name.contains(f) || s.tags.contains { $0.contains(f) } }
         }
         say("mutants: \(scenarios.count) scenarios x \(Defect.allCases.count + 1) variants (step limit \(cap) ms)")
-        let report = await MutantRun.run(scenarios, stepTimeoutCap: cap) { row in
+        let report = await MutantRun.run(scenarios, stepTimeoutCap: cap, executable: WorkerPool.selfExecutable,
+                                         jobs: arguments.contains("--jobs") ? options.jobs : cores, seed: options.seed) { row in
             let by = row.caughtBy.prefix(4).joined(separator: ", ") + (row.caughtBy.count > 4 ? ", +\(row.caughtBy.count - 4) more" : "")
             say(String(format: "%@ %2d %-32@ %@", row.caught ? "CAUGHT " : "MISSED ", row.defect.item, row.defect.rawValue as NSString,
                        row.caught ? "by \(row.caughtBy.count): \(by)" : "by no scenario: \(row.defect.summary)"))
@@ -545,6 +562,7 @@ public enum HarnessCommand {
         case .passed: return "PASS  \(r.name) (\(time))"
         case .skipped: return "SKIP  \(r.name): \(r.reason ?? "")"
         case .error: return "ERROR \(r.name) (\(time)): \(r.reason ?? "")"
+        case .crashed: return "CRASH \(r.name) (\(time)): \(r.reason ?? "")"
         case .failed:
             let f = r.firstFailure
             return "FAIL  \(r.name) (\(time)): \(f?.name ?? "?"): \(f?.message ?? r.reason ?? "")"
