@@ -484,6 +484,7 @@ public enum HarnessCommand {
 
     static func explore(_ arguments: [String], driver: any SDKDriver) async -> Int32 {
         let options: RunOptions
+        let originalDriver = driver
         var driver = driver
         do {
             options = try parseRun(arguments)
@@ -524,11 +525,14 @@ public enum HarnessCommand {
         }
         defer { sources.forEach { $0.cancel() } }
         say("explore \(root["name"]?.stringValue ?? file): seed \(options.seed), steps \(settings.steps) may move, at most \(settings.maxSchedules) schedules\(settings.exhaustive ? ", in order" : "")")
+        // Schedules run in worker processes, so one that crashes the SDK is reported, not fatal.
+        let isolation = workerExecutable(for: originalDriver).map { Explorer.Isolation(executable: $0, mutant: options.mutant, slots: cores) }
         let report = await Explorer.explore(root, file: file, settings: settings, seed: options.seed,
                                             runner: ScenarioRunner(driver: driver, seed: options.seed, keepsHistory: false),
-                                            concurrency: options.jobs)
+                                            concurrency: options.jobs, isolation: isolation)
         say(String(format: "%d schedules (%@), %d failed, %d infeasible, %.0f schedules/s", report.schedules.count,
-                   report.mode, report.failed, report.infeasible, report.schedulesPerSecond))
+                   report.mode, report.failed, report.infeasible, report.schedulesPerSecond)
+            + (report.crashed > 0 ? " (\(report.crashed) crashed)" : ""))
         if let f = report.firstFailure {
             let out = options.out ?? "\(report.scenario)-schedule.json"
             let encoder = JSONEncoder()
