@@ -14,9 +14,9 @@ public enum HarnessCommand {
     public enum Exit: Int32 { case ok = 0, failed = 1, usage = 64, internalFault = 70 }
 
     static let usage = """
-    usage: contract-harness run [PATH ...] [--verdict FILE] [--junit FILE] [--filter TEXT] [--seed N] [--fail-fast]
+    usage: contract-harness run [PATH ...] [--verdict FILE] [--junit FILE] [--filter TEXT] [--seed N] [--fail-fast] [--jobs N]
            contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE]
-           contract-harness mutants [PATH ...] [--verdict FILE] [--filter TEXT] [--step-timeout-ms N]
+           contract-harness mutants [PATH ...] [--verdict FILE] [--filter TEXT] [--step-timeout-ms N] [--jobs N]
            contract-harness vectors [--sdk-command CMD] [--vectors DIR|FILE] [--timeout SECONDS] [--sdk-name NAME] [--verdict FILE]
            contract-harness serve [--port N] [--host ADDR] [--fixtures FILE] [--api-key KEY] [--faults FILE] [--journal FILE]
            contract-harness --help | --version
@@ -29,6 +29,8 @@ public enum HarnessCommand {
       --filter TEXT    only scenarios whose name or a tag contains TEXT (repeatable)
       --seed N         the run's seed (up to 2^53-1), recorded in the verdict; {{seed}} in scenario files is replaced by it
       --fail-fast      stop after the first failing scenario (the rest are reported as skipped)
+      --jobs N         worker processes running scenarios at once (default: the number of cores); each scenario
+                       runs in a worker, and one whose worker dies or passes its hard deadline is reported crashed
       --explore        scenarios with an "explore" section are explored (see explore) instead of run once
       --history        the verdict also lists each scenario's whole canonical history
       --mutant NAME    run against a deliberately broken SDK variant (see mutants) instead of the SDK, or
@@ -46,8 +48,10 @@ public enum HarnessCommand {
              deliberately broken variant (Documentation/Mutants.md); prints which scenarios caught which variant
              and the share caught; exit 0 when every variant is caught and the faithful one passes everything.
       --step-timeout-ms N  caps each step's time limit (default 1500) so hanging variants fail fast
+      --jobs N             worker processes at once (default: the number of cores)
 
-    exit status: 0 all passed, 1 a check failed, 64 bad usage or a malformed scenario file, 70 an internal fault
+    exit status: 0 all passed, 1 a check failed or a scenario crashed, 64 bad usage or a malformed scenario file,
+    70 an internal fault
     """
 
     /// Runs the command line `arguments` (without the program name), printing to standard output
