@@ -69,7 +69,7 @@ extension HarnessCommand {
             case .notRun: return
             }
             if failFast && [.failed, .error, .crashed].contains(r.status) { box.pool?.stop(after: id) }
-            for ready in printer.add(id, r) {
+            printer.add(id, r) { ready in
                 progress.append(ready)
                 say(line(for: ready))
             }
@@ -109,18 +109,17 @@ extension HarnessCommand {
             slots = Array(repeating: nil, count: count)
             self.failFast = failFast
         }
-        /// Stores result `id`; returns the results now ready, in order (with `--fail-fast`, those
-        /// after a failure as `skipped`).
-        func add(_ id: Int, _ r: ScenarioResult) -> [ScenarioResult] {
+        /// Stores result `id` and hands `deliver` every result now ready, in order (with
+        /// `--fail-fast`, those after a failure as `skipped`), inside the lock so that deliveries
+        /// from different pool threads never interleave.
+        func add(_ id: Int, _ r: ScenarioResult, deliver: (ScenarioResult) -> Void) {
             lock.withLock {
                 slots[id] = r
-                var ready: [ScenarioResult] = []
                 while next < slots.count, let r = slots[next] {
-                    ready.append(stopped ? Self.skipped(r) : r)
+                    deliver(stopped ? Self.skipped(r) : r)
                     if failFast && [.failed, .error, .crashed].contains(r.status) { stopped = true }
                     next += 1
                 }
-                return ready
             }
         }
         /// `r` as skipped by `--fail-fast`.

@@ -344,11 +344,10 @@ public enum HarnessCommand {
         var stop = false
         // Each scenario in a worker process (crash isolation, `--jobs`), unless run as a library.
         let isolated = workerExecutable(for: originalDriver)
+        var workerResults: [ScenarioResult]?
         if let executable = isolated {
             let jobs = arguments.contains("--jobs") ? options.jobs : cores
-            for r in await runInWorkers(selected, executable: executable, jobs: jobs, options: options, progress: progress, box: box) {
-                if !progress.snapshot.contains(where: { $0.name == r.name }) { progress.append(r) }
-            }
+            workerResults = await runInWorkers(selected, executable: executable, jobs: jobs, options: options, progress: progress, box: box)
         }
         for s in selected where isolated == nil {
             if stop {
@@ -368,7 +367,7 @@ public enum HarnessCommand {
             say(line(for: r))
             if options.failFast && (r.status == .failed || r.status == .error || r.status == .crashed) { stop = true }
         }
-        let final = verdict(progress.snapshot)
+        let final = verdict(workerResults ?? progress.snapshot)
         do { try final.write(to: options.verdict, redacting: secrets) } catch {
             FileHandle.standardError.write(Data("contract-harness: cannot write the verdict to \(options.verdict): \(error.localizedDescription)\n".utf8))
             return Exit.internalFault.rawValue
