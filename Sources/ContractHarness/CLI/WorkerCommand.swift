@@ -66,7 +66,8 @@ enum WorkerCommand {
                 }
                 group.addTask {
                     let result = await run(job)
-                    output.send(WorkerProtocol.line("result", WorkerResult(id: job.id, result: result)))
+                    let clean = result.status == .passed || result.status == .skipped
+                    output.send(WorkerProtocol.line("result", WorkerResult(id: job.id, result: result, retire: clean ? nil : true)))
                 }
             }
         }

@@ -13,7 +13,9 @@ import Foundation
 ///
 /// `slots` workers run at once, each given up to `perWorker` jobs at a time (the wire is
 /// `WorkerProtocol`). When a worker dies with one job in flight, that job's outcome is
-/// `.crashed`; with several in flight, they are run again one at a time in fresh workers, so the
+/// `.crashed`; a worker whose scenario did not pass asks to be replaced (`WorkerResult.retire`),
+/// so SDK work left running by a timed-out step never reaches the next scenario; with several in
+/// flight, they are run again one at a time in fresh workers, so the
 /// one that crashes alone is the one reported. A job past its deadline gets the worker's whole
 /// process group killed (SIGKILL) and is reported `.crashed` with the deadline; the other jobs it
 /// shared the worker with run again. Outcomes are returned by job position, so what is reported
@@ -135,13 +137,14 @@ final class WorkerPool: @unchecked Sendable {
         var worker: WorkerProcess?
         var inFlight: [Int: UInt64] = [:]   // job id -> dispatch time (uptime nanoseconds)
         var alone = false
+        var draining = false   // the worker asked to be replaced: no more jobs for it
         func retire(_ w: WorkerProcess) {
             lock.withLock { _ = groups.remove(w.pid) }
             w.close()
         }
         while true {
             // Fill the worker up to `perWorker` jobs (a suspect runs alone).
-            while inFlight.count < perWorker && !alone {
+            while inFlight.count < perWorker && !alone && !draining {
                 switch take(inFlight: inFlight.count) {
                 case .done:
                     if let w = worker { retire(w) }
@@ -183,6 +186,7 @@ final class WorkerPool: @unchecked Sendable {
                 lock.withLock { queue.insert(contentsOf: inFlight.keys.sorted(), at: 0) }
                 inFlight.removeAll()
                 alone = false
+                draining = false
                 continue
             }
             switch w.next(timeoutMilliseconds: Int32(min((due - now) / 1_000_000 + 1, 1000))) {
@@ -195,7 +199,15 @@ final class WorkerPool: @unchecked Sendable {
                     let r = try WorkerProtocol.payload(WorkerResult.self, from: data)
                     guard inFlight.removeValue(forKey: r.id) != nil else { continue }
                     finish(r.id, .result(r.result))
-                    if inFlight.isEmpty { alone = false }
+                    if r.retire == true { draining = true }
+                    if inFlight.isEmpty {
+                        alone = false
+                        if draining {
+                            retire(w)
+                            worker = nil
+                            draining = false
+                        }
+                    }
                 } catch {
                     // A worker that speaks nonsense is as good as dead.
                     w.killGroup()
@@ -205,6 +217,7 @@ final class WorkerPool: @unchecked Sendable {
                     handleDeath(CrashReport(signal: report.signal, exitStatus: report.exitStatus, stderrTail: w.stderrTail,
                                             problem: "\(error)"), inFlight: &inFlight)
                     alone = false
+                    draining = false
                 }
             case .ended:
                 let report = w.reap()
@@ -213,6 +226,7 @@ final class WorkerPool: @unchecked Sendable {
                 handleDeath(CrashReport(signal: report.signal, exitStatus: report.exitStatus, stderrTail: w.stderrTail),
                             inFlight: &inFlight)
                 alone = false
+                draining = false
             }
         }
     }

@@ -101,6 +101,9 @@ struct WorkerResult: Codable, Sendable {
     var id: Int
     /// What the scenario did.
     var result: ScenarioResult
+    /// The worker asks to be replaced once its jobs in flight are done: the scenario did not pass,
+    /// so SDK work may still be running in it (a step timed out) and must not reach the next scenario.
+    var retire: Bool?
 }
 
 /// How a worker process ended while it ran a scenario: what a `crashed` result reports.

@@ -113,7 +113,11 @@ final class CrashIsolationTests: XCTestCase {
         }
         let a = try summary("one.json"), b = try summary("two.json")
         XCTAssertGreaterThan(a.count, 40)
-        XCTAssertEqual(a, b)
+        XCTAssertEqual(a.count, b.count)
+        for (x, y) in zip(a, b) where x != y {
+            let failures = try scenarioEntries("two.json").filter { $0["status"] as? String != "passed" }.map { "\($0["name"] ?? ""): \($0["reason"] ?? "")" }
+            XCTFail("--jobs 1: \(x)\n--jobs 2: \(y)\n(not passed with --jobs 2: \(failures))")
+        }
     }
 
     /// At start the verdict is replaced by one marked in progress: a run killed outright never
@@ -166,16 +170,17 @@ final class WorkerPoolTests: XCTestCase {
         try? FileManager.default.removeItem(at: dir)
     }
 
-    /// A stand-in worker: answers each job with a passing result, except job `crashID` (it runs
-    /// `crash`, a shell command).
-    func script(crashID: Int, crash: String) throws -> String {
+    /// A stand-in worker: answers each job with a passing result named after its process id,
+    /// except job `crashID` (it runs `crash`, a shell command); job `retireID` asks to be replaced.
+    func script(crashID: Int, crash: String, retireID: Int = -1) throws -> String {
         let path = dir.appendingPathComponent("worker.sh").path
         let text = """
         #!/bin/sh
         while IFS= read -r line; do
           id=$(printf '%s' "$line" | sed 's/.*"id":\\([0-9]*\\).*/\\1/')
           if [ "$id" = "\(crashID)" ]; then echo "about to fail job $id" >&2; \(crash); fi
-          printf '{"version":1,"kind":"result","payload":{"id":%s,"result":{"name":"s%s","file":"f","tags":[],"status":"passed","durationMilliseconds":1,"checks":[],"history":[],"historyDigest":"d","infeasible":false}}}\\n' "$id" "$id"
+          retire=false; [ "$id" = "\(retireID)" ] && retire=true
+          printf '{"version":1,"kind":"result","payload":{"id":%s,"retire":%s,"result":{"name":"%s","file":"f","tags":[],"status":"passed","durationMilliseconds":1,"checks":[],"history":[],"historyDigest":"d","infeasible":false}}}\\n' "$id" "$retire" "$$"
         done
         """
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))
@@ -232,6 +237,15 @@ final class WorkerPoolTests: XCTestCase {
         for (i, o) in outcomes.enumerated() {
             if i == 3 { XCTAssertEqual(crash(o)?.signal, SIGABRT) } else { XCTAssertTrue(passed(o), "job \(i): \(o)") }
         }
+    }
+
+    /// A worker whose scenario did not pass asks to be replaced: the next job gets a fresh process.
+    func testARetiringWorkerIsReplaced() async throws {
+        let outcomes = await run(try script(crashID: -1, crash: "true", retireID: 1))
+        let pids = outcomes.map { o -> String in if case .result(let r) = o { return r.name } else { return "?" } }
+        XCTAssertEqual(pids[0], pids[1], "\(pids)")
+        XCTAssertNotEqual(pids[1], pids[2], "\(pids)")
+        XCTAssertEqual(pids[2], pids[3], "\(pids)")
     }
 
     func testRecordsRoundTripWithTheirVersion() throws {
