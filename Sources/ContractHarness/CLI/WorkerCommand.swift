@@ -66,12 +66,19 @@ enum WorkerCommand {
                 }
                 group.addTask {
                     let result = await run(job)
-                    let clean = result.status == .passed || result.status == .skipped
-                    output.send(WorkerProtocol.line("result", WorkerResult(id: job.id, result: result, retire: clean ? nil : true)))
+                    output.send(WorkerProtocol.line("result", WorkerResult(id: job.id, result: result, retire: leavesWork(result) ? true : nil)))
                 }
             }
         }
         return 0
+    }
+
+    /// Whether SDK work may still be running after `result`: a step stopped the scenario (a
+    /// timeout, a hang), operations never finished, the mock's shutdown failed holds, or it errored.
+    /// Such a worker is replaced before the next scenario.
+    static func leavesWork(_ result: ScenarioResult) -> Bool {
+        result.status == .error || result.status == .crashed || (result.status == .failed && result.reason != nil)
+            || result.checks.contains { !$0.passed && ($0.name == "operations finish" || $0.name == "lifecycle") }
     }
 
     /// Runs one job in this process.

@@ -13,7 +13,7 @@ import Foundation
 ///
 /// `slots` workers run at once, each given up to `perWorker` jobs at a time (the wire is
 /// `WorkerProtocol`). When a worker dies with one job in flight, that job's outcome is
-/// `.crashed`; a worker whose scenario did not pass asks to be replaced (`WorkerResult.retire`),
+/// `.crashed`; a worker whose scenario may have left SDK work running asks to be replaced (`WorkerResult.retire`),
 /// so SDK work left running by a timed-out step never reaches the next scenario; with several in
 /// flight, they are run again one at a time in fresh workers, so the
 /// one that crashes alone is the one reported. A job past its deadline gets the worker's whole

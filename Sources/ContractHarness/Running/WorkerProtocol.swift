@@ -101,8 +101,9 @@ struct WorkerResult: Codable, Sendable {
     var id: Int
     /// What the scenario did.
     var result: ScenarioResult
-    /// The worker asks to be replaced once its jobs in flight are done: the scenario did not pass,
-    /// so SDK work may still be running in it (a step timed out) and must not reach the next scenario.
+    /// The worker asks to be replaced once its jobs in flight are done: SDK work may still be
+    /// running in it (a step timed out, operations never finished) and must not reach the next
+    /// scenario (`WorkerCommand.leavesWork`).
     var retire: Bool?
 }
 
