@@ -651,7 +651,10 @@ final class ScenarioExecution: @unchecked Sendable {
     }
 
     func cleanUpStores() {
-        suites.values.forEach(StoreSuitePool.release)
+        // A suite goes back to the pool only when nothing of the SDK can still write to it (an
+        // operation left running by a timed-out step would write into the next scenario's store).
+        let idle = pending().isEmpty && (port.outstandingTasks ?? 0) == 0
+        suites.values.forEach(idle ? StoreSuitePool.release : StoreSuitePool.retire)
     }
 
     // MARK: Arguments
