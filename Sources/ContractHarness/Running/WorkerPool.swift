@@ -24,8 +24,8 @@ import Foundation
 ///
 /// Mutable state lives behind `lock` (an `NSLock`).
 final class WorkerPool: @unchecked Sendable {
-    // @unchecked Sendable: `queue`, `suspects`, `limit`, `outcomes`, `groups` and `running` are
-    // only touched inside `lock`; the rest is `let`.
+    // @unchecked Sendable: `queue`, `suspects`, `limit`, `outcomes`, `groups`, `running` and
+    // `interrupted` are only touched inside `lock`; the rest is `let`.
 
     /// What became of one job.
     enum Outcome: Sendable {
@@ -50,6 +50,7 @@ final class WorkerPool: @unchecked Sendable {
     private var outcomes: [Outcome?]
     private var groups: Set<pid_t> = []
     private var running = 0
+    private var interrupted = false
 
     /// The executable to start workers from: this process's own binary when it is the
     /// `contract-harness` command (the only one with a worker mode), else `nil` (run in-process).
@@ -84,9 +85,10 @@ final class WorkerPool: @unchecked Sendable {
         lock.withLock { limit = min(limit, id) }
     }
 
-    /// Kills every worker's process group (the run was interrupted).
+    /// Kills every worker's process group (the run was interrupted); outcomes after that are not
+    /// reported (the workers did not crash).
     func killAll() {
-        for group in lock.withLock({ groups }) { kill(-group, SIGKILL) }
+        for group in lock.withLock({ () -> Set<pid_t> in interrupted = true; return groups }) { kill(-group, SIGKILL) }
     }
 
     /// Runs every job; returns the outcomes by job position.
@@ -129,8 +131,8 @@ final class WorkerPool: @unchecked Sendable {
     }
 
     private func finish(_ id: Int, _ outcome: Outcome) {
-        lock.withLock { outcomes[id] = outcome }
-        onOutcome(id, outcome)
+        let report = lock.withLock { () -> Bool in outcomes[id] = outcome; return !interrupted }
+        if report { onOutcome(id, outcome) }
     }
 
     private func slotLoop() {
