@@ -76,6 +76,9 @@ extension HarnessCommand {
         }
         box.pool = pool
         let outcomes = await pool.run()
+        // Interrupted: the signal handler writes the verdict and exits (130 or 143); the workers
+        // it killed are not crashes, so this path must not finish the run with them.
+        while pool.isInterrupted { try? await Task.sleep(nanoseconds: 1_000_000_000) }
         box.pool = nil
         var results: [ScenarioResult] = []
         var stopped = false

@@ -91,6 +91,9 @@ final class WorkerPool: @unchecked Sendable {
         for group in lock.withLock({ () -> Set<pid_t> in interrupted = true; return groups }) { kill(-group, SIGKILL) }
     }
 
+    /// Whether `killAll()` was called.
+    var isInterrupted: Bool { lock.withLock { interrupted } }
+
     /// Runs every job; returns the outcomes by job position.
     func run() async -> [Outcome] {
         signal(SIGPIPE, SIG_IGN)

@@ -120,6 +120,57 @@ final class CrashIsolationTests: XCTestCase {
         }
     }
 
+    /// SIGTERM while a worker runs a scenario: exit 143, the verdict says interrupted and lists the
+    /// scenario, and the worker (its whole process group) is gone.
+    func testSIGTERMKillsTheWorkersAndWritesTheVerdict() throws {
+        let file = dir.appendingPathComponent("waits.json")
+        try Data("""
+        {"format": "experimently-scenario/1", "name": "waits", "description": "waits for a hold never reached", "step_timeout_ms": 20000,
+         "steps": [{"fault": {"match": {"path": "/api/v1/tracking/batch"}, "action": {"hold": {}}}, "id": "never"},
+                   {"wait_for": {"held": "never", "count": 1}}]}
+        """.utf8).write(to: file)
+        let p = Process()
+        p.executableURL = HarnessCLITests.binary
+        p.arguments = ["run", file.path, "--verdict", "v.json"]
+        p.currentDirectoryURL = dir
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        // Wait (bounded) until the supervisor has started its worker.
+        func children() -> [Int32] {
+            let all = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+            return all.compactMap(Int32.init).filter { pid in
+                guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                      let close = stat.range(of: ") ", options: .backwards) else { return false }
+                let fields = stat[close.upperBound...].split(separator: " ")
+                return fields.count > 1 && Int32(fields[1]) == p.processIdentifier
+            }
+        }
+        var workers: [Int32] = []
+        for _ in 0..<5000 where workers.isEmpty {
+            workers = children()
+            if workers.isEmpty { usleep(2000) }
+        }
+        XCTAssertFalse(workers.isEmpty, "no worker process started")
+        kill(p.processIdentifier, SIGTERM)
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationReason, .exit)
+        XCTAssertEqual(p.terminationStatus, 143)
+        let data = try Data(contentsOf: dir.appendingPathComponent("v.json"))
+        let v = try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any])
+        XCTAssertEqual(v["interrupted"] as? Bool, true)
+        XCTAssertEqual((v["scenarios"] as? [[String: Any]])?.first?["status"] as? String, "error")
+        for pid in workers {
+            // Gone, or a zombie waiting for init to reap it: never still running the scenario.
+            var state: String?
+            if let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+               let close = stat.range(of: ") ", options: .backwards) {
+                state = String(stat[close.upperBound...].prefix(1))
+            }
+            XCTAssertTrue(state == nil || state == "Z", "worker \(pid) still running (state \(state ?? "?"))")
+        }
+    }
+
     /// At start the verdict is replaced by one marked in progress: a run killed outright never
     /// leaves an earlier run's verdict looking current.
     func testAKilledRunLeavesAnInProgressVerdictNotAStaleOne() throws {
