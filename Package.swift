@@ -23,7 +23,8 @@ let package = Package(
         .executableTarget(name: "experimently-bench", dependencies: ["Experimently", "ExperimentlyMock"]),
         .testTarget(name: "ExperimentlyTests", dependencies: ["Experimently"]),
         .testTarget(name: "ExperimentlyMockTests", dependencies: ["ExperimentlyMock"]),
-        .testTarget(name: "ContractHarnessTests", dependencies: ["ContractHarness", "Experimently", "ExperimentlyMock"]),
+        .testTarget(name: "ContractHarnessTests", dependencies: ["ContractHarness", "Experimently", "ExperimentlyMock"],
+                    exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -20,6 +20,7 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
     case noOwnDeadline = "no-own-deadline"
     case cachesFailure = "caches-failure"
     case noPercentEncoding = "no-percent-encoding"
+    case crashOnClearInFlight = "crash-on-clear-in-flight"
 
     /// What the broken SDK does, in one line.
     public var summary: String {
@@ -43,6 +44,7 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
         case .noOwnDeadline: return "relies on URLSession's timeout, so it hangs on a transport that never answers"
         case .cachesFailure: return "caches a failed evaluation as disabled"
         case .noPercentEncoding: return "does not percent-encode the flag key or the user id"
+        case .crashOnClearInFlight: return "crashes the process (fatalError) when clearCache() runs with a request in flight"
         }
     }
 

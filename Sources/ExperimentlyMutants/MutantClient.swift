@@ -138,6 +138,10 @@ public final class MutantClient: @unchecked Sendable {
     /// Empties the memory cache; requests in flight are detached.
     public func clearCache() {
         locked { s in
+            if self.has(.crashOnClearInFlight) && !s.shared.isEmpty {
+                // The deliberate crash: the harness must report it, not die of it (issue 10).
+                fatalError("MutantClient.clearCache(): \(s.shared.count) request(s) in flight")
+            }
             if self.has(.prefetchAssignments) {
                 s.forgottenExperiments = s.entries.values.compactMap { if case .assignment(let a) = $0.value { return a.experimentKey } else { return nil } }
             }

@@ -22,9 +22,12 @@ final class CountingURLSession: URLSession, @unchecked Sendable {
                            completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void) -> URLSessionDataTask {
         counter.issued()
         let counter = self.counter
-        return super.dataTask(with: request) { data, response, error in
+        // The completion keeps the session alive until the task delivered: FoundationNetworking
+        // dereferences its session while delivering, and the runner never invalidates it.
+        return super.dataTask(with: request) { [self] data, response, error in
             completionHandler(data, response, error)
             counter.completed()
+            withExtendedLifetime(self) {}
         }
     }
 }

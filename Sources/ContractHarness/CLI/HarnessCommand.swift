@@ -14,9 +14,9 @@ public enum HarnessCommand {
     public enum Exit: Int32 { case ok = 0, failed = 1, usage = 64, internalFault = 70 }
 
     static let usage = """
-    usage: contract-harness run [PATH ...] [--verdict FILE] [--junit FILE] [--filter TEXT] [--seed N] [--fail-fast]
+    usage: contract-harness run [PATH ...] [--verdict FILE] [--junit FILE] [--filter TEXT] [--seed N] [--fail-fast] [--jobs N]
            contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE]
-           contract-harness mutants [PATH ...] [--verdict FILE] [--filter TEXT] [--step-timeout-ms N]
+           contract-harness mutants [PATH ...] [--verdict FILE] [--filter TEXT] [--step-timeout-ms N] [--jobs N]
            contract-harness vectors [--sdk-command CMD] [--vectors DIR|FILE] [--timeout SECONDS] [--sdk-name NAME] [--verdict FILE]
            contract-harness serve [--port N] [--host ADDR] [--fixtures FILE] [--api-key KEY[:SCOPES]]... [--faults FILE] [--journal FILE] [--admin-token T]
            contract-harness live-check [--url URL] [--api-key KEY] [--local-api-key KEY] [--sdk-command CMD --sdk-name NAME]
@@ -30,6 +30,8 @@ public enum HarnessCommand {
       --filter TEXT    only scenarios whose name or a tag contains TEXT (repeatable)
       --seed N         the run's seed (up to 2^53-1), recorded in the verdict; {{seed}} in scenario files is replaced by it
       --fail-fast      stop after the first failing scenario (the rest are reported as skipped)
+      --jobs N         worker processes running scenarios at once (default: the number of cores); each scenario
+                       runs in a worker, and one whose worker dies or passes its hard deadline is reported crashed
       --explore        scenarios with an "explore" section are explored (see explore) instead of run once
       --history        the verdict also lists each scenario's whole canonical history
       --mutant NAME    run against a deliberately broken SDK variant (see mutants) instead of the SDK, or
@@ -47,9 +49,11 @@ public enum HarnessCommand {
              deliberately broken variant (Documentation/Mutants.md); prints which scenarios caught which variant
              and the share caught; exit 0 when every variant is caught and the faithful one passes everything.
       --step-timeout-ms N  caps each step's time limit (default 1500) so hanging variants fail fast
+      --jobs N             worker processes at once (default: the number of cores)
 
-    exit status: 0 all passed, 1 a check failed or nothing passed (every scenario skipped), 64 bad usage or a malformed
-    scenario file, 70 an internal fault; 130/143 interrupted by SIGINT/SIGTERM (the verdict is still written)
+    exit status: 0 all passed, 1 a check failed, a scenario crashed or nothing passed (every scenario skipped),
+    64 bad usage or a malformed scenario file, 70 an internal fault; 130/143 interrupted by SIGINT/SIGTERM (the verdict
+    is still written)
     """
 
     /// Runs the command line `arguments` (without the program name), printing to standard output
@@ -75,6 +79,8 @@ public enum HarnessCommand {
             return await ServeCommand.main(Array(arguments.dropFirst()))
         case "live-check":
             return await LiveCheckCommand.main(Array(arguments.dropFirst()))
+        case "__worker":
+            return await WorkerCommand.main()
         default:
             return usageError("unknown command '\(command)'")
         }
@@ -276,6 +282,7 @@ public enum HarnessCommand {
     static func run(_ arguments: [String], driver: any SDKDriver) async -> Int32 {
         let options: RunOptions
         let files: [String]
+        let originalDriver = driver
         var driver = driver
         do {
             options = try parseRun(arguments)
@@ -326,9 +333,13 @@ public enum HarnessCommand {
             complain(redactor.redact(message))
             return Exit.usage.rawValue
         }
+        // A fresh verdict marked in progress first, so a stale one never looks current.
+        writeInProgress(verdict([]), options: options, secrets: secrets, planned: selected.count)
         // Interrupted (SIGINT, SIGTERM): write what finished, and say which were not run.
         let progress = RunProgress()
+        let box = PoolBox()
         let sources = onInterrupt { sig in
+            box.pool?.killAll()
             let done = progress.snapshot
             let finished = Set(done.map(\.name))
             let rest = selected.filter { !finished.contains($0.name) }.map {
@@ -344,7 +355,14 @@ public enum HarnessCommand {
         defer { sources.forEach { $0.cancel() } }
         let runner = ScenarioRunner(driver: driver, seed: options.seed)
         var stop = false
-        for s in selected {
+        // Each scenario in a worker process (crash isolation, `--jobs`), unless run as a library.
+        let isolated = workerExecutable(for: originalDriver)
+        var workerResults: [ScenarioResult]?
+        if let executable = isolated {
+            let jobs = arguments.contains("--jobs") ? options.jobs : cores
+            workerResults = await runInWorkers(selected, executable: executable, jobs: jobs, options: options, progress: progress, box: box, tell: tell)
+        }
+        for s in selected where isolated == nil {
             if stop {
                 progress.append(ScenarioResult(name: s.name, file: s.file, tags: s.tags, source: s.source, status: .skipped,
                                                durationMilliseconds: 0, checks: [], reason: "--fail-fast: an earlier scenario failed",
@@ -360,12 +378,12 @@ public enum HarnessCommand {
             }
             progress.append(r)
             tell(line(for: r))
-            if options.failFast && (r.status == .failed || r.status == .error) { stop = true }
+            if options.failFast && (r.status == .failed || r.status == .error || r.status == .crashed) { stop = true }
         }
-        var final = verdict(progress.snapshot)
+        var final = verdict(workerResults ?? progress.snapshot)
         var problem: String?
         let counts = final.counts
-        if counts.passed == 0 && counts.failed + counts.error == 0 {
+        if counts.passed == 0 && counts.failed + counts.error + final.crashedCount == 0 {
             // Nothing was checked: not a green run (exit 1, "ok": false).
             let message = "nothing passed: all \(counts.skipped) scenario(s) were skipped"
             final.extra["error"] = .string(message)
@@ -382,9 +400,10 @@ public enum HarnessCommand {
             }
         }
         let c = final.counts
-        say("\(c.passed) passed, \(c.failed + c.error) failed" + (c.skipped > 0 ? ", \(c.skipped) skipped" : "") + (problem.map { ": \($0)" } ?? ""))
+        say("\(c.passed) passed, \(c.failed + c.error + final.crashedCount) failed" + (c.skipped > 0 ? ", \(c.skipped) skipped" : "")
+            + (final.crashedCount > 0 ? " (\(final.crashedCount) crashed)" : "") + (problem.map { ": \($0)" } ?? ""))
         if !invalid.isEmpty { return Exit.usage.rawValue }
-        return c.failed + c.error > 0 || problem != nil ? Exit.failed.rawValue : Exit.ok.rawValue
+        return c.failed + c.error + final.crashedCount > 0 || problem != nil ? Exit.failed.rawValue : Exit.ok.rawValue
     }
 
     /// Loads the scenario files under `paths`, splitting good ones from malformed ones.
@@ -443,7 +462,8 @@ public enum HarnessCommand {
             options.filters.isEmpty || options.filters.contains { f in s.name.contains(f) || s.tags.contains { $0.contains(f) } }
         }
         say("mutants: \(scenarios.count) scenarios x \(Defect.allCases.count + 1) variants (step limit \(cap) ms)")
-        let report = await MutantRun.run(scenarios, stepTimeoutCap: cap) { row in
+        let report = await MutantRun.run(scenarios, stepTimeoutCap: cap, executable: WorkerPool.selfExecutable,
+                                         jobs: arguments.contains("--jobs") ? options.jobs : cores, seed: options.seed) { row in
             let by = row.caughtBy.prefix(4).joined(separator: ", ") + (row.caughtBy.count > 4 ? ", +\(row.caughtBy.count - 4) more" : "")
             say(String(format: "%@ %2d %-32@ %@", row.caught ? "CAUGHT " : "MISSED ", row.defect.item, row.defect.rawValue as NSString,
                        row.caught ? "by \(row.caughtBy.count): \(by)" : "by no scenario: \(row.defect.summary)"))
@@ -488,6 +508,7 @@ public enum HarnessCommand {
 
     static func explore(_ arguments: [String], driver: any SDKDriver) async -> Int32 {
         let options: RunOptions
+        let originalDriver = driver
         var driver = driver
         do {
             options = try parseRun(arguments)
@@ -532,11 +553,14 @@ public enum HarnessCommand {
         }
         defer { sources.forEach { $0.cancel() } }
         say("explore \(root["name"]?.stringValue ?? file): seed \(options.seed), steps \(settings.steps) may move, at most \(settings.maxSchedules) schedules\(settings.exhaustive ? ", in order" : "")")
+        // Schedules run in worker processes, so one that crashes the SDK is reported, not fatal.
+        let isolation = workerExecutable(for: originalDriver).map { Explorer.Isolation(executable: $0, mutant: options.mutant, slots: cores) }
         let report = await Explorer.explore(root, file: file, settings: settings, seed: options.seed,
                                             runner: ScenarioRunner(driver: driver, seed: options.seed, keepsHistory: false),
-                                            concurrency: options.jobs)
+                                            concurrency: options.jobs, isolation: isolation)
         say(String(format: "%d schedules (%@), %d failed, %d infeasible, %.0f schedules/s", report.schedules.count,
-                   report.mode, report.failed, report.infeasible, report.schedulesPerSecond))
+                   report.mode, report.failed, report.infeasible, report.schedulesPerSecond)
+            + (report.crashed > 0 ? " (\(report.crashed) crashed)" : ""))
         if let f = report.firstFailure {
             let out = options.out ?? "\(report.scenario)-schedule.json"
             let encoder = JSONEncoder()
@@ -570,6 +594,7 @@ public enum HarnessCommand {
         case .passed: return "PASS  \(r.name) (\(time))"
         case .skipped: return "SKIP  \(r.name): \(r.reason ?? "")"
         case .error: return "ERROR \(r.name) (\(time)): \(r.reason ?? "")"
+        case .crashed: return "CRASH \(r.name) (\(time)): \(r.reason ?? "")"
         case .failed:
             let f = r.firstFailure
             return "FAIL  \(r.name) (\(time)): \(f?.name ?? "?"): \(f?.message ?? r.reason ?? "")"

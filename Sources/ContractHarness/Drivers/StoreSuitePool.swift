@@ -24,6 +24,11 @@ enum StoreSuitePool {
         }
     }
 
+    /// Empties the suite and never hands it out again (code under test may still write to it).
+    static func retire(_ name: String) {
+        UserDefaults().removePersistentDomain(forName: name)
+    }
+
     /// Empties the suite and makes it available again.
     static func release(_ name: String) {
         UserDefaults().removePersistentDomain(forName: name)

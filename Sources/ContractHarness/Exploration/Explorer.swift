@@ -48,8 +48,10 @@ public enum Explorer {
         public let seed: UInt64
         /// Every schedule tried, in order, as orders of the movable steps.
         public let schedules: [[Int]]
-        /// Schedules that failed.
+        /// Schedules that failed (crashed ones included).
         public let failed: Int
+        /// Schedules whose worker process died or passed its deadline (with `Isolation`).
+        public var crashed: Int = 0
         /// Schedules that could not be carried out in their order (skipped).
         public let infeasible: Int
         /// `true` when every order was tried.
@@ -79,7 +81,7 @@ public enum Explorer {
         public var json: JSONValue {
             var o: [String: JSONValue] = [
                 "seed": .number(Double(seed)), "schedules": .number(Double(schedules.count)),
-                "failed": .number(Double(failed)), "infeasible": .number(Double(infeasible)),
+                "failed": .number(Double(failed)), "crashed": .number(Double(crashed)), "infeasible": .number(Double(infeasible)),
                 "complete": .bool(complete), "sampled": .bool(sampled), "mode": .string(mode),
                 "duration_ms": .number(durationMilliseconds.rounded()),
             ]
@@ -171,6 +173,48 @@ public enum Explorer {
         return .object(o)
     }
 
+    /// Where schedules run when a crash must not end the exploration: worker processes started
+    /// from `executable` (`contract-harness __worker`), `slots` at once, the SDK named by `mutant`
+    /// (`nil`: the shipping SDK; `"none"` or a `Defect`: `MutantRun.driver`).
+    public struct Isolation: Sendable {
+        /// The `contract-harness` binary.
+        public var executable: String
+        /// The `--mutant` name, if any.
+        public var mutant: String?
+        /// Worker processes at once.
+        public var slots: Int
+        /// Creates the settings.
+        public init(executable: String, mutant: String?, slots: Int) {
+            self.executable = executable
+            self.mutant = mutant
+            self.slots = slots
+        }
+    }
+
+    /// Runs scenario JSONs in worker processes; a schedule whose worker dies is `crashed`, one that
+    /// does not parse is `nil` (infeasible).
+    static func isolated(_ jsons: [JSONValue], file: String, seed: UInt64, cap: Int?, isolation: Isolation,
+                         perWorker: Int) async -> [ScenarioResult?] {
+        let parsed = jsons.map { try? ScenarioParser.parse($0.serialized(), file: file) }
+        let runnable = parsed.indices.filter { parsed[$0] != nil }
+        let jobs = runnable.enumerated().map { id, i in
+            WorkerJob(id: id, file: file, scenario: String(decoding: jsons[i].serialized(), as: UTF8.self), seed: seed,
+                      mutant: isolation.mutant, stepTimeoutCap: cap, keepsHistory: false, explore: nil)
+        }
+        let deadlines = runnable.map { HarnessCommand.hardDeadline(parsed[$0]!, cap: cap, exploring: false) }
+        let outcomes = await WorkerPool(executable: isolation.executable, jobs: jobs, deadlines: deadlines, slots: isolation.slots,
+                                        perWorker: perWorker).run()
+        var results = [ScenarioResult?](repeating: nil, count: jsons.count)
+        for (i, outcome) in zip(runnable, outcomes) {
+            switch outcome {
+            case .result(let r): results[i] = r
+            case .crashed(let report, let ms): results[i] = HarnessCommand.crashedResult(parsed[i]!, report, milliseconds: ms)
+            case .notRun: results[i] = nil
+            }
+        }
+        return results
+    }
+
     /// Runs the exploration.
     ///
     /// - Parameters:
@@ -178,8 +222,11 @@ public enum Explorer {
     ///   - settings: what may move and how many schedules; `seed` the run's seed.
     ///   - runner: runs each schedule (its driver is the SDK under test).
     ///   - concurrency: how many schedules run at once.
+    ///   - isolation: run schedules (and shrinking candidates) in worker processes, so a schedule
+    ///     that crashes the SDK's process is reported `crashed` (a failure) and the rest go on;
+    ///     `nil`: in this process.
     public static func explore(_ root: JSONValue, file: String, settings: Settings, seed: UInt64,
-                               runner: ScenarioRunner, concurrency: Int = 16) async -> Report {
+                               runner: ScenarioRunner, concurrency: Int = 16, isolation: Isolation? = nil) async -> Report {
         let started = DispatchTime.now()
         let name = root["name"]?.stringValue ?? file
         let (orders, complete) = schedules(of: settings.steps, max: settings.maxSchedules, exhaustive: settings.exhaustive, seed: seed)
@@ -187,6 +234,11 @@ public enum Explorer {
         // are mostly thread hand-offs); outcomes are collected by position, so what is reported
         // does not depend on which finished first.
         var outcomes = [ScenarioResult?](repeating: nil, count: orders.count)
+        if let isolation {
+            let jsons = orders.map { fixed(root, settings: settings, order: $0, suffix: "", note: "") }
+            let perWorker = max(1, (concurrency + isolation.slots - 1) / isolation.slots)
+            outcomes = await isolated(jsons, file: file, seed: seed, cap: runner.stepTimeoutCap, isolation: isolation, perWorker: perWorker)
+        } else {
         await withTaskGroup(of: (Int, ScenarioResult?).self) { group in
             var next = 0
             func launch() {
@@ -205,39 +257,49 @@ public enum Explorer {
                 launch()
             }
         }
+        }
         let exploring = ScenarioRunner.elapsed(since: started)
-        var failed = 0, infeasible = 0
+        var failed = 0, infeasible = 0, crashed = 0
         var first: Failure?
         for (order, outcome) in zip(orders, outcomes) {
             guard let result = outcome, !result.infeasible else { infeasible += 1; continue }
-            guard result.status == .failed || result.status == .error else { continue }
+            guard result.status == .failed || result.status == .error || result.status == .crashed else { continue }
             failed += 1
+            if result.status == .crashed { crashed += 1 }
             if first == nil {
                 let check = result.firstFailure?.name ?? "error"
                 let note = "Found by contract-harness explore (seed \(seed), order \(order.map(String.init).joined(separator: ",")) of steps \(settings.steps.map(String.init).joined(separator: ","))), shrunk; fails '\(check)'."
                 let fixedJSON = fixed(root, settings: settings, order: order, suffix: "-schedule", note: note)
-                let shrunk = await shrink(fixedJSON, file: file, check: check, runner: runner)
+                let shrunk = await shrink(fixedJSON, file: file, check: check, runner: runner, isolation: isolation)
                 first = Failure(order: order, result: result, scenarioJSON: shrunk,
                                 stepsBefore: fixedJSON["steps"]?.arrayValue?.count ?? 0,
                                 stepsAfter: shrunk["steps"]?.arrayValue?.count ?? 0, check: check)
             }
         }
         let total = (1...Swift.max(1, settings.steps.count)).reduce(1.0) { $0 * Double($1) }
-        return Report(scenario: name, seed: seed, schedules: orders, failed: failed, infeasible: infeasible, complete: complete,
+        return Report(scenario: name, seed: seed, schedules: orders, failed: failed, crashed: crashed, infeasible: infeasible, complete: complete,
                       sampled: !(settings.exhaustive || total <= Double(settings.maxSchedules)),
                       firstFailure: first, durationMilliseconds: ScenarioRunner.elapsed(since: started),
                       exploringMilliseconds: exploring)
     }
 
     /// Drops steps (and lowers `times`) one at a time while the scenario still fails `check`.
-    static func shrink(_ root: JSONValue, file: String, check: String, runner original: ScenarioRunner) async -> JSONValue {
+    static func shrink(_ root: JSONValue, file: String, check: String, runner original: ScenarioRunner,
+                       isolation: Isolation? = nil) async -> JSONValue {
         // A candidate that drops a release hangs until its step limit; it cannot fail the same
         // check anyway, so candidates get a short limit.
-        let runner = ScenarioRunner(driver: original.driver, seed: original.seed,
-                                    stepTimeoutCap: min(original.stepTimeoutCap ?? 500, 500), keepsHistory: false)
+        let cap = min(original.stepTimeoutCap ?? 500, 500)
+        let runner = ScenarioRunner(driver: original.driver, seed: original.seed, stepTimeoutCap: cap, keepsHistory: false)
         func stillFails(_ candidate: JSONValue) async -> Bool {
-            guard let s = try? ScenarioParser.parse(candidate.serialized(), file: file) else { return false }
-            let r = await runner.run(s)
+            let result: ScenarioResult?
+            if let isolation {
+                result = await isolated([candidate], file: file, seed: original.seed, cap: cap, isolation: isolation, perWorker: 1).first ?? nil
+            } else if let s = try? ScenarioParser.parse(candidate.serialized(), file: file) {
+                result = await runner.run(s)
+            } else {
+                result = nil
+            }
+            guard let r = result else { return false }
             return !r.infeasible && r.checks.contains { !$0.passed && sameCheck($0.name, check) }
         }
         var current = root

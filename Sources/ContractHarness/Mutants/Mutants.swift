@@ -66,44 +66,85 @@ public enum MutantRun {
     /// - Parameters:
     ///   - stepTimeoutCap: caps each step's real-time limit (milliseconds) so variants that hang
     ///     (e.g. without their own deadline) fail fast.
-    ///   - progress: called with each finished variant's row.
+    ///   - executable: a `contract-harness` binary to run every (variant, scenario) pair in worker
+    ///     processes (`WorkerPool`), so a variant that crashes the process (a `fatalError`) is
+    ///     caught with status `crashed` instead of ending the run; `nil` runs in this process
+    ///     (only safe for variants that cannot crash).
+    ///   - jobs: worker processes at once (with `executable`).
+    ///   - seed: replaces `{{seed}}` in the files (with `executable`).
+    ///   - progress: called with each variant's row, in `Defect` order.
     public static func run(_ scenarios: [Scenario], defects: [Defect] = Defect.allCases, stepTimeoutCap: Int = 1500,
+                           executable: String? = nil, jobs: Int = 2, seed: UInt64 = 0,
                            progress: (Row) -> Void = { _ in }) async -> Report {
         let started = DispatchTime.now()
-        func failing(_ defect: Defect?) async -> [String: [String]] {
-            let runner = ScenarioRunner(driver: driver(defect), stepTimeoutCap: stepTimeoutCap, keepsHistory: false)
+        let variants: [Defect?] = [nil] + defects.map { Optional($0) }
+        let pairs = variants.flatMap { d in scenarios.map { (d, $0) } }
+        var results = await results(of: pairs, cap: stepTimeoutCap, executable: executable, jobs: jobs, seed: seed)
+        func failing(_ offset: Int) -> [String: [String]] {
             var failed: [String: [String]] = [:]
-            for s in scenarios {
-                let r = await runner.run(s)
-                if r.status == .failed || r.status == .error {
+            for (i, s) in scenarios.enumerated() {
+                let r = results[offset + i]
+                if r.status == .failed || r.status == .error || r.status == .crashed {
                     failed[s.name] = r.checks.filter { !$0.passed }.map { check in
                         // "step 5 assert" and "step 3 do getAssignment as x expect" are expectations.
                         check.name.hasPrefix("step ") ? (check.name.hasSuffix("expect") ? "step expect" : "step assert") : check.name
                     }
+                    if r.status == .crashed { failed[s.name] = ["crashed"] }
                 }
             }
             return failed
         }
-        var baseline = await failing(nil)
+        var baseline = failing(0)
         // A faithful-variant failure under the capped step limit is confirmed with the files' own
         // limits (a loaded machine can push a step past the cap): only a real failure disqualifies
         // a scenario from catching variants.
         if !baseline.isEmpty {
-            let patient = ScenarioRunner(driver: driver(nil), keepsHistory: false)
-            for s in scenarios where baseline[s.name] != nil {
-                let r = await patient.run(s)
-                if r.status == .passed { baseline[s.name] = nil }
-            }
+            let again = scenarios.filter { baseline[$0.name] != nil }
+            let patient = await Self.results(of: again.map { (nil, $0) }, cap: nil, executable: executable, jobs: jobs, seed: seed)
+            for (s, r) in zip(again, patient) where r.status == .passed { baseline[s.name] = nil }
         }
         var rows: [Row] = []
-        for defect in defects {
-            let failed = await failing(defect)
+        for (v, defect) in defects.enumerated() {
+            let failed = failing((v + 1) * scenarios.count)
             let caught = scenarios.map(\.name).filter { failed[$0] != nil && baseline[$0] == nil }
             let row = Row(defect: defect, caughtBy: caught, failingChecks: Array(Set(caught.flatMap { failed[$0] ?? [] })).sorted())
             rows.append(row)
             progress(row)
         }
+        results.removeAll()
         return Report(rows: rows, baselineFailures: scenarios.map(\.name).filter { baseline[$0] != nil },
                       scenarios: scenarios.map(\.name), durationMilliseconds: ScenarioRunner.elapsed(since: started))
+    }
+
+    /// Runs each (variant, scenario) pair: in worker processes when `executable` is given, else here.
+    static func results(of pairs: [(Defect?, Scenario)], cap: Int?, executable: String?, jobs: Int, seed: UInt64) async -> [ScenarioResult] {
+        guard let executable else {
+            var out: [ScenarioResult] = []
+            for (defect, s) in pairs {
+                out.append(await ScenarioRunner(driver: driver(defect), stepTimeoutCap: cap, keepsHistory: false).run(s))
+            }
+            return out
+        }
+        var texts: [String: String] = [:]
+        for (_, s) in pairs where texts[s.file] == nil {
+            var text = (try? String(contentsOfFile: s.file, encoding: .utf8)) ?? ""
+            if text.contains("{{seed}}") { text = text.replacingOccurrences(of: "{{seed}}", with: String(seed)) }
+            texts[s.file] = text
+        }
+        let work = pairs.enumerated().map { i, pair in
+            WorkerJob(id: i, file: pair.1.file, scenario: texts[pair.1.file] ?? "", seed: seed, mutant: pair.0?.rawValue ?? "none",
+                      stepTimeoutCap: cap, keepsHistory: false, explore: nil)
+        }
+        let deadlines = pairs.map { HarnessCommand.hardDeadline($0.1, cap: cap, exploring: false) }
+        let outcomes = await WorkerPool(executable: executable, jobs: work, deadlines: deadlines, slots: jobs).run()
+        return zip(pairs, outcomes).map { pair, outcome in
+            switch outcome {
+            case .result(let r): return r
+            case .crashed(let report, let ms): return HarnessCommand.crashedResult(pair.1, report, milliseconds: ms)
+            case .notRun:
+                return ScenarioResult(name: pair.1.name, file: pair.1.file, tags: pair.1.tags, source: pair.1.source, status: .error,
+                                      durationMilliseconds: 0, checks: [], reason: "not run", smoke: nil, history: [], historyDigest: "")
+            }
+        }
     }
 }

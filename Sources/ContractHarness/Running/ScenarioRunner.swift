@@ -23,9 +23,10 @@ public struct CheckResult: Codable, Sendable, Equatable {
 }
 
 /// The outcome of running one scenario.
-public struct ScenarioResult: Sendable {
-    /// `passed`, `failed`, `skipped` or `error` (the scenario could not run).
-    public enum Status: String, Codable, Sendable { case passed, failed, skipped, error }
+public struct ScenarioResult: Sendable, Codable {
+    /// `passed`, `failed`, `skipped`, `error` (the scenario could not run) or `crashed` (the worker
+    /// process running it died or passed its hard deadline: `crash` says how).
+    public enum Status: String, Codable, Sendable { case passed, failed, skipped, error, crashed }
 
     /// The scenario's name.
     public var name: String
@@ -55,6 +56,9 @@ public struct ScenarioResult: Sendable {
     public var infeasible = false
     /// What an exploration found (`run --explore`), for the verdict.
     public var exploration: JSONValue?
+    /// For `crashed`: how the worker ended (`CrashReport.json`: signal or exit status, deadline,
+    /// the last lines of its standard error).
+    public var crash: JSONValue?
 
     /// The first failing check, for the console line.
     public var firstFailure: CheckResult? { checks.first { !$0.passed } }
@@ -612,9 +616,10 @@ final class ScenarioExecution: @unchecked Sendable {
         recorder.replace { $0 = full }
     }
 
-    /// The history in canonical form: mock sequence numbers and step numbers cleared, and each run
-    /// of consecutive events of one kind at one virtual time (concurrent completions, concurrent
-    /// arrivals) sorted by content, so that equal runs give equal histories.
+    /// The history in canonical form: mock sequence numbers and step numbers cleared, each
+    /// operation's completion moved to the end of its segment (see `floatingCompletions`), and
+    /// each run of consecutive events of one kind at one virtual time (concurrent completions,
+    /// concurrent arrivals) sorted by content, so that equal runs give equal histories.
     static func canonical(_ history: [HistoryEvent]) -> [HistoryEvent] {
         var out: [HistoryEvent] = []
         var run: [(String, HistoryEvent)] = []
@@ -622,7 +627,7 @@ final class ScenarioExecution: @unchecked Sendable {
             out += run.sorted { $0.0 < $1.0 }.map(\.1)
             run.removeAll()
         }
-        for event in history {
+        for event in floatingCompletions(history) {
             var copy = event
             copy.request?.seq = 0
             // Which step was running when a request arrived is a matter of thread timing (the step
@@ -637,6 +642,30 @@ final class ScenarioExecution: @unchecked Sendable {
         return out
     }
 
+    /// The history with every `complete` event moved, in order, to the end of its segment: the
+    /// events up to the runner's next own event (an `invoke`, or a runner marker such as
+    /// `release`, `advance`, `cancel`, which carry no client).
+    ///
+    /// An operation's completion is recorded by the operation's task when its body returns; where
+    /// that falls among other concurrent work (another operation's request, an app marker) is a
+    /// matter of thread timing (issue 10 section 4: a login's completion against the next user's
+    /// flag fetch). Which segment it falls in is not: the runner records its own events in step
+    /// order and waits for quiescence between steps, and `await` sees an operation finished only
+    /// after its completion is recorded.
+    static func floatingCompletions(_ history: [HistoryEvent]) -> [HistoryEvent] {
+        var out: [HistoryEvent] = []
+        out.reserveCapacity(history.count)
+        var completions: [HistoryEvent] = []
+        for event in history {
+            if event.kind == .invoke || (event.kind == .marker && event.client == nil) {
+                out += completions
+                completions.removeAll()
+            }
+            if event.kind == .complete { completions.append(event) } else { out.append(event) }
+        }
+        return out + completions
+    }
+
     static func digest(_ history: [HistoryEvent]) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
@@ -645,7 +674,10 @@ final class ScenarioExecution: @unchecked Sendable {
     }
 
     func cleanUpStores() {
-        suites.values.forEach(StoreSuitePool.release)
+        // A suite goes back to the pool only when nothing of the SDK can still write to it (an
+        // operation left running by a timed-out step would write into the next scenario's store).
+        let idle = pending().isEmpty && (port.outstandingTasks ?? 0) == 0
+        suites.values.forEach(idle ? StoreSuitePool.release : StoreSuitePool.retire)
     }
 
     // MARK: Arguments

@@ -50,6 +50,9 @@ public struct Verdict: Sendable {
          results.filter { $0.status == .skipped }.count, results.filter { $0.status == .error }.count + invalid.count)
     }
 
+    /// Scenarios whose worker process died or passed its hard deadline (status `crashed`).
+    public var crashedCount: Int { results.filter { $0.status == .crashed }.count }
+
     /// The verdict as a JSON value.
     public var json: JSONValue {
         let c = counts
@@ -61,9 +64,11 @@ public struct Verdict: Sendable {
             "started_at": .string(Self.iso(startedAt)),
             "duration_ms": .number((durationMilliseconds * 1000).rounded() / 1000),
             "counts": .object(["total": .number(Double(results.count + invalid.count)), "passed": .number(Double(c.passed)),
-                               "failed": .number(Double(c.failed)), "skipped": .number(Double(c.skipped)), "error": .number(Double(c.error))]),
-            // A run that passed nothing (every scenario skipped) is not green.
-            "ok": .bool(c.failed == 0 && c.error == 0 && (results.isEmpty || c.passed > 0)),
+                               "failed": .number(Double(c.failed)), "skipped": .number(Double(c.skipped)), "error": .number(Double(c.error)),
+                               "crashed": .number(Double(crashedCount))]),
+            // A run that passed nothing (every scenario skipped) is not green; neither is one still in progress.
+            "ok": .bool(c.failed == 0 && c.error == 0 && crashedCount == 0 && extra["in_progress"] == nil
+                        && (results.isEmpty || c.passed > 0)),
             "scenarios": .array(results.map { Self.json($0, history: includesHistory) } + invalid.map { item in
                 .object(["file": .string(item.file), "name": .string((item.file as NSString).lastPathComponent),
                          "status": .string("error"), "reason": .string(item.error), "duration_ms": .number(0), "checks": .array([])])
@@ -93,6 +98,7 @@ public struct Verdict: Sendable {
         if let s = r.source { o["source"] = .string(s) }
         if let reason = r.reason { o["reason"] = .string(reason) }
         if let exploration = r.exploration { o["exploration"] = exploration }
+        if let crash = r.crash { o["crash"] = crash }
         if history { o["history"] = .array(r.history.map { .string($0.line) }) }
         return .object(o)
     }
@@ -147,13 +153,13 @@ public struct Verdict: Sendable {
         }
         let c = counts
         var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-        xml += "<testsuite name=\"contract-harness\" tests=\"\(results.count + invalid.count + (error == nil ? 0 : 1))\" failures=\"\(c.failed)\" errors=\"\(c.error + (error == nil ? 0 : 1))\" skipped=\"\(c.skipped)\" time=\"\(durationMilliseconds / 1000)\">\n"
+        xml += "<testsuite name=\"contract-harness\" tests=\"\(results.count + invalid.count + (error == nil ? 0 : 1))\" failures=\"\(c.failed)\" errors=\"\(c.error + crashedCount + (error == nil ? 0 : 1))\" skipped=\"\(c.skipped)\" time=\"\(durationMilliseconds / 1000)\">\n"
         for r in results {
             xml += "  <testcase classname=\"scenarios\" name=\"\(esc(r.name))\" file=\"\(esc(r.file))\" time=\"\(r.durationMilliseconds / 1000)\""
             switch r.status {
             case .passed: xml += "/>\n"
             case .skipped: xml += "><skipped message=\"\(esc(r.reason ?? ""))\"/></testcase>\n"
-            case .error: xml += "><error message=\"\(esc(r.reason ?? ""))\"/></testcase>\n"
+            case .error, .crashed: xml += "><error message=\"\(esc(r.reason ?? ""))\"/></testcase>\n"
             case .failed:
                 let f = r.firstFailure
                 let body = (f?.history ?? []).joined(separator: "\n")

@@ -12,7 +12,13 @@ final class MutantTests: XCTestCase {
         let (scenarios, invalid) = HarnessCommand.load(files, seed: 0)
         XCTAssertTrue(invalid.isEmpty, "\(invalid)")
         XCTAssertGreaterThanOrEqual(scenarios.count, 40)
-        let report = await MutantRun.run(scenarios, stepTimeoutCap: 1500)
+        // In worker processes: variant 20 crashes the process it runs in.
+        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: HarnessCLITests.binary.path),
+                          "contract-harness not built at \(HarnessCLITests.binary.path)")
+        let report = await MutantRun.run(scenarios, stepTimeoutCap: 1500, executable: HarnessCLITests.binary.path, jobs: 2)
+        XCTAssertEqual(report.rows.count, Defect.allCases.count)
+        let crashing = try XCTUnwrap(report.rows.first { $0.defect == .crashOnClearInFlight })
+        XCTAssertTrue(crashing.caught && crashing.failingChecks.contains("crashed"), "variant 20 is caught through crashed: \(crashing)")
         XCTAssertEqual(report.baselineFailures, [], "the faithful variant must pass the whole suite")
         for row in report.rows {
             XCTAssertTrue(row.caught, "variant \(row.defect.item) \(row.defect.rawValue) (\(row.defect.summary)) slipped through every scenario")

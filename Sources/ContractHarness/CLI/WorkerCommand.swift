@@ -1,0 +1,105 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import ExperimentlyMock
+import ExperimentlyMutants
+
+/// `contract-harness __worker`: the hidden worker mode the supervisor (`WorkerPool`) starts. Reads
+/// `job` records on standard input, runs each scenario (several at once when the supervisor sends
+/// several), writes a `result` record per job on standard output, and exits 0 when standard input
+/// ends. Anything else printed goes to standard error (standard output is kept for records).
+enum WorkerCommand {
+    /// Records to the supervisor, one `write(2)` each (an `NSLock` keeps lines whole).
+    final class Output: @unchecked Sendable {
+        // @unchecked Sendable: `fd` is only written to inside `lock`.
+        private let lock = NSLock()
+        private let fd: Int32
+        init(fd: Int32) { self.fd = fd }
+        func send(_ data: Data) {
+            lock.withLock {
+                data.withUnsafeBytes { raw in
+                    var written = 0
+                    while written < raw.count {
+                        let n = write(fd, raw.baseAddress! + written, raw.count - written)
+                        if n > 0 { written += n } else if n < 0 && errno == EINTR { continue } else { return }
+                    }
+                }
+            }
+        }
+    }
+
+    static func main() async -> Int32 {
+        // Records go to the original standard output; stray prints go to standard error.
+        let recordFD = dup(1)
+        dup2(2, 1)
+        let output = Output(fd: recordFD)
+        output.send(WorkerProtocol.line("hello", WorkerHello(pid: getpid())))
+        let lines = AsyncStream<Data> { continuation in
+            let thread = Thread {
+                var pending = Data()
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                while true {
+                    let n = read(0, &buffer, buffer.count)
+                    if n < 0 && errno == EINTR { continue }
+                    if n <= 0 { break }
+                    pending.append(contentsOf: buffer[0..<n])
+                    while let nl = pending.firstIndex(of: 0x0A) {
+                        continuation.yield(Data(pending[pending.startIndex..<nl]))
+                        pending.removeSubrange(pending.startIndex...nl)
+                    }
+                }
+                continuation.finish()
+            }
+            thread.start()
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for await line in lines {
+                guard let kind = try? WorkerProtocol.kind(of: line), kind == "job",
+                      let job = try? WorkerProtocol.payload(WorkerJob.self, from: line) else {
+                    FileHandle.standardError.write(Data("contract-harness __worker: ignoring a line that is not a job record\n".utf8))
+                    continue
+                }
+                group.addTask {
+                    let result = await run(job)
+                    output.send(WorkerProtocol.line("result", WorkerResult(id: job.id, result: result, retire: leavesWork(result) ? true : nil)))
+                }
+            }
+        }
+        return 0
+    }
+
+    /// Whether SDK work may still be running after `result`: a step stopped the scenario (a
+    /// timeout, a hang), operations never finished, the mock's shutdown failed holds, or it errored.
+    /// Such a worker is replaced before the next scenario.
+    static func leavesWork(_ result: ScenarioResult) -> Bool {
+        result.status == .error || result.status == .crashed || (result.status == .failed && result.reason != nil)
+            || result.checks.contains { !$0.passed && ($0.name == "operations finish" || $0.name == "lifecycle") }
+    }
+
+    /// Runs one job in this process.
+    static func run(_ job: WorkerJob) async -> ScenarioResult {
+        let driver: SwiftSDKDriver = job.mutant.map { MutantRun.driver(Defect(rawValue: $0)) } ?? SwiftSDKDriver()
+        let runner = ScenarioRunner(driver: driver, seed: job.seed, stepTimeoutCap: job.stepTimeoutCap, keepsHistory: job.keepsHistory)
+        let scenario: Scenario
+        do {
+            scenario = try ScenarioParser.parse(Data(job.scenario.utf8), file: job.file)
+        } catch {
+            return ScenarioResult(name: (job.file as NSString).lastPathComponent, file: job.file, tags: [], source: nil, status: .error,
+                                  durationMilliseconds: 0, checks: [], reason: "\(error)", smoke: nil, history: [], historyDigest: "")
+        }
+        if let explore = job.explore, let root = try? JSONValue.parse(Data(job.scenario.utf8), file: job.file),
+           let settings = try? Explorer.settings(of: root, file: job.file) {
+            var options = HarnessCommand.RunOptions()
+            options.seed = job.seed
+            options.maxSchedules = explore.maxSchedules
+            options.exhaustive = explore.exhaustive
+            return await HarnessCommand.exploreAsResult(scenario, root: root, settings: settings, options: options, runner: runner)
+        }
+        return await runner.run(scenario)
+    }
+}

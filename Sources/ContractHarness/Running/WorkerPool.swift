@@ -1,0 +1,435 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+/// Runs scenario jobs in worker processes (`contract-harness __worker`, the same binary
+/// re-executed) so that a crash of the SDK under test (a `fatalError`, a signal, an exit) or a
+/// hang past a hard deadline costs only the scenario that caused it (issue 10 section 1).
+///
+/// `slots` workers run at once, each given up to `perWorker` jobs at a time (the wire is
+/// `WorkerProtocol`). When a worker dies with one job in flight, that job's outcome is
+/// `.crashed`; a worker whose scenario may have left SDK work running asks to be replaced (`WorkerResult.retire`),
+/// so SDK work left running by a timed-out step never reaches the next scenario; with several in
+/// flight, they are run again one at a time in fresh workers, so the
+/// one that crashes alone is the one reported. A job past its deadline gets the worker's whole
+/// process group killed (SIGKILL) and is reported `.crashed` with the deadline; the other jobs it
+/// shared the worker with run again. Outcomes are returned by job position, so what is reported
+/// does not depend on which worker finished first. Each worker runs in its own process group
+/// (`posix_spawn` with `POSIX_SPAWN_SETPGROUP`, as `VectorsSubprocess`).
+///
+/// Mutable state lives behind `lock` (an `NSLock`).
+final class WorkerPool: @unchecked Sendable {
+    // @unchecked Sendable: `queue`, `suspects`, `limit`, `outcomes`, `groups`, `running` and
+    // `interrupted` are only touched inside `lock`; the rest is `let`.
+
+    /// What became of one job.
+    enum Outcome: Sendable {
+        /// The worker reported a result.
+        case result(ScenarioResult)
+        /// The worker died or passed the deadline while it ran the job; wall time, milliseconds.
+        case crashed(CrashReport, Double)
+        /// Never dispatched (`stop(after:)`).
+        case notRun
+    }
+
+    let executable: String
+    let slots: Int
+    let perWorker: Int
+    private let jobs: [WorkerJob]
+    private let deadlines: [Int]
+    private let onOutcome: @Sendable (Int, Outcome) -> Void
+    private let lock = NSLock()
+    private var queue: [Int]
+    private var suspects: [Int] = []
+    private var limit = Int.max
+    private var outcomes: [Outcome?]
+    private var groups: Set<pid_t> = []
+    private var running = 0
+    private var interrupted = false
+
+    /// The executable to start workers from: this process's own binary when it is the
+    /// `contract-harness` command (the only one with a worker mode), else `nil` (run in-process).
+    /// `CONTRACT_HARNESS_WORKER` names another binary.
+    static var selfExecutable: String? {
+        if let path = ProcessInfo.processInfo.environment["CONTRACT_HARNESS_WORKER"], !path.isEmpty { return path }
+        let argv0 = CommandLine.arguments.first ?? ""
+        guard (argv0 as NSString).lastPathComponent == "contract-harness" else { return nil }
+        #if os(Linux)
+        if let resolved = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { return resolved }
+        #endif
+        return URL(fileURLWithPath: argv0).standardizedFileURL.path
+    }
+
+    /// Creates a pool for `jobs` (their `id`s must be their positions), each with its hard
+    /// deadline in milliseconds; `onOutcome` is called (from a pool thread) as each job ends.
+    init(executable: String, jobs: [WorkerJob], deadlines: [Int], slots: Int, perWorker: Int = 1,
+         onOutcome: @escaping @Sendable (Int, Outcome) -> Void = { _, _ in }) {
+        precondition(jobs.enumerated().allSatisfy { $0.offset == $0.element.id } && deadlines.count == jobs.count)
+        self.executable = executable
+        self.jobs = jobs
+        self.deadlines = deadlines
+        self.slots = max(1, min(slots, max(1, jobs.count)))
+        self.perWorker = max(1, perWorker)
+        self.onOutcome = onOutcome
+        queue = Array(jobs.indices)
+        outcomes = Array(repeating: nil, count: jobs.count)
+    }
+
+    /// No job after `id` is dispatched from now on (`--fail-fast`); those not yet dispatched end `.notRun`.
+    func stop(after id: Int) {
+        lock.withLock { limit = min(limit, id) }
+    }
+
+    /// Kills every worker's process group (the run was interrupted); outcomes after that are not
+    /// reported (the workers did not crash).
+    func killAll() {
+        for group in lock.withLock({ () -> Set<pid_t> in interrupted = true; return groups }) { kill(-group, SIGKILL) }
+    }
+
+    /// Whether `killAll()` was called.
+    var isInterrupted: Bool { lock.withLock { interrupted } }
+
+    /// Runs every job; returns the outcomes by job position.
+    func run() async -> [Outcome] {
+        signal(SIGPIPE, SIG_IGN)
+        if jobs.isEmpty { return [] }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            lock.withLock { running = slots }
+            for _ in 0..<slots {
+                let thread = Thread { [self] in
+                    slotLoop()
+                    let last = lock.withLock { running -= 1; return running == 0 }
+                    if last { continuation.resume() }
+                }
+                thread.stackSize = 1 << 20
+                thread.start()
+            }
+        }
+        return lock.withLock { outcomes.map { $0 ?? .notRun } }
+    }
+
+    // MARK: One slot
+
+    private enum Take { case job(Int, alone: Bool), wait, done }
+
+    private func take(inFlight: Int) -> Take {
+        lock.withLock {
+            if let i = suspects.first {
+                guard inFlight == 0 else { return .wait }
+                suspects.removeFirst()
+                return .job(i, alone: true)
+            }
+            while let i = queue.first {
+                queue.removeFirst()
+                if i > limit { outcomes[i] = .notRun; continue }
+                return .job(i, alone: false)
+            }
+            return inFlight == 0 && suspects.isEmpty ? .done : .wait
+        }
+    }
+
+    private func finish(_ id: Int, _ outcome: Outcome) {
+        let report = lock.withLock { () -> Bool in outcomes[id] = outcome; return !interrupted }
+        if report { onOutcome(id, outcome) }
+    }
+
+    private func slotLoop() {
+        var worker: WorkerProcess?
+        var inFlight: [Int: UInt64] = [:]   // job id -> dispatch time (uptime nanoseconds)
+        var alone = false
+        var draining = false   // the worker asked to be replaced: no more jobs for it
+        func retire(_ w: WorkerProcess) {
+            lock.withLock { _ = groups.remove(w.pid) }
+            w.close()
+        }
+        while true {
+            // Fill the worker up to `perWorker` jobs (a suspect runs alone).
+            while inFlight.count < perWorker && !alone && !draining {
+                switch take(inFlight: inFlight.count) {
+                case .done:
+                    if let w = worker { retire(w) }
+                    return
+                case .wait:
+                    break
+                case .job(let id, let isAlone):
+                    if worker == nil {
+                        do {
+                            let w = try WorkerProcess(executable: executable)
+                            lock.withLock { _ = groups.insert(w.pid) }
+                            worker = w
+                        } catch {
+                            finish(id, .crashed(CrashReport(stderrTail: [], problem: "cannot start a worker: \(error)"), 0))
+                            continue
+                        }
+                    }
+                    worker!.send(WorkerProtocol.line("job", jobs[id]))
+                    inFlight[id] = DispatchTime.now().uptimeNanoseconds
+                    alone = isAlone
+                    continue
+                }
+                break
+            }
+            guard let w = worker, !inFlight.isEmpty else {
+                // Nothing dispatched and nothing to do yet (suspects wait for other slots' jobs).
+                usleep(2000)
+                continue
+            }
+            let now = DispatchTime.now().uptimeNanoseconds
+            let (late, due) = inFlight.map { id, start in (id, start + UInt64(deadlines[id]) * 1_000_000) }.min { $0.1 < $1.1 }!
+            if now >= due {
+                w.killGroup()
+                retire(w)
+                worker = nil
+                let ms = Double(now - inFlight[late]!) / 1e6
+                finish(late, .crashed(CrashReport(signal: SIGKILL, deadlineMilliseconds: deadlines[late], stderrTail: w.stderrTail), ms))
+                inFlight[late] = nil
+                lock.withLock { queue.insert(contentsOf: inFlight.keys.sorted(), at: 0) }
+                inFlight.removeAll()
+                alone = false
+                draining = false
+                continue
+            }
+            switch w.next(timeoutMilliseconds: Int32(min((due - now) / 1_000_000 + 1, 1000))) {
+            case .idle:
+                continue
+            case .line(let data):
+                do {
+                    let kind = try WorkerProtocol.kind(of: data)
+                    guard kind == "result" else { continue }
+                    let r = try WorkerProtocol.payload(WorkerResult.self, from: data)
+                    guard inFlight.removeValue(forKey: r.id) != nil else { continue }
+                    finish(r.id, .result(r.result))
+                    if r.retire == true { draining = true }
+                    if inFlight.isEmpty {
+                        alone = false
+                        if draining {
+                            retire(w)
+                            worker = nil
+                            draining = false
+                        }
+                    }
+                } catch {
+                    // A worker that speaks nonsense is as good as dead.
+                    w.killGroup()
+                    let report = w.reap()
+                    retire(w)
+                    worker = nil
+                    handleDeath(CrashReport(signal: report.signal, exitStatus: report.exitStatus, stderrTail: w.stderrTail,
+                                            problem: "\(error)"), inFlight: &inFlight)
+                    alone = false
+                    draining = false
+                }
+            case .ended:
+                let report = w.reap()
+                retire(w)
+                worker = nil
+                handleDeath(CrashReport(signal: report.signal, exitStatus: report.exitStatus, stderrTail: w.stderrTail),
+                            inFlight: &inFlight)
+                alone = false
+                draining = false
+            }
+        }
+    }
+
+    private func handleDeath(_ report: CrashReport, inFlight: inout [Int: UInt64]) {
+        if inFlight.count == 1, let (id, start) = inFlight.first {
+            finish(id, .crashed(report, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6))
+        } else {
+            lock.withLock { suspects.append(contentsOf: inFlight.keys.sorted()) }
+        }
+        inFlight.removeAll()
+    }
+}
+
+/// One worker process: its pipes, its process group, and the tail of its standard error.
+final class WorkerProcess: @unchecked Sendable {
+    // @unchecked Sendable: used by one pool slot thread at a time.
+    let pid: pid_t
+    private var stdinFD: Int32
+    private var stdoutFD: Int32
+    private var stderrFD: Int32
+    private var pending = Data()
+    private var errBuffer = Data()
+    private var reaped: (signal: Int32?, exitStatus: Int32?)?
+
+    struct SpawnError: Error, CustomStringConvertible { let description: String }
+
+    /// Starts `executable __worker` in its own process group.
+    ///
+    /// - Throws: `SpawnError` when pipes or the process cannot be created.
+    init(executable: String) throws {
+        var inPipe: [Int32] = [-1, -1], outPipe: [Int32] = [-1, -1], errPipe: [Int32] = [-1, -1]
+        func makePipe(_ fds: inout [Int32]) -> Bool {
+            guard pipe(&fds) == 0 else { return false }
+            for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            return true
+        }
+        guard makePipe(&inPipe), makePipe(&outPipe), makePipe(&errPipe) else {
+            for fd in inPipe + outPipe + errPipe where fd >= 0 { closeFD(fd) }
+            throw SpawnError(description: "cannot create pipes: \(String(cString: strerror(errno)))")
+        }
+        #if canImport(Darwin)
+        var actions: posix_spawn_file_actions_t? = nil
+        var attributes: posix_spawnattr_t? = nil
+        #else
+        var actions = posix_spawn_file_actions_t()
+        var attributes = posix_spawnattr_t()
+        #endif
+        posix_spawn_file_actions_init(&actions)
+        posix_spawnattr_init(&attributes)
+        defer {
+            posix_spawn_file_actions_destroy(&actions)
+            posix_spawnattr_destroy(&attributes)
+        }
+        posix_spawn_file_actions_adddup2(&actions, inPipe[0], 0)
+        posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for s in [SIGPIPE, SIGINT, SIGTERM, SIGHUP] { sigaddset(&defaults, s) }
+        var noMask = sigset_t()
+        sigemptyset(&noMask)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setsigmask(&attributes, &noMask)
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        let words = [executable, "__worker"]
+        let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+        defer { for p in argv { free(p) } }
+        var pid: pid_t = 0
+        // Swift's backtracer takes about 0.4 s per crash and fills the stderr tail with frames:
+        // off in workers unless asked for, so the tail ends with the fatal error's own line.
+        var variables = ProcessInfo.processInfo.environment
+        if variables["SWIFT_BACKTRACE"] == nil { variables["SWIFT_BACKTRACE"] = "enable=no" }
+        let environment: [UnsafeMutablePointer<CChar>?] = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for p in environment { free(p) } }
+        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, environment)
+        closeFD(inPipe[0]); closeFD(outPipe[1]); closeFD(errPipe[1])
+        guard spawned == 0 else {
+            closeFD(inPipe[1]); closeFD(outPipe[0]); closeFD(errPipe[0])
+            throw SpawnError(description: "cannot start \(executable): \(String(cString: strerror(spawned)))")
+        }
+        self.pid = pid
+        stdinFD = inPipe[1]
+        stdoutFD = outPipe[0]
+        stderrFD = errPipe[0]
+        for fd in [stdoutFD, stderrFD] { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+    }
+
+    /// Writes a record (a dead worker's EPIPE is noticed when its output ends).
+    func send(_ data: Data) {
+        guard stdinFD >= 0 else { return }
+        data.withUnsafeBytes { raw in
+            var written = 0
+            while written < raw.count {
+                let n = write(stdinFD, raw.baseAddress! + written, raw.count - written)
+                if n > 0 { written += n } else if n < 0 && errno == EINTR { continue } else { return }
+            }
+        }
+    }
+
+    enum Event { case line(Data), idle, ended }
+
+    /// The next line of standard output, reading standard error meanwhile; `.idle` after
+    /// `timeoutMilliseconds` without a line, `.ended` when standard output closed (the worker died
+    /// or exited).
+    func next(timeoutMilliseconds: Int32) -> Event {
+        if let line = takeLine() { return .line(line) }
+        guard stdoutFD >= 0 else { return .ended }
+        var fds = [pollfd(fd: stdoutFD, events: Int16(POLLIN), revents: 0)]
+        if stderrFD >= 0 { fds.append(pollfd(fd: stderrFD, events: Int16(POLLIN), revents: 0)) }
+        let ready = poll(&fds, nfds_t(fds.count), timeoutMilliseconds)
+        if ready <= 0 { return .idle }
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        if fds.count > 1, fds[1].revents != 0 { drainStderr(&buffer) }
+        if fds[0].revents != 0 {
+            let n = read(stdoutFD, &buffer, buffer.count)
+            if n > 0 {
+                pending.append(contentsOf: buffer[0..<n])
+            } else if n == 0 || (errno != EAGAIN && errno != EINTR) {
+                // Output ended: collect what is left of standard error, then report the end.
+                closeFD(stdoutFD); stdoutFD = -1
+                if let line = takeLine() { return .line(line) }
+                return .ended
+            }
+        }
+        if let line = takeLine() { return .line(line) }
+        return .idle
+    }
+
+    private func takeLine() -> Data? {
+        guard let nl = pending.firstIndex(of: 0x0A) else { return nil }
+        let line = pending[pending.startIndex..<nl]
+        pending.removeSubrange(pending.startIndex...nl)
+        return Data(line)
+    }
+
+    private func drainStderr(_ buffer: inout [UInt8]) {
+        guard stderrFD >= 0 else { return }
+        while true {
+            let n = read(stderrFD, &buffer, buffer.count)
+            if n > 0 {
+                errBuffer.append(contentsOf: buffer[0..<n])
+                if errBuffer.count > 16384 { errBuffer.removeFirst(errBuffer.count - 16384) }
+            } else {
+                if n == 0 || (errno != EAGAIN && errno != EINTR) { closeFD(stderrFD); stderrFD = -1 }
+                return
+            }
+        }
+    }
+
+    /// The last lines of the worker's standard error (at most 20), led by the runtime's
+    /// `Fatal error: ...` line when the stack dump after it pushed it out of the tail.
+    var stderrTail: [String] {
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        drainStderr(&buffer)
+        let lines = String(decoding: errBuffer, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+        guard lines.count > 20 else { return lines }
+        if let fatal = lines.dropLast(20).last(where: { $0.range(of: "fatal error", options: .caseInsensitive) != nil }) {
+            return [fatal, "..."] + lines.suffix(18)
+        }
+        return Array(lines.suffix(20))
+    }
+
+    /// Kills the worker's process group.
+    func killGroup() { kill(-pid, SIGKILL) }
+
+    /// Waits for the worker to end (killing its group if it has not within 2 s) and says how.
+    func reap() -> (signal: Int32?, exitStatus: Int32?) {
+        if let reaped { return reaped }
+        var status: Int32 = 0
+        let deadline = DispatchTime.now().uptimeNanoseconds + 2_000_000_000
+        while true {
+            let r = waitpid(pid, &status, WNOHANG)
+            if r == pid { break }
+            if r < 0 && errno != EINTR { reaped = (nil, nil); return reaped! }
+            if DispatchTime.now().uptimeNanoseconds > deadline { kill(-pid, SIGKILL) }
+            usleep(1000)
+        }
+        let signal = status & 0x7f
+        reaped = signal == 0 ? (nil, (status >> 8) & 0xff) : (signal, nil)
+        // Anything else the group started goes with it.
+        kill(-pid, SIGKILL)
+        return reaped!
+    }
+
+    /// Closes standard input (the worker exits when it sees the end), reaps it and closes the pipes.
+    func close() {
+        if stdinFD >= 0 { closeFD(stdinFD); stdinFD = -1 }
+        _ = reap()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        drainStderr(&buffer)
+        for fd in [stdoutFD, stderrFD] where fd >= 0 { closeFD(fd) }
+        stdoutFD = -1; stderrFD = -1
+    }
+}
+
+/// `close(2)`, reachable from types that have their own `close()`.
+private func closeFD(_ fd: Int32) {
+    _ = close(fd)
+}

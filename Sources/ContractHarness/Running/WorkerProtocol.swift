@@ -1,0 +1,157 @@
+import Foundation
+import ExperimentlyMock
+
+/// The wire between `contract-harness run` (the supervisor) and its worker processes
+/// (`contract-harness __worker`): versioned JSON Lines, one record per line, in the manner of
+/// swift-testing's ABI JSON stream: `{"version": 1, "kind": KIND, "payload": {...}}`.
+///
+/// Supervisor to worker (standard input): `job` (a `WorkerJob`). Worker to supervisor (its
+/// standard output; anything else the worker prints goes to its standard error): `hello` (a
+/// `WorkerHello`, once at start) and `result` (a `WorkerResult` per job). A worker reads jobs until
+/// its standard input ends, then exits 0. A reader refuses a record whose `version` it does not
+/// know and ignores kinds it does not know.
+enum WorkerProtocol {
+    /// The record format's version.
+    static let version = 1
+
+    /// One line of the stream.
+    struct Record<Payload: Codable & Sendable>: Codable, Sendable {
+        var version: Int
+        var kind: String
+        var payload: Payload
+    }
+
+    /// Only the envelope, to pick the payload's type.
+    struct Envelope: Decodable {
+        var version: Int
+        var kind: String
+    }
+
+    /// A record as one line of JSON bytes, newline included.
+    static func line<P: Codable & Sendable>(_ kind: String, _ payload: P) -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var data = (try? encoder.encode(Record(version: version, kind: kind, payload: payload))) ?? Data()
+        data.append(0x0A)
+        return data
+    }
+
+    /// A malformed or unknown-version record.
+    struct BadRecord: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Decodes one line: its kind and the raw bytes to decode the payload from.
+    ///
+    /// - Throws: `BadRecord` when the line is not a record of a known version.
+    static func kind(of line: Data) throws -> String {
+        let envelope: Envelope
+        do { envelope = try JSONDecoder().decode(Envelope.self, from: line) } catch {
+            throw BadRecord(description: "not a worker record: \(String(decoding: line.prefix(200), as: UTF8.self))")
+        }
+        guard envelope.version == version else {
+            throw BadRecord(description: "worker record version \(envelope.version), this supervisor speaks \(version)")
+        }
+        return envelope.kind
+    }
+
+    /// The payload of a record whose kind is known.
+    ///
+    /// - Throws: `DecodingError` when the payload does not have the kind's shape.
+    static func payload<P: Codable & Sendable>(_ type: P.Type, from line: Data) throws -> P {
+        try JSONDecoder().decode(Record<P>.self, from: line).payload
+    }
+}
+
+/// One scenario run asked of a worker (kind `job`).
+struct WorkerJob: Codable, Sendable, Equatable {
+    /// The job's number: its position in the supervisor's list (results are put back by it).
+    var id: Int
+    /// The scenario file's path (for messages and the verdict).
+    var file: String
+    /// The scenario's JSON text, `{{seed}}` already replaced (explore schedules have no file).
+    var scenario: String
+    /// The run's seed.
+    var seed: UInt64
+    /// `nil`: the shipping SDK; `"none"`: the faithful second implementation; else a `Defect`.
+    var mutant: String?
+    /// `ScenarioRunner.stepTimeoutCap`, milliseconds.
+    var stepTimeoutCap: Int?
+    /// `ScenarioRunner.keepsHistory`.
+    var keepsHistory: Bool
+    /// `run --explore`: explore a scenario that has an `explore` section instead of running it once.
+    var explore: ExploreJob?
+
+    /// The `run --explore` options a worker needs.
+    struct ExploreJob: Codable, Sendable, Equatable {
+        var maxSchedules: Int?
+        var exhaustive: Bool
+    }
+}
+
+/// The worker's greeting (kind `hello`).
+struct WorkerHello: Codable, Sendable {
+    /// The worker's process id.
+    var pid: Int32
+}
+
+/// A finished job (kind `result`).
+struct WorkerResult: Codable, Sendable {
+    /// The job's `id`.
+    var id: Int
+    /// What the scenario did.
+    var result: ScenarioResult
+    /// The worker asks to be replaced once its jobs in flight are done: SDK work may still be
+    /// running in it (a step timed out, operations never finished) and must not reach the next
+    /// scenario (`WorkerCommand.leavesWork`).
+    var retire: Bool?
+}
+
+/// How a worker process ended while it ran a scenario: what a `crashed` result reports.
+struct CrashReport: Sendable, Equatable {
+    /// The signal that ended it (e.g. 4 SIGILL for a Swift `fatalError`), if one did.
+    var signal: Int32?
+    /// Its exit status, when it exited.
+    var exitStatus: Int32?
+    /// The hard deadline it passed, milliseconds (it was then killed with SIGKILL).
+    var deadlineMilliseconds: Int?
+    /// The last lines of its standard error while it ran the scenario.
+    var stderrTail: [String]
+    /// Something else went wrong (a malformed record, a worker that could not be started).
+    var problem: String?
+
+    /// The signal's name (`SIGILL`), or the number.
+    static func name(of signal: Int32) -> String {
+        let names: [Int32: String] = [SIGILL: "SIGILL", SIGTRAP: "SIGTRAP", SIGABRT: "SIGABRT", SIGBUS: "SIGBUS", SIGFPE: "SIGFPE",
+                                      SIGKILL: "SIGKILL", SIGSEGV: "SIGSEGV", SIGPIPE: "SIGPIPE", SIGTERM: "SIGTERM", SIGINT: "SIGINT"]
+        return names[signal] ?? "signal \(signal)"
+    }
+
+    /// One sentence for the console and the verdict's `reason`.
+    var reason: String {
+        var text: String
+        if let d = deadlineMilliseconds {
+            text = "the worker passed the scenario's hard deadline of \(d) ms and was killed"
+        } else if let s = signal {
+            text = "the worker process died of \(Self.name(of: s)) (signal \(s))"
+        } else if let e = exitStatus {
+            text = "the worker process exited with status \(e) before it reported a result"
+        } else {
+            text = "the worker process failed"
+        }
+        if let problem { text += ": \(problem)" }
+        let fatal = stderrTail.last { $0.range(of: "fatal error", options: .caseInsensitive) != nil }
+        if let last = fatal ?? stderrTail.last(where: { !$0.trimmingCharacters(in: .whitespaces).isEmpty }) { text += "; stderr: \(last)" }
+        return text
+    }
+
+    /// The verdict's `crash` object.
+    var json: JSONValue {
+        var o: [String: JSONValue] = ["stderr_tail": .array(stderrTail.map(JSONValue.string))]
+        if let signal { o["signal"] = .number(Double(signal)); o["signal_name"] = .string(Self.name(of: signal)) }
+        if let exitStatus { o["exit_status"] = .number(Double(exitStatus)) }
+        if let deadlineMilliseconds { o["deadline_ms"] = .number(Double(deadlineMilliseconds)) }
+        if let problem { o["problem"] = .string(problem) }
+        return .object(o)
+    }
+}
