@@ -95,6 +95,8 @@ public enum HarnessCommand {
         var mutant: String?
         var jobs = 16
         var history = false
+        /// `--sdk-command`: the adapter of an out-of-process SDK (Documentation/DriverProtocol.md).
+        var sdkCommand: String?
     }
 
     static func parseRun(_ arguments: [String]) throws -> RunOptions {
@@ -119,6 +121,10 @@ public enum HarnessCommand {
             case "--fail-fast": o.failFast = true
             case "--explore": o.explore = true
             case "--history": o.history = true
+            case "--sdk-command":
+                let v = try value(a)
+                guard !v.trimmingCharacters(in: .whitespaces).isEmpty else { throw UsageError("--sdk-command needs a command") }
+                o.sdkCommand = v
             case "--exhaustive": o.exhaustive = true
             case "--max-schedules":
                 let v = try value(a)
@@ -273,6 +279,7 @@ public enum HarnessCommand {
             if let junit = options.junit { try checkWritable(junit, option: "--junit") }
             files = try discover(options.paths)
             if let m = options.mutant { driver = MutantRun.driver(Defect(rawValue: m)) }
+            if options.sdkCommand != nil && options.mutant != nil { throw UsageError("--sdk-command and --mutant exclude each other") }
         } catch let e as UsageError {
             if e.message.isEmpty { print(usage); return Exit.ok.rawValue }
             writeRefusal("bad usage: \(e.message)", to: verdictPath(in: arguments), junit: rawValue(of: "--junit", in: arguments), driver: driver)
@@ -280,6 +287,16 @@ public enum HarnessCommand {
         } catch {
             writeRefusal("bad usage: \(error)", to: verdictPath(in: arguments), junit: rawValue(of: "--junit", in: arguments), driver: driver)
             return usageError("\(error)")
+        }
+        var external: ProcessSDKDriver?
+        if let command = options.sdkCommand {
+            switch await launchDriver(command) {
+            case .success(let d): external = d; driver = d
+            case .failure(let e):
+                writeRefusal("the SDK adapter cannot be used: \(e)", to: options.verdict, junit: options.junit, driver: driver)
+                FileHandle.standardError.write(Data("contract-harness: the SDK adapter cannot be used: \(e)\n".utf8))
+                return Exit.internalFault.rawValue
+            }
         }
         let startedAt = Date()
         let started = DispatchTime.now()
@@ -301,6 +318,7 @@ public enum HarnessCommand {
             return v
         }
         if selected.isEmpty {
+            await external?.shutdown()
             // A mistyped path or filter must not look like a green run.
             let message = "no scenario to run: \(scenarios.count) read from \(files.count) file(s)"
                 + (options.filters.isEmpty ? "" : ", none matching \(options.filters)")
@@ -349,6 +367,7 @@ public enum HarnessCommand {
             say(line(for: r))
             if options.failFast && (r.status == .failed || r.status == .error) { stop = true }
         }
+        await external?.shutdown()
         let final = verdict(progress.snapshot)
         do { try final.write(to: options.verdict, redacting: secrets) } catch {
             FileHandle.standardError.write(Data("contract-harness: cannot write the verdict to \(options.verdict): \(error.localizedDescription)\n".utf8))

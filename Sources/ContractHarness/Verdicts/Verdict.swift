@@ -92,6 +92,7 @@ public struct Verdict: Sendable {
         if let s = r.source { o["source"] = .string(s) }
         if let reason = r.reason { o["reason"] = .string(reason) }
         if let exploration = r.exploration { o["exploration"] = exploration }
+        if !r.adapterStderr.isEmpty { o["adapter_stderr"] = .array(r.adapterStderr.map(JSONValue.string)) }
         if history { o["history"] = .array(r.history.map { .string($0.line) }) }
         return .object(o)
     }
