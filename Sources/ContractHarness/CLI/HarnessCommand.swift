@@ -15,7 +15,8 @@ public enum HarnessCommand {
 
     static let usage = """
     usage: contract-harness run [PATH ...] [--verdict FILE] [--junit FILE] [--filter TEXT] [--seed N] [--fail-fast]
-           contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE]
+                                [--sdk-command CMD] [--skip TEXT] [--skip-from FILE] [--list]
+           contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE] [--sdk-command CMD]
            contract-harness mutants [PATH ...] [--verdict FILE] [--filter TEXT] [--step-timeout-ms N]
            contract-harness vectors [--sdk-command CMD] [--vectors DIR|FILE] [--timeout SECONDS] [--sdk-name NAME] [--verdict FILE]
            contract-harness serve [--port N] [--host ADDR] [--fixtures FILE] [--api-key KEY] [--faults FILE] [--journal FILE]
@@ -31,6 +32,12 @@ public enum HarnessCommand {
       --fail-fast      stop after the first failing scenario (the rest are reported as skipped)
       --explore        scenarios with an "explore" section are explored (see explore) instead of run once
       --history        the verdict also lists each scenario's whole canonical history
+      --sdk-command CMD  run against an SDK in another process: CMD (through /bin/sh -c) speaks the driver protocol
+                       experimently-driver/1 (Documentation/DriverProtocol.md); the mock answers over loopback TCP
+      --skip TEXT      scenarios whose name or a tag contains TEXT are known failures (repeatable): a failure is
+                       reported as KNOWN and counted as skipped, a pass as FIXED
+      --skip-from FILE known failures, one scenario name a line, # comments
+      --list           print the scenarios that would run, with their requirements, and run nothing
       --mutant NAME    run against a deliberately broken SDK variant (see mutants) instead of the SDK, or
                        "none" for the second, faithful implementation
 
@@ -97,6 +104,10 @@ public enum HarnessCommand {
         var history = false
         /// `--sdk-command`: the adapter of an out-of-process SDK (Documentation/DriverProtocol.md).
         var sdkCommand: String?
+        /// `--skip`, `--skip-from`: known failures.
+        var known = KnownFailures()
+        /// `--list`: print what would run, run nothing.
+        var list = false
     }
 
     static func parseRun(_ arguments: [String]) throws -> RunOptions {
@@ -121,6 +132,12 @@ public enum HarnessCommand {
             case "--fail-fast": o.failFast = true
             case "--explore": o.explore = true
             case "--history": o.history = true
+            case "--skip":
+                let v = try value(a)
+                guard !v.isEmpty else { throw UsageError("--skip needs a non-empty text") }
+                o.known.patterns.append(v)
+            case "--skip-from": try o.known.load(try value(a))
+            case "--list": o.list = true
             case "--sdk-command":
                 let v = try value(a)
                 guard !v.trimmingCharacters(in: .whitespaces).isEmpty else { throw UsageError("--sdk-command needs a command") }
@@ -309,6 +326,11 @@ public enum HarnessCommand {
             options.filters.isEmpty || options.filters.contains { f in s.name.contains(f) || s.tags.contains { $0.contains(f) } }
         }
         let secrets = Array(Set(scenarios.flatMap { s in s.clients.map(\.settings.apiKey) + [s.settings.apiKey] }))
+        if options.list {
+            list(selected, driver: driver, known: options.known)
+            await external?.shutdown()
+            return invalid.isEmpty ? Exit.ok.rawValue : Exit.usage.rawValue
+        }
         let driverForVerdict = driver
         @Sendable func verdict(_ results: [ScenarioResult]) -> Verdict {
             var v = Verdict(harnessVersion: version, sdkName: driverForVerdict.sdkName, sdkVersion: driverForVerdict.sdkVersion, seed: options.seed,
@@ -363,8 +385,9 @@ public enum HarnessCommand {
             } else {
                 r = await runner.run(s)
             }
+            let knownLine = options.known.matches(s) ? options.known.apply(&r) : nil
             progress.append(r)
-            say(line(for: r))
+            say(knownLine ?? line(for: r))
             if options.failFast && (r.status == .failed || r.status == .error) { stop = true }
         }
         await external?.shutdown()
@@ -516,6 +539,15 @@ public enum HarnessCommand {
             FileHandle.standardError.write(Data("contract-harness: \(error)\n".utf8))
             return Exit.usage.rawValue
         }
+        var external: ProcessSDKDriver?
+        if let command = options.sdkCommand {
+            switch await launchDriver(command) {
+            case .success(let d): external = d; driver = d
+            case .failure(let e):
+                FileHandle.standardError.write(Data("contract-harness: the SDK adapter cannot be used: \(e)\n".utf8))
+                return Exit.internalFault.rawValue
+            }
+        }
         let exploreVerdict = arguments.contains("--verdict") ? options.verdict : nil
         let interruptedDriver = driver
         let sources = onInterrupt { sig in
@@ -529,6 +561,7 @@ public enum HarnessCommand {
         let report = await Explorer.explore(root, file: file, settings: settings, seed: options.seed,
                                             runner: ScenarioRunner(driver: driver, seed: options.seed, keepsHistory: false),
                                             concurrency: options.jobs)
+        await external?.shutdown()
         say(String(format: "%d schedules (%@), %d failed, %d infeasible, %.0f schedules/s", report.schedules.count,
                    report.mode, report.failed, report.infeasible, report.schedulesPerSecond))
         if let f = report.firstFailure {

@@ -153,6 +153,10 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
 
 /// One client of an out-of-process SDK, as the runner drives it.
 final class ProcessDriverClient: DriverClient, Sendable {
+    /// Operations sent and not answered yet, by request id (quiescence asks for them).
+    private let inFlight = HarnessLocked<[Int: SDKOperation]>([:])
+    /// The operations the adapter is still working on.
+    var pendingOperations: [SDKOperation] { inFlight.withLock { Array($0.values) } }
     let id: String
     let scope: String
     let clockKey: ObjectIdentifier
@@ -175,6 +179,8 @@ final class ProcessDriverClient: DriverClient, Sendable {
         request.client = id
         request.operation = DriverOperation.json(operation)
         let slot = connection.send(request, scope: scope)
+        inFlight.withLock { $0[slot.id] = operation }
+        defer { _ = inFlight.withLock { $0.removeValue(forKey: slot.id) } }
         let result = await withTaskCancellationHandler {
             await slot.value()
         } onCancel: { [connection, scope, cancels] in

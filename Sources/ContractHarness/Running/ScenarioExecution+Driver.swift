@@ -13,6 +13,33 @@ extension ScenarioExecution {
         }
     }
 
+    /// For an out-of-process driver: every operation its adapter is still working on has a
+    /// request parked at the mock (of its client, for its user and key when it has them); one
+    /// without a request (a clear, a cache query) is not settled until it is answered. This covers
+    /// operations the reference app makes on its own, which the runner's list does not show.
+    func adapterSettled(_ parked: [RequestRecord]) -> Bool {
+        guard listeners != nil else { return true }
+        for (name, client) in clients {
+            guard let remote = client as? ProcessDriverClient else { continue }
+            for op in remote.pendingOperations {
+                let user = Self.user(of: op)
+                let key = op.cacheKey
+                let needsRequest: Bool
+                switch op {
+                case .evaluateFlag, .getAssignment, .track, .trackWithStatus, .trackBatch: needsRequest = true
+                default: needsRequest = false
+                }
+                guard needsRequest else { return false }
+                let found = parked.contains { r in
+                    r.client == name && (user == nil || r.users.contains(user!))
+                        && (key == nil || (r.key?.kind == key!.kind && r.key?.key == key!.key))
+                }
+                if !found { return false }
+            }
+        }
+        return true
+    }
+
     /// Tells the driver the scenario is over, stops the listeners, and folds the driver's report
     /// into `result`: a crash makes it `error` with reason `crashed: ...` (the runner's `crashed`
     /// status where it has one), each protocol problem a failed `driver protocol` check, and the

@@ -452,6 +452,7 @@ final class ScenarioExecution: @unchecked Sendable {
         guard waiting.allSatisfy(\.entered), executor.isIdle else { return false }
         let parked = port.parkedRequests().filter { !$0.answered && !$0.cancelled }
         if listeners == nil, let outstanding = port.outstandingTasks, outstanding != parked.count { return false }
+        if !adapterSettled(parked) { return false }
         return waiting.allSatisfy { op in
             parked.contains { r in
                 r.client == op.client && r.seq > op.barrier && (op.user == nil || r.users.contains(op.user!))
