@@ -15,7 +15,7 @@ public enum HarnessCommand {
 
     static let usage = """
     usage: contract-harness run [PATH ...] [--verdict FILE] [--junit FILE] [--filter TEXT] [--seed N] [--fail-fast]
-                                [--sdk-command CMD] [--skip TEXT] [--skip-from FILE] [--list]
+                                [--sdk-command CMD] [--skip TEXT] [--skip-from FILE] [--list] [--step-timeout-ms N]
            contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE] [--sdk-command CMD]
            contract-harness mutants [PATH ...] [--verdict FILE] [--filter TEXT] [--step-timeout-ms N]
            contract-harness vectors [--sdk-command CMD] [--vectors DIR|FILE] [--timeout SECONDS] [--sdk-name NAME] [--verdict FILE]
@@ -37,6 +37,7 @@ public enum HarnessCommand {
       --skip TEXT      scenarios whose name or a tag contains TEXT are known failures (repeatable): a failure is
                        reported as KNOWN and counted as skipped, a pass as FIXED
       --skip-from FILE known failures, one scenario name a line, # comments
+      --step-timeout-ms N  caps every step's time limit (milliseconds), so known hangs fail fast
       --list           print the scenarios that would run, with their requirements, and run nothing
       --mutant NAME    run against a deliberately broken SDK variant (see mutants) instead of the SDK, or
                        "none" for the second, faithful implementation
@@ -108,6 +109,8 @@ public enum HarnessCommand {
         var known = KnownFailures()
         /// `--list`: print what would run, run nothing.
         var list = false
+        /// `--step-timeout-ms`: a cap on every step's time limit, milliseconds.
+        var stepTimeoutCap: Int?
     }
 
     static func parseRun(_ arguments: [String]) throws -> RunOptions {
@@ -138,6 +141,10 @@ public enum HarnessCommand {
                 o.known.patterns.append(v)
             case "--skip-from": try o.known.load(try value(a))
             case "--list": o.list = true
+            case "--step-timeout-ms":
+                let v = try value(a)
+                guard let n = Int(v), n > 0 else { throw UsageError("--step-timeout-ms takes a positive whole number of milliseconds, not '\(v)'") }
+                o.stepTimeoutCap = n
             case "--sdk-command":
                 let v = try value(a)
                 guard !v.trimmingCharacters(in: .whitespaces).isEmpty else { throw UsageError("--sdk-command needs a command") }
@@ -369,7 +376,7 @@ public enum HarnessCommand {
             say("interrupted: \(done.count) of \(selected.count) scenarios finished; verdict written to \(options.verdict)")
         }
         defer { sources.forEach { $0.cancel() } }
-        let runner = ScenarioRunner(driver: driver, seed: options.seed)
+        let runner = ScenarioRunner(driver: driver, seed: options.seed, stepTimeoutCap: options.stepTimeoutCap)
         var stop = false
         for s in selected {
             if stop {
