@@ -81,12 +81,14 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
 
     /// The connection to use now: the current one, or a fresh adapter when it died.
     private func liveConnection() throws -> DriverConnection {
-        let current = state.withLock { $0.connection }
-        guard current.death != nil else { return current }
-        let fresh = try DriverConnection(command: command)
-        fresh.sendHello()
-        state.withLock { $0.connection = fresh }
-        return fresh
+        // Under the lock, so concurrent scenarios (explore) start one fresh adapter, not several.
+        try state.withLock { s in
+            guard s.connection.death != nil else { return s.connection }
+            let fresh = try DriverConnection(command: command)
+            fresh.sendHello()
+            s.connection = fresh
+            return fresh
+        }
     }
 
     /// Sends `create_client`; the reply is awaited by the client's first request.
@@ -305,6 +307,7 @@ final class DriverConnection: Sendable {
         var stderrDropped = 0
         var problems: [String] = []
         var stdinOpen = true
+        var stderrClosed = false
     }
     private let state = HarnessLocked(State())
     private let writeLock = NSLock()
@@ -335,6 +338,7 @@ final class DriverConnection: Sendable {
                 }
             }
             close(child.stderr)
+            state.withLock { $0.stderrClosed = true }
         }
         stdoutThread.start()
         stderrThread.start()
@@ -493,7 +497,8 @@ final class DriverConnection: Sendable {
     private func ended() {
         let deadline = DispatchTime.now() + .milliseconds(500)
         var status = reap()
-        while status == nil && DispatchTime.now() < deadline { usleep(2000); status = reap() }
+        // The exit status, and the last of standard error, for the crash report (bounded).
+        while (status == nil || !state.withLock({ $0.stderrClosed })) && DispatchTime.now() < deadline { usleep(2000); status = reap() }
         let how: String
         if let status {
             let signal = status & 0x7f
