@@ -308,6 +308,8 @@ final class DriverConnection: Sendable {
         var problems: [String] = []
         var stdinOpen = true
         var stderrClosed = false
+        /// Requests given up on at the end of their scenario: a late reply to one is no error.
+        var abandoned: Set<Int> = []
     }
     private let state = HarnessLocked(State())
     private let writeLock = NSLock()
@@ -440,7 +442,7 @@ final class DriverConnection: Sendable {
     func abandon(scope: String) {
         let slots = state.withLock { s -> [ReplySlot] in
             let mine = s.slots.values.filter { $0.scope == scope }
-            for slot in mine { s.slots[slot.id] = nil }
+            for slot in mine { s.slots[slot.id] = nil; s.abandoned.insert(slot.id) }
             return mine
         }
         slots.forEach { $0.resolve(.failure(.abandoned)) }
@@ -481,8 +483,9 @@ final class DriverConnection: Sendable {
             noteProblem("output that is not the protocol: \(DriverMessageDecoder.quote(line))")
             return
         }
-        guard let slot = state.withLock({ $0.slots.removeValue(forKey: reply.id) }) else {
-            noteProblem("a reply to no pending request: \(DriverMessageDecoder.quote(line))")
+        let (found, late) = state.withLock { s in (s.slots.removeValue(forKey: reply.id), s.abandoned.remove(reply.id) != nil) }
+        guard let slot = found else {
+            if !late { noteProblem("a reply to no pending request: \(DriverMessageDecoder.quote(line))") }
             return
         }
         if let error = reply.error {
