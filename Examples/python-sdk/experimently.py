@@ -16,6 +16,10 @@ from datetime import datetime, timezone
 VERSION = "0.1.0"
 BATCH_LIMIT = 100
 
+# A deliberately broken variant, to show the harness catches it out of process too:
+# EXPERIMENTLY_EXAMPLE_DEFECT=stale-write-after-clear writes responses that started before a clear.
+DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
+
 # What the calling thread works for (set by a driver), recorded with each virtual deadline.
 CURRENT = threading.local()
 
@@ -236,7 +240,7 @@ class ExperimentationClient:
         with self._lock:
             if self._flights.get((kind, ck)) is flight:      # section 5.2
                 del self._flights[(kind, ck)]
-            current = flight.epoch == self._epoch            # section 5.1
+            current = flight.epoch == self._epoch or DEFECT == "stale-write-after-clear"   # section 5.1
             status, value = outcome
             if status == "ok":
                 if current:

@@ -104,6 +104,16 @@ final class DriverProtocolTests: XCTestCase {
         await driver.shutdown()
     }
 
+    func testABrokenPythonClientIsCaughtOutOfProcess() async throws {
+        let driverPath = Repository.root.appendingPathComponent("Examples/python-sdk/driver.py").path
+        let driver = try await ProcessSDKDriver.launch(command: "EXPERIMENTLY_EXAMPLE_DEFECT=stale-write-after-clear python3 '\(driverPath)'")
+        let file = Repository.root.appendingPathComponent("scenarios/defect-1-stale-write-after-clearcache.json").path
+        let scenario = try ScenarioParser.parse(Data(contentsOf: URL(fileURLWithPath: file)), file: file)
+        let result = await ScenarioRunner(driver: driver).run(scenario)
+        await driver.shutdown()
+        XCTAssertEqual(result.status, .failed, "the stale write went unnoticed")
+    }
+
     func testMissingCapabilitiesSkipNamingThem() throws {
         let scenario = try ScenarioParser.parse(Data("""
         {"format": "experimently-scenario/1", "name": "clock", "description": "clock and cancel", "steps": [
