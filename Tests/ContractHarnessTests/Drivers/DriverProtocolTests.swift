@@ -91,6 +91,33 @@ final class DriverProtocolTests: XCTestCase {
         XCTAssertTrue(result.adapterStderr.contains("segfault in evaluate_flag"), "\(result.adapterStderr)")
     }
 
+    func testAnAdapterThatNeverAnswersMeetsTheStepDeadlineAndItsStderrIsQuoted() async throws {
+        let script = FileManager.default.temporaryDirectory.appendingPathComponent("silent-adapter-\(getpid()).py")
+        try """
+        import json, sys
+        for line in sys.stdin:
+            m = json.loads(line)
+            if m["type"] == "hello":
+                print(json.dumps({"id": m["id"], "result": {"protocol": "experimently-driver/1", "sdk": {"name": "silent", "version": "0"}, "capabilities": ["evaluateFlag"]}}), flush=True)
+            elif m["type"] in ("create_client", "close_client", "shutdown"):
+                print(json.dumps({"id": m["id"], "result": {}}), flush=True)
+                if m["type"] == "shutdown": sys.exit(0)
+            elif m["type"] == "perform":
+                sys.stderr.write("deadlock in evaluate_flag\\n"); sys.stderr.flush()
+        """.write(to: script, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: script) }
+        let driver = try await ProcessSDKDriver.launch(command: "python3 \(script.path)")
+        let scenario = try ScenarioParser.parse(Data("""
+        {"format": "experimently-scenario/1", "name": "hang", "description": "an adapter that never answers", "steps": [
+          {"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "u"}]}
+        """.utf8), file: "hang.json")
+        let result = await ScenarioRunner(driver: driver, stepTimeoutCap: 300).run(scenario)
+        await driver.shutdown()
+        XCTAssertEqual(result.status, .failed)
+        XCTAssertTrue(result.firstFailure?.message?.contains("did not finish within 300 ms") == true, "\(result.checks)")
+        XCTAssertTrue(result.adapterStderr.contains("deadlock in evaluate_flag"), "\(result.adapterStderr)")
+    }
+
     func testThePythonExamplePassesScenariosAndSkipsNaming() async throws {
         let driverPath = Repository.root.appendingPathComponent("Examples/python-sdk/driver.py").path
         let driver = try await ProcessSDKDriver.launch(command: "python3 '\(driverPath)'")
