@@ -12,6 +12,7 @@ let package = Package(
         .executable(name: "contract-harness", targets: ["contract-harness"]),
         .executable(name: "contract-smoke", targets: ["contract-smoke"]),
         .executable(name: "experimently-bench", targets: ["experimently-bench"]),
+        .executable(name: "experimently-driver", targets: ["experimently-driver"]),
     ],
     targets: [
         .target(name: "Experimently"),
@@ -21,6 +22,7 @@ let package = Package(
         .executableTarget(name: "contract-harness", dependencies: ["ContractHarness"]),
         .executableTarget(name: "contract-smoke", dependencies: ["Experimently", "ExperimentlyMock"]),
         .executableTarget(name: "experimently-bench", dependencies: ["Experimently", "ExperimentlyMock"]),
+        .executableTarget(name: "experimently-driver", dependencies: ["ContractHarness"]),
         .testTarget(name: "ExperimentlyTests", dependencies: ["Experimently"]),
         .testTarget(name: "ExperimentlyMockTests", dependencies: ["ExperimentlyMock"]),
         .testTarget(name: "ContractHarnessTests", dependencies: ["ContractHarness", "Experimently", "ExperimentlyMock"],

@@ -59,21 +59,27 @@ extension HarnessCommand {
     static func runInWorkers(_ selected: [Scenario], executable: String, jobs: Int, options: RunOptions,
                              progress: RunProgress, box: PoolBox,
                              tell: @escaping @Sendable (String) -> Void) async -> [ScenarioResult] {
-        let work = selected.enumerated().map { i, s in job(s, id: i, options: options) }
-        let deadlines = zip(selected, work).map { s, j in hardDeadline(s, cap: nil, exploring: j.explore != nil) }
+        let work = selected.enumerated().map { i, s in job(s, id: i, options: options, cap: options.stepTimeoutCap) }
+        let deadlines = zip(selected, work).map { s, j in hardDeadline(s, cap: options.stepTimeoutCap, exploring: j.explore != nil) }
         let printer = OrderedPrinter(count: selected.count, failFast: options.failFast)
         let failFast = options.failFast
+        let knownLines = HarnessLocked<[Int: String]>([:])
         let pool = WorkerPool(executable: executable, jobs: work, deadlines: deadlines, slots: jobs) { id, outcome in
-            let r: ScenarioResult
+            var r: ScenarioResult
             switch outcome {
             case .result(let result): r = result
             case .crashed(let report, let ms): r = crashedResult(selected[id], report, milliseconds: ms)
             case .notRun: return
             }
+            // Known failures (--skip, --skip-from): a failure becomes a skip with a KNOWN line.
+            if options.known.matches(selected[id]), let known = options.known.apply(&r) {
+                knownLines.withLock { $0[id] = known }
+            }
             if failFast && [.failed, .error, .crashed].contains(r.status) { box.pool?.stop(after: id) }
             printer.add(id, r) { ready in
                 progress.append(ready)
-                tell(line(for: ready))
+                let index = selected.firstIndex { $0.file == ready.file && Array($0.name.unicodeScalars) == Array(ready.name.unicodeScalars) }
+                tell(index.flatMap { i in knownLines.withLock { $0[i] } } ?? line(for: ready))
             }
         }
         box.pool = pool
@@ -93,6 +99,7 @@ extension HarnessCommand {
                 r = ScenarioResult(name: s.name, file: s.file, tags: s.tags, source: s.source, status: .skipped, durationMilliseconds: 0,
                                    checks: [], reason: "--fail-fast: an earlier scenario failed", smoke: nil, history: [], historyDigest: "")
             }
+            if options.known.matches(s) { _ = options.known.apply(&r) }
             if stopped { r = OrderedPrinter.skipped(r) }
             if failFast && [.failed, .error, .crashed].contains(r.status) { stopped = true }
             results.append(r)

@@ -15,7 +15,8 @@ public enum HarnessCommand {
 
     static let usage = """
     usage: contract-harness run [PATH ...] [--verdict FILE] [--junit FILE] [--filter TEXT] [--seed N] [--fail-fast] [--jobs N]
-           contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE]
+                                [--sdk-command CMD] [--skip TEXT] [--skip-from FILE] [--list] [--step-timeout-ms N]
+           contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE] [--sdk-command CMD]
            contract-harness mutants [PATH ...] [--verdict FILE] [--filter TEXT] [--step-timeout-ms N] [--jobs N]
            contract-harness vectors [--sdk-command CMD] [--vectors DIR|FILE] [--timeout SECONDS] [--sdk-name NAME] [--verdict FILE]
            contract-harness serve [--port N] [--host ADDR] [--fixtures FILE] [--api-key KEY[:SCOPES]]... [--faults FILE] [--journal FILE] [--admin-token T]
@@ -34,6 +35,13 @@ public enum HarnessCommand {
                        runs in a worker, and one whose worker dies or passes its hard deadline is reported crashed
       --explore        scenarios with an "explore" section are explored (see explore) instead of run once
       --history        the verdict also lists each scenario's whole canonical history
+      --sdk-command CMD  run against an SDK in another process: CMD (through /bin/sh -c) speaks the driver protocol
+                       experimently-driver/1 (Documentation/DriverProtocol.md); the mock answers over loopback TCP
+      --skip TEXT      scenarios whose name or a tag contains TEXT are known failures (repeatable): a failure is
+                       reported as KNOWN and counted as skipped, a pass as FIXED
+      --skip-from FILE known failures, one scenario name a line, # comments
+      --step-timeout-ms N  caps every step's time limit (milliseconds), so known hangs fail fast
+      --list           print the scenarios that would run, with their requirements, and run nothing
       --mutant NAME    run against a deliberately broken SDK variant (see mutants) instead of the SDK, or
                        "none" for the second, faithful implementation
 
@@ -105,6 +113,14 @@ public enum HarnessCommand {
         var mutant: String?
         var jobs = 16
         var history = false
+        /// `--sdk-command`: the adapter of an out-of-process SDK (Documentation/DriverProtocol.md).
+        var sdkCommand: String?
+        /// `--skip`, `--skip-from`: known failures.
+        var known = KnownFailures()
+        /// `--list`: print what would run, run nothing.
+        var list = false
+        /// `--step-timeout-ms`: a cap on every step's time limit, milliseconds.
+        var stepTimeoutCap: Int?
     }
 
     static func parseRun(_ arguments: [String]) throws -> RunOptions {
@@ -129,6 +145,20 @@ public enum HarnessCommand {
             case "--fail-fast": o.failFast = true
             case "--explore": o.explore = true
             case "--history": o.history = true
+            case "--skip":
+                let v = try value(a)
+                guard !v.isEmpty else { throw UsageError("--skip needs a non-empty text") }
+                o.known.patterns.append(v)
+            case "--skip-from": try o.known.load(try value(a))
+            case "--list": o.list = true
+            case "--step-timeout-ms":
+                let v = try value(a)
+                guard let n = Int(v), n > 0 else { throw UsageError("--step-timeout-ms takes a positive whole number of milliseconds, not '\(v)'") }
+                o.stepTimeoutCap = n
+            case "--sdk-command":
+                let v = try value(a)
+                guard !v.trimmingCharacters(in: .whitespaces).isEmpty else { throw UsageError("--sdk-command needs a command") }
+                o.sdkCommand = v
             case "--exhaustive": o.exhaustive = true
             case "--max-schedules":
                 let v = try value(a)
@@ -290,6 +320,7 @@ public enum HarnessCommand {
             if let junit = options.junit { try checkWritable(junit, option: "--junit") }
             files = try discover(options.paths)
             if let m = options.mutant { driver = MutantRun.driver(Defect(rawValue: m)) }
+            if options.sdkCommand != nil && options.mutant != nil { throw UsageError("--sdk-command and --mutant exclude each other") }
         } catch let e as UsageError {
             if e.message.isEmpty { print(usage); return Exit.ok.rawValue }
             writeRefusal("bad usage: \(e.message)", to: verdictPath(in: arguments), junit: rawValue(of: "--junit", in: arguments), driver: driver)
@@ -297,6 +328,16 @@ public enum HarnessCommand {
         } catch {
             writeRefusal("bad usage: \(error)", to: verdictPath(in: arguments), junit: rawValue(of: "--junit", in: arguments), driver: driver)
             return usageError("\(error)")
+        }
+        var external: ProcessSDKDriver?
+        if let command = options.sdkCommand {
+            switch await launchDriver(command) {
+            case .success(let d): external = d; driver = d
+            case .failure(let e):
+                writeRefusal("the SDK adapter cannot be used: \(e)", to: options.verdict, junit: options.junit, driver: driver)
+                FileHandle.standardError.write(Data("contract-harness: the SDK adapter cannot be used: \(e)\n".utf8))
+                return Exit.internalFault.rawValue
+            }
         }
         let startedAt = Date()
         let started = DispatchTime.now()
@@ -312,6 +353,11 @@ public enum HarnessCommand {
         let selected = scenarios.filter { s in
             options.filters.isEmpty || options.filters.contains { f in s.name.contains(f) || s.tags.contains { $0.contains(f) } }
         }
+        if options.list {
+            list(selected, driver: driver, known: options.known)
+            await external?.shutdown()
+            return invalid.isEmpty ? Exit.ok.rawValue : Exit.usage.rawValue
+        }
         let driverForVerdict = driver
         @Sendable func verdict(_ results: [ScenarioResult]) -> Verdict {
             var v = Verdict(harnessVersion: version, sdkName: driverForVerdict.sdkName, sdkVersion: driverForVerdict.sdkVersion, seed: options.seed,
@@ -321,6 +367,7 @@ public enum HarnessCommand {
             return v
         }
         if selected.isEmpty {
+            await external?.shutdown()
             // A mistyped path or filter must not look like a green run.
             let message = "no scenario to run: \(scenarios.count) read from \(files.count) file(s)"
                 + (options.filters.isEmpty ? "" : ", none matching \(options.filters)")
@@ -353,10 +400,10 @@ public enum HarnessCommand {
             tell("interrupted: \(done.count) of \(selected.count) scenarios finished; verdict written to \(options.verdict)")
         }
         defer { sources.forEach { $0.cancel() } }
-        let runner = ScenarioRunner(driver: driver, seed: options.seed)
+        let runner = ScenarioRunner(driver: driver, seed: options.seed, stepTimeoutCap: options.stepTimeoutCap)
         var stop = false
         // Each scenario in a worker process (crash isolation, `--jobs`), unless run as a library.
-        let isolated = workerExecutable(for: originalDriver)
+        let isolated = external == nil ? workerExecutable(for: originalDriver) : nil
         var workerResults: [ScenarioResult]?
         if let executable = isolated {
             let jobs = arguments.contains("--jobs") ? options.jobs : cores
@@ -376,10 +423,12 @@ public enum HarnessCommand {
             } else {
                 r = await runner.run(s)
             }
+            let knownLine = options.known.matches(s) ? options.known.apply(&r) : nil
             progress.append(r)
-            tell(line(for: r))
+            tell(knownLine ?? line(for: r))
             if options.failFast && (r.status == .failed || r.status == .error || r.status == .crashed) { stop = true }
         }
+        await external?.shutdown()
         var final = verdict(workerResults ?? progress.snapshot)
         var problem: String?
         let counts = final.counts
@@ -543,6 +592,15 @@ public enum HarnessCommand {
         // Keys are hidden in everything explore writes: console, schedule file, verdict. The
         // schedule file masks a key everywhere alike (config and fixtures), so it still replays.
         let redactor = SecretRedactor(secrets: secrets)
+        var external: ProcessSDKDriver?
+        if let command = options.sdkCommand {
+            switch await launchDriver(command) {
+            case .success(let d): external = d; driver = d
+            case .failure(let e):
+                FileHandle.standardError.write(Data("contract-harness: the SDK adapter cannot be used: \(e)\n".utf8))
+                return Exit.internalFault.rawValue
+            }
+        }
         let exploreVerdict = arguments.contains("--verdict") ? options.verdict : nil
         let interruptedDriver = driver
         let sources = onInterrupt { sig in
@@ -557,7 +615,8 @@ public enum HarnessCommand {
         let isolation = workerExecutable(for: originalDriver).map { Explorer.Isolation(executable: $0, mutant: options.mutant, slots: cores) }
         let report = await Explorer.explore(root, file: file, settings: settings, seed: options.seed,
                                             runner: ScenarioRunner(driver: driver, seed: options.seed, keepsHistory: false),
-                                            concurrency: options.jobs, isolation: isolation)
+                                            concurrency: options.jobs, isolation: external == nil ? isolation : nil)
+        await external?.shutdown()
         say(String(format: "%d schedules (%@), %d failed, %d infeasible, %.0f schedules/s", report.schedules.count,
                    report.mode, report.failed, report.infeasible, report.schedulesPerSecond)
             + (report.crashed > 0 ? " (\(report.crashed) crashed)" : ""))

@@ -164,8 +164,8 @@ public protocol DriverClient: Sendable {
     /// Performs `operation` and returns its outcome; never throws (errors are outcomes).
     func perform(_ operation: SDKOperation) async -> OperationOutcome
     /// The persisted offline-fallback value for (user, key), kind `"flag"` or `"experiment"`,
-    /// or `nil` when none is stored.
-    func persisted(kind: String, user: String, key: String) -> JSONValue?
+    /// or `nil` when none is stored. Asynchronous: an out-of-process driver asks its adapter.
+    func persisted(kind: String, user: String, key: String) async -> JSONValue?
 }
 
 /// How the runner reaches an SDK: the built-in driver runs the Swift `Experimently` client
@@ -185,4 +185,12 @@ public protocol SDKDriver: Sendable {
     ///
     /// - Throws: when the client cannot be created; the scenario then errors.
     func makeClient(name: String, settings: ClientSettings, store: String?, context: DriverContext) throws -> any DriverClient
+    /// How the clients reach the scenario's mock (default `.inProcess`; see `DriverTransport`).
+    var transport: DriverTransport { get }
+    /// The scenario's clock moved forward (an `advance` step); returns once the SDK has seen it,
+    /// or a problem (the step then fails). Default: nothing to do (in-process clients read the clock).
+    func clockDidAdvance(_ clock: VirtualClock, clients: [any DriverClient], deadlineMilliseconds: Int) async -> String?
+    /// The scenario is over (checks done, mock shut down): release its clients and report what
+    /// the driver saw (a crash, protocol errors, the adapter's standard error). Default: nothing.
+    func scenarioDidEnd(clients: [any DriverClient]) async -> DriverScenarioReport
 }

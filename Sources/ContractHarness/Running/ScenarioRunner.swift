@@ -59,6 +59,8 @@ public struct ScenarioResult: Sendable, Codable {
     /// For `crashed`: how the worker ended (`CrashReport.json`: signal or exit status, deadline,
     /// the last lines of its standard error).
     public var crash: JSONValue?
+    /// An out-of-process SDK's standard error while the scenario ran, kept when it did not pass.
+    public var adapterStderr: [String] = []
 
     /// The first failing check, for the console line.
     public var firstFailure: CheckResult? { checks.first { !$0.passed } }
@@ -89,7 +91,7 @@ public struct ScenarioRunner: Sendable {
     /// Runs one scenario from a fresh state; never throws: problems become the result's status.
     public func run(_ scenario: Scenario) async -> ScenarioResult {
         let started = DispatchTime.now()
-        // Listed and inferred requirements (ScenarioRequirements.swift): a driver without one skips.
+        // Listed and inferred requirements (Scenario/ScenarioRequirements.swift): a driver without one skips.
         let missing = scenario.unmet(by: driver.capabilities)
         if !missing.isEmpty {
             return ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, source: scenario.source,
@@ -108,6 +110,7 @@ public struct ScenarioRunner: Sendable {
                                   reason: "\(error)", smoke: nil, history: [], historyDigest: "")
         }
         var result = await execution.run()
+        await execution.finishDriver(&result)
         result.durationMilliseconds = Self.elapsed(since: started)
         result.infeasible = execution.infeasible
         return result
@@ -144,6 +147,8 @@ final class ScenarioExecution: @unchecked Sendable {
     let recorder: Recorder
     let port: any BackendPort
     let executor: any IdleReporting
+    /// The mock's loopback TCP listeners, one per client, for out-of-process drivers.
+    let listeners: LoopbackListeners?
     /// The store name -> suite name of this run's offline stores (from `StoreSuitePool`).
     let suites: [String: String]
     private let lock = NSLock()
@@ -151,7 +156,7 @@ final class ScenarioExecution: @unchecked Sendable {
     private var order: [String] = []
     private var groups: [String: [String]] = [:]
     private var checks: [CheckResult] = []
-    private var clients: [String: any DriverClient] = [:]
+    private(set) var clients: [String: any DriverClient] = [:]
     private var app: ReferenceApp?
     private var autoLabel = 0
     private var barriers: [String: Int] = [:]
@@ -196,10 +201,12 @@ final class ScenarioExecution: @unchecked Sendable {
             memoryStore = { @Sendable name in memoryStores[name] ?? SharedDefaults(defaults: MemoryDefaults()) }
         }
         let port = self.port
+        let listeners = try Self.listeners(for: driver, port: port, clients: scenario.clients.map(\.name))
+        self.listeners = listeners
         let context = DriverContext(makeSession: { port.session(client: $0) }, clock: clock,
                                     storeSuite: { suites[$0] ?? "experimently-harness-unknown-\($0)" },
                                     memoryStore: memoryStore,
-                                    baseURL: { port.baseURL(client: $0) })
+                                    baseURL: { listeners?.baseURL(client: $0) ?? port.baseURL(client: $0) })
         for c in scenario.clients {
             clients[c.name] = try driver.makeClient(name: c.name, settings: c.settings, store: c.store, context: context)
         }
@@ -372,6 +379,8 @@ final class ScenarioExecution: @unchecked Sendable {
             // The marker goes first: what the advance wakes follows it in the history.
             recorder.record(.marker, name: "advance", detail: .number(seconds))
             clock.advance(by: seconds)
+            if let problem = await driver.clockDidAdvance(clock, clients: Array(clients.values),
+                                                          deadlineMilliseconds: scenario.stepTimeoutMilliseconds) { return problem }
         case .fixtures(let change):
             do { try port.updateFixtures(change) } catch { return "\(error)" }
             recorder.record(.marker, name: "fixtures", detail: .string("\(change)"))
@@ -470,7 +479,8 @@ final class ScenarioExecution: @unchecked Sendable {
         if waiting.isEmpty { return true }
         guard waiting.allSatisfy(\.entered), executor.isIdle else { return false }
         let parked = port.parkedRequests().filter { !$0.answered && !$0.cancelled }
-        if let outstanding = port.outstandingTasks, outstanding != parked.count { return false }
+        if listeners == nil, let outstanding = port.outstandingTasks, outstanding != parked.count { return false }
+        if !adapterSettled(parked) { return false }
         return waiting.allSatisfy { op in
             parked.contains { r in
                 r.client == op.client && r.seq > op.barrier && (op.user == nil || r.users.contains(op.user!))
@@ -560,7 +570,7 @@ final class ScenarioExecution: @unchecked Sendable {
             return problems.isEmpty ? nil : problems.joined(separator: "; ")
         case .persisted(let client, let kind, let user, let key, let present, let value):
             guard let c = clients[client] else { return "no client \(client)" }
-            let stored = c.persisted(kind: kind, user: user, key: key)
+            let stored = await c.persisted(kind: kind, user: user, key: key)
             if present && stored == nil { return "expected a persisted \(kind) '\(key)' for user '\(user)' in \(client)'s store, found none" }
             if !present, let stored { return "expected no persisted \(kind) '\(key)' for user '\(user)' in \(client)'s store, found \(stored)" }
             if let value, let stored, !stored.contains(value) { return "persisted \(kind) '\(key)' for '\(user)': expected \(value), found \(stored)" }

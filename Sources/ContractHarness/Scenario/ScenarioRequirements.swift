@@ -61,6 +61,14 @@ extension Scenario {
             default: break
             }
         }
+        // Every client has a store of its own by default; two clients naming one store are a relaunch.
+        var seen: [[Unicode.Scalar]] = []
+        for (i, client) in clients.enumerated() {
+            guard let store = client.store else { continue }
+            let key = Array(store.unicodeScalars)
+            if seen.contains(key) { need("offline_store", "a store shared by two clients at $.clients[\(i)]") }
+            seen.append(key)
+        }
         return out
     }
 

@@ -53,57 +53,9 @@ enum VectorsSubprocess {
     static func run(_ command: String, input: Data, timeout: Double, outputLimit: Int = 64 << 20,
                     onSpawn: ((pid_t) -> Void)? = nil) throws -> Result {
         let started = DispatchTime.now()
-        var inPipe: [Int32] = [-1, -1], outPipe: [Int32] = [-1, -1], errPipe: [Int32] = [-1, -1]
-        func closeAll() { for fd in inPipe + outPipe + errPipe where fd >= 0 { close(fd) } }
-        guard makePipe(&inPipe), makePipe(&outPipe), makePipe(&errPipe) else {
-            let e = errno
-            closeAll()
-            throw SpawnError(description: "cannot create pipes: \(String(cString: strerror(e)))")
-        }
-
-        #if canImport(Darwin)
-        var actions: posix_spawn_file_actions_t? = nil
-        var attributes: posix_spawnattr_t? = nil
-        #else
-        var actions = posix_spawn_file_actions_t()
-        var attributes = posix_spawnattr_t()
-        #endif
-        posix_spawn_file_actions_init(&actions)
-        posix_spawnattr_init(&attributes)
-        defer {
-            posix_spawn_file_actions_destroy(&actions)
-            posix_spawnattr_destroy(&attributes)
-        }
-        posix_spawn_file_actions_adddup2(&actions, inPipe[0], 0)
-        posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for s in [SIGPIPE, SIGINT, SIGTERM, SIGHUP] { sigaddset(&defaults, s) }
-        var noMask = sigset_t()
-        sigemptyset(&noMask)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setsigmask(&attributes, &noMask)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-
-        let words: [String] = ["/bin/sh", "-c", command]
-        let argv: [UnsafeMutablePointer<CChar>?] = words.map { word in strdup(word) } + [nil]
-        defer { for p in argv { free(p) } }
-        var pid: pid_t = 0
-        #if canImport(Darwin)
-        let environment = _NSGetEnviron()!.pointee
-        #else
-        let environment = environ
-        #endif
-        let spawned = posix_spawn(&pid, "/bin/sh", &actions, &attributes, argv, environment)
-        close(inPipe[0]); inPipe[0] = -1
-        close(outPipe[1]); outPipe[1] = -1
-        close(errPipe[1]); errPipe[1] = -1
-        guard spawned == 0 else {
-            closeAll()
-            throw SpawnError(description: "cannot start /bin/sh: \(String(cString: strerror(spawned)))")
-        }
+        let child = try spawn(command)
+        let pid = child.pid
+        let inPipe = [-1, child.stdin], outPipe = [child.stdout, -1], errPipe = [child.stderr, -1]
         onSpawn?(pid)
         // Writing to a program that closed its standard input must give EPIPE, not kill us.
         signal(SIGPIPE, SIG_IGN)
@@ -164,6 +116,74 @@ enum VectorsSubprocess {
         }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
         return Result(termination: termination!, stdout: out, stderr: err, seconds: seconds)
+    }
+
+    /// A started child: its process id (also its process group id) and the harness's ends of its
+    /// standard input, output and error pipes (close-on-exec, blocking).
+    struct Spawned: Sendable {
+        let pid: pid_t
+        let stdin: Int32
+        let stdout: Int32
+        let stderr: Int32
+    }
+
+    /// Starts `/bin/sh -c command` in a process group of its own, with the default disposition
+    /// of SIGPIPE, SIGINT, SIGTERM and SIGHUP and no blocked signals, wired to three new pipes.
+    ///
+    /// - Throws: ``SpawnError`` when the pipes or the process cannot be created.
+    static func spawn(_ command: String) throws -> Spawned {
+        var inPipe: [Int32] = [-1, -1], outPipe: [Int32] = [-1, -1], errPipe: [Int32] = [-1, -1]
+        func closeAll() { for fd in inPipe + outPipe + errPipe where fd >= 0 { close(fd) } }
+        guard makePipe(&inPipe), makePipe(&outPipe), makePipe(&errPipe) else {
+            let e = errno
+            closeAll()
+            throw SpawnError(description: "cannot create pipes: \(String(cString: strerror(e)))")
+        }
+
+        #if canImport(Darwin)
+        var actions: posix_spawn_file_actions_t? = nil
+        var attributes: posix_spawnattr_t? = nil
+        #else
+        var actions = posix_spawn_file_actions_t()
+        var attributes = posix_spawnattr_t()
+        #endif
+        posix_spawn_file_actions_init(&actions)
+        posix_spawnattr_init(&attributes)
+        defer {
+            posix_spawn_file_actions_destroy(&actions)
+            posix_spawnattr_destroy(&attributes)
+        }
+        posix_spawn_file_actions_adddup2(&actions, inPipe[0], 0)
+        posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for s in [SIGPIPE, SIGINT, SIGTERM, SIGHUP] { sigaddset(&defaults, s) }
+        var noMask = sigset_t()
+        sigemptyset(&noMask)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setsigmask(&attributes, &noMask)
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+
+        let words: [String] = ["/bin/sh", "-c", command]
+        let argv: [UnsafeMutablePointer<CChar>?] = words.map { word in strdup(word) } + [nil]
+        defer { for p in argv { free(p) } }
+        var pid: pid_t = 0
+        #if canImport(Darwin)
+        let environment = _NSGetEnviron()!.pointee
+        #else
+        let environment = environ
+        #endif
+        let spawned = posix_spawn(&pid, "/bin/sh", &actions, &attributes, argv, environment)
+        close(inPipe[0]); inPipe[0] = -1
+        close(outPipe[1]); outPipe[1] = -1
+        close(errPipe[1]); errPipe[1] = -1
+        guard spawned == 0 else {
+            closeAll()
+            throw SpawnError(description: "cannot start /bin/sh: \(String(cString: strerror(spawned)))")
+        }
+        return Spawned(pid: pid, stdin: inPipe[1], stdout: outPipe[0], stderr: errPipe[0])
     }
 
     /// A pipe whose both ends close on `exec` (the child gets its copies through `dup2`).

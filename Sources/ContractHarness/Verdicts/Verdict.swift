@@ -99,6 +99,7 @@ public struct Verdict: Sendable {
         if let reason = r.reason { o["reason"] = .string(reason) }
         if let exploration = r.exploration { o["exploration"] = exploration }
         if let crash = r.crash { o["crash"] = crash }
+        if !r.adapterStderr.isEmpty { o["adapter_stderr"] = .array(r.adapterStderr.map(JSONValue.string)) }
         if history { o["history"] = .array(r.history.map { .string($0.line) }) }
         return .object(o)
     }

@@ -45,8 +45,8 @@ struct LimitedDriver: SDKDriver {
             return await Task.detached { await inner.perform(operation) }.value // cancellation does not reach it
         }
 
-        func persisted(kind: String, user: String, key: String) -> JSONValue? {
-            lacking.contains("offline_store") ? nil : inner.persisted(kind: kind, user: user, key: key)
+        func persisted(kind: String, user: String, key: String) async -> JSONValue? {
+            lacking.contains("offline_store") ? nil : await inner.persisted(kind: kind, user: user, key: key)
         }
     }
 }

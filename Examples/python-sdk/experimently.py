@@ -1,0 +1,443 @@
+"""A small Python client of the Experimently contract (CONTRACT.md sections 1, 3, 4 and 5).
+
+Standard library only. Thread-safe: one lock guards the caches, the in-flight requests and the
+epoch; no lock is held while a request is on the wire. Time comes from an injectable clock
+(`SystemClock` by default; the driver injects a virtual one so TTLs and deadlines follow the
+harness's clock).
+"""
+import http.client
+import json
+import socket
+import threading
+import time
+import urllib.parse
+from datetime import datetime, timezone
+
+VERSION = "0.1.0"
+BATCH_LIMIT = 100
+
+# A deliberately broken variant, to show the harness catches it out of process too:
+# EXPERIMENTLY_EXAMPLE_DEFECT=stale-write-after-clear writes responses that started before a clear.
+DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
+
+# What the calling thread works for (set by a driver), recorded with each virtual deadline.
+CURRENT = threading.local()
+
+# URLError codes as the Swift SDK reports them (CONTRACT.md section 3, networkError).
+TIMED_OUT = -1001
+CANNOT_CONNECT = -1004
+CONNECTION_LOST = -1005
+
+
+class ExperimentationError(Exception):
+    """An SDK error: kind is invalidConfig, networkError, decodingError, flagNotFound,
+    experimentNotFound, serverError or cancelled; status (serverError, 404s) and code (networkError)."""
+
+    def __init__(self, kind, message="", status=None, code=None):
+        super().__init__(message or kind)
+        self.kind, self.message, self.status, self.code = kind, message or kind, status, code
+
+
+class SdkConfig:
+    def __init__(self, base_url="http://localhost:8000", api_key="", timeout=10.0, cache_size=1000,
+                 cache_ttl=300.0, enable_offline_fallback=True):
+        self.base_url, self.api_key, self.timeout = base_url, api_key, timeout
+        self.cache_size, self.cache_ttl, self.enable_offline_fallback = cache_size, cache_ttl, enable_offline_fallback
+
+
+class SystemClock:
+    """Wall time; deadlines are the socket timeout."""
+    virtual = False
+
+    def now(self):
+        return time.time()
+
+
+class OfflineStore:
+    """Persisted successes per (kind, user id, key); shared by clients that name the same store."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._values = {}
+
+    def save(self, kind, user, key, value):
+        with self._lock:
+            self._values[(kind, user, key)] = value
+
+    def load(self, kind, user, key):
+        with self._lock:
+            return self._values.get((kind, user, key))
+
+    def remove(self, kind, user, key):
+        with self._lock:
+            self._values.pop((kind, user, key), None)
+
+    def clear_all(self):
+        with self._lock:
+            self._values.clear()
+
+
+def _quote(text):
+    # Only RFC 3986 unreserved characters stay literal (CONTRACT.md section 1).
+    return urllib.parse.quote(text, safe="")
+
+
+def _timestamp(seconds):
+    dt = datetime.fromtimestamp(seconds, tz=timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (int(round(seconds * 1000)) % 1000)
+
+
+class Flight:
+    """One request shared by every concurrent caller for the same (kind, user, key)."""
+
+    def __init__(self, epoch):
+        self.epoch = epoch
+        # result: ("ok", value) or ("error", ExperimentationError), set before the waiters wake.
+        self.result = None
+        self.waiters = {}           # waiter id -> Waiter
+        self.connection = None      # the live HTTP connection, to abort on cancel/close/deadline
+        self.aborted = None         # why the connection was aborted: "cancelled" or "timeout"
+
+
+class Waiter:
+    """One caller waiting on a flight."""
+
+    def __init__(self, ident):
+        self.id = ident
+        self.event = threading.Event()
+        self.cancelled = False
+
+
+class ExperimentationClient:
+    def __init__(self, config, offline_store=None, clock=None):
+        self.config = config
+        self.store = offline_store if config.enable_offline_fallback else None
+        self.clock = clock or SystemClock()
+        self._lock = threading.Lock()
+        self._caches = {"flag": {}, "experiment": {}}   # (user, key) -> (value, expires_at); insertion order
+        self._flights = {}
+        self._epoch = 0
+        self._next_waiter = 0
+
+    # -- HTTP (CONTRACT.md section 1) --
+
+    def _send(self, method, path, query=None, body=None, flight=None):
+        parsed = urllib.parse.urlsplit(self.config.base_url.rstrip("/"))
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ExperimentationError("invalidConfig", "cannot form a URL from %r" % self.config.base_url)
+        target = (parsed.path or "") + path
+        if query:
+            target += "?" + "&".join("%s=%s" % (_quote(k), _quote(v)) for k, v in sorted(query))
+        timeout = None if getattr(self.clock, "virtual", False) else self.config.timeout
+        cls = http.client.HTTPSConnection if parsed.scheme == "https" else http.client.HTTPConnection
+        conn = cls(parsed.hostname, parsed.port, timeout=timeout)
+        deadline = None
+        if flight is not None:
+            with self._lock:
+                flight.connection = conn
+                if flight.aborted:
+                    raise self._aborted(flight)
+        if getattr(self.clock, "virtual", False):
+            deadline = self.clock.add_deadline(self.config.timeout, lambda: self._abort(flight, conn, "timeout"),
+                                               owner=flight if flight is not None else getattr(CURRENT, "owner", None))
+        headers = {"X-API-Key": self.config.api_key, "Accept": "application/json", "Content-Type": "application/json"}
+        try:
+            conn.request(method, target, body=body, headers=headers)
+            response = conn.getresponse()
+            data = response.read()
+            return response.status, data
+        except socket.timeout:
+            raise ExperimentationError("networkError", "The request timed out.", code=TIMED_OUT)
+        except ConnectionRefusedError as e:
+            raise ExperimentationError("networkError", str(e), code=CANNOT_CONNECT)
+        except (OSError, http.client.HTTPException) as e:
+            if flight is not None and flight.aborted:
+                raise self._aborted(flight)
+            if deadline is not None and deadline.fired:
+                raise ExperimentationError("networkError", "The request timed out.", code=TIMED_OUT)
+            raise ExperimentationError("networkError", "The network connection was lost. (%s)" % type(e).__name__,
+                                       code=CONNECTION_LOST)
+        finally:
+            if deadline is not None:
+                self.clock.remove_deadline(deadline)
+            conn.close()
+
+    @staticmethod
+    def _aborted(flight):
+        if flight.aborted == "timeout":
+            return ExperimentationError("networkError", "The request timed out.", code=TIMED_OUT)
+        return ExperimentationError("cancelled", "The operation was cancelled.")
+
+    def _abort(self, flight, conn, why):
+        if flight is not None:
+            with self._lock:
+                if flight.aborted is None:
+                    flight.aborted = why
+        try:
+            if conn.sock is not None:
+                conn.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    # -- single flight, cache, fallback (CONTRACT.md sections 4 and 5) --
+
+    def _shared(self, kind, user_id, key, fetch, waiter_box=None):
+        ck = (user_id, key)
+        now = self.clock.now()
+        with self._lock:
+            entry = self._caches[kind].get(ck)
+            if entry is not None:
+                if now < entry[1]:
+                    return entry[0]
+                del self._caches[kind][ck]
+            self._next_waiter += 1
+            waiter = Waiter(self._next_waiter)
+            flight = self._flights.get((kind, ck))
+            start = flight is None
+            if start:
+                flight = Flight(self._epoch)
+                self._flights[(kind, ck)] = flight
+            flight.waiters[waiter.id] = waiter
+            if waiter_box is not None:
+                waiter_box.append((self, flight, waiter))
+        if start:
+            threading.Thread(target=self._run_flight, args=(kind, ck, flight, fetch), daemon=True).start()
+        waiter.event.wait()
+        if waiter.cancelled:
+            raise ExperimentationError("cancelled", "The operation was cancelled.")
+        status, value = flight.result
+        if status == "error":
+            raise value
+        return value
+
+    def cancel_waiter(self, flight, waiter):
+        """Cancels one caller (CONTRACT.md section 5.3); the request is aborted when no caller is left."""
+        with self._lock:
+            if flight.waiters.pop(waiter.id, None) is None:
+                return
+            waiter.cancelled = True
+            last = not flight.waiters
+            if last:
+                for k, f in list(self._flights.items()):
+                    if f is flight:
+                        del self._flights[k]
+                if flight.aborted is None:
+                    flight.aborted = "cancelled"
+            conn = flight.connection
+        waiter.event.set()
+        if last and conn is not None:
+            self._abort(flight, conn, "cancelled")
+
+    def _run_flight(self, kind, ck, flight, fetch):
+        user_id, key = ck
+        try:
+            outcome = ("ok", fetch(flight))
+        except ExperimentationError as e:
+            outcome = ("error", e)
+        except Exception as e:  # a bug in this client, reported rather than lost
+            outcome = ("error", ExperimentationError("networkError", repr(e), code=-1))
+        now = self.clock.now()
+        with self._lock:
+            if self._flights.get((kind, ck)) is flight:      # section 5.2
+                del self._flights[(kind, ck)]
+            current = flight.epoch == self._epoch or DEFECT == "stale-write-after-clear"   # section 5.1
+            status, value = outcome
+            if status == "ok":
+                if current:
+                    cache = self._caches[kind]
+                    cache.pop(ck, None)
+                    cache[ck] = (value, now + self.config.cache_ttl)
+                    while len(cache) > max(1, self.config.cache_size):
+                        del cache[next(iter(cache))]
+                    if self.store is not None:
+                        self.store.save(kind, user_id, key, value)
+                result = outcome
+            elif value.kind in ("flagNotFound", "experimentNotFound"):
+                if self.store is not None:
+                    self.store.remove(kind, user_id, key)
+                result = outcome
+            elif value.kind not in ("cancelled", "invalidConfig") and self.store is not None \
+                    and self.store.load(kind, user_id, key) is not None:
+                result = ("ok", self.store.load(kind, user_id, key))
+            else:
+                result = outcome
+            flight.result = result
+            waiters = list(flight.waiters.values())
+            flight.waiters.clear()
+        for w in waiters:
+            w.event.set()
+
+    def evaluate_flag(self, flag_key, user_id, attributes=None, waiter_box=None):
+        def fetch(flight):
+            status, body = self._send("GET", "/api/v1/feature-flags/evaluate/" + _quote(flag_key),
+                                      [("user_id", user_id)], flight=flight)
+            if status == 404:
+                raise ExperimentationError("flagNotFound", "Flag not found: %s" % flag_key, status=404)
+            if not 200 <= status < 300:
+                raise ExperimentationError("serverError", body.decode("utf-8", "replace"), status=status)
+            o = _decode_object(body)
+            k = o.get("key")
+            enabled = o.get("enabled", False)
+            if (k is not None and not isinstance(k, str)) or not isinstance(enabled, bool):
+                raise ExperimentationError("decodingError", "unexpected flag fields")
+            config = o.get("config")
+            return {"key": k or flag_key, "enabled": enabled, "config": config if isinstance(config, dict) else None}
+        return self._shared("flag", user_id, flag_key, fetch, waiter_box)
+
+    def get_assignment(self, experiment_key, user_id, attributes=None, waiter_box=None):
+        def fetch(flight):
+            fields = {"experiment_key": experiment_key, "user_id": user_id}
+            if attributes is not None:
+                fields["context"] = attributes
+            status, body = self._send("POST", "/api/v1/tracking/assign", body=_encode(fields), flight=flight)
+            if status == 404:
+                raise ExperimentationError("experimentNotFound", "Experiment not found: %s" % experiment_key, status=404)
+            if not 200 <= status < 300:
+                raise ExperimentationError("serverError", body.decode("utf-8", "replace"), status=status)
+            o = _decode_object(body)
+            ek, name = o.get("experiment_key"), o.get("variant_name")
+            if not isinstance(ek, str) or not isinstance(name, str):
+                raise ExperimentationError("decodingError", "experiment_key and variant_name are required")
+            uid, vid, config = o.get("user_id"), o.get("variant_id"), o.get("configuration")
+            is_control, assigned = o.get("is_control", False), o.get("assigned", True)
+            return {"experiment_key": ek or experiment_key, "user_id": uid if isinstance(uid, str) and uid else user_id,
+                    "variant_id": vid if isinstance(vid, str) else None, "variant_name": name,
+                    "is_control": is_control if isinstance(is_control, bool) else False,
+                    "configuration": config if isinstance(config, dict) else None,
+                    "assigned": assigned if isinstance(assigned, bool) else True}
+        return self._shared("experiment", user_id, experiment_key, fetch, waiter_box)
+
+    # -- tracking (CONTRACT.md section 4; section 5.4 and 5.5) --
+
+    def _event_json(self, e):
+        o = {"event_type": e.get("event_type") or e["event_name"], "event_name": e["event_name"], "user_id": e["user_id"]}
+        for wire, name in (("experiment_key", "experiment_key"), ("feature_flag_key", "feature_flag_key"), ("value", "value"),
+                           ("metadata", "properties")):
+            if e.get(name) is not None:
+                o[wire] = e[name]
+        if e.get("timestamp") is not None:
+            o["timestamp"] = _timestamp(e["timestamp"])
+        return o
+
+    def _fan_out(self, event):
+        now = self.clock.now()
+        with self._lock:
+            assignments = [k for (u, k), (v, exp) in self._caches["experiment"].items()
+                           if u == event["user_id"] and now < exp and v.get("assigned", True)]
+            flags = [k for (u, k), (v, exp) in self._caches["flag"].items() if u == event["user_id"] and now < exp]
+        out = []
+        for k in assignments:
+            e = dict(event, experiment_key=k, feature_flag_key=None)
+            out.append(e)
+        for k in flags:
+            e = dict(event, experiment_key=None, feature_flag_key=k)
+            out.append(e)
+        return out
+
+    @staticmethod
+    def _keyed(e):
+        return e.get("experiment_key") is not None or e.get("feature_flag_key") is not None
+
+    def track_with_status(self, event):
+        if self._keyed(event):
+            try:
+                status, _ = self._send("POST", "/api/v1/tracking/track", body=_encode(self._event_json(event)))
+            except ExperimentationError:
+                return False
+            return 200 <= status < 300
+        return self._send_batches(self._fan_out(event))
+
+    def track(self, event):
+        self.track_with_status(event)
+
+    def track_batch(self, events):
+        flat = []
+        for e in events:
+            flat.extend([e] if self._keyed(e) else self._fan_out(e))
+        return self._send_batches(flat)
+
+    def _send_batches(self, events):
+        ok = True
+        for start in range(0, len(events), BATCH_LIMIT):
+            chunk = events[start:start + BATCH_LIMIT]
+            try:
+                status, body = self._send("POST", "/api/v1/tracking/batch",
+                                          body=_encode({"events": [self._event_json(e) for e in chunk]}))
+            except ExperimentationError:
+                ok = False
+                continue
+            if not 200 <= status < 300:
+                ok = False
+                continue
+            try:
+                summary = json.loads(body)
+                if isinstance(summary, dict) and isinstance(summary.get("failure_count"), (int, float)) \
+                        and summary["failure_count"] > 0:
+                    ok = False
+            except ValueError:
+                pass
+        return ok
+
+    # -- cache access --
+
+    def get_assignments(self, user_id):
+        now = self.clock.now()
+        with self._lock:
+            return [v for (u, _), (v, exp) in self._caches["experiment"].items() if u == user_id and now < exp]
+
+    def get_evaluated_flags(self, user_id):
+        now = self.clock.now()
+        with self._lock:
+            return [k for (u, k), (_, exp) in self._caches["flag"].items() if u == user_id and now < exp]
+
+    def clear_cache(self):
+        with self._lock:
+            self._detach()
+
+    def clear_offline_cache(self):
+        with self._lock:
+            self._epoch += 1
+            if self.store is not None:
+                self.store.clear_all()
+
+    def close(self):
+        with self._lock:
+            flights = list(self._flights.values())
+            self._detach()
+        for f in flights:
+            with self._lock:
+                f.aborted = f.aborted or "cancelled"
+                conn = f.connection
+                waiters = list(f.waiters.values())
+                f.waiters.clear()
+            for w in waiters:
+                w.cancelled = True
+                w.event.set()
+            if conn is not None:
+                self._abort(f, conn, "cancelled")
+
+    def _detach(self):
+        self._epoch += 1
+        self._caches = {"flag": {}, "experiment": {}}
+        self._flights = {}
+
+
+def hash_user(user_id, flag_key):
+    """CONTRACT.md section 6: LE uint32 of the first 4 bytes of MD5("{u}:{k}") / 2^32."""
+    import hashlib
+    digest = hashlib.md5(("%s:%s" % (user_id, flag_key)).encode("utf-8")).digest()
+    return int.from_bytes(digest[:4], "little") / 4294967296.0
+
+
+def _encode(value):
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _decode_object(body):
+    try:
+        o = json.loads(body)
+    except ValueError as e:
+        raise ExperimentationError("decodingError", "undecodable body: %s" % e)
+    if not isinstance(o, dict):
+        raise ExperimentationError("decodingError", "the body is not a JSON object")
+    return o

@@ -1,0 +1,59 @@
+import Foundation
+import ExperimentlyMock
+
+/// The scenario's mock backend over loopback TCP for out-of-process drivers: one `MockHTTPServer`
+/// per client on an ephemeral port of 127.0.0.1, all serving the same `MockBackend` (same fault
+/// script, holds, releases and clock). The port a request arrives on names its client: its
+/// `Host` header is rewritten to the client's in-process origin before the backend sees it, so
+/// attribution, history and checks are the same as in process.
+final class LoopbackListeners: Sendable {
+    private let servers: [String: MockHTTPServer]
+
+    /// Starts one listener per client in `clients`.
+    ///
+    /// - Parameter canonicalHost: the `Host` value (`host:port`) the in-process transport would
+    ///   send for a client.
+    /// - Throws: `MockHTTPServerError` when a socket cannot be bound (those started are shut down).
+    init(backend: MockBackend, clients: [String], canonicalHost: (String) -> String) throws {
+        var servers: [String: MockHTTPServer] = [:]
+        do {
+            for client in clients {
+                let handler = HostRewriter(backend: backend, host: canonicalHost(client))
+                let server = MockHTTPServer(handler: handler, configuration: .init(shutdownGracePeriod: 1))
+                try server.start()
+                servers[client] = server
+            }
+        } catch {
+            servers.values.forEach { $0.shutdown() }
+            throw error
+        }
+        self.servers = servers
+    }
+
+    /// A scenario that could not start still frees its ports.
+    deinit {
+        for server in servers.values { server.shutdown() }
+    }
+
+    /// The origin (`http://127.0.0.1:PORT`) of `client`'s listener.
+    func baseURL(client: String) -> String? {
+        servers[client]?.baseURL?.absoluteString
+    }
+
+    /// Stops every listener (in-flight answers get the server's grace period).
+    func shutdown() async {
+        for server in servers.values { await server.shutdown() }
+    }
+
+    private struct HostRewriter: MockRequestHandler {
+        let backend: MockBackend
+        let host: String
+
+        func handle(_ request: MockRequest) async -> MockOutcome {
+            var request = request
+            request.headers = request.headers.filter { $0.name.caseInsensitiveCompare("Host") != .orderedSame }
+            request.headers.insert((name: "Host", value: host), at: 0)
+            return await backend.handle(request)
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+
+/// The known failures of a run (`--skip TEXT`, `--skip-from FILE`): such scenarios still run; one
+/// that fails (or errors) is reported as `KNOWN` and counted as skipped with reason
+/// `known failure: ...`, one that passes is reported as `FIXED` so the list can be trimmed.
+struct KnownFailures {
+    /// Texts of `--skip`: a scenario whose name or a tag contains one is a known failure.
+    var patterns: [String] = []
+    /// Names read from `--skip-from` files, with the file each came from.
+    var names: [String: String] = [:]
+
+    var isEmpty: Bool { patterns.isEmpty && names.isEmpty }
+
+    /// Reads a `--skip-from` file: one scenario name a line; `#` starts a comment (the reason);
+    /// blank lines are ignored.
+    ///
+    /// - Throws: `HarnessCommand.UsageError` naming the file when it cannot be read.
+    mutating func load(_ file: String) throws {
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+            throw HarnessCommand.UsageError("--skip-from \(file): cannot read the file")
+        }
+        for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+            let name = line.trimmingCharacters(in: .whitespaces)
+            if !name.isEmpty { names[name] = file }
+        }
+    }
+
+    /// Whether `scenario` is a known failure; compares names by Unicode scalars.
+    func matches(_ scenario: Scenario) -> Bool {
+        if names.keys.contains(where: { Array($0.unicodeScalars) == Array(scenario.name.unicodeScalars) }) { return true }
+        return patterns.contains { p in scenario.name.contains(p) || scenario.tags.contains { $0.contains(p) } }
+    }
+
+    /// Turns a failing known failure into a skipped result; returns the console line.
+    func apply(_ r: inout ScenarioResult) -> String? {
+        switch r.status {
+        case .failed, .error, .crashed:
+            let why = r.firstFailure.map { "\($0.name): \($0.message ?? "")" } ?? r.reason ?? ""
+            r.status = .skipped
+            r.reason = "known failure: " + why
+            return "KNOWN \(r.name): \(why)"
+        case .passed:
+            let source = names.first { Array($0.key.unicodeScalars) == Array(r.name.unicodeScalars) }?.value
+            return "FIXED \(r.name): listed as a known failure but passes now" + (source.map { "; remove it from \($0)" } ?? "; drop its --skip")
+        case .skipped:
+            return nil
+        }
+    }
+}
+
+extension HarnessCommand {
+    /// `--list`: each scenario that would run, with what it needs and, for a driver lacking it,
+    /// that it would be skipped.
+    static func list(_ scenarios: [Scenario], driver: any SDKDriver, known: KnownFailures) {
+        for s in scenarios {
+            let needs = ScenarioRequirements.needed(s).filter { !SDKOperation.allNames.contains($0) }
+            let missing = ScenarioRequirements.missing(s, capabilities: driver.capabilities)
+            var line = s.name + (needs.isEmpty ? "" : "  requires: \(needs.joined(separator: ", "))")
+            if !missing.isEmpty { line += "  [SKIP: lacks \(missing.joined(separator: ", "))]" }
+            if known.matches(s) { line += "  [known failure]" }
+            say(line)
+        }
+        say("\(scenarios.count) scenario(s)")
+    }
+}

@@ -1,0 +1,252 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import ExperimentlyMock
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The adapter side of `experimently-driver/1`: serves an in-process `SDKDriver` on standard
+/// input and output, so any Swift SDK the harness can drive in process can also be driven out of
+/// process (`experimently-driver` serves `SwiftSDKDriver`, the shipping client).
+///
+/// Requests are read on one thread and handled in order: `create_client`, `clock`, `cancel`,
+/// `close_client` take effect before the next request is read; `perform` and `persisted` run as
+/// tasks on one counting executor and answer when done, in any order. Each scope (a scenario run)
+/// has its own `VirtualClock`; a `clock` request moves it and answers once the operations it woke
+/// have finished or suspended again (the executor is idle), so their replies come first. Clients
+/// talk to their `base_url` over real loopback HTTP (`URLSession`); offline stores live in memory,
+/// one per store id. Replies are written whole, one line each, under a lock.
+public final class DriverServer: @unchecked Sendable {
+    // @unchecked Sendable: mutable state lives in `state` (a HarnessLocked); the rest is `let`.
+    private struct Scope {
+        let clock: VirtualClock
+        var clients: Set<String> = []
+    }
+    private struct State {
+        var scopes: [String: Scope] = [:]
+        var clients: [String: (client: any DriverClient, scope: String, session: URLSession, store: String?)] = [:]
+        var stores: [String: SharedDefaults] = [:]
+        var running: [Int: Task<Void, Never>] = [:]
+    }
+
+    private let driver: any SDKDriver
+    private let state = HarnessLocked(State())
+    private let output = NSLock()
+    private let executor: (any IdleReporting)?
+    private let encoder = DriverMessageEncoder()
+    private let decoder = DriverMessageDecoder()
+
+    /// Creates a server for `driver` (the SDK the adapter exposes).
+    public init(driver: any SDKDriver) {
+        self.driver = driver
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
+            executor = OperationExecutor(onIdle: {})
+        } else {
+            executor = nil
+        }
+    }
+
+    /// Serves until `shutdown` or the end of standard input; returns the exit status (0, or 1
+    /// after a line that is not a request, which is answered with an error reply and skipped).
+    public func serve() async -> Int32 {
+        signal(SIGPIPE, SIG_IGN)
+        var status: Int32 = 0
+        for await line in Self.lines(of: 0) {
+            if line.allSatisfy({ $0 == 0x20 || $0 == 0x0D }) { continue }
+            let request: DriverRequest
+            do { request = try decoder.request(line) } catch {
+                status = 1
+                FileHandle.standardError.write(Data("experimently-driver: \(error)\n".utf8))
+                continue
+            }
+            if request.type == .shutdown {
+                await drain()
+                reply(DriverReply(id: request.id, result: .object([:])))
+                return status
+            }
+            await handle(request)
+        }
+        await drain()
+        return status
+    }
+
+    /// The lines (without `\n`) read from `fd` on a thread of their own (a blocking read must not
+    /// hold one of the few cooperative threads), until end of file.
+    static func lines(of fd: Int32) -> AsyncStream<Data> {
+        AsyncStream { continuation in
+            let thread = Thread {
+                var pending = Data()
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                while true {
+                    let n = read(fd, &buffer, buffer.count)
+                    if n < 0 && errno == EINTR { continue }
+                    if n <= 0 { break }
+                    pending.append(contentsOf: buffer[0..<n])
+                    while let newline = pending.firstIndex(of: 0x0A) {
+                        continuation.yield(Data(pending[pending.startIndex..<newline]))
+                        pending = Data(pending[(newline + 1)...])
+                    }
+                }
+                if !pending.isEmpty { continuation.yield(pending) }
+                continuation.finish()
+            }
+            thread.start()
+        }
+    }
+
+    /// Waits (bounded, 2 s) until no operation runs, so the last replies are written before exit.
+    private func drain() async {
+        let tasks = state.withLock { Array($0.running.values) }
+        for t in tasks { t.cancel() }
+        let deadline = DispatchTime.now() + .seconds(2)
+        while !state.withLock({ $0.running.isEmpty }) && DispatchTime.now() < deadline { await Task.yield() }
+    }
+
+    private func reply(_ r: DriverReply) {
+        guard let data = try? encoder.line(r) else { return }
+        output.withLock {
+            data.withUnsafeBytes { raw in
+                var offset = 0
+                while offset < raw.count {
+                    let n = write(1, raw.baseAddress! + offset, raw.count - offset)
+                    if n < 0 { if errno == EINTR { continue }; return }
+                    offset += n
+                }
+            }
+        }
+    }
+
+    private func fail(_ id: Int, _ message: String) { reply(DriverReply(id: id, error: message)) }
+
+    private func handle(_ r: DriverRequest) async {
+        switch r.type {
+        case .hello:
+            let hello = DriverHello(sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, capabilities: driver.capabilities)
+            reply(DriverReply(id: r.id, result: hello.json))
+        case .createClient:
+            createClient(r)
+        case .perform, .persisted:
+            guard let id = r.client, let entry = state.withLock({ $0.clients[id] }) else {
+                return fail(r.id, "\(r.type.rawValue): no client '\(r.client ?? "")' (create_client first)")
+            }
+            let body: @Sendable () async -> Void
+            if r.type == .perform {
+                let op: SDKOperation
+                do { op = try DriverOperation.operation(r.operation ?? .null) } catch { return fail(r.id, "\(error)") }
+                body = { [self] in
+                    let outcome = await entry.client.perform(op)
+                    reply(DriverReply(id: r.id, result: outcome.json))
+                }
+            } else {
+                guard let kind = r.kind, let user = r.user, let key = r.key else {
+                    return fail(r.id, "persisted needs \"kind\", \"user\" and \"key\"")
+                }
+                body = { [self] in
+                    let value = await entry.client.persisted(kind: kind, user: user, key: key)
+                    reply(DriverReply(id: r.id, result: .object(["found": .bool(value != nil), "value": value ?? .null])))
+                }
+            }
+            launch(r.id, body)
+        case .clock:
+            guard let scope = r.scope, let now = r.now, let clock = state.withLock({ $0.scopes[scope]?.clock }) else {
+                return fail(r.id, "clock needs a known \"scope\" and \"now\"")
+            }
+            clock.advance(by: now - clock.now().timeIntervalSince1970)
+            await settle()
+            reply(DriverReply(id: r.id, result: .object(["now": .number(clock.now().timeIntervalSince1970)])))
+        case .cancel:
+            let task = r.target.flatMap { t in state.withLock { $0.running[t] } }
+            task?.cancel()
+            reply(DriverReply(id: r.id, result: .object(["cancelled": .bool(task != nil)])))
+        case .closeClient:
+            guard let id = r.client, let entry = state.withLock({ s in s.clients.removeValue(forKey: id) }) else {
+                return fail(r.id, "close_client: no client '\(r.client ?? "")'")
+            }
+            state.withLock { s in
+                s.scopes[entry.scope]?.clients.remove(id)
+                if s.scopes[entry.scope]?.clients.isEmpty == true {
+                    s.scopes[entry.scope] = nil
+                    let live = Set(s.clients.values.compactMap(\.store))
+                    s.stores = s.stores.filter { live.contains($0.key) }
+                }
+            }
+            entry.session.finishTasksAndInvalidate()
+            reply(DriverReply(id: r.id, result: .object([:])))
+        case .shutdown:
+            break
+        }
+    }
+
+    private func createClient(_ r: DriverRequest) {
+        guard let id = r.client, let scope = r.scope, let settings = r.settings else {
+            return fail(r.id, "create_client needs \"client\", \"scope\" and \"settings\"")
+        }
+        if state.withLock({ $0.clients[id] != nil }) { return fail(r.id, "create_client: client '\(id)' exists") }
+        let clock = state.withLock { s -> VirtualClock in
+            if let c = s.scopes[scope]?.clock { return c }
+            let c = VirtualClock(start: Date(timeIntervalSince1970: r.now ?? 1_700_000_000))
+            s.scopes[scope] = Scope(clock: c)
+            return c
+        }
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        let session = URLSession(configuration: configuration)
+        let stores = state
+        let context = DriverContext(makeSession: { _ in session }, clock: clock,
+                                    storeSuite: { "experimently-driver-\($0)" },
+                                    memoryStore: { name in
+                                        stores.withLock { s in
+                                            if let d = s.stores[name] { return d }
+                                            let d = SharedDefaults(defaults: MemoryDefaults())
+                                            s.stores[name] = d
+                                            return d
+                                        }
+                                    },
+                                    baseURL: { _ in settings.baseURL })
+        do {
+            let client = try driver.makeClient(name: id, settings: settings.clientSettings, store: r.store, context: context)
+            state.withLock { s in
+                s.clients[id] = (client, scope, session, r.store)
+                s.scopes[scope]?.clients.insert(id)
+            }
+            reply(DriverReply(id: r.id, result: .object([:])))
+        } catch {
+            fail(r.id, "create_client: \(error)")
+        }
+    }
+
+    private func launch(_ id: Int, _ body: @escaping @Sendable () async -> Void) {
+        let run: @Sendable () async -> Void = { [self] in
+            await body()
+            _ = state.withLock { $0.running.removeValue(forKey: id) }
+        }
+        state.withLock { s in
+            let task: Task<Void, Never>
+            if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let executor = executor as? OperationExecutor {
+                task = Task(executorPreference: executor, operation: run)
+            } else {
+                task = Task(operation: run)
+            }
+            s.running[id] = task
+        }
+    }
+
+    /// Waits until the operations' executor is idle twice in a row (bounded, 2 s): what a clock
+    /// move woke has finished (its reply written) or suspended again.
+    private func settle() async {
+        guard let executor else { return }
+        let deadline = DispatchTime.now() + .seconds(2)
+        var idleRounds = 0
+        while idleRounds < 2 && DispatchTime.now() < deadline {
+            idleRounds = executor.isIdle ? idleRounds + 1 : 0
+            await Task.yield()
+        }
+    }
+}

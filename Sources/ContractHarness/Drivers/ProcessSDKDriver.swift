@@ -1,0 +1,540 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import ExperimentlyMock
+
+/// A driver for an SDK in another process (any language): starts an adapter command and speaks
+/// `experimently-driver/1` with it (Documentation/DriverProtocol.md); `run --sdk-command CMD`.
+///
+/// The command runs through `/bin/sh -c` in a process group of its own (as `vectors` runs its
+/// adapters); one adapter process serves the whole run, and is started again for the next
+/// scenario when it died. Its clients talk to the mock over loopback TCP (`.loopbackTCP`). Each
+/// scenario run is a scope: its clients get ids `s<N>.<name>`, its stores `s<N>.<store>`, and one
+/// clock that `clockDidAdvance` sets. The adapter's standard error is kept (the last 400 lines)
+/// and quoted in the report of a scenario that fails. A line on its standard output that is not a
+/// reply is a protocol problem quoting the line; its death fails the waiting operations with
+/// error kind `crashed` and the scenario with reason `crashed: ...`; an operation it never answers
+/// meets the runner's step deadline.
+///
+/// Mutable state lives in a `HarnessLocked` box.
+public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
+    // @unchecked Sendable: mutable state is inside `state` (a HarnessLocked); the rest is `let`.
+    /// The adapter command, run through `/bin/sh -c`.
+    public let command: String
+    /// The SDK's name from `hello`.
+    public let sdkName: String
+    /// The SDK's version from `hello`.
+    public let sdkVersion: String
+    /// The capabilities from `hello`.
+    public let capabilities: Set<String>
+    /// Out of process: loopback TCP.
+    public var transport: DriverTransport { .loopbackTCP }
+
+    private struct ScopeInfo {
+        let id: String
+        let connection: DriverConnection
+        let stderrMark: Int
+        let problemMark: Int
+    }
+    private struct State {
+        var connection: DriverConnection
+        var scopes: [ObjectIdentifier: ScopeInfo] = [:]
+        var nextScope = 0
+    }
+    private let state: HarnessLocked<State>
+
+    private init(command: String, connection: DriverConnection, hello: DriverHello) {
+        self.command = command
+        sdkName = hello.sdkName
+        sdkVersion = hello.sdkVersion
+        capabilities = hello.capabilities
+        state = HarnessLocked(State(connection: connection))
+    }
+
+    /// Starts `command` and exchanges `hello`.
+    ///
+    /// - Parameter timeoutSeconds: how long the adapter has to answer `hello`.
+    /// - Throws: `DriverProtocolError` when the adapter cannot be started, dies, prints something
+    ///   that is not the protocol, speaks another version, or does not answer in time (the
+    ///   message quotes the offending line and its standard error).
+    public static func launch(command: String, timeoutSeconds: Double = 10) async throws -> ProcessSDKDriver {
+        let connection = try DriverConnection(command: command)
+        let hello: DriverHello
+        do {
+            hello = try await connection.hello(timeoutSeconds: timeoutSeconds)
+        } catch {
+            await connection.stop()
+            throw error
+        }
+        return ProcessSDKDriver(command: command, connection: connection, hello: hello)
+    }
+
+    /// Sends `shutdown`, waits up to 2 s for the adapter to exit, then kills its process group.
+    public func shutdown() async {
+        await state.withLock { $0.connection }.stop()
+    }
+
+    /// The connection to use now: the current one, or a fresh adapter when it died.
+    private func liveConnection() throws -> DriverConnection {
+        // Under the lock, so concurrent scenarios (explore) start one fresh adapter, not several.
+        try state.withLock { s in
+            guard s.connection.death != nil else { return s.connection }
+            let fresh = try DriverConnection(command: command)
+            fresh.sendHello()
+            s.connection = fresh
+            return fresh
+        }
+    }
+
+    /// Sends `create_client`; the reply is awaited by the client's first request.
+    ///
+    /// - Throws: `DriverProtocolError` when a dead adapter cannot be started again.
+    public func makeClient(name: String, settings: ClientSettings, store: String?, context: DriverContext) throws -> any DriverClient {
+        let key = ObjectIdentifier(context.clock)
+        var scope = state.withLock { $0.scopes[key] }
+        if scope == nil {
+            let connection = try liveConnection()
+            scope = state.withLock { s in
+                s.nextScope += 1
+                let info = ScopeInfo(id: "s\(s.nextScope)", connection: connection, stderrMark: connection.stderrCount,
+                                     problemMark: connection.problemCount)
+                s.scopes[key] = info
+                return info
+            }
+        }
+        let info = scope!
+        var request = DriverRequest(id: 0, type: .createClient)
+        request.client = "\(info.id).\(name)"
+        request.scope = info.id
+        request.settings = DriverClientSettings(settings, baseURL: settings.baseURL ?? context.baseURL(name))
+        request.store = store.map { "\(info.id).\($0)" }
+        request.now = context.clock.now().timeIntervalSince1970
+        let created = info.connection.send(request, scope: info.id)
+        return ProcessDriverClient(id: request.client!, scope: info.id, clockKey: key, connection: info.connection,
+                                   created: created, cancels: capabilities.contains("cancel"))
+    }
+
+    /// Sends `clock` with the scope's new time and waits for the adapter's acknowledgement, which
+    /// comes after the replies of the operations the move completed.
+    public func clockDidAdvance(_ clock: VirtualClock, clients: [any DriverClient], deadlineMilliseconds: Int) async -> String? {
+        guard capabilities.contains("virtual_clock"), let info = state.withLock({ $0.scopes[ObjectIdentifier(clock)] }) else { return nil }
+        var request = DriverRequest(id: 0, type: .clock)
+        request.scope = info.id
+        request.now = clock.now().timeIntervalSince1970
+        switch await info.connection.send(request, scope: info.id).value(deadlineMilliseconds: deadlineMilliseconds) {
+        case .success: return nil
+        case .failure(let f): return "the adapter did not take the clock move: \(f.message)"
+        }
+    }
+
+    /// Closes the scenario's clients on the adapter, gives up on what they never answered, and
+    /// reports a crash, protocol problems and standard error seen since the scenario started.
+    public func scenarioDidEnd(clients: [any DriverClient]) async -> DriverScenarioReport {
+        let mine = clients.compactMap { $0 as? ProcessDriverClient }
+        guard let first = mine.first, let info = state.withLock({ $0.scopes.removeValue(forKey: first.clockKey) }) else {
+            return DriverScenarioReport()
+        }
+        let connection = info.connection
+        if connection.death == nil {
+            for client in mine {
+                var request = DriverRequest(id: 0, type: .closeClient)
+                request.client = client.id
+                _ = await connection.send(request, scope: info.id).value(deadlineMilliseconds: 2000)
+            }
+        }
+        connection.abandon(scope: info.id)
+        return DriverScenarioReport(crash: connection.death, problems: connection.problems(since: info.problemMark),
+                                    stderr: Array(connection.stderr(since: info.stderrMark).suffix(40)))
+    }
+}
+
+/// One client of an out-of-process SDK, as the runner drives it.
+final class ProcessDriverClient: DriverClient, Sendable {
+    /// Operations sent and not answered yet, by request id (quiescence asks for them).
+    private let inFlight = HarnessLocked<[Int: SDKOperation]>([:])
+    /// The operations the adapter is still working on.
+    var pendingOperations: [SDKOperation] { inFlight.withLock { Array($0.values) } }
+    let id: String
+    let scope: String
+    let clockKey: ObjectIdentifier
+    let connection: DriverConnection
+    let created: ReplySlot
+    let cancels: Bool
+
+    init(id: String, scope: String, clockKey: ObjectIdentifier, connection: DriverConnection, created: ReplySlot, cancels: Bool) {
+        self.id = id
+        self.scope = scope
+        self.clockKey = clockKey
+        self.connection = connection
+        self.created = created
+        self.cancels = cancels
+    }
+
+    func perform(_ operation: SDKOperation) async -> OperationOutcome {
+        if case .failure(let f) = await created.value() { return f.outcome(creating: true) }
+        var request = DriverRequest(id: 0, type: .perform)
+        request.client = id
+        request.operation = DriverOperation.json(operation)
+        let slot = connection.send(request, scope: scope)
+        inFlight.withLock { $0[slot.id] = operation }
+        defer { _ = inFlight.withLock { $0.removeValue(forKey: slot.id) } }
+        let result = await withTaskCancellationHandler {
+            await slot.value()
+        } onCancel: { [connection, scope, cancels] in
+            guard cancels else { return }
+            var cancel = DriverRequest(id: 0, type: .cancel)
+            cancel.target = slot.id
+            _ = connection.send(cancel, scope: scope)
+        }
+        switch result {
+        case .success(let json):
+            do { return try DriverOperation.outcome(json) } catch {
+                connection.noteProblem("reply to perform \(operation.name) (request \(slot.id)): \(error)")
+                return .error(kind: "driverError", status: nil, code: nil, message: "\(error)")
+            }
+        case .failure(let f):
+            return f.outcome(creating: false)
+        }
+    }
+
+    func persisted(kind: String, user: String, key: String) async -> JSONValue? {
+        guard case .success = await created.value() else { return nil }
+        var request = DriverRequest(id: 0, type: .persisted)
+        request.client = id
+        request.kind = kind
+        request.user = user
+        request.key = key
+        guard case .success(let json) = await connection.send(request, scope: scope).value() else { return nil }
+        if case .bool(false)? = json["found"] { return nil }
+        return json["value"].flatMap { $0 == .null ? nil : $0 }
+    }
+}
+
+/// Why a request got no result.
+enum SlotFailure: Error, Sendable {
+    /// The adapter answered with `error`.
+    case refused(String)
+    /// The adapter died first.
+    case crashed(String)
+    /// The scenario ended first.
+    case abandoned
+    /// The deadline passed first.
+    case timedOut(Int)
+
+    var message: String {
+        switch self {
+        case .refused(let m): return "the adapter refused: \(m)"
+        case .crashed(let m): return "the adapter crashed: \(m)"
+        case .abandoned: return "the scenario ended before the adapter answered"
+        case .timedOut(let ms): return "no answer within \(ms) ms"
+        }
+    }
+
+    /// The operation outcome the runner records.
+    func outcome(creating: Bool) -> OperationOutcome {
+        switch self {
+        case .crashed(let m): return .error(kind: "crashed", status: nil, code: nil, message: m)
+        default: return .error(kind: "driverError", status: nil, code: nil, message: (creating ? "create_client: " : "") + message)
+        }
+    }
+}
+
+/// One request's reply, filled by the connection's reader; awaited by one or more tasks.
+final class ReplySlot: Sendable {
+    // Sendable: mutable state lives in `box` (a HarnessLocked).
+    let id: Int
+    let scope: String
+    private struct Box {
+        var result: Result<JSONValue, SlotFailure>?
+        var waiters: [CheckedContinuation<Result<JSONValue, SlotFailure>, Never>] = []
+    }
+    private let box = HarnessLocked(Box())
+
+    init(id: Int, scope: String) {
+        self.id = id
+        self.scope = scope
+    }
+
+    /// Sets the result (the first one wins) and wakes the waiters.
+    func resolve(_ result: Result<JSONValue, SlotFailure>) {
+        let waiters = box.withLock { b -> [CheckedContinuation<Result<JSONValue, SlotFailure>, Never>] in
+            guard b.result == nil else { return [] }
+            b.result = result
+            defer { b.waiters.removeAll() }
+            return b.waiters
+        }
+        waiters.forEach { $0.resume(returning: result) }
+    }
+
+    /// The result, once there is one; with a deadline (milliseconds), `.timedOut` after it.
+    func value(deadlineMilliseconds: Int? = nil) async -> Result<JSONValue, SlotFailure> {
+        if let ms = deadlineMilliseconds {
+            let timer = Task { [self] in
+                try? await Task.sleep(nanoseconds: UInt64(ms) * 1_000_000)
+                if !Task.isCancelled { resolve(.failure(.timedOut(ms))) }
+            }
+            defer { timer.cancel() }
+            return await wait()
+        }
+        return await wait()
+    }
+
+    private func wait() async -> Result<JSONValue, SlotFailure> {
+        await withCheckedContinuation { c in
+            let ready = box.withLock { b -> Result<JSONValue, SlotFailure>? in
+                if let r = b.result { return r }
+                b.waiters.append(c)
+                return nil
+            }
+            if let ready { c.resume(returning: ready) }
+        }
+    }
+}
+
+/// One adapter process: its pipes, the requests awaiting replies, its standard error and the
+/// protocol problems seen. Lines are read on two threads of their own; state is in a `HarnessLocked`.
+final class DriverConnection: Sendable {
+    private struct State {
+        var nextID = 0
+        var slots: [Int: ReplySlot] = [:]
+        var death: String?
+        var stderr: [String] = []
+        var stderrDropped = 0
+        var problems: [String] = []
+        var stdinOpen = true
+        var stderrClosed = false
+        /// Requests given up on at the end of their scenario: a late reply to one is no error.
+        var abandoned: Set<Int> = []
+    }
+    private let state = HarnessLocked(State())
+    private let writeLock = NSLock()
+    private let child: VectorsSubprocess.Spawned
+    private let exited = HarnessLocked<Int32?>(nil)
+    let command: String
+
+    /// Starts `command` through `/bin/sh -c` in its own process group.
+    ///
+    /// - Throws: `DriverProtocolError` when it cannot be started.
+    init(command: String) throws {
+        self.command = command
+        do { child = try VectorsSubprocess.spawn(command) } catch {
+            throw DriverProtocolError("cannot start the adapter '\(command)': \(error)")
+        }
+        signal(SIGPIPE, SIG_IGN)
+        let stdoutThread = Thread { [self] in
+            Self.readLines(child.stdout) { [self] line in received(line) }
+            close(child.stdout)
+            ended()
+        }
+        let stderrThread = Thread { [self] in
+            Self.readLines(child.stderr) { [self] line in
+                let text = String(decoding: line, as: UTF8.self)
+                state.withLock { s in
+                    s.stderr.append(text)
+                    if s.stderr.count > 400 { s.stderr.removeFirst(); s.stderrDropped += 1 }
+                }
+            }
+            close(child.stderr)
+            state.withLock { $0.stderrClosed = true }
+        }
+        stdoutThread.start()
+        stderrThread.start()
+    }
+
+    /// Why the adapter is gone (exit status or signal, and its last standard error), or `nil`
+    /// while it runs.
+    var death: String? { state.withLock { $0.death } }
+
+    /// Lines of standard error received so far (also those dropped from the buffer).
+    var stderrCount: Int { state.withLock { $0.stderr.count + $0.stderrDropped } }
+
+    /// Standard error lines from position `mark` on (what is still kept).
+    func stderr(since mark: Int) -> [String] {
+        state.withLock { s in
+            let start = max(0, mark - s.stderrDropped)
+            return start < s.stderr.count ? Array(s.stderr[start...]) : []
+        }
+    }
+
+    /// Protocol problems noted so far.
+    var problemCount: Int { state.withLock { $0.problems.count } }
+
+    /// Protocol problems from position `mark` on.
+    func problems(since mark: Int) -> [String] {
+        state.withLock { s in mark < s.problems.count ? Array(s.problems[mark...]) : [] }
+    }
+
+    /// Records a protocol problem (quoting what was received).
+    func noteProblem(_ text: String) {
+        state.withLock { $0.problems.append(text) }
+    }
+
+    /// Sends `request` with a fresh id and returns the slot its reply fills. A dead adapter's
+    /// slot fails at once with `.crashed`.
+    func send(_ request: DriverRequest, scope: String) -> ReplySlot {
+        var request = request
+        let (slot, death) = state.withLock { s -> (ReplySlot, String?) in
+            s.nextID += 1
+            request.id = s.nextID
+            let slot = ReplySlot(id: s.nextID, scope: scope)
+            if s.death == nil { s.slots[s.nextID] = slot }
+            return (slot, s.death)
+        }
+        if let death { slot.resolve(.failure(.crashed(death))); return slot }
+        guard let line = try? DriverMessageEncoder().line(request) else {
+            slot.resolve(.failure(.refused("the request cannot be encoded")))
+            return slot
+        }
+        let ok = writeLock.withLock { () -> Bool in
+            line.withUnsafeBytes { raw in
+                var offset = 0
+                while offset < raw.count {
+                    let n = write(child.stdin, raw.baseAddress! + offset, raw.count - offset)
+                    if n < 0 { if errno == EINTR { continue }; return false }
+                    offset += n
+                }
+                return true
+            }
+        }
+        if !ok {
+            _ = state.withLock { $0.slots.removeValue(forKey: slot.id) }
+            slot.resolve(.failure(.crashed("writing to its standard input failed: \(String(cString: strerror(errno)))")))
+        }
+        return slot
+    }
+
+    /// Sends `hello` without waiting (a restarted adapter).
+    func sendHello() {
+        var request = DriverRequest(id: 0, type: .hello)
+        request.protocol = DriverWire.version
+        _ = send(request, scope: "")
+    }
+
+    /// Exchanges `hello`.
+    ///
+    /// - Throws: `DriverProtocolError` (see `ProcessSDKDriver.launch`).
+    func hello(timeoutSeconds: Double) async throws -> DriverHello {
+        var request = DriverRequest(id: 0, type: .hello)
+        request.protocol = DriverWire.version
+        let result = await send(request, scope: "").value(deadlineMilliseconds: Int(timeoutSeconds * 1000))
+        let problems = self.problems(since: 0)
+        if let first = problems.first { throw DriverProtocolError("the adapter '\(command)' broke the protocol: \(first)") }
+        switch result {
+        case .failure(let f):
+            let tail = stderr(since: 0).suffix(10).joined(separator: "\n")
+            throw DriverProtocolError("the adapter '\(command)' did not answer hello: \(f.message)"
+                                      + (tail.isEmpty ? "" : "; its standard error:\n\(tail)"))
+        case .success(let json):
+            let hello = try DriverHello(json: json)
+            guard hello.protocolVersion == DriverWire.version else {
+                throw DriverProtocolError("the adapter speaks \(hello.protocolVersion), the harness \(DriverWire.version)")
+            }
+            return hello
+        }
+    }
+
+    /// Fails the slots of `scope` still waiting with `.abandoned`.
+    func abandon(scope: String) {
+        let slots = state.withLock { s -> [ReplySlot] in
+            let mine = s.slots.values.filter { $0.scope == scope }
+            for slot in mine { s.slots[slot.id] = nil; s.abandoned.insert(slot.id) }
+            return mine
+        }
+        slots.forEach { $0.resolve(.failure(.abandoned)) }
+    }
+
+    /// Sends `shutdown`, closes standard input, waits up to 2 s for the exit, then kills the
+    /// process group.
+    func stop() async {
+        if death == nil {
+            var request = DriverRequest(id: 0, type: .shutdown)
+            request.protocol = DriverWire.version
+            _ = await send(request, scope: "").value(deadlineMilliseconds: 2000)
+        }
+        let wasOpen = state.withLock { s -> Bool in defer { s.stdinOpen = false }; return s.stdinOpen }
+        if wasOpen { close(child.stdin) }
+        let deadline = DispatchTime.now() + .seconds(2)
+        while reap() == nil && DispatchTime.now() < deadline { try? await Task.sleep(nanoseconds: 5_000_000) }
+        if reap() == nil {
+            kill(-child.pid, SIGKILL)
+            while reap() == nil { try? await Task.sleep(nanoseconds: 1_000_000) }
+        }
+    }
+
+    /// The wait status once the process has been reaped (non-blocking).
+    private func reap() -> Int32? {
+        exited.withLock { status in
+            if let status { return status }
+            var raw: Int32 = 0
+            if waitpid(child.pid, &raw, WNOHANG) == child.pid { status = raw }
+            return status
+        }
+    }
+
+    private func received(_ line: Data) {
+        if line.allSatisfy({ $0 == 0x20 || $0 == 0x0D }) { return }
+        let reply: DriverReply
+        do { reply = try DriverMessageDecoder().reply(line) } catch {
+            noteProblem("output that is not the protocol: \(DriverMessageDecoder.quote(line))")
+            return
+        }
+        let (found, late) = state.withLock { s in (s.slots.removeValue(forKey: reply.id), s.abandoned.remove(reply.id) != nil) }
+        guard let slot = found else {
+            if !late { noteProblem("a reply to no pending request: \(DriverMessageDecoder.quote(line))") }
+            return
+        }
+        if let error = reply.error {
+            noteProblem("request \(reply.id) refused: \(error)")
+            slot.resolve(.failure(.refused(error)))
+        } else {
+            slot.resolve(.success(reply.result ?? .object([:])))
+        }
+    }
+
+    /// Standard output closed: the adapter is gone (or going); every waiting request fails.
+    private func ended() {
+        let deadline = DispatchTime.now() + .milliseconds(500)
+        var status = reap()
+        // The exit status, and the last of standard error, for the crash report (bounded).
+        while (status == nil || !state.withLock({ $0.stderrClosed })) && DispatchTime.now() < deadline { usleep(2000); status = reap() }
+        let how: String
+        if let status {
+            let signal = status & 0x7f
+            how = signal == 0 ? "exited with status \((status >> 8) & 0xff)" : "was killed by signal \(signal)"
+        } else {
+            how = "closed its standard output"
+        }
+        let slots = state.withLock { s -> [ReplySlot] in
+            let tail = s.stderr.suffix(5).joined(separator: " | ")
+            s.death = "the adapter \(how)" + (tail.isEmpty ? "" : "; its last standard error: \(tail)")
+            defer { s.slots.removeAll() }
+            return Array(s.slots.values)
+        }
+        let death = self.death ?? "the adapter is gone"
+        slots.forEach { $0.resolve(.failure(.crashed(death))) }
+    }
+
+    /// Reads `fd` to its end, calling `body` with each line (without `\n`).
+    static func readLines(_ fd: Int32, _ body: (Data) -> Void) {
+        var pending = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            pending.append(contentsOf: buffer[0..<n])
+            var start = pending.startIndex
+            while let newline = pending[start...].firstIndex(of: 0x0A) {
+                body(Data(pending[start..<newline]))
+                start = newline + 1
+            }
+            pending = Data(pending[start...])
+        }
+        if !pending.isEmpty { body(pending) }
+    }
+}

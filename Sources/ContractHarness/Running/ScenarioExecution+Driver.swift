@@ -1,0 +1,76 @@
+import Foundation
+import ExperimentlyMock
+
+extension ScenarioExecution {
+    /// The mock's loopback listeners when `driver` reaches the mock over TCP, else `nil`.
+    ///
+    /// - Throws: `MockHTTPServerError` when a listener cannot be bound.
+    static func listeners(for driver: any SDKDriver, port: any BackendPort, clients: [String]) throws -> LoopbackListeners? {
+        guard driver.transport == .loopbackTCP, let mock = port as? MockBackendPort else { return nil }
+        return try LoopbackListeners(backend: mock.backend, clients: clients) { client in
+            let origin = URL(string: port.baseURL(client: client))
+            return "\(origin?.host ?? "localhost"):\(origin?.port ?? 80)"
+        }
+    }
+
+    /// For an out-of-process driver: every operation its adapter is still working on has a
+    /// request parked at the mock (of its client, for its user and key when it has them); one
+    /// without a request (a clear, a cache query) is not settled until it is answered. This covers
+    /// operations the reference app makes on its own, which the runner's list does not show.
+    func adapterSettled(_ parked: [RequestRecord]) -> Bool {
+        guard listeners != nil else { return true }
+        for (name, client) in clients {
+            guard let remote = client as? ProcessDriverClient else { continue }
+            for op in remote.pendingOperations {
+                let user = Self.user(of: op)
+                let key = op.cacheKey
+                let needsRequest: Bool
+                switch op {
+                case .evaluateFlag, .getAssignment, .track, .trackWithStatus, .trackBatch: needsRequest = true
+                default: needsRequest = false
+                }
+                guard needsRequest else { return false }
+                let found = parked.contains { r in
+                    r.client == name && (user == nil || r.users.contains(user!))
+                        && (key == nil || (r.key?.kind == key!.kind && r.key?.key == key!.key))
+                }
+                if !found { return false }
+            }
+        }
+        return true
+    }
+
+    /// Tells the driver the scenario is over, stops the listeners, and folds the driver's report
+    /// into `result`: a crash of the adapter makes it `crashed` with reason `crashed: ...` and a
+    /// `crash` object (`reason`, `stderr`), each protocol problem a failed `driver protocol` check, and the
+    /// adapter's standard error is kept when the scenario did not pass.
+    func finishDriver(_ result: inout ScenarioResult) async {
+        let report = await driver.scenarioDidEnd(clients: Array(clients.values))
+        await listeners?.shutdown()
+        for problem in report.problems {
+            result.checks.append(CheckResult(name: "driver protocol", passed: false, message: problem))
+            if result.status == .passed { result.status = .failed }
+        }
+        if let crash = report.crash {
+            result.status = .crashed
+            result.reason = "crashed: \(crash)" + (result.reason.map { "; \($0)" } ?? "")
+            result.crash = .object(["reason": .string("the SDK adapter crashed: \(crash)"),
+                                    "stderr": .array(report.stderr.suffix(20).map(JSONValue.string))])
+        }
+        if result.status != .passed && result.status != .skipped { result.adapterStderr = report.stderr }
+    }
+}
+
+/// What a scenario needs of a driver, as capability names: a view of ``Scenario/requirements``
+/// (listed and inferred, Scenario/ScenarioRequirements.swift) for `--list` and the skip check.
+enum ScenarioRequirements {
+    /// The capabilities `scenario` needs, in a stable order (listed first, then inferred in step order).
+    static func needed(_ scenario: Scenario) -> [String] {
+        scenario.requirements.map(\.capability)
+    }
+
+    /// The capabilities `scenario` needs that `capabilities` lacks.
+    static func missing(_ scenario: Scenario, capabilities: Set<String>) -> [String] {
+        scenario.unmet(by: capabilities).map(\.capability)
+    }
+}

@@ -1,0 +1,152 @@
+import XCTest
+@testable import ContractHarness
+import ExperimentlyMock
+
+/// The driver protocol `experimently-driver/1`: the wire types against a recorded transcript, and
+/// `ProcessSDKDriver` against adapters that break the protocol, crash, or are correct (the Python
+/// example client).
+final class DriverProtocolTests: XCTestCase {
+    /// Lines recorded from a run of `experimently-driver` (harness -> adapter, then adapter -> harness).
+    static let requests = [
+        #"{"id":1,"protocol":"experimently-driver/1","type":"hello"}"#,
+        #"{"client":"s1.main","id":2,"now":1700000000,"scope":"s1","settings":{"api_key":"sdk-contract-key","base_url":"http://127.0.0.1:40000","cache_size":1000,"cache_ttl":300,"offline_fallback":true,"timeout":10},"store":"s1.main","type":"create_client"}"#,
+        #"{"client":"s1.main","id":3,"operation":{"experiment":"sdk_contract_ab","name":"getAssignment","user":{"attributes":{"plan":"pro"},"id":"user-1"}},"type":"perform"}"#,
+        #"{"id":4,"now":1700000300,"scope":"s1","type":"clock"}"#,
+        #"{"id":5,"target":3,"type":"cancel"}"#,
+        #"{"client":"s1.main","id":6,"key":"sdk_contract_ab","kind":"experiment","type":"persisted","user":"user-1"}"#,
+    ]
+    static let replies = [
+        #"{"id":1,"result":{"capabilities":["app","cancel"],"protocol":"experimently-driver/1","sdk":{"name":"ios","version":"1.0.0"}}}"#,
+        #"{"id":3,"result":{"error":"serverError","message":"HTTP 500","status":500}}"#,
+        #"{"error":"no client 's9.main' (create_client first)","id":7}"#,
+    ]
+
+    func testRecordedTranscriptDecodesAndEncodesBackByteForByte() throws {
+        let decoder = DriverMessageDecoder(), encoder = DriverMessageEncoder()
+        for line in Self.requests {
+            let request = try decoder.request(Data(line.utf8))
+            XCTAssertEqual(String(decoding: try encoder.line(request), as: UTF8.self), line + "\n")
+        }
+        for line in Self.replies {
+            let reply = try decoder.reply(Data(line.utf8))
+            XCTAssertEqual(String(decoding: try encoder.line(reply), as: UTF8.self), line + "\n")
+        }
+        let perform = try decoder.request(Data(Self.requests[2].utf8))
+        XCTAssertEqual(try DriverOperation.operation(perform.operation!),
+                       .getAssignment(experiment: "sdk_contract_ab", user: UserSpec(id: "user-1", attributes: .object(["plan": .string("pro")]))))
+        let outcome = try DriverOperation.outcome(try decoder.reply(Data(Self.replies[1].utf8)).result!)
+        XCTAssertEqual(outcome, .error(kind: "serverError", status: 500, code: nil, message: "HTTP 500"))
+        let hello = try DriverHello(json: try decoder.reply(Data(Self.replies[0].utf8)).result!)
+        XCTAssertEqual(hello.sdkName, "ios")
+        XCTAssertEqual(hello.capabilities, ["app", "cancel"])
+    }
+
+    func testEveryOperationRoundTrips() throws {
+        let event = EventSpec(userId: "u", eventName: "e", eventType: "t", experimentKey: "x", featureFlagKey: nil, value: 2.5,
+                              properties: .object(["a": .bool(true)]), timestamp: 1_700_000_000.5)
+        let operations: [SDKOperation] = [
+            .evaluateFlag(flag: "f", user: UserSpec(id: "u")), .getAssignment(experiment: "x", user: UserSpec(id: "u")),
+            .track(event), .trackWithStatus(event), .trackBatch([event, event]), .clearCache, .clearOfflineCache, .close,
+            .getAssignments(user: "u"), .getEvaluatedFlags(user: "u"), .hashUser(user: "u", key: "k"),
+        ]
+        XCTAssertEqual(operations.map(\.name), SDKOperation.allNames)
+        for op in operations { XCTAssertEqual(try DriverOperation.operation(DriverOperation.json(op)), op) }
+        XCTAssertThrowsError(try DriverOperation.operation(.object(["name": .string("evaluateFlag")]))) { error in
+            XCTAssertTrue("\(error)".contains("\"flag\""), "\(error)")
+        }
+    }
+
+    func testOutputThatIsNotTheProtocolIsAnErrorQuotingTheLine() async {
+        do {
+            _ = try await ProcessSDKDriver.launch(command: "echo 'Loading SDK...'; echo oops >&2", timeoutSeconds: 5)
+            XCTFail("an adapter that prints text launched")
+        } catch {
+            XCTAssertTrue("\(error)".contains("Loading SDK..."), "\(error)")
+        }
+    }
+
+    func testAnAdapterThatCrashesMidScenarioMakesItCrashedWithItsStandardError() async throws {
+        let script = FileManager.default.temporaryDirectory.appendingPathComponent("crashing-adapter-\(getpid()).py")
+        try """
+        import json, sys
+        for line in sys.stdin:
+            m = json.loads(line)
+            if m["type"] == "hello":
+                print(json.dumps({"id": m["id"], "result": {"protocol": "experimently-driver/1", "sdk": {"name": "crashy", "version": "0"}, "capabilities": ["evaluateFlag"]}}), flush=True)
+            elif m["type"] == "create_client":
+                print(json.dumps({"id": m["id"], "result": {}}), flush=True)
+            elif m["type"] == "perform":
+                sys.stderr.write("segfault in evaluate_flag\\n"); sys.stderr.flush(); sys.exit(3)
+        """.write(to: script, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: script) }
+        let driver = try await ProcessSDKDriver.launch(command: "python3 \(script.path)")
+        let scenario = try ScenarioParser.parse(Data("""
+        {"format": "experimently-scenario/1", "name": "crash", "description": "an adapter crash", "steps": [
+          {"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "u", "expect": {"value": {"enabled": true}}}]}
+        """.utf8), file: "crash.json")
+        let result = await ScenarioRunner(driver: driver).run(scenario)
+        await driver.shutdown()
+        XCTAssertEqual(result.status, .crashed)
+        XCTAssertTrue(result.reason?.hasPrefix("crashed: the adapter exited with status 3") == true, result.reason ?? "")
+        XCTAssertTrue(result.adapterStderr.contains("segfault in evaluate_flag"), "\(result.adapterStderr)")
+    }
+
+    func testAnAdapterThatNeverAnswersMeetsTheStepDeadlineAndItsStderrIsQuoted() async throws {
+        let script = FileManager.default.temporaryDirectory.appendingPathComponent("silent-adapter-\(getpid()).py")
+        try """
+        import json, sys
+        for line in sys.stdin:
+            m = json.loads(line)
+            if m["type"] == "hello":
+                print(json.dumps({"id": m["id"], "result": {"protocol": "experimently-driver/1", "sdk": {"name": "silent", "version": "0"}, "capabilities": ["evaluateFlag"]}}), flush=True)
+            elif m["type"] in ("create_client", "close_client", "shutdown"):
+                print(json.dumps({"id": m["id"], "result": {}}), flush=True)
+                if m["type"] == "shutdown": sys.exit(0)
+            elif m["type"] == "perform":
+                sys.stderr.write("deadlock in evaluate_flag\\n"); sys.stderr.flush()
+        """.write(to: script, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: script) }
+        let driver = try await ProcessSDKDriver.launch(command: "python3 \(script.path)")
+        let scenario = try ScenarioParser.parse(Data("""
+        {"format": "experimently-scenario/1", "name": "hang", "description": "an adapter that never answers", "checks": ["single_flight"], "steps": [
+          {"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "u"}]}
+        """.utf8), file: "hang.json")
+        let result = await ScenarioRunner(driver: driver, stepTimeoutCap: 300).run(scenario)
+        await driver.shutdown()
+        XCTAssertEqual(result.status, .failed)
+        XCTAssertTrue(result.firstFailure?.message?.contains("did not finish within 300 ms") == true, "\(result.checks)")
+        XCTAssertTrue(result.adapterStderr.contains("deadlock in evaluate_flag"), "\(result.adapterStderr)")
+    }
+
+    func testThePythonExamplePassesScenariosAndSkipsNaming() async throws {
+        let driverPath = Repository.root.appendingPathComponent("Examples/python-sdk/driver.py").path
+        let driver = try await ProcessSDKDriver.launch(command: "python3 '\(driverPath)'")
+        XCTAssertEqual(driver.sdkName, "python-example")
+        for name in ["contract-smoke", "s4-single-flight-50-concurrent-flag-calls", "defect-1-stale-write-after-clearcache"] {
+            let file = Repository.root.appendingPathComponent("scenarios/\(name).json").path
+            let scenario = try ScenarioParser.parse(Data(contentsOf: URL(fileURLWithPath: file)), file: file)
+            let result = await ScenarioRunner(driver: driver).run(scenario)
+            XCTAssertEqual(result.status, .passed, "\(name): \(result.firstFailure?.message ?? result.reason ?? "")")
+        }
+        await driver.shutdown()
+    }
+
+    func testABrokenPythonClientIsCaughtOutOfProcess() async throws {
+        let driverPath = Repository.root.appendingPathComponent("Examples/python-sdk/driver.py").path
+        let driver = try await ProcessSDKDriver.launch(command: "EXPERIMENTLY_EXAMPLE_DEFECT=stale-write-after-clear python3 '\(driverPath)'")
+        let file = Repository.root.appendingPathComponent("scenarios/defect-1-stale-write-after-clearcache.json").path
+        let scenario = try ScenarioParser.parse(Data(contentsOf: URL(fileURLWithPath: file)), file: file)
+        let result = await ScenarioRunner(driver: driver).run(scenario)
+        await driver.shutdown()
+        XCTAssertEqual(result.status, .failed, "the stale write went unnoticed")
+    }
+
+    func testMissingCapabilitiesSkipNamingThem() throws {
+        let scenario = try ScenarioParser.parse(Data("""
+        {"format": "experimently-scenario/1", "name": "clock", "description": "clock and cancel", "checks": ["single_flight"], "steps": [
+          {"do": "evaluateFlag", "flag": "f", "user": "u", "async": true, "as": "a"}, {"advance": 5}, {"cancel": "a"}]}
+        """.utf8), file: "clock.json")
+        XCTAssertEqual(ScenarioRequirements.missing(scenario, capabilities: ["evaluateFlag"]), ["virtual_clock", "cancel"])
+        XCTAssertEqual(ScenarioRequirements.missing(scenario, capabilities: ["virtual_clock", "cancel"]), ["evaluateFlag"])
+    }
+}
