@@ -94,16 +94,17 @@ enum Checks {
     /// to a request received after the client's last clear is cached for the TTL; `clearCache` and
     /// `close` empty it; `clearOfflineCache` keeps it but counts as a clear for requests in flight.
     struct CacheModel {
-        struct Entry { var value: JSONValue; var expires: Double; var order: Int }
-        var flags: [String: [String: Entry]] = [:]        // user -> key -> entry
+        struct Entry { var key: String; var value: JSONValue; var expires: Double; var order: Int }
+        // Keyed by `Checks.exact` spellings: identity is compared by Unicode scalars (CONTRACT.md section 4).
+        var flags: [String: [String: Entry]] = [:]        // exact user -> exact key -> entry
         var assignments: [String: [String: Entry]] = [:]
         var counter = 0
 
         mutating func clear() { flags.removeAll(); assignments.removeAll() }
 
         func keys(_ table: [String: [String: Entry]], user: String, at time: Double, filter: (JSONValue) -> Bool = { _ in true }) -> [String] {
-            (table[user] ?? [:]).filter { $0.value.expires > time && filter($0.value.value) }
-                .sorted { $0.value.order < $1.value.order }.map(\.key)
+            (table[Checks.exact(user)] ?? [:]).filter { $0.value.expires > time && filter($0.value.value) }
+                .sorted { $0.value.order < $1.value.order }.map(\.value.key)
         }
     }
 
@@ -133,9 +134,9 @@ enum Checks {
                       epochAtReceipt[r.seq] == epochs[client, default: 0], let value = r.response else { break }
                 var model = models[client, default: CacheModel()]
                 model.counter += 1
-                let entry = CacheModel.Entry(value: value, expires: e.time + (ttl[client] ?? 300), order: model.counter)
-                if key.kind == "flag" { model.flags[user, default: [:]][key.key] = entry }
-                else { model.assignments[user, default: [:]][key.key] = entry }
+                let entry = CacheModel.Entry(key: key.key, value: value, expires: e.time + (ttl[client] ?? 300), order: model.counter)
+                if key.kind == "flag" { model.flags[exact(user), default: [:]][exact(key.key)] = entry }
+                else { model.assignments[exact(user), default: [:]][exact(key.key)] = entry }
                 models[client] = model
             default: break
             }
@@ -148,28 +149,36 @@ enum Checks {
     static func cacheMatchesModel(_ c: CheckContext) async -> [(String, [String])] {
         let models = replayCaches(c) { _, _ in }
         let end = c.history.last?.time ?? 0
-        var users = Set<String>()
-        for (_, r) in c.requests { users.formUnion(r.users) }
+        var usersByScalars: [String: String] = [:]   // exact spelling -> the id
+        for (_, r) in c.requests { for u in r.users { usersByScalars[exact(u)] = u } }
+        let users = usersByScalars.keys.sorted().map { usersByScalars[$0]! }
         var problems: [(String, [String])] = []
         for client in c.scenario.clients.map(\.name) {
             guard let driverClient = c.clients[client] else { continue }
             let model = models[client] ?? CacheModel()
-            for user in users.sorted() {
+            for user in users {
                 let wantA = model.keys(model.assignments, user: user, at: end)
                 let wantF = model.keys(model.flags, user: user, at: end)
                 let gotA = await ScenarioExecution.query(driverClient, .getAssignments(user: user)).map(assignmentKeys) ?? []
                 let gotF = await ScenarioExecution.query(driverClient, .getEvaluatedFlags(user: user)).map(strings) ?? []
-                if wantA != gotA {
+                if wantA.map(exact) != gotA.map(exact) {
                     problems.append(("client '\(client)' caches assignments \(gotA) for user '\(user)'; the history supports \(wantA)",
                                      relevant(c, user: user)))
                 }
-                if wantF != gotF {
+                if wantF.map(exact) != gotF.map(exact) {
                     problems.append(("client '\(client)' caches flags \(gotF) for user '\(user)'; the history supports \(wantF)",
                                      relevant(c, user: user)))
                 }
             }
         }
         return problems
+    }
+
+    /// `text` as a string that is equal to another only when their Unicode scalars are: the
+    /// scalars' hexadecimal values, for dictionary keys and comparisons of identity data
+    /// (Swift `String` equality is canonical equivalence; CONTRACT.md section 4).
+    static func exact(_ text: String) -> String {
+        text.unicodeScalars.map { String($0.value, radix: 16) }.joined(separator: ".")
     }
 
     static func relevant(_ c: CheckContext, user: String) -> [String] {
@@ -192,70 +201,66 @@ enum Checks {
 
     /// Each unkeyed event becomes one `/batch` entry per cached `assigned:true` assignment of its
     /// user, then one per cached flag, in insertion order, each with exactly one key; `trackBatch`
-    /// sends keyed events as they are and chunks of 100 in order.
+    /// sends keyed events as they are and chunks of 100 in order. Concurrent operations' batches
+    /// are attributed exactly (`Attribution`): the check fails only when no assignment of the
+    /// batches to the operations running when they were sent satisfies every operation.
     static func fanOut(_ c: CheckContext, sizesOnly: Bool) -> [(String, [String])] {
         var problems: [(String, [String])] = []
-        var expectations: [String: (invoke: HistoryEvent, expected: [String])] = [:]
+        var expectations: [(invoke: HistoryEvent, expected: [Attribution.Entry])] = []
         _ = replayCaches(c) { e, models in
-            guard e.kind == .invoke, let client = e.client, let label = e.label,
+            guard e.kind == .invoke, e.client != nil, e.label != nil,
                   ["track", "trackWithStatus", "trackBatch"].contains(e.name ?? "") else { return }
-            let model = models[client] ?? CacheModel()
+            let model = models[e.client!] ?? CacheModel()
             let events: [JSONValue] = e.name == "trackBatch" ? { if case .array(let a)? = e.detail { return a } else { return [] } }() : [e.detail ?? .null]
-            var expected: [String] = []
+            var expected: [Attribution.Entry] = []
             for event in events {
                 guard case .string(let user)? = event["user"], case .string(let name)? = event["name"] else { continue }
-                if event["experiment"] != nil || event["flag"] != nil {
+                var experiment: String?, flag: String?
+                if case .string(let x)? = event["experiment"] { experiment = x }
+                if case .string(let x)? = event["flag"] { flag = x }
+                if experiment != nil || flag != nil {
                     if e.name != "trackBatch" { return }   // a keyed track goes to /track, not fan-out
-                    expected.append(entry(name: name, experiment: event["experiment"], flag: event["flag"]))
+                    expected.append(Attribution.Entry(user: user, name: name, experiment: experiment, flag: flag))
                     continue
                 }
                 expected += model.keys(model.assignments, user: user, at: e.time, filter: { $0["assigned"] != .bool(false) })
-                    .map { entry(name: name, experiment: .string($0), flag: nil) }
-                expected += model.keys(model.flags, user: user, at: e.time).map { entry(name: name, experiment: nil, flag: .string($0)) }
+                    .map { Attribution.Entry(user: user, name: name, experiment: $0, flag: nil) }
+                expected += model.keys(model.flags, user: user, at: e.time).map { Attribution.Entry(user: user, name: name, experiment: nil, flag: $0) }
             }
-            expectations[label] = (e, expected)
+            expectations.append((e, expected))
         }
         let completes = Dictionary(c.history.filter { $0.kind == .complete }.compactMap { e in e.label.map { ($0, e.index) } }, uniquingKeysWith: { a, _ in a })
         // Tracking requests happen only while a tracking operation (or an app event) runs: an
         // SDK that sends events nobody asked for (an exposure for a fallback, say) is caught here.
         let windows = c.history.filter { $0.kind == .invoke && ["track", "trackWithStatus", "trackBatch", "app.event"].contains($0.name ?? "") }
             .map { (client: $0.client, from: $0.index, to: $0.label.flatMap { completes[$0] } ?? Int.max) }
-        for (event, record) in c.requests where ["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains(record.path) {
+        for (event, record) in c.requests where record.path == "/api/v1/tracking/track" {
             if !windows.contains(where: { $0.client == record.client && $0.from < event.index && event.index < $0.to }) {
                 problems.append(("a tracking request no operation asked for: \(record.summary)", c.slice(around: [event.index], radius: 3)))
             }
         }
-        for (label, item) in expectations.sorted(by: { $0.value.invoke.index < $1.value.invoke.index }) {
-            guard let end = completes[label] else { continue }
-            let batches = c.requests.filter { $0.event.index > item.invoke.index && $0.event.index < end
-                && $0.record.client == item.invoke.client && $0.record.path == "/api/v1/tracking/batch" }.map(\.record)
-            let sizes = batches.map(\.events.count)
-            let wantSizes = stride(from: 0, to: item.expected.count, by: 100).map { min(100, item.expected.count - $0) }
-            if sizes != wantSizes {
-                problems.append(("\(label) (\(item.invoke.name ?? "")) should send batches of \(wantSizes) for \(item.expected.count) entries, sent \(sizes)",
-                                 c.slice(around: [item.invoke.index, end], radius: 0).suffix(12).map { $0 }))
-                continue
+        // Every /batch belongs to exactly one fan-out operation (or lies inside an app event,
+        // whose batches no model predicts); CONTRACT.md section 4.
+        let operations = expectations.map { item in
+            Attribution.Operation(label: item.invoke.label!, name: item.invoke.name ?? "", client: item.invoke.client,
+                                  from: item.invoke.index, to: completes[item.invoke.label!] ?? Int.max,
+                                  expected: stride(from: 0, to: item.expected.count, by: 100).map { Array(item.expected[$0..<min($0 + 100, item.expected.count)]) })
+        }
+        let batches = c.requests.filter { $0.record.path == "/api/v1/tracking/batch" }.map { event, record in
+            Attribution.Request(seq: record.seq, index: event.index, client: record.client, entries: record.events.compactMap { Attribution.Entry(wire: $0) })
+        }
+        let absorbers = c.history.filter { $0.kind == .invoke && $0.name == "app.event" }
+            .map { Attribution.Window(client: $0.client, from: $0.index, to: $0.label.flatMap { completes[$0] } ?? Int.max) }
+        switch Attribution.solve(operations: operations, requests: batches, absorbers: absorbers, mode: sizesOnly ? .sizes : .entries) {
+        case .attributed: break
+        case .unattributable(let reasons):
+            for reason in reasons {
+                problems.append((reason.message, c.slice(around: reason.indices, radius: 0).suffix(12).map { $0 }))
             }
-            if sizesOnly { continue }
-            let got = batches.flatMap(\.events).map { entry(name: $0["event_name"], experiment: $0["experiment_key"], flag: $0["feature_flag_key"]) }
-            if got != item.expected {
-                problems.append(("\(label) fanned out to \(got), expected \(item.expected)",
-                                 c.slice(around: [item.invoke.index, end], radius: 0).suffix(12).map { $0 }))
-            }
+        case .undecided(let states):
+            problems.append(("could not attribute \(batches.count) batches to \(operations.count) tracking operations within \(states) search states; split the scenario", []))
         }
         return problems
-    }
-
-    static func entry(name: String, experiment: JSONValue?, flag: JSONValue?) -> String {
-        var s = name
-        if case .string(let e)? = experiment { s += " experiment=\(e)" }
-        if case .string(let f)? = flag { s += " flag=\(f)" }
-        return s
-    }
-
-    static func entry(name: JSONValue?, experiment: JSONValue?, flag: JSONValue?) -> String {
-        if case .string(let n)? = name { return entry(name: n, experiment: experiment, flag: flag) }
-        return entry(name: "?", experiment: experiment, flag: flag)
     }
 
     // MARK: single flight
