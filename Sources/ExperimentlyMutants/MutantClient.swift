@@ -86,7 +86,10 @@ public final class MutantClient: @unchecked Sendable {
     }
 
     private func cacheKey(_ kind: String, _ user: String, _ key: String) -> String {
-        has(.collidingCacheKey) ? "\(kind)|\(user):\(key)" : "\(kind)|\(user.utf8.count)|\(user)|\(key)"
+        // Keys compare by Unicode scalars (CONTRACT.md section 4): the scalars' values, never the
+        // String (whose hashing is canonical equivalence).
+        func scalars(_ s: String) -> String { s.unicodeScalars.map { String($0.value, radix: 16) }.joined(separator: ".") }
+        return has(.collidingCacheKey) ? "\(kind)|\(scalars(user + ":" + key))" : "\(kind)|\(scalars(user))|\(scalars(key))"
     }
 
     // MARK: Public surface
@@ -188,7 +191,7 @@ public final class MutantClient: @unchecked Sendable {
     private func entries(user: String, includeExpired: Bool) -> [Entry] {
         let now = clock.now()
         return locked { s in
-            s.entries.values.filter { $0.user == user && (includeExpired || $0.expires > now) }.sorted { $0.order < $1.order }
+            s.entries.values.filter { $0.user.unicodeScalars.elementsEqual(user.unicodeScalars) && (includeExpired || $0.expires > now) }.sorted { $0.order < $1.order }
         }
     }
 
@@ -448,7 +451,7 @@ public final class MutantClient: @unchecked Sendable {
     private func fanOut(_ event: TrackEvent) -> [TrackEvent] {
         let now = clock.now()
         let all = locked { s in s.entries.values.sorted { $0.order < $1.order } }
-        let mine = all.filter { (has(.fanOutToOtherUsers) || $0.user == event.userId) && (has(.fanOutToExpired) || $0.expires > now) }
+        let mine = all.filter { (has(.fanOutToOtherUsers) || $0.user.unicodeScalars.elementsEqual(event.userId.unicodeScalars)) && (has(.fanOutToExpired) || $0.expires > now) }
         let assignments = mine.compactMap { e -> TrackEvent? in
             guard case .assignment(let a) = e.value, a.assigned || has(.fanOutToIneligible) else { return nil }
             return event.attributed(experimentKey: e.key)

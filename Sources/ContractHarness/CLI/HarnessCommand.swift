@@ -18,6 +18,7 @@ public enum HarnessCommand {
            contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE]
            contract-harness mutants [PATH ...] [--verdict FILE] [--filter TEXT] [--step-timeout-ms N]
            contract-harness vectors [--sdk-command CMD] [--vectors DIR|FILE] [--timeout SECONDS] [--sdk-name NAME] [--verdict FILE]
+           contract-harness generate [--seed S] [--count N] [--from I] [--sdk shipping|faithful|both] [--out DIR] [--write] [--ids equivalent|plain]
            contract-harness serve [--port N] [--host ADDR] [--fixtures FILE] [--api-key KEY] [--faults FILE] [--journal FILE]
            contract-harness --help | --version
 
@@ -71,6 +72,8 @@ public enum HarnessCommand {
             return await VectorsCommand.main(Array(arguments.dropFirst()))
         case "serve":
             return await ServeCommand.main(Array(arguments.dropFirst()))
+        case "generate":
+            return await GenerateCommand.main(Array(arguments.dropFirst()))
         default:
             return usageError("unknown command '\(command)'")
         }

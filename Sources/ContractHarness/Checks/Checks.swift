@@ -59,7 +59,7 @@ enum Checks {
         var problems: [(String, [String])] = []
         func observe(user: String, experiment: String, value: JSONValue, index: Int) {
             guard value["assigned"] != .bool(false), case .string(let variant)? = value["variant_name"] else { return }
-            let key = "\(user)\u{0}\(experiment)"
+            let key = "\(exact(user))\u{0}\(exact(experiment))"   // identity by Unicode scalars
             if let first = seen[key], first.variant != variant {
                 problems.append(("user '\(user)' got variant '\(first.variant)' then '\(variant)' in experiment '\(experiment)'",
                                  c.slice(around: [first.index, index], radius: 1)))
@@ -281,7 +281,7 @@ enum Checks {
                 if let client = e.client { epochs[client, default: 0] += 1 }
             case .request:
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
-                let id = "\(client)\u{0}\(user)\u{0}\(key.kind)\u{0}\(key.key)"
+                let id = "\(client)\u{0}\(exact(user))\u{0}\(key.kind)\u{0}\(exact(key.key))"   // identity by Unicode scalars
                 if let first = open[id], first.epoch == epochs[client, default: 0], !cancelled.contains(first.seq) {
                     problems.append(("client '\(client)' sent a second request for \(key.kind) '\(key.key)' of user '\(user)' while request #\(first.seq) was in flight",
                                      c.slice(around: [first.index, e.index], radius: 0).suffix(12).map { $0 }))
@@ -290,7 +290,7 @@ enum Checks {
                 }
             case .response:
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
-                let id = "\(client)\u{0}\(user)\u{0}\(key.kind)\u{0}\(key.key)"
+                let id = "\(client)\u{0}\(exact(user))\u{0}\(key.kind)\u{0}\(exact(key.key))"
                 if open[id]?.seq == r.seq { open[id] = nil }
             default: break
             }
@@ -303,15 +303,25 @@ enum Checks {
     /// A 404 answer gives `flagNotFound`/`experimentNotFound`, never a value, and deletes the
     /// persisted entry; any other failure gives the value persisted for that same user and key in
     /// the client's store, or an error when none is.
+    ///
+    /// An operation's answer may come from any request for its (client, user, key) settled while
+    /// it ran (its own, or a flight it joined; after a clear a newer request for the same key can
+    /// settle first): the operation passes when one of those requests explains its outcome
+    /// (issue 11 section 3), and a failure names every candidate request. Identity data is
+    /// compared by Unicode scalars.
     static func offlineFallback(_ c: CheckContext) -> [(String, [String])] {
         let storeOf = Dictionary(c.scenario.clients.map { ($0.name, $0.store) }, uniquingKeysWith: { a, _ in a })
         let fallbackOn = Dictionary(c.scenario.clients.map { ($0.name, $0.settings.offlineFallback) }, uniquingKeysWith: { a, _ in a })
-        var persisted: [String: JSONValue] = [:]   // store \0 kind \0 user \0 key
+        var persisted: [String: JSONValue] = [:]   // store \0 kind \0 exact user \0 exact key
         var epochs: [String: Int] = [:]
         var epochAtReceipt: [Int: Int] = [:]
-        var lastAttempt: [String: (record: RequestRecord, index: Int)] = [:]   // client \0 kind \0 user \0 key
+        // client \0 kind \0 exact user \0 exact key -> every settled attempt, in order
+        var attempts: [String: [(record: RequestRecord, index: Int)]] = [:]
         var invokes: [String: HistoryEvent] = [:]
         var problems: [(String, [String])] = []
+        func id(_ prefix: String, _ kind: String, _ user: String, _ key: String) -> String {
+            "\(prefix)\u{0}\(kind)\u{0}\(exact(user))\u{0}\(exact(key))"
+        }
         for e in c.history {
             switch e.kind {
             case .invoke:
@@ -330,17 +340,17 @@ enum Checks {
                     // The client gave up on it (deadline, cancellation): its outcome is decided
                     // without an answer, so the attempt counts from now.
                     if r.cancelled, let key = r.key, let user = r.users.first {
-                        lastAttempt["\(client)\u{0}\(key.kind)\u{0}\(user)\u{0}\(key.key)"] = (r, e.index)
+                        attempts[id(client, key.kind, user, key.key), default: []].append((r, e.index))
                     }
                 }
             case .response:
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
-                lastAttempt["\(client)\u{0}\(key.kind)\u{0}\(user)\u{0}\(key.key)"] = (r, e.index)
+                attempts[id(client, key.kind, user, key.key), default: []].append((r, e.index))
                 guard fallbackOn[client] == true, let store = storeOf[client] ?? nil,
                       epochAtReceipt[r.seq] == epochs[client, default: 0] else { continue }
-                let id = "\(store)\u{0}\(key.kind)\u{0}\(user)\u{0}\(key.key)"
-                if r.succeeded, !r.cancelled, let value = r.response { persisted[id] = value }
-                if r.status == 404 { persisted[id] = nil }
+                let pid = id(store, key.kind, user, key.key)
+                if r.succeeded, !r.cancelled, let value = r.response { persisted[pid] = value }
+                if r.status == 404 { persisted[pid] = nil }
             case .complete:
                 guard let label = e.label, let invoke = invokes[label], let client = invoke.client,
                       ["evaluateFlag", "getAssignment"].contains(invoke.name ?? ""), let outcome = e.outcome else { continue }
@@ -352,36 +362,55 @@ enum Checks {
                 case .object(let u)?: if case .string(let id)? = u["id"] { user = id } else { continue }
                 default: continue
                 }
-                guard let attempt = lastAttempt["\(client)\u{0}\(kind)\u{0}\(user)\u{0}\(key)"], attempt.index > invoke.index
-                        || (attempt.index < e.index && attempt.index > invoke.index) else { continue }
                 if case .string("cancelled")? = outcome["error"] { continue }
-                let where_ = c.slice(around: [attempt.index, e.index], radius: 1)
-                if attempt.record.status == 404 {
-                    let want = kind == "flag" ? "flagNotFound" : "experimentNotFound"
-                    if outcome["error"] != .string(want) {
-                        problems.append(("\(label): the backend answered 404 but the SDK gave \(outcome) instead of \(want)", where_))
-                    }
-                } else if !attempt.record.succeeded || attempt.record.cancelled {
-                    let stored = (storeOf[client] ?? nil).flatMap { persisted["\($0)\u{0}\(kind)\u{0}\(user)\u{0}\(key)"] }
-                    if fallbackOn[client] != true || stored == nil {
-                        if outcome["value"] != nil {
-                            problems.append(("\(label): the request failed (\(attempt.record.status.map(String.init) ?? "no answer")) and nothing is persisted for user '\(user)' and \(kind) '\(key)', yet the SDK returned \(outcome["value"]!)", where_))
-                        } else if outcome["error"] == .string("flagNotFound") || outcome["error"] == .string("experimentNotFound") {
-                            problems.append(("\(label): a \(attempt.record.status.map(String.init) ?? "transport") failure was reported as not found", where_))
-                        }
-                    } else if let stored, let value = outcome["value"] {
-                        let field = kind == "flag" ? "enabled" : "variant_name"
-                        if value[field] != stored[field] {
-                            problems.append(("\(label): fallback for user '\(user)' gave \(field) \(value[field] ?? .null), persisted is \(stored[field] ?? .null)", where_))
-                        }
-                    } else {
-                        problems.append(("\(label): the request failed (\(attempt.record.status.map(String.init) ?? "no answer")) and a value is persisted for user '\(user)', but the SDK gave \(outcome)", where_))
-                    }
+                // The candidates: every attempt for (client, user, key) settled while it ran.
+                let candidates = (attempts[id(client, kind, user, key)] ?? []).filter { $0.index > invoke.index && $0.index < e.index }
+                guard !candidates.isEmpty else { continue }
+                let stored = (storeOf[client] ?? nil).flatMap { persisted[id($0, kind, user, key)] }
+                let explanations = candidates.map { attempt in
+                    fallbackProblem(label: label, kind: kind, user: user, key: key, record: attempt.record, outcome: outcome,
+                                    stored: fallbackOn[client] == true ? stored : nil)
                 }
+                if explanations.contains(where: { $0 == nil }) { continue }
+                var message = explanations.last!!
+                if candidates.count > 1 {
+                    message += " (nor does any other request settled while it ran explain it: "
+                        + candidates.dropLast().map { "#\($0.record.seq) \($0.record.status.map(String.init) ?? "no answer")" }.joined(separator: ", ") + ")"
+                }
+                problems.append((message, c.slice(around: candidates.map(\.index) + [invoke.index, e.index], radius: 0).suffix(12).map { $0 }))
             default: break
             }
         }
         return problems
+    }
+
+    /// What is wrong with `outcome` if `record` is the request that decided it, or `nil` when it
+    /// is explained (CONTRACT.md section 4, offline fallback).
+    static func fallbackProblem(label: String, kind: String, user: String, key: String, record: RequestRecord,
+                                outcome: JSONValue, stored: JSONValue?) -> String? {
+        let who = "user '\(Attribution.show(user))' and \(kind) '\(Attribution.show(key))'"
+        if record.status == 404, !record.cancelled {
+            let want = kind == "flag" ? "flagNotFound" : "experimentNotFound"
+            return outcome["error"] == .string(want) ? nil
+                : "\(label): the backend answered 404 (request #\(record.seq)) but the SDK gave \(outcome) instead of \(want) (CONTRACT.md section 4: never a stale value on 404)"
+        }
+        if record.succeeded, !record.cancelled { return nil }   // a 2xx answer is judged by the other checks
+        let failure = record.status.map(String.init) ?? "no answer"
+        guard let stored else {
+            if let value = outcome["value"] {
+                return "\(label): the request failed (#\(record.seq): \(failure)) and nothing is persisted for \(who), yet the SDK returned \(value) (CONTRACT.md section 4: never another user's or a stale value)"
+            }
+            if outcome["error"] == .string("flagNotFound") || outcome["error"] == .string("experimentNotFound") {
+                return "\(label): a \(record.status.map(String.init) ?? "transport") failure (#\(record.seq)) was reported as not found (CONTRACT.md section 4)"
+            }
+            return nil
+        }
+        guard let value = outcome["value"] else {
+            return "\(label): the request failed (#\(record.seq): \(failure)) and a value is persisted for \(who), but the SDK gave \(outcome) (CONTRACT.md section 4: offline fallback)"
+        }
+        let field = kind == "flag" ? "enabled" : "variant_name"
+        return value[field] == stored[field] ? nil
+            : "\(label): fallback for \(who) gave \(field) \(value[field] ?? .null), persisted is \(stored[field] ?? .null) (CONTRACT.md section 4)"
     }
 
     // MARK: the app pattern (CONTRACT.md section 8)
