@@ -77,7 +77,7 @@ public final class MutantClient: @unchecked Sendable {
         self.clock = clock
     }
 
-    private func has(_ d: Defect) -> Bool { defect == d }
+    private func has(_ d: Defect) -> Bool { defect?.includes.contains(d) ?? false }
 
     private func locked<R>(_ body: (inout State) -> R) -> R {
         lock.lock()
@@ -146,7 +146,7 @@ public final class MutantClient: @unchecked Sendable {
             }
             s.epoch += 1
             s.entries.removeAll()
-            s.shared.removeAll()
+            if !self.has(.clearKeepsInFlight) { s.shared.removeAll() }
         }
     }
 
@@ -239,7 +239,7 @@ public final class MutantClient: @unchecked Sendable {
                 shared.expected -= 1
                 guard shared.expected == 0 else { return (c, nil) }
                 if s.shared[k] === shared { s.shared[k] = nil }
-                return (c, shared.task)
+                return (c, self.has(.cancelKeepsRequest) ? nil : shared.task)
             }
             task?.cancel()
             c?.resume(throwing: ExperimentationError.cancelled)

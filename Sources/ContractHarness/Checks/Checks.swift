@@ -162,11 +162,11 @@ enum Checks {
                 let gotA = await ScenarioExecution.query(driverClient, .getAssignments(user: user)).map(assignmentKeys) ?? []
                 let gotF = await ScenarioExecution.query(driverClient, .getEvaluatedFlags(user: user)).map(strings) ?? []
                 if wantA.map(exact) != gotA.map(exact) {
-                    problems.append(("client '\(client)' caches assignments \(gotA) for user '\(user)'; the history supports \(wantA)",
+                    problems.append(("client '\(client)' caches assignments \(gotA) for user '\(Attribution.show(user))'; the history supports \(wantA)" + cacheRule(want: wantA, got: gotA),
                                      relevant(c, user: user)))
                 }
                 if wantF.map(exact) != gotF.map(exact) {
-                    problems.append(("client '\(client)' caches flags \(gotF) for user '\(user)'; the history supports \(wantF)",
+                    problems.append(("client '\(client)' caches flags \(gotF) for user '\(Attribution.show(user))'; the history supports \(wantF)" + cacheRule(want: wantF, got: gotF),
                                      relevant(c, user: user)))
                 }
             }
@@ -179,6 +179,16 @@ enum Checks {
     /// (Swift `String` equality is canonical equivalence; CONTRACT.md section 4).
     static func exact(_ text: String) -> String {
         text.unicodeScalars.map { String($0.value, radix: 16) }.joined(separator: ".")
+    }
+
+    /// The rule a cache mismatch breaks: an entry the history does not support (CONTRACT.md
+    /// section 5 defect 1, or a failure cached, section 4), or a success lost (section 4).
+    static func cacheRule(want: [String], got: [String]) -> String {
+        let wanted = Set(want.map(exact))
+        if got.contains(where: { !wanted.contains(exact($0)) }) {
+            return " (CONTRACT.md section 5, defect 1: a response to a request sent before a clear is never cached; section 4: failures are never cached)"
+        }
+        return " (CONTRACT.md section 4: every success is cached for the TTL, in insertion order)"
     }
 
     static func relevant(_ c: CheckContext, user: String) -> [String] {
@@ -270,6 +280,7 @@ enum Checks {
     /// one up (cancelled it: its own deadline, every waiter cancelled).
     static func singleFlight(_ c: CheckContext) -> [(String, [String])] {
         var open: [String: (seq: Int, index: Int, epoch: Int)] = [:]
+        var staleAnswers: [String: (seq: Int, index: Int)] = [:]   // an older request answered while a newer one was open
         var epochs: [String: Int] = [:]
         var problems: [(String, [String])] = []
         let cancelled = Set(c.requests.filter { $0.record.cancelled }.map(\.record.seq))
@@ -283,7 +294,13 @@ enum Checks {
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
                 let id = "\(client)\u{0}\(exact(user))\u{0}\(key.kind)\u{0}\(exact(key.key))"   // identity by Unicode scalars
                 if let first = open[id], first.epoch == epochs[client, default: 0], !cancelled.contains(first.seq) {
-                    problems.append(("client '\(client)' sent a second request for \(key.kind) '\(key.key)' of user '\(user)' while request #\(first.seq) was in flight",
+                    let rule: String
+                    if let stale = staleAnswers[id], stale.index > first.index {
+                        rule = "; request #\(stale.seq), sent before the clear, was answered in between and the SDK forgot #\(first.seq) (CONTRACT.md section 5, defect 2: finishing an old request must never remove a newer one)"
+                    } else {
+                        rule = " (CONTRACT.md section 4: single flight)"
+                    }
+                    problems.append(("client '\(client)' sent a second request for \(key.kind) '\(Attribution.show(key.key))' of user '\(Attribution.show(user))' while request #\(first.seq) was in flight" + rule,
                                      c.slice(around: [first.index, e.index], radius: 0).suffix(12).map { $0 }))
                 } else {
                     open[id] = (r.seq, e.index, epochs[client, default: 0])
@@ -291,7 +308,7 @@ enum Checks {
             case .response:
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
                 let id = "\(client)\u{0}\(exact(user))\u{0}\(key.kind)\u{0}\(exact(key.key))"
-                if open[id]?.seq == r.seq { open[id] = nil }
+                if open[id]?.seq == r.seq { open[id] = nil } else if open[id] != nil { staleAnswers[id] = (r.seq, e.index) }
             default: break
             }
         }

@@ -262,7 +262,8 @@ final class ScenarioExecution: @unchecked Sendable {
 
     func fail(_ name: String, _ message: String, history: [String]? = nil) {
         let slice = history ?? Array(currentHistory().suffix(12).map(\.line))
-        lock.withLock { checks.append(CheckResult(name: name, passed: false, message: message, history: slice)) }
+        let text = name.hasPrefix("step ") ? Self.naming(message, source: scenario.source) : message
+        lock.withLock { checks.append(CheckResult(name: name, passed: false, message: text, history: slice)) }
     }
 
     func pass(_ name: String) {
@@ -372,7 +373,7 @@ final class ScenarioExecution: @unchecked Sendable {
     @discardableResult
     func quiesce(step: String) async -> String? {
         let ok = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in quiescent() }
-        return ok ? nil : "not quiescent after \(scenario.stepTimeoutMilliseconds) ms: \(describePending())"
+        return ok ? nil : diagnoseHang() ?? "not quiescent after \(scenario.stepTimeoutMilliseconds) ms: \(describePending())"
     }
 
     /// Waits for every operation of `group`, then checks `expect` against each outcome.
@@ -385,7 +386,7 @@ final class ScenarioExecution: @unchecked Sendable {
             lock.withLock { labels.allSatisfy { ops[$0]?.outcome != nil } }
         }
         guard done else {
-            return "operation '\(group)' did not finish within \(scenario.stepTimeoutMilliseconds) ms; pending: \(describePending())"
+            return diagnoseHang() ?? "operation '\(group)' did not finish within \(scenario.stepTimeoutMilliseconds) ms; pending: \(describePending())"
         }
         if let expect {
             let outcomes = lock.withLock { labels.map { ($0, ops[$0]!.outcome!) } }
