@@ -148,7 +148,13 @@ enum Checks {
     /// a clear, no failure cached, nothing lost.
     static func cacheMatchesModel(_ c: CheckContext) async -> [(String, [String])] {
         let models = replayCaches(c) { _, _ in }
-        let end = c.history.last?.time ?? 0
+        // The caches are queried now: after the last event and after the last clock step (an
+        // `advance` marker is recorded at the time it starts from).
+        let end = c.history.reduce(0.0) { latest, e in
+            var t = e.time
+            if e.kind == .marker, e.name == "advance", case .number(let seconds)? = e.detail { t += seconds }
+            return max(latest, t)
+        }
         var usersByScalars: [String: String] = [:]   // exact spelling -> the id
         for (_, r) in c.requests { for u in r.users { usersByScalars[exact(u)] = u } }
         let users = usersByScalars.keys.sorted().map { usersByScalars[$0]! }
