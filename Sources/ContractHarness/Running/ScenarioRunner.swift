@@ -447,8 +447,10 @@ final class ScenarioExecution: @unchecked Sendable {
         if let outstanding = port.outstandingTasks, outstanding != parked.count { return false }
         return waiting.allSatisfy { op in
             parked.contains { r in
-                r.client == op.client && r.seq > op.barrier && (op.user == nil || r.users.contains(op.user!))
-                    && (op.key == nil || (r.key?.kind == op.key!.kind && r.key?.key == op.key!.key))
+                // Identity by Unicode scalars: NFC and NFD spellings are two users (CONTRACT.md section 4).
+                r.client == op.client && r.seq > op.barrier
+                    && (op.user == nil || r.users.contains { $0.unicodeScalars.elementsEqual(op.user!.unicodeScalars) })
+                    && (op.key == nil || (r.key?.kind == op.key!.kind && r.key?.key.unicodeScalars.elementsEqual(op.key!.key.unicodeScalars) == true))
             }
         }
     }
