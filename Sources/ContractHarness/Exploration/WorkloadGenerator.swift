@@ -10,7 +10,8 @@ import ExperimentlyMock
 /// experiments (one whose targeting answers `assigned:false`), two flags, and 8 to 30 steps:
 /// `evaluateFlag`, `getAssignment` (sometimes `times` copies), keyed and unkeyed `track` /
 /// `trackWithStatus`, `trackBatch` of 1 to 150 events, `clearCache`, `clearOfflineCache`, clock
-/// steps, holds released in random order with the natural answer or a failure (503, 500, 429,
+/// steps, and in 40% of workloads reference-app steps (login, logout, refresh, display, event,
+/// report_state) on an `app` client of their own, holds released in random order with the natural answer or a failure (503, 500, 429,
 /// 404). Every operation is started async and awaited later, and only once nothing it waits on is
 /// still held. A request is held only when the generator knows it will be sent: the first call for
 /// a (client, user, key) since the client's last clear, a keyed track, a keyed `trackBatch`
@@ -87,6 +88,7 @@ public struct WorkloadGenerator: Sendable {
         var released: Set<String> = []
         var counter = 0
         var advanced = 0.0
+        var hasApp = false
 
         mutating func label(_ prefix: String) -> String { counter += 1; return "\(prefix)\(counter)" }
 
@@ -106,10 +108,16 @@ public struct WorkloadGenerator: Sendable {
             let sharedStore = twoClients && random.chance(40)
             var clientsJSON: [String: JSONValue] = [:]
             for c in clients { clientsJSON[c] = .object(["store": .string(sharedStore ? "s1" : "s-\(c)")]) }
+            // Some workloads also drive the reference app (CONTRACT.md section 8) on a client of
+            // its own, whose identities no hold matches, so its steps always finish.
+            hasApp = random.chance(40)
+            if hasApp { clientsJSON["app"] = .object(["store": .string("s-app")]) }
             let length = 8 + random.int(23)
             for _ in 0..<length { step() }
             finish()
-            return .object([
+            var checks = ["fan_out", "batch_chunking", "single_flight", "no_stale_write", "stickiness", "offline_fallback"]
+            if hasApp { checks += ["exposure_after_display", "no_stale_after_logout"] }
+            var top: [String: JSONValue] = [
                 "format": .string("experimently-scenario/1"),
                 "name": .string(name),
                 "description": .string("A generated concurrent workload (WorkloadGenerator): random operations, holds released in random order, clears and clock steps; only the named checks judge it."),
@@ -118,11 +126,30 @@ public struct WorkloadGenerator: Sendable {
                 "config": .object(["timeout": .number(1000)]),
                 "clients": .object(clientsJSON),
                 "steps": .array(steps),
-                "checks": .array(["fan_out", "batch_chunking", "single_flight", "no_stale_write", "stickiness", "offline_fallback"].map(JSONValue.string)),
-            ])
+                "checks": .array(checks.map(JSONValue.string)),
+            ]
+            if hasApp {
+                top["app"] = .object(["client": .string("app"), "flag": .string(random.pick(WorkloadGenerator.flags)),
+                                      "experiment": .string("exp_ab"), "user": .string("app-1")])
+            }
+            return .object(top)
+        }
+
+        mutating func appStep() {
+            var step: [String: JSONValue] = [:]
+            switch random.int(6) {
+            case 0: step = ["app": .string("login"), "user": .string(random.pick(["app-1", "app-2"]))]
+            case 1: step = ["app": .string("logout")]
+            case 2: step = ["app": .string("refresh")]
+            case 3: step = ["app": .string("display")]
+            case 4: step = ["app": .string("event"), "name": .string("Report Previewed")]
+            default: step = ["app": .string("report_state")]
+            }
+            steps.append(.object(step))
         }
 
         mutating func step() {
+            if hasApp && random.chance(20) { return appStep() }
             let client = random.pick(clients)
             switch random.int(100) {
             case 0..<22: lookup(client, kind: "experiment")
