@@ -1,5 +1,6 @@
 import Foundation
 import ExperimentlyMock
+import ExperimentlyMutants
 
 /// `contract-harness generate`: random concurrent workloads (`WorkloadGenerator`) run in-process
 /// against the shipping SDK and the faithful variant; any named-check failure is printed with its
@@ -10,7 +11,8 @@ enum GenerateCommand {
       --seed S     the generator's seed (default 1); scenario i depends only on S and i
       --count N    how many scenarios (default 100)
       --from I     the first index (default 0)
-      --sdk WHICH  shipping (the Experimently SDK), faithful (ExperimentlyMutants, no defect) or both (default)
+      --sdk WHICH  shipping (the Experimently SDK), faithful (ExperimentlyMutants, no defect), both (default),
+                   or a broken variant's name (how many workloads catch it)
       --out DIR    where failing scenarios are written (default generated/); with --write every scenario
       --ids WHICH  equivalent (default): users include NFC and NFD \u{E9}; plain: five ASCII ids
       --write      write every generated scenario file, run or not (with --count, --seed, --from)
@@ -39,7 +41,9 @@ enum GenerateCommand {
                     if a == "--count" { count = n } else { from = n }
                 case "--sdk":
                     let v = try cursor.value(for: a)
-                    guard ["shipping", "faithful", "both"].contains(v) else { throw HarnessCommand.UsageError("--sdk takes shipping, faithful or both, not '\(v)'") }
+                    guard ["shipping", "faithful", "both"].contains(v) || Defect(rawValue: v) != nil else {
+                        throw HarnessCommand.UsageError("--sdk takes shipping, faithful, both or a broken variant (\(Defect.allCases.map(\.rawValue).joined(separator: ", "))), not '\(v)'")
+                    }
                     sdk = v
                 case "--ids":
                     let v = try cursor.value(for: a)
@@ -71,8 +75,12 @@ enum GenerateCommand {
         }
         let started = DispatchTime.now()
         var drivers: [(String, any SDKDriver)] = []
-        if sdk != "faithful" { drivers.append(("shipping", SwiftSDKDriver())) }
-        if sdk != "shipping" { drivers.append(("faithful", MutantRun.driver(nil))) }
+        if let defect = Defect(rawValue: sdk) {
+            drivers.append((defect.rawValue, MutantRun.driver(defect)))
+        } else {
+            if sdk != "faithful" { drivers.append(("shipping", SwiftSDKDriver())) }
+            if sdk != "shipping" { drivers.append(("faithful", MutantRun.driver(nil))) }
+        }
         var lines: [String] = []
         var failures = 0
         for (name, driver) in drivers {

@@ -48,6 +48,10 @@ public enum HarnessCommand {
              and the share caught; exit 0 when every variant is caught and the faithful one passes everything.
       --step-timeout-ms N  caps each step's time limit (default 1500) so hanging variants fail fast
 
+    generate Generates seeded random concurrent workloads (operations, holds released in random order, clears, clock
+             steps, several clients and users) and runs them in-process against the shipping SDK and the faithful
+             variant: no named check may fail. `contract-harness generate --help` lists its options.
+
     exit status: 0 all passed, 1 a check failed, 64 bad usage or a malformed scenario file, 70 an internal fault
     """
 
