@@ -57,6 +57,17 @@ enum Attribution {
         }
     }
 
+    /// Where an expected entry may stand: entries of one `group` (one event's cached assignments,
+    /// or its cached flags) were written into the cache in an order the history fixes only where
+    /// one write window (`lo`...`hi`, history indices) ends before the other begins.
+    struct Rank: Equatable, Sendable {
+        let group: Int
+        let lo: Int
+        let hi: Int
+        /// Whether an entry of rank `self` surely comes before one of rank `other`.
+        func surelyBefore(_ other: Rank) -> Bool { group < other.group || (group == other.group && hi < other.lo) }
+    }
+
     /// An operation whose requests are searched for.
     struct Operation: Sendable {
         /// The operation's label (for messages).
@@ -71,6 +82,8 @@ enum Attribution {
         let to: Int
         /// The requests it must send, in order, each as its list of entries.
         let expected: [[Entry]]
+        /// For each expected entry, its rank (`nil`: the order of `expected` is exact).
+        var ranks: [[Rank]]? = nil
 
         /// Whether the operation finished, so every expected request must have been found.
         var completed: Bool { to != Int.max }
@@ -125,8 +138,24 @@ enum Attribution {
         o.client == r.client && o.from < r.index && r.index < o.to
     }
 
-    static func matches(_ r: Request, _ want: [Entry], _ mode: Mode) -> Bool {
-        mode == .sizes ? r.entries.count == want.count : r.entries == want
+    static func matches(_ r: Request, _ want: [Entry], _ mode: Mode, ranks: [Rank]? = nil) -> Bool {
+        if mode == .sizes { return r.entries.count == want.count }
+        guard let ranks, ranks.count == want.count else { return r.entries == want }
+        guard r.entries.count == want.count else { return false }
+        // Each sent entry takes an equal expected one that no unused expected entry surely precedes.
+        var used = [Bool](repeating: false, count: want.count)
+        for got in r.entries {
+            let free = want.indices.filter { i in
+                !used[i] && want[i] == got && !want.indices.contains { k in !used[k] && k != i && ranks[k].surelyBefore(ranks[i]) }
+            }
+            guard let pick = free.min(by: { (ranks[$0].group, ranks[$0].lo) < (ranks[$1].group, ranks[$1].lo) }) else { return false }
+            used[pick] = true
+        }
+        return true
+    }
+
+    static func matches(_ r: Request, _ o: Operation, chunk k: Int, _ mode: Mode) -> Bool {
+        matches(r, o.expected[k], mode, ranks: o.ranks?[k])
     }
 
     /// Finds an assignment of `requests` to `operations` satisfying every completed operation
@@ -155,7 +184,7 @@ enum Attribution {
             states += 1
             if states > budget { exhausted = true; return false }
             let r = reqs[p]
-            for (i, o) in ops.enumerated() where progress[i] < o.expected.count && running(o, r) && matches(r, o.expected[progress[i]], mode) {
+            for (i, o) in ops.enumerated() where progress[i] < o.expected.count && running(o, r) && matches(r, o, chunk: progress[i], mode) {
                 progress[i] += 1
                 choice[p] = i
                 if search(p + 1) { return true }
@@ -187,7 +216,7 @@ enum Attribution {
             if runningOps.isEmpty {
                 reasons.append(Reason(message: "batch #\(r.seq) (\(r.entries.count) entries: \(r.entries)) was sent while no tracking operation of client '\(r.client ?? "?")' ran",
                                       indices: [r.index]))
-            } else if !runningOps.contains(where: { o in o.expected.contains { matches(r, $0, mode) } }) {
+            } else if !runningOps.contains(where: { o in o.expected.indices.contains { matches(r, o, chunk: $0, mode) } }) {
                 let what = mode == .sizes ? "\(r.entries.count) entries" : "\(r.entries)"
                 reasons.append(Reason(message: "batch #\(r.seq) (\(what)) is no batch that \(runningOps.map(\.label).joined(separator: ", ")) should send (CONTRACT.md section 4)",
                                       indices: [r.index]))
@@ -197,7 +226,7 @@ enum Attribution {
             let window = reqs.filter { running(o, $0) }
             // Greedy in order is exact for one operation alone: take the first match of each expected request.
             var k = 0
-            for r in window where k < o.expected.count && matches(r, o.expected[k], mode) { k += 1 }
+            for r in window where k < o.expected.count && matches(r, o, chunk: k, mode) { k += 1 }
             if k == o.expected.count { continue }
             let want = o.expected.map(\.count)
             let sent = window.map(\.entries.count)

@@ -94,13 +94,31 @@ enum Checks {
     /// to a request received after the client's last clear is cached for the TTL; `clearCache` and
     /// `close` empty it; `clearOfflineCache` keeps it but counts as a clear for requests in flight.
     struct CacheModel {
-        struct Entry { var key: String; var value: JSONValue; var expires: Double; var order: Int }
+        /// A cached value; the SDK wrote it somewhere in the history between `lo` (its answer)
+        /// and `hi` (the first completion of an operation for it, or the next step): entries whose
+        /// windows overlap may sit in the cache in either order (issue 11 section 3).
+        struct Entry { var key: String; var value: JSONValue; var expires: Double; var order: Int; var lo = 0; var hi = Int.max }
         // Keyed by `Checks.exact` spellings: identity is compared by Unicode scalars (CONTRACT.md section 4).
         var flags: [String: [String: Entry]] = [:]        // exact user -> exact key -> entry
         var assignments: [String: [String: Entry]] = [:]
         var counter = 0
 
         mutating func clear() { flags.removeAll(); assignments.removeAll() }
+
+        func entries(_ table: [String: [String: Entry]], user: String, at time: Double, filter: (JSONValue) -> Bool = { _ in true }) -> [Entry] {
+            (table[Checks.exact(user)] ?? [:]).filter { $0.value.expires > time && filter($0.value.value) }
+                .sorted { $0.value.order < $1.value.order }.map(\.value)
+        }
+
+        /// Whether `got` (keys in the SDK's order) holds exactly `want`'s keys in an order the
+        /// history allows: no key before one that was surely written earlier.
+        static func consistent(_ got: [String], _ want: [Entry]) -> Bool {
+            let byKey = Dictionary(want.map { (Checks.exact($0.key), $0) }, uniquingKeysWith: { a, _ in a })
+            guard got.count == want.count, Set(got.map(Checks.exact)) == Set(byKey.keys) else { return false }
+            let entries = got.map { byKey[Checks.exact($0)]! }
+            for i in entries.indices { for j in entries.indices where i < j && entries[j].hi < entries[i].lo { return false } }
+            return true
+        }
 
         func keys(_ table: [String: [String: Entry]], user: String, at time: Double, filter: (JSONValue) -> Bool = { _ in true }) -> [String] {
             (table[Checks.exact(user)] ?? [:]).filter { $0.value.expires > time && filter($0.value.value) }
@@ -114,6 +132,26 @@ enum Checks {
         var epochs: [String: Int] = [:]
         var epochAtReceipt: [Int: Int] = [:]
         let ttl = Dictionary(c.scenario.clients.map { ($0.name, $0.settings.cacheTTL) }, uniquingKeysWith: { a, _ in a })
+        let invokes = Dictionary(c.history.filter { $0.kind == .invoke }.compactMap { e in e.label.map { ($0, e) } }, uniquingKeysWith: { a, _ in a })
+        /// By when the SDK surely wrote the answer at history index `i`: the first completion of a
+        /// lookup for the same (client, user, key) after it, or the first event of a later step.
+        func writtenBy(_ i: Int, client: String, user: String, key: (kind: String, key: String)) -> Int {
+            let step = c.history[i].step
+            for e in c.history[(i + 1)...] {
+                if e.step > step { return e.index }
+                guard e.kind == .complete, let label = e.label, let invoke = invokes[label], invoke.client == client,
+                      invoke.name == (key.kind == "flag" ? "evaluateFlag" : "getAssignment") else { continue }
+                guard case .string(let k)? = invoke.detail?[key.kind == "flag" ? "flag" : "experiment"], exact(k) == exact(key.key) else { continue }
+                let u: String?
+                switch invoke.detail?["user"] {
+                case .string(let s)?: u = s
+                case .object(let o)?: if case .string(let s)? = o["id"] { u = s } else { u = nil }
+                default: u = nil
+                }
+                if let u, exact(u) == exact(user) { return e.index }
+            }
+            return Int.max
+        }
         for e in c.history {
             visit(e, models)
             switch e.kind {
@@ -134,7 +172,8 @@ enum Checks {
                       epochAtReceipt[r.seq] == epochs[client, default: 0], let value = r.response else { break }
                 var model = models[client, default: CacheModel()]
                 model.counter += 1
-                let entry = CacheModel.Entry(key: key.key, value: value, expires: e.time + (ttl[client] ?? 300), order: model.counter)
+                let entry = CacheModel.Entry(key: key.key, value: value, expires: e.time + (ttl[client] ?? 300), order: model.counter,
+                                             lo: e.index, hi: writtenBy(e.index, client: client, user: user, key: key))
                 if key.kind == "flag" { model.flags[exact(user), default: [:]][exact(key.key)] = entry }
                 else { model.assignments[exact(user), default: [:]][exact(key.key)] = entry }
                 models[client] = model
@@ -163,15 +202,16 @@ enum Checks {
             guard let driverClient = c.clients[client] else { continue }
             let model = models[client] ?? CacheModel()
             for user in users {
-                let wantA = model.keys(model.assignments, user: user, at: end)
-                let wantF = model.keys(model.flags, user: user, at: end)
+                let entriesA = model.entries(model.assignments, user: user, at: end)
+                let entriesF = model.entries(model.flags, user: user, at: end)
+                let wantA = entriesA.map(\.key), wantF = entriesF.map(\.key)
                 let gotA = await ScenarioExecution.query(driverClient, .getAssignments(user: user)).map(assignmentKeys) ?? []
                 let gotF = await ScenarioExecution.query(driverClient, .getEvaluatedFlags(user: user)).map(strings) ?? []
-                if wantA.map(exact) != gotA.map(exact) {
+                if !CacheModel.consistent(gotA, entriesA) {
                     problems.append(("client '\(client)' caches assignments \(gotA) for user '\(Attribution.show(user))'; the history supports \(wantA)" + cacheRule(want: wantA, got: gotA),
                                      relevant(c, user: user)))
                 }
-                if wantF.map(exact) != gotF.map(exact) {
+                if !CacheModel.consistent(gotF, entriesF) {
                     problems.append(("client '\(client)' caches flags \(gotF) for user '\(Attribution.show(user))'; the history supports \(wantF)" + cacheRule(want: wantF, got: gotF),
                                      relevant(c, user: user)))
                 }
@@ -222,13 +262,15 @@ enum Checks {
     /// batches to the operations running when they were sent satisfies every operation.
     static func fanOut(_ c: CheckContext, sizesOnly: Bool) -> [(String, [String])] {
         var problems: [(String, [String])] = []
-        var expectations: [(invoke: HistoryEvent, expected: [Attribution.Entry])] = []
+        var expectations: [(invoke: HistoryEvent, expected: [Attribution.Entry], ranks: [Attribution.Rank])] = []
         _ = replayCaches(c) { e, models in
             guard e.kind == .invoke, e.client != nil, e.label != nil,
                   ["track", "trackWithStatus", "trackBatch"].contains(e.name ?? "") else { return }
             let model = models[e.client!] ?? CacheModel()
             let events: [JSONValue] = e.name == "trackBatch" ? { if case .array(let a)? = e.detail { return a } else { return [] } }() : [e.detail ?? .null]
             var expected: [Attribution.Entry] = []
+            var ranks: [Attribution.Rank] = []
+            var group = 0
             for event in events {
                 guard case .string(let user)? = event["user"], case .string(let name)? = event["name"] else { continue }
                 var experiment: String?, flag: String?
@@ -237,13 +279,22 @@ enum Checks {
                 if experiment != nil || flag != nil {
                     if e.name != "trackBatch" { return }   // a keyed track goes to /track, not fan-out
                     expected.append(Attribution.Entry(user: user, name: name, experiment: experiment, flag: flag))
+                    group += 1
+                    ranks.append(Attribution.Rank(group: group, lo: 0, hi: 0))
                     continue
                 }
-                expected += model.keys(model.assignments, user: user, at: e.time, filter: { $0["assigned"] != .bool(false) })
-                    .map { Attribution.Entry(user: user, name: name, experiment: $0, flag: nil) }
-                expected += model.keys(model.flags, user: user, at: e.time).map { Attribution.Entry(user: user, name: name, experiment: nil, flag: $0) }
+                // Assignments then flags, each in cache order; entries the SDK may have written in
+                // either order (answers released together) may be fanned out in either order.
+                let assignments = model.entries(model.assignments, user: user, at: e.time, filter: { $0["assigned"] != .bool(false) })
+                group += 1
+                expected += assignments.map { Attribution.Entry(user: user, name: name, experiment: $0.key, flag: nil) }
+                ranks += assignments.map { Attribution.Rank(group: group, lo: $0.lo, hi: $0.hi) }
+                let flags = model.entries(model.flags, user: user, at: e.time)
+                group += 1
+                expected += flags.map { Attribution.Entry(user: user, name: name, experiment: nil, flag: $0.key) }
+                ranks += flags.map { Attribution.Rank(group: group, lo: $0.lo, hi: $0.hi) }
             }
-            expectations.append((e, expected))
+            expectations.append((e, expected, ranks))
         }
         let completes = Dictionary(c.history.filter { $0.kind == .complete }.compactMap { e in e.label.map { ($0, e.index) } }, uniquingKeysWith: { a, _ in a })
         // Tracking requests happen only while a tracking operation (or an app event) runs: an
@@ -260,7 +311,8 @@ enum Checks {
         let operations = expectations.map { item in
             Attribution.Operation(label: item.invoke.label!, name: item.invoke.name ?? "", client: item.invoke.client,
                                   from: item.invoke.index, to: completes[item.invoke.label!] ?? Int.max,
-                                  expected: stride(from: 0, to: item.expected.count, by: 100).map { Array(item.expected[$0..<min($0 + 100, item.expected.count)]) })
+                                  expected: stride(from: 0, to: item.expected.count, by: 100).map { Array(item.expected[$0..<min($0 + 100, item.expected.count)]) },
+                                  ranks: stride(from: 0, to: item.ranks.count, by: 100).map { Array(item.ranks[$0..<min($0 + 100, item.ranks.count)]) })
         }
         let batches = c.requests.filter { $0.record.path == "/api/v1/tracking/batch" }.map { event, record in
             Attribution.Request(seq: record.seq, index: event.index, client: record.client, entries: record.events.compactMap { Attribution.Entry(wire: $0) })

@@ -109,6 +109,30 @@ final class AttributionTests: XCTestCase {
         XCTAssertEqual(Attribution.show("\u{E9}"), "\\u{E9}")
     }
 
+    /// Answers written in overlapping windows may be cached (and fanned out) in either order;
+    /// an order the history rules out still fails.
+    func testOrderAmbiguityOnlyWhereTheHistoryAllowsIt() {
+        typealias CE = Checks.CacheModel.Entry
+        let a = CE(key: "exp_a", value: .null, expires: 300, order: 1, lo: 10, hi: 20)
+        let b = CE(key: "exp_b", value: .null, expires: 300, order: 2, lo: 11, hi: 21)
+        let late = CE(key: "exp_c", value: .null, expires: 300, order: 3, lo: 30, hi: 31)
+        XCTAssertTrue(Checks.CacheModel.consistent(["exp_a", "exp_b", "exp_c"], [a, b, late]))
+        XCTAssertTrue(Checks.CacheModel.consistent(["exp_b", "exp_a", "exp_c"], [a, b, late]), "released together: either order")
+        XCTAssertFalse(Checks.CacheModel.consistent(["exp_c", "exp_a", "exp_b"], [a, b, late]), "exp_c was answered after both were written")
+        XCTAssertFalse(Checks.CacheModel.consistent(["exp_a", "exp_b"], [a, b, late]), "an entry lost")
+        XCTAssertFalse(Checks.CacheModel.consistent(["exp_a", "exp_b", "exp_b"], [a, b, late]))
+
+        let ea = E(user: "u", name: "click", experiment: "exp_a", flag: nil)
+        let eb = E(user: "u", name: "click", experiment: "exp_b", flag: nil)
+        let ef = E(user: "u", name: "click", experiment: nil, flag: "f")
+        let overlapping = [Attribution.Rank(group: 1, lo: 10, hi: 20), Attribution.Rank(group: 1, lo: 11, hi: 21), Attribution.Rank(group: 2, lo: 12, hi: 22)]
+        let ordered = [Attribution.Rank(group: 1, lo: 10, hi: 11), Attribution.Rank(group: 1, lo: 15, hi: 16), Attribution.Rank(group: 2, lo: 12, hi: 22)]
+        XCTAssertTrue(Attribution.matches(req(1, 30, [eb, ea, ef]), [ea, eb, ef], .entries, ranks: overlapping))
+        XCTAssertFalse(Attribution.matches(req(1, 30, [eb, ea, ef]), [ea, eb, ef], .entries, ranks: ordered))
+        XCTAssertFalse(Attribution.matches(req(1, 30, [ef, ea, eb]), [ea, eb, ef], .entries, ranks: overlapping), "flags come after assignments")
+        XCTAssertFalse(Attribution.matches(req(1, 30, [eb, ea, ef]), [ea, eb, ef], .entries), "without ranks the order is exact")
+    }
+
     /// Bounded: a search that exceeds its budget says so instead of running on.
     func testBudget() {
         let ops = (0..<12).map { op("o\($0)", $0, 100, [[a1]]) }
