@@ -21,6 +21,10 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
     case cachesFailure = "caches-failure"
     case noPercentEncoding = "no-percent-encoding"
     case crashOnClearInFlight = "crash-on-clear-in-flight"
+    case staleWriteAndOldRequestUnregisters = "stale-write-and-old-request-unregisters"
+    case clearKeepsInFlight = "clear-keeps-in-flight"
+    case cancelKeepsRequest = "cancel-keeps-request"
+    case upstreamDefects = "upstream-defects"
 
     /// What the broken SDK does, in one line.
     public var summary: String {
@@ -45,6 +49,22 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
         case .cachesFailure: return "caches a failed evaluation as disabled"
         case .noPercentEncoding: return "does not percent-encode the flag key or the user id"
         case .crashOnClearInFlight: return "crashes the process (fatalError) when clearCache() runs with a request in flight"
+        case .staleWriteAndOldRequestUnregisters: return "defects 1 and 2 together, as upstream: stale write after a clear, and an old request unregisters the newer one"
+        case .clearKeepsInFlight: return "clearCache() keeps the in-flight table: a call after the clear joins the request from before it"
+        case .cancelKeepsRequest: return "cancelling every waiter of a shared request leaves the network request running"
+        case .upstreamDefects: return "the six defects of CONTRACT.md section 5 together, as the upstream SDK has them"
+        }
+    }
+
+    /// The single defects this variant combines (itself for a single one): a variant with several
+    /// reproduces an SDK where one defect can mask another (CONTRACT.md section 5, issue 11 section 9).
+    public var includes: [Defect] {
+        switch self {
+        case .staleWriteAndOldRequestUnregisters: return [.staleWriteAfterClear, .oldRequestUnregistersNewer]
+        case .upstreamDefects:
+            return [.staleWriteAfterClear, .oldRequestUnregistersNewer, .cancelKeepsRequest, .fanOutToIneligible,
+                    .batchFailuresReportTrue, .noOwnDeadline]
+        default: return [self]
         }
     }
 

@@ -77,7 +77,7 @@ public final class MutantClient: @unchecked Sendable {
         self.clock = clock
     }
 
-    private func has(_ d: Defect) -> Bool { defect == d }
+    private func has(_ d: Defect) -> Bool { defect?.includes.contains(d) ?? false }
 
     private func locked<R>(_ body: (inout State) -> R) -> R {
         lock.lock()
@@ -86,7 +86,10 @@ public final class MutantClient: @unchecked Sendable {
     }
 
     private func cacheKey(_ kind: String, _ user: String, _ key: String) -> String {
-        has(.collidingCacheKey) ? "\(kind)|\(user):\(key)" : "\(kind)|\(user.utf8.count)|\(user)|\(key)"
+        // Keys compare by Unicode scalars (CONTRACT.md section 4): the scalars' values, never the
+        // String (whose hashing is canonical equivalence).
+        func scalars(_ s: String) -> String { s.unicodeScalars.map { String($0.value, radix: 16) }.joined(separator: ".") }
+        return has(.collidingCacheKey) ? "\(kind)|\(scalars(user + ":" + key))" : "\(kind)|\(scalars(user))|\(scalars(key))"
     }
 
     // MARK: Public surface
@@ -147,7 +150,7 @@ public final class MutantClient: @unchecked Sendable {
             }
             s.epoch += 1
             s.entries.removeAll()
-            s.shared.removeAll()
+            if !self.has(.clearKeepsInFlight) { s.shared.removeAll() }
         }
     }
 
@@ -192,7 +195,7 @@ public final class MutantClient: @unchecked Sendable {
     private func entries(user: String, includeExpired: Bool) -> [Entry] {
         let now = clock.now()
         return locked { s in
-            s.entries.values.filter { $0.user == user && (includeExpired || $0.expires > now) }.sorted { $0.order < $1.order }
+            s.entries.values.filter { $0.user.unicodeScalars.elementsEqual(user.unicodeScalars) && (includeExpired || $0.expires > now) }.sorted { $0.order < $1.order }
         }
     }
 
@@ -240,7 +243,7 @@ public final class MutantClient: @unchecked Sendable {
                 shared.expected -= 1
                 guard shared.expected == 0 else { return (c, nil) }
                 if s.shared[k] === shared { s.shared[k] = nil }
-                return (c, shared.task)
+                return (c, self.has(.cancelKeepsRequest) ? nil : shared.task)
             }
             task?.cancel()
             c?.resume(throwing: ExperimentationError.cancelled)
@@ -452,7 +455,7 @@ public final class MutantClient: @unchecked Sendable {
     private func fanOut(_ event: TrackEvent) -> [TrackEvent] {
         let now = clock.now()
         let all = locked { s in s.entries.values.sorted { $0.order < $1.order } }
-        let mine = all.filter { (has(.fanOutToOtherUsers) || $0.user == event.userId) && (has(.fanOutToExpired) || $0.expires > now) }
+        let mine = all.filter { (has(.fanOutToOtherUsers) || $0.user.unicodeScalars.elementsEqual(event.userId.unicodeScalars)) && (has(.fanOutToExpired) || $0.expires > now) }
         let assignments = mine.compactMap { e -> TrackEvent? in
             guard case .assignment(let a) = e.value, a.assigned || has(.fanOutToIneligible) else { return nil }
             return event.attributed(experimentKey: e.key)

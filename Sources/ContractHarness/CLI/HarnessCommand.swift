@@ -19,6 +19,7 @@ public enum HarnessCommand {
            contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE] [--sdk-command CMD]
            contract-harness mutants [PATH ...] [--verdict FILE] [--filter TEXT] [--step-timeout-ms N] [--jobs N]
            contract-harness vectors [--sdk-command CMD] [--vectors DIR|FILE] [--timeout SECONDS] [--sdk-name NAME] [--verdict FILE]
+           contract-harness generate [--seed S] [--count N] [--from I] [--sdk shipping|faithful|both] [--out DIR] [--write] [--ids equivalent|plain]
            contract-harness serve [--port N] [--host ADDR] [--fixtures FILE] [--api-key KEY[:SCOPES]]... [--faults FILE] [--journal FILE] [--admin-token T]
            contract-harness live-check [--url URL] [--api-key KEY] [--local-api-key KEY] [--sdk-command CMD --sdk-name NAME]
            contract-harness --help | --version
@@ -59,6 +60,10 @@ public enum HarnessCommand {
       --step-timeout-ms N  caps each step's time limit (default 1500) so hanging variants fail fast
       --jobs N             worker processes at once (default: the number of cores)
 
+    generate Generates seeded random concurrent workloads (operations, holds released in random order, clears, clock
+             steps, several clients and users) and runs them in-process against the shipping SDK and the faithful
+             variant: no named check may fail. `contract-harness generate --help` lists its options.
+
     exit status: 0 all passed, 1 a check failed, a scenario crashed or nothing passed (every scenario skipped),
     64 bad usage or a malformed scenario file, 70 an internal fault; 130/143 interrupted by SIGINT/SIGTERM (the verdict
     is still written)
@@ -89,6 +94,8 @@ public enum HarnessCommand {
             return await LiveCheckCommand.main(Array(arguments.dropFirst()))
         case "__worker":
             return await WorkerCommand.main()
+        case "generate":
+            return await GenerateCommand.main(Array(arguments.dropFirst()))
         default:
             return usageError("unknown command '\(command)'")
         }

@@ -59,7 +59,7 @@ enum Checks {
         var problems: [(String, [String])] = []
         func observe(user: String, experiment: String, value: JSONValue, index: Int) {
             guard value["assigned"] != .bool(false), case .string(let variant)? = value["variant_name"] else { return }
-            let key = "\(user)\u{0}\(experiment)"
+            let key = "\(exact(user))\u{0}\(exact(experiment))"   // identity by Unicode scalars
             if let first = seen[key], first.variant != variant {
                 problems.append(("user '\(user)' got variant '\(first.variant)' then '\(variant)' in experiment '\(experiment)'",
                                  c.slice(around: [first.index, index], radius: 1)))
@@ -94,16 +94,35 @@ enum Checks {
     /// to a request received after the client's last clear is cached for the TTL; `clearCache` and
     /// `close` empty it; `clearOfflineCache` keeps it but counts as a clear for requests in flight.
     struct CacheModel {
-        struct Entry { var value: JSONValue; var expires: Double; var order: Int }
-        var flags: [String: [String: Entry]] = [:]        // user -> key -> entry
+        /// A cached value; the SDK wrote it somewhere in the history between `lo` (its answer)
+        /// and `hi` (the first completion of an operation for it, or the next step): entries whose
+        /// windows overlap may sit in the cache in either order (issue 11 section 3).
+        struct Entry { var key: String; var value: JSONValue; var expires: Double; var order: Int; var lo = 0; var hi = Int.max }
+        // Keyed by `Checks.exact` spellings: identity is compared by Unicode scalars (CONTRACT.md section 4).
+        var flags: [String: [String: Entry]] = [:]        // exact user -> exact key -> entry
         var assignments: [String: [String: Entry]] = [:]
         var counter = 0
 
         mutating func clear() { flags.removeAll(); assignments.removeAll() }
 
+        func entries(_ table: [String: [String: Entry]], user: String, at time: Double, filter: (JSONValue) -> Bool = { _ in true }) -> [Entry] {
+            (table[Checks.exact(user)] ?? [:]).filter { $0.value.expires > time && filter($0.value.value) }
+                .sorted { $0.value.order < $1.value.order }.map(\.value)
+        }
+
+        /// Whether `got` (keys in the SDK's order) holds exactly `want`'s keys in an order the
+        /// history allows: no key before one that was surely written earlier.
+        static func consistent(_ got: [String], _ want: [Entry]) -> Bool {
+            let byKey = Dictionary(want.map { (Checks.exact($0.key), $0) }, uniquingKeysWith: { a, _ in a })
+            guard got.count == want.count, Set(got.map(Checks.exact)) == Set(byKey.keys) else { return false }
+            let entries = got.map { byKey[Checks.exact($0)]! }
+            for i in entries.indices { for j in entries.indices where i < j && entries[j].hi < entries[i].lo { return false } }
+            return true
+        }
+
         func keys(_ table: [String: [String: Entry]], user: String, at time: Double, filter: (JSONValue) -> Bool = { _ in true }) -> [String] {
-            (table[user] ?? [:]).filter { $0.value.expires > time && filter($0.value.value) }
-                .sorted { $0.value.order < $1.value.order }.map(\.key)
+            (table[Checks.exact(user)] ?? [:]).filter { $0.value.expires > time && filter($0.value.value) }
+                .sorted { $0.value.order < $1.value.order }.map(\.value.key)
         }
     }
 
@@ -113,6 +132,26 @@ enum Checks {
         var epochs: [String: Int] = [:]
         var epochAtReceipt: [Int: Int] = [:]
         let ttl = Dictionary(c.scenario.clients.map { ($0.name, $0.settings.cacheTTL) }, uniquingKeysWith: { a, _ in a })
+        let invokes = Dictionary(c.history.filter { $0.kind == .invoke }.compactMap { e in e.label.map { ($0, e) } }, uniquingKeysWith: { a, _ in a })
+        /// By when the SDK surely wrote the answer at history index `i`: the first completion of a
+        /// lookup for the same (client, user, key) after it, or the first event of a later step.
+        func writtenBy(_ i: Int, client: String, user: String, key: (kind: String, key: String)) -> Int {
+            let step = c.history[i].step
+            for e in c.history[(i + 1)...] {
+                if e.step > step { return e.index }
+                guard e.kind == .complete, let label = e.label, let invoke = invokes[label], invoke.client == client,
+                      invoke.name == (key.kind == "flag" ? "evaluateFlag" : "getAssignment") else { continue }
+                guard case .string(let k)? = invoke.detail?[key.kind == "flag" ? "flag" : "experiment"], exact(k) == exact(key.key) else { continue }
+                let u: String?
+                switch invoke.detail?["user"] {
+                case .string(let s)?: u = s
+                case .object(let o)?: if case .string(let s)? = o["id"] { u = s } else { u = nil }
+                default: u = nil
+                }
+                if let u, exact(u) == exact(user) { return e.index }
+            }
+            return Int.max
+        }
         for e in c.history {
             visit(e, models)
             switch e.kind {
@@ -133,9 +172,10 @@ enum Checks {
                       epochAtReceipt[r.seq] == epochs[client, default: 0], let value = r.response else { break }
                 var model = models[client, default: CacheModel()]
                 model.counter += 1
-                let entry = CacheModel.Entry(value: value, expires: e.time + (ttl[client] ?? 300), order: model.counter)
-                if key.kind == "flag" { model.flags[user, default: [:]][key.key] = entry }
-                else { model.assignments[user, default: [:]][key.key] = entry }
+                let entry = CacheModel.Entry(key: key.key, value: value, expires: e.time + (ttl[client] ?? 300), order: model.counter,
+                                             lo: e.index, hi: writtenBy(e.index, client: client, user: user, key: key))
+                if key.kind == "flag" { model.flags[exact(user), default: [:]][exact(key.key)] = entry }
+                else { model.assignments[exact(user), default: [:]][exact(key.key)] = entry }
                 models[client] = model
             default: break
             }
@@ -147,29 +187,54 @@ enum Checks {
     /// a clear, no failure cached, nothing lost.
     static func cacheMatchesModel(_ c: CheckContext) async -> [(String, [String])] {
         let models = replayCaches(c) { _, _ in }
-        let end = c.history.last?.time ?? 0
-        var users = Set<String>()
-        for (_, r) in c.requests { users.formUnion(r.users) }
+        // The caches are queried now: after the last event and after the last clock step (an
+        // `advance` marker is recorded at the time it starts from).
+        let end = c.history.reduce(0.0) { latest, e in
+            var t = e.time
+            if e.kind == .marker, e.name == "advance", case .number(let seconds)? = e.detail { t += seconds }
+            return max(latest, t)
+        }
+        var usersByScalars: [String: String] = [:]   // exact spelling -> the id
+        for (_, r) in c.requests { for u in r.users { usersByScalars[exact(u)] = u } }
+        let users = usersByScalars.keys.sorted().map { usersByScalars[$0]! }
         var problems: [(String, [String])] = []
         for client in c.scenario.clients.map(\.name) {
             guard let driverClient = c.clients[client] else { continue }
             let model = models[client] ?? CacheModel()
-            for user in users.sorted() {
-                let wantA = model.keys(model.assignments, user: user, at: end)
-                let wantF = model.keys(model.flags, user: user, at: end)
+            for user in users {
+                let entriesA = model.entries(model.assignments, user: user, at: end)
+                let entriesF = model.entries(model.flags, user: user, at: end)
+                let wantA = entriesA.map(\.key), wantF = entriesF.map(\.key)
                 let gotA = await ScenarioExecution.query(driverClient, .getAssignments(user: user)).map(assignmentKeys) ?? []
                 let gotF = await ScenarioExecution.query(driverClient, .getEvaluatedFlags(user: user)).map(strings) ?? []
-                if wantA != gotA {
-                    problems.append(("client '\(client)' caches assignments \(gotA) for user '\(user)'; the history supports \(wantA)",
+                if !CacheModel.consistent(gotA, entriesA) {
+                    problems.append(("client '\(client)' caches assignments \(gotA) for user '\(Attribution.show(user))'; the history supports \(wantA)" + cacheRule(want: wantA, got: gotA),
                                      relevant(c, user: user)))
                 }
-                if wantF != gotF {
-                    problems.append(("client '\(client)' caches flags \(gotF) for user '\(user)'; the history supports \(wantF)",
+                if !CacheModel.consistent(gotF, entriesF) {
+                    problems.append(("client '\(client)' caches flags \(gotF) for user '\(Attribution.show(user))'; the history supports \(wantF)" + cacheRule(want: wantF, got: gotF),
                                      relevant(c, user: user)))
                 }
             }
         }
         return problems
+    }
+
+    /// `text` as a string that is equal to another only when their Unicode scalars are: the
+    /// scalars' hexadecimal values, for dictionary keys and comparisons of identity data
+    /// (Swift `String` equality is canonical equivalence; CONTRACT.md section 4).
+    static func exact(_ text: String) -> String {
+        text.unicodeScalars.map { String($0.value, radix: 16) }.joined(separator: ".")
+    }
+
+    /// The rule a cache mismatch breaks: an entry the history does not support (CONTRACT.md
+    /// section 5 defect 1, or a failure cached, section 4), or a success lost (section 4).
+    static func cacheRule(want: [String], got: [String]) -> String {
+        let wanted = Set(want.map(exact))
+        if got.contains(where: { !wanted.contains(exact($0)) }) {
+            return " (CONTRACT.md section 5, defect 1: a response to a request sent before a clear is never cached; section 4: failures are never cached)"
+        }
+        return " (CONTRACT.md section 4: every success is cached for the TTL, in insertion order)"
     }
 
     static func relevant(_ c: CheckContext, user: String) -> [String] {
@@ -192,70 +257,78 @@ enum Checks {
 
     /// Each unkeyed event becomes one `/batch` entry per cached `assigned:true` assignment of its
     /// user, then one per cached flag, in insertion order, each with exactly one key; `trackBatch`
-    /// sends keyed events as they are and chunks of 100 in order.
+    /// sends keyed events as they are and chunks of 100 in order. Concurrent operations' batches
+    /// are attributed exactly (`Attribution`): the check fails only when no assignment of the
+    /// batches to the operations running when they were sent satisfies every operation.
     static func fanOut(_ c: CheckContext, sizesOnly: Bool) -> [(String, [String])] {
         var problems: [(String, [String])] = []
-        var expectations: [String: (invoke: HistoryEvent, expected: [String])] = [:]
+        var expectations: [(invoke: HistoryEvent, expected: [Attribution.Entry], ranks: [Attribution.Rank])] = []
         _ = replayCaches(c) { e, models in
-            guard e.kind == .invoke, let client = e.client, let label = e.label,
+            guard e.kind == .invoke, e.client != nil, e.label != nil,
                   ["track", "trackWithStatus", "trackBatch"].contains(e.name ?? "") else { return }
-            let model = models[client] ?? CacheModel()
+            let model = models[e.client!] ?? CacheModel()
             let events: [JSONValue] = e.name == "trackBatch" ? { if case .array(let a)? = e.detail { return a } else { return [] } }() : [e.detail ?? .null]
-            var expected: [String] = []
+            var expected: [Attribution.Entry] = []
+            var ranks: [Attribution.Rank] = []
+            var group = 0
             for event in events {
                 guard case .string(let user)? = event["user"], case .string(let name)? = event["name"] else { continue }
-                if event["experiment"] != nil || event["flag"] != nil {
+                var experiment: String?, flag: String?
+                if case .string(let x)? = event["experiment"] { experiment = x }
+                if case .string(let x)? = event["flag"] { flag = x }
+                if experiment != nil || flag != nil {
                     if e.name != "trackBatch" { return }   // a keyed track goes to /track, not fan-out
-                    expected.append(entry(name: name, experiment: event["experiment"], flag: event["flag"]))
+                    expected.append(Attribution.Entry(user: user, name: name, experiment: experiment, flag: flag))
+                    group += 1
+                    ranks.append(Attribution.Rank(group: group, lo: 0, hi: 0))
                     continue
                 }
-                expected += model.keys(model.assignments, user: user, at: e.time, filter: { $0["assigned"] != .bool(false) })
-                    .map { entry(name: name, experiment: .string($0), flag: nil) }
-                expected += model.keys(model.flags, user: user, at: e.time).map { entry(name: name, experiment: nil, flag: .string($0)) }
+                // Assignments then flags, each in cache order; entries the SDK may have written in
+                // either order (answers released together) may be fanned out in either order.
+                let assignments = model.entries(model.assignments, user: user, at: e.time, filter: { $0["assigned"] != .bool(false) })
+                group += 1
+                expected += assignments.map { Attribution.Entry(user: user, name: name, experiment: $0.key, flag: nil) }
+                ranks += assignments.map { Attribution.Rank(group: group, lo: $0.lo, hi: $0.hi) }
+                let flags = model.entries(model.flags, user: user, at: e.time)
+                group += 1
+                expected += flags.map { Attribution.Entry(user: user, name: name, experiment: nil, flag: $0.key) }
+                ranks += flags.map { Attribution.Rank(group: group, lo: $0.lo, hi: $0.hi) }
             }
-            expectations[label] = (e, expected)
+            expectations.append((e, expected, ranks))
         }
         let completes = Dictionary(c.history.filter { $0.kind == .complete }.compactMap { e in e.label.map { ($0, e.index) } }, uniquingKeysWith: { a, _ in a })
         // Tracking requests happen only while a tracking operation (or an app event) runs: an
         // SDK that sends events nobody asked for (an exposure for a fallback, say) is caught here.
         let windows = c.history.filter { $0.kind == .invoke && ["track", "trackWithStatus", "trackBatch", "app.event"].contains($0.name ?? "") }
             .map { (client: $0.client, from: $0.index, to: $0.label.flatMap { completes[$0] } ?? Int.max) }
-        for (event, record) in c.requests where ["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains(record.path) {
+        for (event, record) in c.requests where record.path == "/api/v1/tracking/track" {
             if !windows.contains(where: { $0.client == record.client && $0.from < event.index && event.index < $0.to }) {
                 problems.append(("a tracking request no operation asked for: \(record.summary)", c.slice(around: [event.index], radius: 3)))
             }
         }
-        for (label, item) in expectations.sorted(by: { $0.value.invoke.index < $1.value.invoke.index }) {
-            guard let end = completes[label] else { continue }
-            let batches = c.requests.filter { $0.event.index > item.invoke.index && $0.event.index < end
-                && $0.record.client == item.invoke.client && $0.record.path == "/api/v1/tracking/batch" }.map(\.record)
-            let sizes = batches.map(\.events.count)
-            let wantSizes = stride(from: 0, to: item.expected.count, by: 100).map { min(100, item.expected.count - $0) }
-            if sizes != wantSizes {
-                problems.append(("\(label) (\(item.invoke.name ?? "")) should send batches of \(wantSizes) for \(item.expected.count) entries, sent \(sizes)",
-                                 c.slice(around: [item.invoke.index, end], radius: 0).suffix(12).map { $0 }))
-                continue
+        // Every /batch belongs to exactly one fan-out operation (or lies inside an app event,
+        // whose batches no model predicts); CONTRACT.md section 4.
+        let operations = expectations.map { item in
+            Attribution.Operation(label: item.invoke.label!, name: item.invoke.name ?? "", client: item.invoke.client,
+                                  from: item.invoke.index, to: completes[item.invoke.label!] ?? Int.max,
+                                  expected: stride(from: 0, to: item.expected.count, by: 100).map { Array(item.expected[$0..<min($0 + 100, item.expected.count)]) },
+                                  ranks: stride(from: 0, to: item.ranks.count, by: 100).map { Array(item.ranks[$0..<min($0 + 100, item.ranks.count)]) })
+        }
+        let batches = c.requests.filter { $0.record.path == "/api/v1/tracking/batch" }.map { event, record in
+            Attribution.Request(seq: record.seq, index: event.index, client: record.client, entries: record.events.compactMap { Attribution.Entry(wire: $0) })
+        }
+        let absorbers = c.history.filter { $0.kind == .invoke && $0.name == "app.event" }
+            .map { Attribution.Window(client: $0.client, from: $0.index, to: $0.label.flatMap { completes[$0] } ?? Int.max) }
+        switch Attribution.solve(operations: operations, requests: batches, absorbers: absorbers, mode: sizesOnly ? .sizes : .entries) {
+        case .attributed: break
+        case .unattributable(let reasons):
+            for reason in reasons {
+                problems.append((reason.message, c.slice(around: reason.indices, radius: 0).suffix(12).map { $0 }))
             }
-            if sizesOnly { continue }
-            let got = batches.flatMap(\.events).map { entry(name: $0["event_name"], experiment: $0["experiment_key"], flag: $0["feature_flag_key"]) }
-            if got != item.expected {
-                problems.append(("\(label) fanned out to \(got), expected \(item.expected)",
-                                 c.slice(around: [item.invoke.index, end], radius: 0).suffix(12).map { $0 }))
-            }
+        case .undecided(let states):
+            problems.append(("could not attribute \(batches.count) batches to \(operations.count) tracking operations within \(states) search states; split the scenario", []))
         }
         return problems
-    }
-
-    static func entry(name: String, experiment: JSONValue?, flag: JSONValue?) -> String {
-        var s = name
-        if case .string(let e)? = experiment { s += " experiment=\(e)" }
-        if case .string(let f)? = flag { s += " flag=\(f)" }
-        return s
-    }
-
-    static func entry(name: JSONValue?, experiment: JSONValue?, flag: JSONValue?) -> String {
-        if case .string(let n)? = name { return entry(name: n, experiment: experiment, flag: flag) }
-        return entry(name: "?", experiment: experiment, flag: flag)
     }
 
     // MARK: single flight
@@ -265,6 +338,7 @@ enum Checks {
     /// one up (cancelled it: its own deadline, every waiter cancelled).
     static func singleFlight(_ c: CheckContext) -> [(String, [String])] {
         var open: [String: (seq: Int, index: Int, epoch: Int)] = [:]
+        var staleAnswers: [String: (seq: Int, index: Int)] = [:]   // an older request answered while a newer one was open
         var epochs: [String: Int] = [:]
         var problems: [(String, [String])] = []
         let cancelled = Set(c.requests.filter { $0.record.cancelled }.map(\.record.seq))
@@ -276,17 +350,23 @@ enum Checks {
                 if let client = e.client { epochs[client, default: 0] += 1 }
             case .request:
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
-                let id = "\(client)\u{0}\(user)\u{0}\(key.kind)\u{0}\(key.key)"
+                let id = "\(client)\u{0}\(exact(user))\u{0}\(key.kind)\u{0}\(exact(key.key))"   // identity by Unicode scalars
                 if let first = open[id], first.epoch == epochs[client, default: 0], !cancelled.contains(first.seq) {
-                    problems.append(("client '\(client)' sent a second request for \(key.kind) '\(key.key)' of user '\(user)' while request #\(first.seq) was in flight",
+                    let rule: String
+                    if let stale = staleAnswers[id], stale.index > first.index {
+                        rule = "; request #\(stale.seq), sent before the clear, was answered in between and the SDK forgot #\(first.seq) (CONTRACT.md section 5, defect 2: finishing an old request must never remove a newer one)"
+                    } else {
+                        rule = " (CONTRACT.md section 4: single flight)"
+                    }
+                    problems.append(("client '\(client)' sent a second request for \(key.kind) '\(Attribution.show(key.key))' of user '\(Attribution.show(user))' while request #\(first.seq) was in flight" + rule,
                                      c.slice(around: [first.index, e.index], radius: 0).suffix(12).map { $0 }))
                 } else {
                     open[id] = (r.seq, e.index, epochs[client, default: 0])
                 }
             case .response:
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
-                let id = "\(client)\u{0}\(user)\u{0}\(key.kind)\u{0}\(key.key)"
-                if open[id]?.seq == r.seq { open[id] = nil }
+                let id = "\(client)\u{0}\(exact(user))\u{0}\(key.kind)\u{0}\(exact(key.key))"
+                if open[id]?.seq == r.seq { open[id] = nil } else if open[id] != nil { staleAnswers[id] = (r.seq, e.index) }
             default: break
             }
         }
@@ -298,15 +378,25 @@ enum Checks {
     /// A 404 answer gives `flagNotFound`/`experimentNotFound`, never a value, and deletes the
     /// persisted entry; any other failure gives the value persisted for that same user and key in
     /// the client's store, or an error when none is.
+    ///
+    /// An operation's answer may come from any request for its (client, user, key) settled while
+    /// it ran (its own, or a flight it joined; after a clear a newer request for the same key can
+    /// settle first): the operation passes when one of those requests explains its outcome
+    /// (issue 11 section 3), and a failure names every candidate request. Identity data is
+    /// compared by Unicode scalars.
     static func offlineFallback(_ c: CheckContext) -> [(String, [String])] {
         let storeOf = Dictionary(c.scenario.clients.map { ($0.name, $0.store) }, uniquingKeysWith: { a, _ in a })
         let fallbackOn = Dictionary(c.scenario.clients.map { ($0.name, $0.settings.offlineFallback) }, uniquingKeysWith: { a, _ in a })
-        var persisted: [String: JSONValue] = [:]   // store \0 kind \0 user \0 key
+        var persisted: [String: JSONValue] = [:]   // store \0 kind \0 exact user \0 exact key
         var epochs: [String: Int] = [:]
         var epochAtReceipt: [Int: Int] = [:]
-        var lastAttempt: [String: (record: RequestRecord, index: Int)] = [:]   // client \0 kind \0 user \0 key
+        // client \0 kind \0 exact user \0 exact key -> every settled attempt, in order
+        var attempts: [String: [(record: RequestRecord, index: Int)]] = [:]
         var invokes: [String: HistoryEvent] = [:]
         var problems: [(String, [String])] = []
+        func id(_ prefix: String, _ kind: String, _ user: String, _ key: String) -> String {
+            "\(prefix)\u{0}\(kind)\u{0}\(exact(user))\u{0}\(exact(key))"
+        }
         for e in c.history {
             switch e.kind {
             case .invoke:
@@ -325,17 +415,17 @@ enum Checks {
                     // The client gave up on it (deadline, cancellation): its outcome is decided
                     // without an answer, so the attempt counts from now.
                     if r.cancelled, let key = r.key, let user = r.users.first {
-                        lastAttempt["\(client)\u{0}\(key.kind)\u{0}\(user)\u{0}\(key.key)"] = (r, e.index)
+                        attempts[id(client, key.kind, user, key.key), default: []].append((r, e.index))
                     }
                 }
             case .response:
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
-                lastAttempt["\(client)\u{0}\(key.kind)\u{0}\(user)\u{0}\(key.key)"] = (r, e.index)
+                attempts[id(client, key.kind, user, key.key), default: []].append((r, e.index))
                 guard fallbackOn[client] == true, let store = storeOf[client] ?? nil,
                       epochAtReceipt[r.seq] == epochs[client, default: 0] else { continue }
-                let id = "\(store)\u{0}\(key.kind)\u{0}\(user)\u{0}\(key.key)"
-                if r.succeeded, !r.cancelled, let value = r.response { persisted[id] = value }
-                if r.status == 404 { persisted[id] = nil }
+                let pid = id(store, key.kind, user, key.key)
+                if r.succeeded, !r.cancelled, let value = r.response { persisted[pid] = value }
+                if r.status == 404 { persisted[pid] = nil }
             case .complete:
                 guard let label = e.label, let invoke = invokes[label], let client = invoke.client,
                       ["evaluateFlag", "getAssignment"].contains(invoke.name ?? ""), let outcome = e.outcome else { continue }
@@ -347,36 +437,55 @@ enum Checks {
                 case .object(let u)?: if case .string(let id)? = u["id"] { user = id } else { continue }
                 default: continue
                 }
-                guard let attempt = lastAttempt["\(client)\u{0}\(kind)\u{0}\(user)\u{0}\(key)"], attempt.index > invoke.index
-                        || (attempt.index < e.index && attempt.index > invoke.index) else { continue }
                 if case .string("cancelled")? = outcome["error"] { continue }
-                let where_ = c.slice(around: [attempt.index, e.index], radius: 1)
-                if attempt.record.status == 404 {
-                    let want = kind == "flag" ? "flagNotFound" : "experimentNotFound"
-                    if outcome["error"] != .string(want) {
-                        problems.append(("\(label): the backend answered 404 but the SDK gave \(outcome) instead of \(want)", where_))
-                    }
-                } else if !attempt.record.succeeded || attempt.record.cancelled {
-                    let stored = (storeOf[client] ?? nil).flatMap { persisted["\($0)\u{0}\(kind)\u{0}\(user)\u{0}\(key)"] }
-                    if fallbackOn[client] != true || stored == nil {
-                        if outcome["value"] != nil {
-                            problems.append(("\(label): the request failed (\(attempt.record.status.map(String.init) ?? "no answer")) and nothing is persisted for user '\(user)' and \(kind) '\(key)', yet the SDK returned \(outcome["value"]!)", where_))
-                        } else if outcome["error"] == .string("flagNotFound") || outcome["error"] == .string("experimentNotFound") {
-                            problems.append(("\(label): a \(attempt.record.status.map(String.init) ?? "transport") failure was reported as not found", where_))
-                        }
-                    } else if let stored, let value = outcome["value"] {
-                        let field = kind == "flag" ? "enabled" : "variant_name"
-                        if value[field] != stored[field] {
-                            problems.append(("\(label): fallback for user '\(user)' gave \(field) \(value[field] ?? .null), persisted is \(stored[field] ?? .null)", where_))
-                        }
-                    } else {
-                        problems.append(("\(label): the request failed (\(attempt.record.status.map(String.init) ?? "no answer")) and a value is persisted for user '\(user)', but the SDK gave \(outcome)", where_))
-                    }
+                // The candidates: every attempt for (client, user, key) settled while it ran.
+                let candidates = (attempts[id(client, kind, user, key)] ?? []).filter { $0.index > invoke.index && $0.index < e.index }
+                guard !candidates.isEmpty else { continue }
+                let stored = (storeOf[client] ?? nil).flatMap { persisted[id($0, kind, user, key)] }
+                let explanations = candidates.map { attempt in
+                    fallbackProblem(label: label, kind: kind, user: user, key: key, record: attempt.record, outcome: outcome,
+                                    stored: fallbackOn[client] == true ? stored : nil)
                 }
+                if explanations.contains(where: { $0 == nil }) { continue }
+                var message = explanations.last!!
+                if candidates.count > 1 {
+                    message += " (nor does any other request settled while it ran explain it: "
+                        + candidates.dropLast().map { "#\($0.record.seq) \($0.record.status.map(String.init) ?? "no answer")" }.joined(separator: ", ") + ")"
+                }
+                problems.append((message, c.slice(around: candidates.map(\.index) + [invoke.index, e.index], radius: 0).suffix(12).map { $0 }))
             default: break
             }
         }
         return problems
+    }
+
+    /// What is wrong with `outcome` if `record` is the request that decided it, or `nil` when it
+    /// is explained (CONTRACT.md section 4, offline fallback).
+    static func fallbackProblem(label: String, kind: String, user: String, key: String, record: RequestRecord,
+                                outcome: JSONValue, stored: JSONValue?) -> String? {
+        let who = "user '\(Attribution.show(user))' and \(kind) '\(Attribution.show(key))'"
+        if record.status == 404, !record.cancelled {
+            let want = kind == "flag" ? "flagNotFound" : "experimentNotFound"
+            return outcome["error"] == .string(want) ? nil
+                : "\(label): the backend answered 404 (request #\(record.seq)) but the SDK gave \(outcome) instead of \(want) (CONTRACT.md section 4: never a stale value on 404)"
+        }
+        if record.succeeded, !record.cancelled { return nil }   // a 2xx answer is judged by the other checks
+        let failure = record.status.map(String.init) ?? "no answer"
+        guard let stored else {
+            if let value = outcome["value"] {
+                return "\(label): the request failed (#\(record.seq): \(failure)) and nothing is persisted for \(who), yet the SDK returned \(value) (CONTRACT.md section 4: never another user's or a stale value)"
+            }
+            if outcome["error"] == .string("flagNotFound") || outcome["error"] == .string("experimentNotFound") {
+                return "\(label): a \(record.status.map(String.init) ?? "transport") failure (#\(record.seq)) was reported as not found (CONTRACT.md section 4)"
+            }
+            return nil
+        }
+        guard let value = outcome["value"] else {
+            return "\(label): the request failed (#\(record.seq): \(failure)) and a value is persisted for \(who), but the SDK gave \(outcome) (CONTRACT.md section 4: offline fallback)"
+        }
+        let field = kind == "flag" ? "enabled" : "variant_name"
+        return value[field] == stored[field] ? nil
+            : "\(label): fallback for \(who) gave \(field) \(value[field] ?? .null), persisted is \(stored[field] ?? .null) (CONTRACT.md section 4)"
     }
 
     // MARK: the app pattern (CONTRACT.md section 8)
@@ -428,7 +537,7 @@ enum Checks {
     }
 
     /// After a logout from identity X, nothing of X is shown, requested, exposed or left in the
-    /// app client's cache, and later events carry the new identity.
+    /// app client's cache, and later events carry the new identity, until X logs in again.
     static func noStaleAfterLogout(_ c: CheckContext) async -> [(String, [String])] {
         guard let app = c.scenario.app else { return [("the scenario has no app section", [])] }
         var problems: [(String, [String])] = []
@@ -436,6 +545,11 @@ enum Checks {
         for e in c.history {
             if e.kind == .marker, e.client == app.client, e.name == "logout", case .string(let from)? = e.detail?["from"] {
                 retired[from] = e.index
+            }
+            // Logging in as X again makes X the current identity: what follows is X's by right
+            // (found by `contract-harness generate`: login, logout, login as the same user).
+            if e.kind == .marker, e.client == app.client, e.name == "login", case .string(let user)? = e.detail?["identity"] {
+                retired[user] = nil
             }
             if e.kind == .marker, e.client == app.client, ["shown", "event"].contains(e.name ?? ""),
                case .string(let id)? = e.detail?["identity"], let at = retired[id] {

@@ -287,7 +287,8 @@ final class ScenarioExecution: @unchecked Sendable {
 
     func fail(_ name: String, _ message: String, history: [String]? = nil) {
         let slice = history ?? Array(currentHistory().suffix(12).map(\.line))
-        lock.withLock { checks.append(CheckResult(name: name, passed: false, message: message, history: slice)) }
+        let text = name.hasPrefix("step ") ? Self.naming(message, source: scenario.source) : message
+        lock.withLock { checks.append(CheckResult(name: name, passed: false, message: text, history: slice)) }
     }
 
     func pass(_ name: String) {
@@ -401,7 +402,7 @@ final class ScenarioExecution: @unchecked Sendable {
     @discardableResult
     func quiesce(step: String) async -> String? {
         let ok = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in quiescent() }
-        return ok ? nil : "not quiescent after \(scenario.stepTimeoutMilliseconds) ms: \(describePending())"
+        return ok ? nil : diagnoseHang() ?? "not quiescent after \(scenario.stepTimeoutMilliseconds) ms: \(describePending())"
     }
 
     /// Waits for every operation of `group`, then checks `expect` against each outcome.
@@ -414,7 +415,7 @@ final class ScenarioExecution: @unchecked Sendable {
             lock.withLock { labels.allSatisfy { ops[$0]?.outcome != nil } }
         }
         guard done else {
-            return "operation '\(group)' did not finish within \(scenario.stepTimeoutMilliseconds) ms; pending: \(describePending())"
+            return diagnoseHang() ?? "operation '\(group)' did not finish within \(scenario.stepTimeoutMilliseconds) ms; pending: \(describePending())"
         }
         // The async step's own expectation first (it was stated first), then the await's.
         if let started = lock.withLock({ deferred.removeValue(forKey: group) }) {
@@ -483,8 +484,10 @@ final class ScenarioExecution: @unchecked Sendable {
         if !adapterSettled(parked) { return false }
         return waiting.allSatisfy { op in
             parked.contains { r in
-                r.client == op.client && r.seq > op.barrier && (op.user == nil || r.users.contains(op.user!))
-                    && (op.key == nil || (r.key?.kind == op.key!.kind && r.key?.key == op.key!.key))
+                // Identity by Unicode scalars: NFC and NFD spellings are two users (CONTRACT.md section 4).
+                r.client == op.client && r.seq > op.barrier
+                    && (op.user == nil || r.users.contains { $0.unicodeScalars.elementsEqual(op.user!.unicodeScalars) })
+                    && (op.key == nil || (r.key?.kind == op.key!.kind && r.key?.key.unicodeScalars.elementsEqual(op.key!.key.unicodeScalars) == true))
             }
         }
     }
