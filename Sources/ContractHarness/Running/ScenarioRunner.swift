@@ -214,11 +214,16 @@ final class ScenarioExecution: @unchecked Sendable {
         }
         recorder.setStep(scenario.steps.count)
         if aborted == nil {
-            let finished = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in
-                pending().isEmpty && port.unsettledRequests == 0
+            // Quiescent with operations pending at the end: they wait on parked requests no step
+            // will release, so waiting out the step limit would only delay the same verdict.
+            let ended = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in
+                (pending().isEmpty && port.unsettledRequests == 0) || quiescent()
             }
+            let finished = ended && pending().isEmpty
+            let stuck = ended && !finished
             if !finished {
-                fail("operations finish", "operations never finished by the end of the scenario: \(describePending())")
+                fail("operations finish", "operations never finished by the end of the scenario: \(describePending())"
+                     + (stuck ? " (they wait on parked requests and no step is left to release them)" : ""))
             }
         }
         cancelAll()
@@ -315,7 +320,7 @@ final class ScenarioExecution: @unchecked Sendable {
                   detail: Self.appArguments(action)) { await app.perform(action) }()
             if !isAsync { return await finish(group: base, expect: expect, step: name) }
         case .await(let label, let expect):
-            return await finish(group: label, expect: expect, step: name)
+            return await finish(group: label, expect: expect, step: name, index: index)
         case .cancel(let label):
             guard let members = lock.withLock({ groups[label] }) else {
                 infeasible = true
@@ -345,7 +350,12 @@ final class ScenarioExecution: @unchecked Sendable {
                 }
             } catch { return "\(error)" }
         case .waitFor(let condition):
-            let met = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in satisfied(condition) }
+            // Quiescent and unmet: nothing pending can meet it (see `stuck(at:waitingFor:)`).
+            let ended = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in
+                satisfied(condition) || (condition != .quiescence && quiescent())
+            }
+            let met = ended && satisfied(condition)
+            if ended && !met { return self.stuck(at: index, waitingFor: nil, what: Self.describe(condition)) + "; " + nearest(condition) }
             if !met { return "\(Self.describe(condition)) did not happen within \(scenario.stepTimeoutMilliseconds) ms; " + nearest(condition) }
             return nil
         case .advance(let seconds):
@@ -363,6 +373,37 @@ final class ScenarioExecution: @unchecked Sendable {
         return await quiesce(step: name)
     }
 
+    /// Explains a step that waits (`await`, `wait_for`) in a quiescent scenario: nothing pending
+    /// can give it what it waits for. When a later step could (a release of a fault that holds a
+    /// request now, a removal of such a fault, a clock advance, a cancel of the awaited operation,
+    /// a clear, close or app action; for `wait_for` any later action), the order is *infeasible*:
+    /// the step waits for what only a later step provides (a deadlock of the scenario, not an SDK
+    /// fault). Otherwise nothing ever could, and the message says so.
+    func stuck(at index: Int, waitingFor labels: [String]?, what: String) -> String {
+        // Fault ids and labels are identity data: compared by Unicode scalars.
+        func same(_ a: String, _ b: String) -> Bool { a.unicodeScalars.elementsEqual(b.unicodeScalars) }
+        let holding = port.parkedRequests().filter { !$0.answered && !$0.cancelled }.compactMap(\.fault)
+        let later = scenario.steps.indices.filter { $0 > index }
+        let provider = later.first { i in
+            switch scenario.steps[i] {
+            case .release(let id, _, _, _), .removeFault(let id): return holding.contains { same($0, id) }
+            case .advance, .app: return true
+            case .cancel(let label): let members = lock.withLock { groups[label] } ?? []
+                return labels == nil || members.contains { m in labels!.contains { same($0, m) } }
+            case .sdk(_, let op, _, _, _, _):
+                return labels == nil || op == .clearCache || op == .close || op == .clearOfflineCache
+            case .addFault, .fixtures: return labels == nil
+            case .await, .waitFor, .expect: return false
+            }
+        }
+        guard let provider else {
+            return "\(what) can never finish: it waits on parked requests and no later step can release them"
+        }
+        infeasible = true
+        return "\(what) waits for what only a later step provides (step \(provider) \(Self.verb(scenario.steps[provider]))): "
+            + "this order of the steps is infeasible"
+    }
+
     private func nextLabel() -> String {
         autoLabel += 1
         return "op\(autoLabel)"
@@ -376,13 +417,20 @@ final class ScenarioExecution: @unchecked Sendable {
     }
 
     /// Waits for every operation of `group`, then checks `expect` against each outcome.
-    func finish(group: String, expect: OutcomeExpectation?, step: String) async -> String? {
+    func finish(group: String, expect: OutcomeExpectation?, step: String, index: Int? = nil) async -> String? {
         guard let labels = lock.withLock({ groups[group] }) else {
             infeasible = true
             return "operation '\(group)' was never started"
         }
-        let done = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in
-            lock.withLock { labels.allSatisfy { ops[$0]?.outcome != nil } }
+        // An `await` of an operation parked in the mock while nothing else can happen (quiescent)
+        // would only end at the step limit: it is stuck, decided now (see `stuck(at:waitingFor:)`).
+        let finished: @Sendable () -> Bool = { [self] in lock.withLock { labels.allSatisfy { ops[$0]?.outcome != nil } } }
+        let ended = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in
+            finished() || (index != nil && quiescent())
+        }
+        let done = ended && finished()
+        if ended && !done, let index {
+            return self.stuck(at: index, waitingFor: labels, what: "operation '\(group)'") + "; pending: \(describePending())"
         }
         guard done else {
             return "operation '\(group)' did not finish within \(scenario.stepTimeoutMilliseconds) ms; pending: \(describePending())"

@@ -85,6 +85,10 @@ public enum ScenarioParser {
         let timeout = try r.optionalInt("step_timeout_ms", range: 1...600_000) ?? 5000
         let requires = try r.optionalStrings("requires") ?? []
         let explore = r.value("explore")
+        // What `explore` found when it wrote this file (a record for people; not run).
+        if let explored = r.value("explored"), explored.objectValue == nil {
+            throw r.error("explored", expected: "an object (written by contract-harness explore)", found: explored)
+        }
         try r.finish()
         return Scenario(file: file, name: name, description: description, tags: tags, source: source, fixtures: fixtures,
                         settings: settings, clients: clients.map { ($0.0, $0.1, $0.2) }, app: app, steps: steps,
