@@ -384,7 +384,16 @@ final class ScenarioExecution: @unchecked Sendable {
         func same(_ a: String, _ b: String) -> Bool { a.unicodeScalars.elementsEqual(b.unicodeScalars) }
         let holding = port.parkedRequests().filter { !$0.answered && !$0.cancelled }.compactMap(\.fault)
         let later = scenario.steps.indices.filter { $0 > index }
-        let provider = later.first { i in
+        // The step named is the most direct one: a release (or removal) of a holding fault, then
+        // a cancel of the awaited operation, then anything else that could.
+        let direct = later.first { i in
+            switch scenario.steps[i] {
+            case .release(let id, _, _, _), .removeFault(let id): return holding.contains { same($0, id) }
+            case .cancel(let label): return labels != nil && (lock.withLock { groups[label] } ?? []).contains { m in labels!.contains { same($0, m) } }
+            default: return false
+            }
+        }
+        let provider = direct ?? later.first { i in
             switch scenario.steps[i] {
             case .release(let id, _, _, _), .removeFault(let id): return holding.contains { same($0, id) }
             case .advance, .app: return true
