@@ -40,7 +40,7 @@ public struct BackendModel: Sendable {
                                    route: nil, note: "\(template) allows \(allowed.joined(separator: ", ")), not \(request.method)")
             default:
                 return ModelAnswer(response: Self.detail(404, "Not Found"), route: nil,
-                                   note: Route.nearest(method: request.method, rawPath: request.raw.rawPath, segments: request.segments))
+                                   note: Route.nearest(method: request.method, rawPath: request.rawPath, segments: request.segments))
             }
         }
 
@@ -54,7 +54,7 @@ public struct BackendModel: Sendable {
         }
 
         // Rate limit: one fixed window per (client, exact path).
-        if let limited = rateLimit(client: key, path: request.raw.rawPath, now: now) {
+        if let limited = rateLimit(client: key, path: request.rawPath, now: now) {
             return ModelAnswer(response: limited, route: route.name, note: nil)
         }
 
@@ -125,7 +125,7 @@ public struct BackendModel: Sendable {
     private func evaluateFlag(_ key: String, userID: String, context: [String: JSONValue]) -> MockResponse {
         guard let flag = fixtures.flag(key) else { return Self.detail(404, "Feature flag not found") }
         func body(_ enabled: Bool, _ reason: String) -> MockResponse {
-            Self.json(200, .object(["key": .string(key), "enabled": .bool(enabled), "config": .null, "reason": .string(reason)]))
+            Self.json(200, members: [("key", .string(key)), ("enabled", .bool(enabled)), ("config", .null), ("reason", .string(reason))])
         }
         guard flag.status == .active else { return body(false, "inactive") }
         let bucket = MockBucketing.flagBucket(userID: userID, flagKey: key)
@@ -151,12 +151,12 @@ public struct BackendModel: Sendable {
         guard let control = experiment.controlVariant else { return Self.detail(500, "Experiment has no variants") }
 
         func answer(_ variant: Variant, assigned: Bool, reason: String) -> MockResponse {
-            Self.json(200, .object([
-                "experiment_key": .string(experimentKey), "user_id": .string(userID),
-                "variant_id": .string(variant.id), "variant_name": .string(variant.name),
-                "is_control": .bool(variant.isControl), "configuration": variant.configuration,
-                "assigned": .bool(assigned), "reason": .string(reason),
-            ]))
+            Self.json(200, members: [
+                ("experiment_key", .string(experimentKey)), ("user_id", .string(userID)),
+                ("variant_id", .string(variant.id)), ("variant_name", .string(variant.name)),
+                ("is_control", .bool(variant.isControl)), ("configuration", variant.configuration),
+                ("assigned", .bool(assigned)), ("reason", .string(reason)),
+            ])
         }
 
         let stickyKey = experimentKey + "\u{0}" + userID
@@ -261,8 +261,16 @@ public struct BackendModel: Sendable {
 
     /// A JSON response with `Content-Type: application/json`.
     static func json(_ status: Int, _ body: JSONValue, extra: [(name: String, value: String)] = []) -> MockResponse {
-        MockResponse(status: status, headers: [("Content-Type", "application/json")] + extra, body: body.serialized())
+        MockResponse(status: status, headers: extra.isEmpty ? jsonHeaders : jsonHeaders + extra, body: body.serialized())
     }
+
+    /// A JSON object response from its members (distinct keys), written without building a
+    /// dictionary: the same bytes as `json(status, .object(...))`.
+    static func json(_ status: Int, members: [(key: String, value: JSONValue)]) -> MockResponse {
+        MockResponse(status: status, headers: jsonHeaders, body: JSONValue.serializedObject(members))
+    }
+
+    private static let jsonHeaders: [(name: String, value: String)] = [("Content-Type", "application/json")]
 
     /// A FastAPI-style error `{"detail": text}`.
     static func detail(_ status: Int, _ text: String, extra: [(name: String, value: String)] = []) -> MockResponse {
