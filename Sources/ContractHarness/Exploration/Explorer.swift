@@ -236,8 +236,13 @@ public enum Explorer {
         let name = root["name"]?.stringValue ?? file
         let (orders, complete) = schedules(of: settings.steps, max: settings.maxSchedules, exhaustive: settings.exhaustive, seed: seed)
         progress?.start(total: orders.count)
-        let outcomes = await runAll(orders.indices.map { fixed(root, settings: settings, order: orders[$0], suffix: "", note: "") },
-                                    file: file, runner: runner, concurrency: concurrency, progress: progress)
+        // The file is parsed once; each schedule permutes the parsed steps (serializing and
+        // re-parsing every schedule was a tenth of the exploration's CPU time).
+        let base = try? ScenarioParser.parse(root.serialized(), file: file)
+        func scenarios(_ indices: [Int]) -> [Scenario?] {
+            indices.map { i in base.flatMap { permuted($0, settings: settings, order: orders[i]) } }
+        }
+        let outcomes = await runAll(scenarios(Array(orders.indices)), runner: runner, concurrency: concurrency, progress: progress)
         // Confirmation: what failed or could not be carried out on the SDK is run on the reference.
         var onReference = [ScenarioResult?](repeating: nil, count: orders.count)
         if let reference {
@@ -246,8 +251,7 @@ public enum Explorer {
                 guard let r = outcomes[i] else { return false }
                 return r.infeasible || r.status == .failed || r.status == .error
             }
-            let confirmed = await runAll(suspicious.map { fixed(root, settings: settings, order: orders[$0], suffix: "", note: "") },
-                                         file: file, runner: reference, concurrency: concurrency, progress: nil)
+            let confirmed = await runAll(scenarios(suspicious), runner: reference, concurrency: concurrency, progress: nil)
             for (i, r) in zip(suspicious, confirmed) { onReference[i] = r }
         }
         let exploring = ScenarioRunner.elapsed(since: started)
@@ -302,23 +306,45 @@ public enum Explorer {
                       exploringMilliseconds: exploring)
     }
 
-    /// Runs every scenario of `jsons` on `runner`, up to `concurrency` at once; results by position
-    /// (`nil`: the fixed scenario did not parse).
-    static func runAll(_ jsons: [JSONValue], file: String, runner: ScenarioRunner, concurrency: Int,
+    /// `scenario` with its movable steps in `order` (as `fixed` places them), or `nil` when that
+    /// order is not a well-formed scenario: an `await` or `cancel` before the operation's start,
+    /// a `release`, `remove_fault` or `wait_for held` before its fault is added (the parser's
+    /// ordering rules, which the file as written satisfies).
+    static func permuted(_ scenario: Scenario, settings: Settings, order: [Int]) -> Scenario? {
+        var s = scenario
+        for (slot, index) in zip(settings.steps, order) { s.steps[slot] = scenario.steps[index] }
+        // Labels and fault ids are identity data: compared by Unicode scalars.
+        var labels: [String] = [], faults: [String] = []
+        func known(_ list: [String], _ x: String) -> Bool { list.contains { $0.unicodeScalars.elementsEqual(x.unicodeScalars) } }
+        for step in s.steps {
+            switch step {
+            case .sdk(_, _, let label?, _, _, _), .app(_, let label?, _, _): labels.append(label)
+            case .await(let label, _), .cancel(let label): if !known(labels, label) { return nil }
+            case .addFault(let id, _): faults.append(id)
+            case .removeFault(let id), .release(let id, _, _, _), .waitFor(.held(let id, _)): if !known(faults, id) { return nil }
+            default: break
+            }
+        }
+        return s
+    }
+
+    /// Runs every scenario on `runner`, up to `concurrency` at once; results by position (`nil`:
+    /// the scenario's order is not well-formed, see `permuted`).
+    static func runAll(_ scenarios: [Scenario?], runner: ScenarioRunner, concurrency: Int,
                        progress: Progress?) async -> [ScenarioResult?] {
         // Schedules are independent runs from a fresh state, so several run at once (their waits
         // are mostly thread hand-offs); outcomes are collected by position, so what is reported
         // does not depend on which finished first.
-        var outcomes = [ScenarioResult?](repeating: nil, count: jsons.count)
+        var outcomes = [ScenarioResult?](repeating: nil, count: scenarios.count)
         await withTaskGroup(of: (Int, ScenarioResult?).self) { group in
             var next = 0
             func launch() {
-                guard next < jsons.count else { return }
+                guard next < scenarios.count else { return }
                 let index = next
                 next += 1
-                let json = jsons[index]
+                let scenario = scenarios[index]
                 group.addTask {
-                    guard let scenario = try? ScenarioParser.parse(json.serialized(), file: file) else { return (index, nil) }
+                    guard let scenario else { return (index, nil) }
                     return (index, await runner.run(scenario))
                 }
             }
