@@ -131,6 +131,8 @@ final class ScenarioExecution: @unchecked Sendable {
         /// Only requests with a higher mock sequence number can be this operation's: its client
         /// cleared or closed (detaching older requests) when the mock had seen this many.
         var barrier = 0
+        /// The clock's `wakeups` when the operation started.
+        var wakeups = 0
     }
 
     let scenario: Scenario
@@ -217,7 +219,7 @@ final class ScenarioExecution: @unchecked Sendable {
             // Quiescent with operations pending at the end: they wait on parked requests no step
             // will release, so waiting out the step limit would only delay the same verdict.
             let ended = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in
-                (pending().isEmpty && port.unsettledRequests == 0) || quiescent()
+                (pending().isEmpty && port.unsettledRequests == 0) || (quiescent() && inert(nil))
             }
             let finished = ended && pending().isEmpty
             let stuck = ended && !finished
@@ -352,7 +354,7 @@ final class ScenarioExecution: @unchecked Sendable {
         case .waitFor(let condition):
             // Quiescent and unmet: nothing pending can meet it (see `stuck(at:waitingFor:)`).
             let ended = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in
-                satisfied(condition) || (condition != .quiescence && quiescent())
+                satisfied(condition) || (condition != .quiescence && quiescent() && inert(nil))
             }
             let met = ended && satisfied(condition)
             if ended && !met { return self.stuck(at: index, waitingFor: nil, what: Self.describe(condition)) + "; " + nearest(condition) }
@@ -371,6 +373,27 @@ final class ScenarioExecution: @unchecked Sendable {
             return nil
         }
         return await quiesce(step: name)
+    }
+
+    /// Whether the pending operations among `labels` (all pending operations when `nil`) can only
+    /// move when a step acts: quiescence is not enough, as it cannot see the SDK's own tasks.
+    /// Each such operation has requests of its own (its client, for its user and key, after its
+    /// client's last clear) and every one of them is parked, none answered or cancelled (an
+    /// answered one may still be travelling through the SDK), and no clock sleeper has been woken
+    /// since it started (an SDK deadline may be acting on it). Evaluated only when quiescent.
+    func inert(_ labels: [String]?) -> Bool {
+        let waiting = pending().filter { op in labels?.contains { $0.unicodeScalars.elementsEqual(op.label.unicodeScalars) } ?? true }
+        if waiting.isEmpty { return labels == nil }
+        let wakeups = clock.wakeups
+        let requests = port.requests()
+        return waiting.allSatisfy { op in
+            guard op.wakeups == wakeups else { return false }
+            let own = requests.filter { r in
+                r.client == op.client && r.seq > op.barrier && (op.user == nil || r.users.contains(op.user!))
+                    && (op.key == nil || (r.key?.kind == op.key!.kind && r.key?.key == op.key!.key))
+            }
+            return !own.isEmpty && own.allSatisfy { $0.parked && !$0.answered && !$0.cancelled }
+        }
     }
 
     /// Explains a step that waits (`await`, `wait_for`) in a quiescent scenario: nothing pending
@@ -435,7 +458,7 @@ final class ScenarioExecution: @unchecked Sendable {
         // would only end at the step limit: it is stuck, decided now (see `stuck(at:waitingFor:)`).
         let finished: @Sendable () -> Bool = { [self] in lock.withLock { labels.allSatisfy { ops[$0]?.outcome != nil } } }
         let ended = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in
-            finished() || (index != nil && quiescent())
+            finished() || (index != nil && quiescent() && inert(labels))
         }
         let done = ended && finished()
         if ended && !done, let index {
@@ -460,7 +483,8 @@ final class ScenarioExecution: @unchecked Sendable {
     func start(label: String, client: String, name: String, user: String?, key: (kind: String, key: String)? = nil,
                detail: JSONValue, body: @escaping @Sendable () async -> OperationOutcome) -> () -> Void {
         lock.withLock {
-            ops[label] = Op(label: label, client: client, name: name, user: user, key: key, barrier: barriers[client] ?? 0)
+            ops[label] = Op(label: label, client: client, name: name, user: user, key: key, barrier: barriers[client] ?? 0,
+                            wakeups: clock.wakeups)
             order.append(label)
         }
         recorder.record(.invoke, client: client, label: label, name: name, detail: detail)
