@@ -10,7 +10,9 @@ import ExperimentlyMock
 /// positions they hold in the file; every other step stays where it is. Each schedule runs from a
 /// fresh state (new mock, clock, clients, stores) and is judged by the scenario's own expectations
 /// and checks. Orders that cannot be carried out (an `await` before its start, a `release` with
-/// nothing held) are *infeasible* and skipped. With few orders (at most K) or `--exhaustive`,
+/// nothing held, a step that waits for what only a later step provides) are *infeasible* and
+/// skipped; a failure counts only when a reference SDK passes the same order, and the first one is
+/// shrunk differentially (Documentation/Explore.md). With few orders (at most K) or `--exhaustive`,
 /// every order is tried in lexicographic order; otherwise K distinct orders are drawn with a
 /// SplitMix64 generator from the seed, so the same seed gives the same schedules.
 public enum Explorer {
