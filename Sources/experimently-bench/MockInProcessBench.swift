@@ -88,7 +88,7 @@ enum MockInProcessBench {
             modelSamples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000)
         }
         let m = median(mock), e = median(echo), mm = median(modelSamples)
-        print(String(format: "mock-inprocess: %d requests, median round trip  mock %.1f us, echo floor %.1f us, mock cost %.1f us (target < 100 us)", iterations, m, e, m - e))
+        print(String(format: "mock-inprocess: %d requests, median round trip  mock %.1f us, echo floor %.1f us, mock cost %.1f us, ratio %.2fx (target < 100 us)", iterations, m, e, m - e, m / max(e, 1e-9)))
         print(String(format: "mock-inprocess: BackendModel.respond alone median %.1f us; history entries %d", mm, backend.history.count))
         _ = backend.shutdown()
     }

@@ -110,9 +110,7 @@ public enum JSONValue: Sendable, Equatable, Hashable, Codable {
             out.append(UInt8(ascii: "]"))
         case .object(let o):
             out.append(UInt8(ascii: "{"))
-            // Sorted by the keys' UTF-8 bytes: for valid Unicode, the same order as `String <`
-            // (both compare scalar values), without String comparison's normalization checks.
-            for (i, entry) in o.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }).enumerated() {
+            for (i, entry) in o.sorted(by: { $0.key < $1.key }).enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
                 JSONValue.writeString(entry.key, into: &out)
                 out.append(UInt8(ascii: ":"))
@@ -129,7 +127,7 @@ public enum JSONValue: Sendable, Equatable, Hashable, Codable {
         var out: [UInt8] = []
         out.reserveCapacity(160)
         out.append(UInt8(ascii: "{"))
-        for (i, entry) in members.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }).enumerated() {
+        for (i, entry) in members.sorted(by: { $0.key < $1.key }).enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             writeString(entry.key, into: &out)
             out.append(UInt8(ascii: ":"))

@@ -42,7 +42,9 @@ public enum MockMD5 {
         var d0: UInt32 = 0x1032_5476
 
         // Step 4 (section 3.4): process each 16-word block.
-        var words = [UInt32](repeating: 0, count: 16)
+        // The block's words live in a stack buffer (no array per digest); the bucketing functions
+        // hash on every assignment and flag request.
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 16) { words in
         var blockStart = 0
         while blockStart < bytes.count {
             // The 16 words of this block, little-endian (RFC 1321 section 3.4).
@@ -72,11 +74,15 @@ public enum MockMD5 {
             d0 = d0 &+ d
             blockStart += 64
         }
+        }
 
         // Step 5 (section 3.5): the digest is A, B, C, D, each little-endian.
         var out = [UInt8](repeating: 0, count: 16)
-        for (w, word) in [a0, b0, c0, d0].enumerated() {
-            for i in 0..<4 { out[4 * w + i] = UInt8(truncatingIfNeeded: word >> (8 * UInt32(i))) }
+        for i in 0..<4 {
+            out[i] = UInt8(truncatingIfNeeded: a0 >> (8 * UInt32(i)))
+            out[4 + i] = UInt8(truncatingIfNeeded: b0 >> (8 * UInt32(i)))
+            out[8 + i] = UInt8(truncatingIfNeeded: c0 >> (8 * UInt32(i)))
+            out[12 + i] = UInt8(truncatingIfNeeded: d0 >> (8 * UInt32(i)))
         }
         return out
     }

@@ -202,10 +202,12 @@ public final class MockURLProtocol: URLProtocol {
         if !fields.keys.contains(where: { $0.equalsIgnoringASCIICase("Host") }), let host = request.url?.host {
             fields["Host"] = host + (request.url?.port.map { ":\($0)" } ?? "")
         }
+        // Lower-cased once per field, not once per comparison.
         let headers = fields
             .filter { !$0.key.equalsIgnoringASCIICase(MockBackend.routingHeader) }
-            .sorted { $0.key.lowercased() < $1.key.lowercased() }
-            .map { (name: $0.key, value: $0.value) }
+            .map { (lower: $0.key.lowercased(), name: $0.key, value: $0.value) }
+            .sorted { $0.lower < $1.lower }
+            .map { (name: $0.name, value: $0.value) }
         var body = request.httpBody ?? Data()
         if body.isEmpty, let stream = request.httpBodyStream {
             stream.open()
