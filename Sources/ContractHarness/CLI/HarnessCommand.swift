@@ -449,9 +449,12 @@ public enum HarnessCommand {
         var settings = settings
         if let k = options.maxSchedules { settings.maxSchedules = k }
         if options.exhaustive { settings.exhaustive = true }
+        let progress = Explorer.Progress()
+        let ticker = progressTicker(progress)
         let report = await Explorer.explore(root, file: s.file, settings: settings, seed: options.seed,
                                             runner: ScenarioRunner(driver: runner.driver, seed: options.seed, keepsHistory: false),
-                                            reference: referenceRunner(options: options, driver: runner.driver))
+                                            reference: referenceRunner(options: options, driver: runner.driver), progress: progress)
+        ticker.cancel()
         var check = CheckResult(name: "explore", passed: report.firstFailure == nil,
                                 message: "\(report.schedules.count) schedules, \(report.failed) failed, \(report.infeasible) infeasible"
                                     + (report.failedOnReference > 0 ? ", \(report.failedOnReference) fail on the reference too" : ""))

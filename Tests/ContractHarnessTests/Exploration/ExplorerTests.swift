@@ -104,8 +104,16 @@ final class ExplorerTests: XCTestCase {
         let limit = 120_000
         let (root, settings) = try fieldRace(stepLimit: limit)
         XCTAssertEqual(settings.steps, [3, 4, 5, 6], "clear, release, await and assert may move")
-        let report = await Explorer.explore(root, file: Self.fieldFile, settings: settings, seed: 3, runner: ScenarioRunner(keepsHistory: false))
+        let progress = Explorer.Progress()
+        let report = await Explorer.explore(root, file: Self.fieldFile, settings: settings, seed: 3, runner: ScenarioRunner(keepsHistory: false),
+                                            progress: progress)
         XCTAssertEqual(report.schedules.count, 24)
+        // The progress counters (printed once a second by the CLI) end at the report's figures.
+        let seen = progress.snapshot
+        XCTAssertEqual(seen.total, 24)
+        XCTAssertEqual(seen.done, 24)
+        XCTAssertEqual(seen.infeasible, report.infeasible)
+        XCTAssertEqual(seen.failed, 0)
         XCTAssertEqual(report.failed, 0, "\(String(describing: report.firstFailure?.result.firstFailure))")
         XCTAssertNil(report.firstFailure)
         // Exactly the orders that await the operation before the release it parks on.
