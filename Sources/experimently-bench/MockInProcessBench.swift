@@ -88,8 +88,39 @@ enum MockInProcessBench {
             modelSamples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000)
         }
         let m = median(mock), e = median(echo), mm = median(modelSamples)
-        print(String(format: "mock-inprocess: %d requests, median round trip  mock %.1f us, echo floor %.1f us, mock cost %.1f us (target < 100 us)", iterations, m, e, m - e))
+        print(String(format: "mock-inprocess: %d requests, median round trip  mock %.1f us, echo floor %.1f us, mock cost %.1f us, ratio %.2fx (target < 100 us)", iterations, m, e, m - e, m / max(e, 1e-9)))
         print(String(format: "mock-inprocess: BackendModel.respond alone median %.1f us; history entries %d", mm, backend.history.count))
         _ = backend.shutdown()
+    }
+
+    /// `BackendModel.respond` alone in a tight loop (N requests, default 200,000), for profiling
+    /// (`perf record experimently-bench mock-model`): prints the median per request for a flag GET
+    /// and an assign POST.
+    static func modelOnly(arguments: [String]) {
+        let n = arguments.first.flatMap(Int.init) ?? 200_000
+        var fixtures = Fixtures.sdkContract
+        fixtures.rateLimit = RateLimit(limit: 1_000_000_000, windowSeconds: 60)
+        var model = BackendModel(fixtures: fixtures)
+        let t0 = Date()
+        let flags = (0..<1000).map { i in
+            MockRequest(method: "GET", target: "/api/v1/feature-flags/evaluate/sdk_contract_flag?user_id=user-\(i)",
+                        headers: [("Accept", "application/json"), ("X-Api-Key", Fixtures.sdkContractAPIKey)])
+        }
+        let assigns = (0..<1000).map { i in
+            MockRequest(method: "POST", target: "/api/v1/tracking/assign",
+                        headers: [("Content-Type", "application/json"), ("X-Api-Key", Fixtures.sdkContractAPIKey)],
+                        body: Data(#"{"experiment_key":"sdk_contract_ab","user_id":"user-\#(i)"}"#.utf8))
+        }
+        for (label, requests) in [("flag GET", flags), ("assign POST", assigns)] {
+            var samples: [Double] = []
+            samples.reserveCapacity(n)
+            var bytes = 0
+            for i in 0..<n {
+                let start = DispatchTime.now().uptimeNanoseconds
+                bytes &+= model.respond(to: requests[i % requests.count], now: t0).body.count
+                samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000)
+            }
+            print(String(format: "mock-model: %d x %@: median %.2f us per BackendModel.respond (%d bytes)", n, label, median(samples), bytes))
+        }
     }
 }

@@ -27,6 +27,9 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         var open: Set<Int> = []
         /// Records of parked requests, built once per request (quiescence asks for them often).
         var parkedRecords: [Int: RequestRecord] = [:]
+        /// Records of answered requests (final but for `parked` and `cancelled`), by sequence
+        /// number: `requests()` is called on every condition check and rebuilt them all.
+        var finishedRecords: [Int: RequestRecord] = [:]
         var cancelled: Set<Int> = []
         var observer: (@Sendable (Int?, Bool) -> Void)?
         var sessions: [URLSession] = []
@@ -228,8 +231,20 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
     }
 
     func requests() -> [RequestRecord] {
-        let parked = state.withLock { parkedNow($0) }
-        return backend.history.map { record($0, parked: parked.contains($0.seq)) }
+        let (parked, finished) = state.withLock { (parkedNow($0), $0.finishedRecords) }
+        var fresh: [Int: RequestRecord] = [:]
+        let records = backend.history.map { e -> RequestRecord in
+            if e.outcome != nil, var r = finished[e.seq] {
+                r.parked = parked.contains(e.seq)
+                r.cancelled = e.cancelled
+                return r
+            }
+            let r = record(e, parked: parked.contains(e.seq))
+            if e.outcome != nil { fresh[e.seq] = r }
+            return r
+        }
+        if !fresh.isEmpty { state.withLock { s in s.finishedRecords.merge(fresh) { old, _ in old } } }
+        return records
     }
 
     func parkedRequests() -> [RequestRecord] {
@@ -259,7 +274,7 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         var headers: [String: String] = [:]
         var client: String?
         for h in e.headers {
-            if h.name.caseInsensitiveCompare("Host") == .orderedSame {
+            if h.name.utf8.count == 4 && h.name.lowercased() == "host" {
                 // The host names this run's backend instance: it attributes the request and is
                 // left out of the record so equal runs give equal histories.
                 if let colon = h.value.lastIndex(of: ":"), let port = Int(h.value[h.value.index(after: colon)...]),
@@ -270,16 +285,18 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
             }
             headers[h.name] = h.value
         }
+        // Foundation's removingPercentEncoding is slow; most components have nothing to decode.
+        func decoded(_ s: String) -> String? { s.utf8.contains(UInt8(ascii: "%")) ? s.removingPercentEncoding : s }
         var query: [String: String] = [:]
         for pair in (e.query ?? "").split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
-            let name = parts[0].removingPercentEncoding ?? parts[0]
-            query[name] = parts.count > 1 ? (parts[1].removingPercentEncoding ?? parts[1]) : ""
+            let name = decoded(parts[0]) ?? parts[0]
+            query[name] = parts.count > 1 ? (decoded(parts[1]) ?? parts[1]) : ""
         }
         let response = e.response.flatMap { try? JSONValue.parse($0.body).value }
         var responseHeaders: [String: String] = [:]
         for h in e.response?.headers ?? [] { responseHeaders[h.name] = h.value }
-        return RequestRecord(seq: e.seq, client: client, method: e.method, path: e.path.removingPercentEncoding ?? e.path,
+        return RequestRecord(seq: e.seq, client: client, method: e.method, path: decoded(e.path) ?? e.path,
                              target: e.path + (e.query.map { "?" + $0 } ?? ""), query: query, headers: headers,
                              body: e.json, status: e.response?.status, response: response, responseHeaders: responseHeaders,
                              fault: e.fault?.name, parked: parked, cancelled: e.cancelled, answered: e.outcome != nil)

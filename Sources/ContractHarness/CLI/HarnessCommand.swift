@@ -546,10 +546,15 @@ public enum HarnessCommand {
         var settings = settings
         if let k = options.maxSchedules { settings.maxSchedules = k }
         if options.exhaustive { settings.exhaustive = true }
+        let progress = Explorer.Progress()
+        let ticker = progressTicker(progress)
         let report = await Explorer.explore(root, file: s.file, settings: settings, seed: options.seed,
-                                            runner: ScenarioRunner(driver: runner.driver, seed: options.seed, keepsHistory: false))
+                                            runner: ScenarioRunner(driver: runner.driver, seed: options.seed, keepsHistory: false),
+                                            reference: referenceRunner(options: options, driver: runner.driver), progress: progress)
+        ticker.cancel()
         var check = CheckResult(name: "explore", passed: report.firstFailure == nil,
-                                message: "\(report.schedules.count) schedules, \(report.failed) failed, \(report.infeasible) infeasible")
+                                message: "\(report.schedules.count) schedules, \(report.failed) failed, \(report.infeasible) infeasible"
+                                    + (report.failedOnReference > 0 ? ", \(report.failedOnReference) fail on the reference too" : ""))
         if let f = report.firstFailure {
             check.message = "schedule \(f.order) fails '\(f.check)': \(f.result.firstFailure?.message ?? "") (\(report.schedules.count) schedules, \(report.failed) failed)"
             check.history = f.result.firstFailure?.history
@@ -560,6 +565,31 @@ public enum HarnessCommand {
                                     history: [], historyDigest: "")
         result.exploration = report.json
         return result
+    }
+
+    /// The reference a schedule must pass on for its failure to count (Explorer.explore): the
+    /// faithful variant when exploring a broken one (`--mutant`), the shipping SDK when exploring
+    /// another SDK, `nil` (the SDK is its own reference) for the shipping SDK.
+    static func referenceRunner(options: RunOptions, driver: any SDKDriver) -> ScenarioRunner? {
+        if options.mutant != nil { return ScenarioRunner(driver: MutantRun.driver(nil), seed: options.seed, keepsHistory: false) }
+        let shipping = SwiftSDKDriver()
+        if driver.sdkName.unicodeScalars.elementsEqual(shipping.sdkName.unicodeScalars) { return nil }
+        return ScenarioRunner(driver: shipping, seed: options.seed, keepsHistory: false)
+    }
+
+    /// Prints a progress line to stderr once a second while an exploration runs; cancel the
+    /// returned timer when it ends.
+    static func progressTicker(_ progress: Explorer.Progress) -> DispatchSourceTimer {
+        let started = DispatchTime.now()
+        let timer = DispatchSource.makeTimerSource(queue: .global())
+        timer.schedule(deadline: .now() + .seconds(1), repeating: .seconds(1))
+        timer.setEventHandler {
+            let p = progress.snapshot
+            let seconds = Int(ScenarioRunner.elapsed(since: started) / 1000)
+            FileHandle.standardError.write(Data("explore: \(p.done)/\(p.total) schedules, \(p.failed) failed, \(p.infeasible) infeasible, \(seconds) s (\(p.phase))\n".utf8))
+        }
+        timer.resume()
+        return timer
     }
 
     static func explore(_ arguments: [String], driver: any SDKDriver) async -> Int32 {
@@ -620,13 +650,20 @@ public enum HarnessCommand {
         say("explore \(root["name"]?.stringValue ?? file): seed \(options.seed), steps \(settings.steps) may move, at most \(settings.maxSchedules) schedules\(settings.exhaustive ? ", in order" : "")")
         // Schedules run in worker processes, so one that crashes the SDK is reported, not fatal.
         let isolation = workerExecutable(for: originalDriver).map { Explorer.Isolation(executable: $0, mutant: options.mutant, slots: cores) }
+        let progress = Explorer.Progress()
+        let ticker = progressTicker(progress)
         let report = await Explorer.explore(root, file: file, settings: settings, seed: options.seed,
                                             runner: ScenarioRunner(driver: driver, seed: options.seed, keepsHistory: false),
-                                            concurrency: options.jobs, isolation: external == nil ? isolation : nil)
+                                            reference: referenceRunner(options: options, driver: driver),
+                                            concurrency: options.jobs, isolation: external == nil ? isolation : nil, progress: progress)
+        ticker.cancel()
         await external?.shutdown()
         say(String(format: "%d schedules (%@), %d failed, %d infeasible, %.0f schedules/s", report.schedules.count,
                    report.mode, report.failed, report.infeasible, report.schedulesPerSecond)
-            + (report.crashed > 0 ? " (\(report.crashed) crashed)" : ""))
+            + (report.crashed > 0 ? " (\(report.crashed) crashed)" : "")
+            + (report.failedOnReference > 0 ? ", \(report.failedOnReference) fail on the reference too (not counted)" : ""))
+        say("reference: " + (report.reference.map { "\($0) (a failure counts only when the reference passes the same order)" }
+                             ?? "\(driver.sdkName) itself"))
         if let f = report.firstFailure {
             let out = options.out ?? "\(report.scenario)-schedule.json"
             let encoder = JSONEncoder()
@@ -635,7 +672,8 @@ public enum HarnessCommand {
                 FileHandle.standardError.write(Data("contract-harness: cannot write \(out): \(error)\n".utf8))
                 return Exit.internalFault.rawValue
             }
-            say(redactor.redact("first failing schedule: order \(f.order) fails '\(f.check)': \(f.result.firstFailure?.message ?? "")"))
+            say(redactor.redact("first failing schedule: order \(f.order) fails '\(f.check)': \(f.result.firstFailure?.message ?? "")"
+                + (f.reference.map { " (passes on \($0))" } ?? "")))
             say("written to \(out) (shrunk from \(f.stepsBefore) to \(f.stepsAfter) steps); replay: contract-harness run \(out)"
                 + (options.mutant.map { " --mutant \($0)" } ?? ""))
         }

@@ -10,7 +10,9 @@ import ExperimentlyMock
 /// positions they hold in the file; every other step stays where it is. Each schedule runs from a
 /// fresh state (new mock, clock, clients, stores) and is judged by the scenario's own expectations
 /// and checks. Orders that cannot be carried out (an `await` before its start, a `release` with
-/// nothing held) are *infeasible* and skipped. With few orders (at most K) or `--exhaustive`,
+/// nothing held, a step that waits for what only a later step provides) are *infeasible* and
+/// skipped; a failure counts only when a reference SDK passes the same order, and the first one is
+/// shrunk differentially (Documentation/Explore.md). With few orders (at most K) or `--exhaustive`,
 /// every order is tried in lexicographic order; otherwise K distinct orders are drawn with a
 /// SplitMix64 generator from the seed, so the same seed gives the same schedules.
 public enum Explorer {
@@ -38,6 +40,9 @@ public enum Explorer {
         public let stepsAfter: Int
         /// The check that fails (the shrunk scenario still fails it).
         public let check: String
+        /// The reference the schedule (and the shrunk scenario) passes on; `nil` when the SDK
+        /// under exploration is the reference.
+        public var reference: String? = nil
     }
 
     /// What an exploration found.
@@ -52,8 +57,15 @@ public enum Explorer {
         public let failed: Int
         /// Schedules whose worker process died or passed its deadline (with `Isolation`).
         public var crashed: Int = 0
-        /// Schedules that could not be carried out in their order (skipped).
+        /// Schedules that could not be carried out in their order (skipped): a step waited for
+        /// what only a later step provides, or released what was not held.
         public let infeasible: Int
+        /// Schedules that failed on the SDK and on the reference too: the scenario fails in that
+        /// order whatever the SDK (an expectation that holds only in some orders), not counted as
+        /// failures.
+        public var failedOnReference: Int = 0
+        /// The reference SDK's name; `nil` when the SDK under exploration is the reference.
+        public var reference: String? = nil
         /// `true` when every order was tried.
         public let complete: Bool
         /// `true` when the orders were drawn from the seed (too many to try in order).
@@ -82,12 +94,14 @@ public enum Explorer {
             var o: [String: JSONValue] = [
                 "seed": .number(Double(seed)), "schedules": .number(Double(schedules.count)),
                 "failed": .number(Double(failed)), "crashed": .number(Double(crashed)), "infeasible": .number(Double(infeasible)),
+                "failed_on_reference": .number(Double(failedOnReference)), "reference": reference.map(JSONValue.string) ?? .null,
                 "complete": .bool(complete), "sampled": .bool(sampled), "mode": .string(mode),
                 "duration_ms": .number(durationMilliseconds.rounded()),
             ]
             if let f = firstFailure {
                 o["first_failure"] = .object(["order": .array(f.order.map { .number(Double($0)) }), "check": .string(f.check),
-                                              "steps_before": .number(Double(f.stepsBefore)), "steps_after": .number(Double(f.stepsAfter))])
+                                              "steps_before": .number(Double(f.stepsBefore)), "steps_after": .number(Double(f.stepsAfter)),
+                                              "passes_on": f.reference.map(JSONValue.string) ?? .null])
             }
             return .object(o)
         }
@@ -194,7 +208,7 @@ public enum Explorer {
     /// Runs scenario JSONs in worker processes; a schedule whose worker dies is `crashed`, one that
     /// does not parse is `nil` (infeasible).
     static func isolated(_ jsons: [JSONValue], file: String, seed: UInt64, cap: Int?, isolation: Isolation,
-                         perWorker: Int) async -> [ScenarioResult?] {
+                         perWorker: Int, progress: Progress? = nil) async -> [ScenarioResult?] {
         let parsed = jsons.map { try? ScenarioParser.parse($0.serialized(), file: file) }
         let runnable = parsed.indices.filter { parsed[$0] != nil }
         let jobs = runnable.enumerated().map { id, i in
@@ -203,7 +217,13 @@ public enum Explorer {
         }
         let deadlines = runnable.map { HarnessCommand.hardDeadline(parsed[$0]!, cap: cap, exploring: false) }
         let outcomes = await WorkerPool(executable: isolation.executable, jobs: jobs, deadlines: deadlines, slots: isolation.slots,
-                                        perWorker: perWorker).run()
+                                        perWorker: perWorker) { _, outcome in
+            switch outcome {
+            case .result(let r): progress?.finished(r)
+            case .crashed: progress?.finishedCrashed()
+            case .notRun: break
+            }
+        }.run()
         var results = [ScenarioResult?](repeating: nil, count: jsons.count)
         for (i, outcome) in zip(runnable, outcomes) {
             switch outcome {
@@ -215,92 +235,220 @@ public enum Explorer {
         return results
     }
 
+    /// Live counters of a running exploration, for progress lines (read from another thread while
+    /// the exploration runs). State lives behind an `NSLock`.
+    public final class Progress: @unchecked Sendable {
+        // @unchecked Sendable: every field is guarded by `lock`.
+        private let lock = NSLock()
+        private var _total = 0, _done = 0, _failed = 0, _infeasible = 0
+        private var _phase = "exploring"
+
+        /// Creates empty counters.
+        public init() {}
+
+        /// The counters now: schedules in all, schedules run, failed and infeasible so far (on the
+        /// SDK under exploration, before confirmation on the reference), and the phase
+        /// (`exploring`, `confirming on the reference`, `shrinking`).
+        public var snapshot: (total: Int, done: Int, failed: Int, infeasible: Int, phase: String) {
+            lock.withLock { (_total, _done, _failed, _infeasible, _phase) }
+        }
+
+        func start(total: Int) { lock.withLock { _total = total } }
+        func phase(_ p: String) { lock.withLock { _phase = p } }
+        func finished(_ r: ScenarioResult?) {
+            lock.withLock {
+                _done += 1
+                if r == nil || r!.infeasible { _infeasible += 1 } else if [.failed, .error, .crashed].contains(r!.status) { _failed += 1 }
+            }
+        }
+        func finishedCrashed() { lock.withLock { _done += 1; _failed += 1 } }
+    }
+
     /// Runs the exploration.
+    ///
+    /// A schedule *fails* only when it fails on the SDK under exploration and the reference
+    /// carries it out and passes; when it fails (or cannot be carried out) on the reference too,
+    /// it says nothing about the SDK: such schedules are counted in `failedOnReference` (a
+    /// failure of the scenario in that order) or `infeasible`. An order the SDK cannot carry out
+    /// (a step waits for what only a later step provides) but the reference passes is a failure
+    /// of the SDK. Without a reference (the SDK under exploration is the reference) a failing
+    /// schedule fails and an infeasible one is skipped.
     ///
     /// - Parameters:
     ///   - root: the scenario file's JSON (after `{{seed}}` substitution); `file` its path.
     ///   - settings: what may move and how many schedules; `seed` the run's seed.
     ///   - runner: runs each schedule (its driver is the SDK under test).
+    ///   - reference: runs schedules on the reference SDK (the shipping SDK, or the faithful
+    ///     variant when exploring a broken one); `nil` when `runner`'s SDK is the reference.
     ///   - concurrency: how many schedules run at once.
-    ///   - isolation: run schedules (and shrinking candidates) in worker processes, so a schedule
-    ///     that crashes the SDK's process is reported `crashed` (a failure) and the rest go on;
-    ///     `nil`: in this process.
+    ///   - isolation: run the schedules (and shrinking candidates) on the SDK under exploration in
+    ///     worker processes, so a schedule that crashes the SDK's process is reported `crashed` (a
+    ///     failure) and the rest go on; `nil`: in this process. The reference runs in this process.
+    ///   - progress: counters updated as schedules finish (for progress lines).
     public static func explore(_ root: JSONValue, file: String, settings: Settings, seed: UInt64,
-                               runner: ScenarioRunner, concurrency: Int = 16, isolation: Isolation? = nil) async -> Report {
+                               runner: ScenarioRunner, reference: ScenarioRunner? = nil, concurrency: Int = 16,
+                               isolation: Isolation? = nil, progress: Progress? = nil) async -> Report {
         let started = DispatchTime.now()
         let name = root["name"]?.stringValue ?? file
         let (orders, complete) = schedules(of: settings.steps, max: settings.maxSchedules, exhaustive: settings.exhaustive, seed: seed)
-        // Schedules are independent runs from a fresh state, so several run at once (their waits
-        // are mostly thread hand-offs); outcomes are collected by position, so what is reported
-        // does not depend on which finished first.
-        var outcomes = [ScenarioResult?](repeating: nil, count: orders.count)
+        progress?.start(total: orders.count)
+        // The file is parsed once; each schedule permutes the parsed steps (serializing and
+        // re-parsing every schedule was a tenth of the exploration's CPU time).
+        let base = try? ScenarioParser.parse(root.serialized(), file: file)
+        func scenarios(_ indices: [Int]) -> [Scenario?] {
+            indices.map { i in base.flatMap { permuted($0, settings: settings, order: orders[i]) } }
+        }
+        let outcomes: [ScenarioResult?]
         if let isolation {
+            // In workers the schedule travels as its file; an order that is not well-formed stays nil.
+            let wellFormed = scenarios(Array(orders.indices))
             let jsons = orders.map { fixed(root, settings: settings, order: $0, suffix: "", note: "") }
             let perWorker = max(1, (concurrency + isolation.slots - 1) / isolation.slots)
-            outcomes = await isolated(jsons, file: file, seed: seed, cap: runner.stepTimeoutCap, isolation: isolation, perWorker: perWorker)
+            let ran = await isolated(jsons, file: file, seed: seed, cap: runner.stepTimeoutCap, isolation: isolation,
+                                     perWorker: perWorker, progress: progress)
+            outcomes = zip(wellFormed, ran).map { $0 == nil ? nil : $1 }
         } else {
-        await withTaskGroup(of: (Int, ScenarioResult?).self) { group in
-            var next = 0
-            func launch() {
-                guard next < orders.count else { return }
-                let index = next
-                next += 1
-                let json = fixed(root, settings: settings, order: orders[index], suffix: "", note: "")
-                group.addTask {
-                    guard let scenario = try? ScenarioParser.parse(json.serialized(), file: file) else { return (index, nil) }
-                    return (index, await runner.run(scenario))
-                }
-            }
-            for _ in 0..<concurrency { launch() }
-            while let (index, result) = await group.next() {
-                outcomes[index] = result
-                launch()
-            }
+            outcomes = await runAll(scenarios(Array(orders.indices)), runner: runner, concurrency: concurrency, progress: progress)
         }
+        // Confirmation: what failed or could not be carried out on the SDK is run on the reference.
+        var onReference = [ScenarioResult?](repeating: nil, count: orders.count)
+        if let reference {
+            progress?.phase("confirming on the reference")
+            let suspicious = orders.indices.filter { i in
+                guard let r = outcomes[i] else { return false }
+                return r.infeasible || r.status == .failed || r.status == .error || r.status == .crashed
+            }
+            let confirmed = await runAll(scenarios(suspicious), runner: reference, concurrency: concurrency, progress: nil)
+            for (i, r) in zip(suspicious, confirmed) { onReference[i] = r }
         }
         let exploring = ScenarioRunner.elapsed(since: started)
-        var failed = 0, infeasible = 0, crashed = 0
-        var first: Failure?
-        for (order, outcome) in zip(orders, outcomes) {
-            guard let result = outcome, !result.infeasible else { infeasible += 1; continue }
-            guard result.status == .failed || result.status == .error || result.status == .crashed else { continue }
+        var failed = 0, infeasible = 0, failedOnReference = 0, crashed = 0
+        var firstIndex: Int?
+        for i in orders.indices {
+            guard let result = outcomes[i] else { infeasible += 1; continue }
+            let fails = result.infeasible || result.status == .failed || result.status == .error || result.status == .crashed
+            guard fails else { continue }
+            if reference != nil {
+                guard let ref = onReference[i] else { infeasible += 1; continue }
+                if ref.infeasible { infeasible += 1; continue }
+                if ref.status != .passed { failedOnReference += 1; continue }
+            } else if result.infeasible {
+                infeasible += 1
+                continue
+            }
             failed += 1
             if result.status == .crashed { crashed += 1 }
-            if first == nil {
-                let check = result.firstFailure?.name ?? "error"
-                let note = "Found by contract-harness explore (seed \(seed), order \(order.map(String.init).joined(separator: ",")) of steps \(settings.steps.map(String.init).joined(separator: ","))), shrunk; fails '\(check)'."
-                let fixedJSON = fixed(root, settings: settings, order: order, suffix: "-schedule", note: note)
-                let shrunk = await shrink(fixedJSON, file: file, check: check, runner: runner, isolation: isolation)
-                first = Failure(order: order, result: result, scenarioJSON: shrunk,
-                                stepsBefore: fixedJSON["steps"]?.arrayValue?.count ?? 0,
-                                stepsAfter: shrunk["steps"]?.arrayValue?.count ?? 0, check: check)
+            if firstIndex == nil { firstIndex = i }
+        }
+        var first: Failure?
+        if let i = firstIndex, let result = outcomes[i] {
+            progress?.phase("shrinking")
+            let order = orders[i]
+            let check = result.firstFailure?.name ?? "error"
+            let referenceName = (reference ?? runner).driver.sdkName
+            let note = "Found by contract-harness explore (seed \(seed), order \(order.map(String.init).joined(separator: ",")) of steps \(settings.steps.map(String.init).joined(separator: ","))), shrunk; fails '\(check)' on \(runner.driver.sdkName)"
+                + (reference == nil ? "." : ", passes on \(referenceName).")
+            let fixedJSON = fixed(root, settings: settings, order: order, suffix: "-schedule", note: note)
+            var shrunk = await shrink(fixedJSON, file: file, check: check, runner: runner, reference: reference, isolation: isolation)
+            if case .object(var o) = shrunk {
+                var explored: [String: JSONValue] = [
+                    "by": .string("contract-harness explore"), "file": .string(file), "seed": .number(Double(seed)),
+                    "movable_steps": .array(settings.steps.map { .number(Double($0)) }),
+                    "order": .array(order.map { .number(Double($0)) }),
+                    "check": .string(check), "fails_on": .string(runner.driver.sdkName),
+                ]
+                explored["passes_on"] = reference == nil ? .null : .string(referenceName)
+                o["explored"] = .object(explored)
+                shrunk = .object(o)
             }
+            first = Failure(order: order, result: result, scenarioJSON: shrunk,
+                            stepsBefore: fixedJSON["steps"]?.arrayValue?.count ?? 0,
+                            stepsAfter: shrunk["steps"]?.arrayValue?.count ?? 0, check: check,
+                            reference: reference == nil ? nil : referenceName)
         }
         let total = (1...Swift.max(1, settings.steps.count)).reduce(1.0) { $0 * Double($1) }
-        return Report(scenario: name, seed: seed, schedules: orders, failed: failed, crashed: crashed, infeasible: infeasible, complete: complete,
+        return Report(scenario: name, seed: seed, schedules: orders, failed: failed, crashed: crashed, infeasible: infeasible,
+                      failedOnReference: failedOnReference, reference: reference?.driver.sdkName, complete: complete,
                       sampled: !(settings.exhaustive || total <= Double(settings.maxSchedules)),
                       firstFailure: first, durationMilliseconds: ScenarioRunner.elapsed(since: started),
                       exploringMilliseconds: exploring)
     }
 
-    /// Drops steps (and lowers `times`) one at a time while the scenario still fails `check`.
+    /// `scenario` with its movable steps in `order` (as `fixed` places them), or `nil` when that
+    /// order is not a well-formed scenario: an `await` or `cancel` before the operation's start,
+    /// a `release`, `remove_fault` or `wait_for held` before its fault is added (the parser's
+    /// ordering rules, which the file as written satisfies).
+    static func permuted(_ scenario: Scenario, settings: Settings, order: [Int]) -> Scenario? {
+        var s = scenario
+        for (slot, index) in zip(settings.steps, order) { s.steps[slot] = scenario.steps[index] }
+        // Labels and fault ids are identity data: compared by Unicode scalars.
+        var labels: [String] = [], faults: [String] = []
+        func known(_ list: [String], _ x: String) -> Bool { list.contains { $0.unicodeScalars.elementsEqual(x.unicodeScalars) } }
+        for step in s.steps {
+            switch step {
+            case .sdk(_, _, let label?, _, _, _), .app(_, let label?, _, _): labels.append(label)
+            case .await(let label, _), .cancel(let label): if !known(labels, label) { return nil }
+            case .addFault(let id, _): faults.append(id)
+            case .removeFault(let id), .release(let id, _, _, _), .waitFor(.held(let id, _)): if !known(faults, id) { return nil }
+            default: break
+            }
+        }
+        return s
+    }
+
+    /// Runs every scenario on `runner`, up to `concurrency` at once; results by position (`nil`:
+    /// the scenario's order is not well-formed, see `permuted`).
+    static func runAll(_ scenarios: [Scenario?], runner: ScenarioRunner, concurrency: Int,
+                       progress: Progress?) async -> [ScenarioResult?] {
+        // Schedules are independent runs from a fresh state, so several run at once (their waits
+        // are mostly thread hand-offs); outcomes are collected by position, so what is reported
+        // does not depend on which finished first.
+        var outcomes = [ScenarioResult?](repeating: nil, count: scenarios.count)
+        await withTaskGroup(of: (Int, ScenarioResult?).self) { group in
+            var next = 0
+            func launch() {
+                guard next < scenarios.count else { return }
+                let index = next
+                next += 1
+                let scenario = scenarios[index]
+                group.addTask {
+                    guard let scenario else { return (index, nil) }
+                    return (index, await runner.run(scenario))
+                }
+            }
+            for _ in 0..<max(1, concurrency) { launch() }
+            while let (index, result) = await group.next() {
+                outcomes[index] = result
+                progress?.finished(result)
+                launch()
+            }
+        }
+        return outcomes
+    }
+
+    /// Drops steps (and lowers `times`) one at a time while the scenario still fails `check` on
+    /// `runner`'s SDK and, with a `reference`, passes on it (differential shrinking: a candidate
+    /// that fails on the reference too no longer shows what is wrong with the SDK).
     static func shrink(_ root: JSONValue, file: String, check: String, runner original: ScenarioRunner,
-                       isolation: Isolation? = nil) async -> JSONValue {
-        // A candidate that drops a release hangs until its step limit; it cannot fail the same
-        // check anyway, so candidates get a short limit.
+                       reference: ScenarioRunner? = nil, isolation: Isolation? = nil) async -> JSONValue {
+        // A candidate that drops a release is stuck, decided without waiting; a short limit
+        // bounds the rest.
         let cap = min(original.stepTimeoutCap ?? 500, 500)
         let runner = ScenarioRunner(driver: original.driver, seed: original.seed, stepTimeoutCap: cap, keepsHistory: false)
+        let referenceRunner = reference.map { ScenarioRunner(driver: $0.driver, seed: $0.seed, stepTimeoutCap: cap, keepsHistory: false) }
         func stillFails(_ candidate: JSONValue) async -> Bool {
+            guard let s = try? ScenarioParser.parse(candidate.serialized(), file: file) else { return false }
+            async let onReference: ScenarioResult? = referenceRunner == nil ? nil : referenceRunner!.run(s)
             let result: ScenarioResult?
             if let isolation {
                 result = await isolated([candidate], file: file, seed: original.seed, cap: cap, isolation: isolation, perWorker: 1).first ?? nil
-            } else if let s = try? ScenarioParser.parse(candidate.serialized(), file: file) {
-                result = await runner.run(s)
             } else {
-                result = nil
+                result = await runner.run(s)
             }
-            guard let r = result else { return false }
-            return !r.infeasible && r.checks.contains { !$0.passed && sameCheck($0.name, check) }
+            guard let r = result else { _ = await onReference; return false }
+            let fails = !r.infeasible && r.checks.contains { !$0.passed && sameCheck($0.name, check) }
+            guard let ref = await onReference else { return fails }
+            return fails && !ref.infeasible && ref.status == .passed
         }
         var current = root
         var changed = true

@@ -139,6 +139,12 @@ final class ScenarioExecution: @unchecked Sendable {
         /// Only requests with a higher mock sequence number can be this operation's: its client
         /// cleared or closed (detaching older requests) when the mock had seen this many.
         var barrier = 0
+        /// The clock's `wakeups` when the operation started.
+        var wakeups = 0
+        /// A step asked for its cancellation (a `cancel` of it, `close()` of its client, an app
+        /// action on its client): the cancellation travels through the SDK and URLSession where
+        /// quiescence cannot see it, so the operation is never judged inert.
+        var cancelRequested = false
     }
 
     let scenario: Scenario
@@ -229,11 +235,16 @@ final class ScenarioExecution: @unchecked Sendable {
         }
         recorder.setStep(scenario.steps.count)
         if aborted == nil {
-            let finished = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in
-                pending().isEmpty && port.unsettledRequests == 0
+            // Quiescent with operations pending at the end: they wait on parked requests no step
+            // will release, so waiting out the step limit would only delay the same verdict.
+            let ended = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in
+                (pending().isEmpty && port.unsettledRequests == 0) || (quiescent() && inert(nil))
             }
+            let finished = ended && pending().isEmpty
+            let stuck = ended && !finished
             if !finished {
-                fail("operations finish", "operations never finished by the end of the scenario: \(describePending())")
+                fail("operations finish", "operations never finished by the end of the scenario: \(describePending())"
+                     + (stuck ? " (they wait on parked requests and no step is left to release them)" : ""))
             }
             // Async steps never awaited: their expectations are checked on the finished outcomes.
             let left = lock.withLock { deferred.sorted { $0.value.index < $1.value.index } }
@@ -325,6 +336,7 @@ final class ScenarioExecution: @unchecked Sendable {
                 let seen = port.requestCount
                 lock.withLock { barriers[client] = seen }
             }
+            if op == .close { requestCancellation { $0.client.unicodeScalars.elementsEqual(client.unicodeScalars) } }
             let key = op.cacheKey.map { (kind: $0.kind == "flag" ? "flag" : "experiment", key: $0.key) }
             let launches = labels.map { l in
                 start(label: l, client: client, name: op.name, user: Self.user(of: op), key: key, detail: Self.arguments(op)) { [self] in
@@ -338,18 +350,20 @@ final class ScenarioExecution: @unchecked Sendable {
             let base = label ?? nextLabel()
             lock.withLock { groups[base] = [base] }
             let app = self.app!
+            requestCancellation { $0.client.unicodeScalars.elementsEqual(app.settings.client.unicodeScalars) }
             start(label: base, client: app.settings.client, name: "app.\(Self.appName(action))", user: nil,
                   detail: Self.appArguments(action)) { await app.perform(action) }()
             if !isAsync { return await finish(group: base, expect: expect, step: name) }
             if let expect { lock.withLock { deferred[base] = (index, name, expect) } }
         case .await(let label, let expect):
-            return await finish(group: label, expect: expect, step: name)
+            return await finish(group: label, expect: expect, step: name, index: index)
         case .cancel(let label):
             guard let members = lock.withLock({ groups[label] }) else {
                 infeasible = true
                 return "operation '\(label)' was never started"
             }
             let tasks = lock.withLock { members.compactMap { ops[$0]?.task } }
+            requestCancellation { op in members.contains { $0.unicodeScalars.elementsEqual(op.label.unicodeScalars) } }
             recorder.record(.marker, label: label, name: "cancel")
             tasks.forEach { $0.cancel() }
         case .addFault(let id, let rule):
@@ -373,7 +387,15 @@ final class ScenarioExecution: @unchecked Sendable {
                 }
             } catch { return "\(error)" }
         case .waitFor(let condition):
-            let met = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in satisfied(condition) }
+            // Quiescent and unmet: nothing pending can meet it (see `stuck(at:waitingFor:)`).
+            // A wait for a cancellation is never decided early: a cancellation travels through the
+            // SDK and URLSession, where quiescence cannot see it.
+            let decidable = condition != .quiescence && !condition.awaitsCancellation
+            let ended = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in
+                satisfied(condition) || (decidable && quiescent() && inert(nil))
+            }
+            let met = ended && satisfied(condition)
+            if ended && !met { return self.stuck(at: index, waitingFor: nil, what: Self.describe(condition)) + "; " + nearest(condition) }
             if !met { return "\(Self.describe(condition)) did not happen within \(scenario.stepTimeoutMilliseconds) ms; " + nearest(condition) }
             return nil
         case .advance(let seconds):
@@ -393,6 +415,77 @@ final class ScenarioExecution: @unchecked Sendable {
         return await quiesce(step: name)
     }
 
+    /// Whether the pending operations among `labels` (all pending operations when `nil`) can only
+    /// move when a step acts: quiescence is not enough, as it cannot see the SDK's own tasks.
+    /// Each such operation has requests of its own (its client, for its user and key, after its
+    /// client's last clear) and every one of them is parked, none answered or cancelled (an
+    /// answered one may still be travelling through the SDK), and no clock sleeper has been woken
+    /// since it started (an SDK deadline may be acting on it). Evaluated only when quiescent.
+    func inert(_ labels: [String]?) -> Bool {
+        let waiting = pending().filter { op in labels?.contains { $0.unicodeScalars.elementsEqual(op.label.unicodeScalars) } ?? true }
+        if waiting.isEmpty { return labels == nil }
+        let wakeups = clock.wakeups
+        let requests = port.requests()
+        return waiting.allSatisfy { op in
+            guard op.wakeups == wakeups, !op.cancelRequested else { return false }
+            let own = requests.filter { r in
+                r.client == op.client && r.seq > op.barrier && (op.user == nil || r.users.contains(op.user!))
+                    && (op.key == nil || (r.key?.kind == op.key!.kind && r.key?.key == op.key!.key))
+            }
+            return !own.isEmpty && own.allSatisfy { $0.parked && !$0.answered && !$0.cancelled }
+        }
+    }
+
+    /// Marks the pending operations that `affects` picks as having a cancellation on its way (see
+    /// `Op.cancelRequested`).
+    func requestCancellation(_ affects: (Op) -> Bool) {
+        lock.withLock {
+            for label in order where ops[label]?.outcome == nil {
+                if let op = ops[label], affects(op) { ops[label]?.cancelRequested = true }
+            }
+        }
+    }
+
+    /// Explains a step that waits (`await`, `wait_for`) in a quiescent scenario: nothing pending
+    /// can give it what it waits for. When a later step could (a release of a fault that holds a
+    /// request now, a removal of such a fault, a clock advance, a cancel of the awaited operation,
+    /// a clear, close or app action; for `wait_for` any later action), the order is *infeasible*:
+    /// the step waits for what only a later step provides (a deadlock of the scenario, not an SDK
+    /// fault). Otherwise nothing ever could, and the message says so.
+    func stuck(at index: Int, waitingFor labels: [String]?, what: String) -> String {
+        // Fault ids and labels are identity data: compared by Unicode scalars.
+        func same(_ a: String, _ b: String) -> Bool { a.unicodeScalars.elementsEqual(b.unicodeScalars) }
+        let holding = port.parkedRequests().filter { !$0.answered && !$0.cancelled }.compactMap(\.fault)
+        let later = scenario.steps.indices.filter { $0 > index }
+        // The step named is the most direct one: a release (or removal) of a holding fault, then
+        // a cancel of the awaited operation, then anything else that could.
+        let direct = later.first { i in
+            switch scenario.steps[i] {
+            case .release(let id, _, _, _), .removeFault(let id): return holding.contains { same($0, id) }
+            case .cancel(let label): return labels != nil && (lock.withLock { groups[label] } ?? []).contains { m in labels!.contains { same($0, m) } }
+            default: return false
+            }
+        }
+        let provider = direct ?? later.first { i in
+            switch scenario.steps[i] {
+            case .release(let id, _, _, _), .removeFault(let id): return holding.contains { same($0, id) }
+            case .advance, .app: return true
+            case .cancel(let label): let members = lock.withLock { groups[label] } ?? []
+                return labels == nil || members.contains { m in labels!.contains { same($0, m) } }
+            case .sdk(_, let op, _, _, _, _):
+                return labels == nil || op == .clearCache || op == .close || op == .clearOfflineCache
+            case .addFault, .fixtures: return labels == nil
+            case .await, .waitFor, .expect: return false
+            }
+        }
+        guard let provider else {
+            return "\(what) can never finish: it waits on parked requests and no later step can release them"
+        }
+        infeasible = true
+        return "\(what) waits for what only a later step provides (step \(provider) \(Self.verb(scenario.steps[provider]))): "
+            + "this order of the steps is infeasible"
+    }
+
     private func nextLabel() -> String {
         autoLabel += 1
         return "op\(autoLabel)"
@@ -406,13 +499,20 @@ final class ScenarioExecution: @unchecked Sendable {
     }
 
     /// Waits for every operation of `group`, then checks `expect` against each outcome.
-    func finish(group: String, expect: OutcomeExpectation?, step: String) async -> String? {
+    func finish(group: String, expect: OutcomeExpectation?, step: String, index: Int? = nil) async -> String? {
         guard let labels = lock.withLock({ groups[group] }) else {
             infeasible = true
             return "operation '\(group)' was never started"
         }
-        let done = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in
-            lock.withLock { labels.allSatisfy { ops[$0]?.outcome != nil } }
+        // An `await` of an operation parked in the mock while nothing else can happen (quiescent)
+        // would only end at the step limit: it is stuck, decided now (see `stuck(at:waitingFor:)`).
+        let finished: @Sendable () -> Bool = { [self] in lock.withLock { labels.allSatisfy { ops[$0]?.outcome != nil } } }
+        let ended = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in
+            finished() || (index != nil && quiescent() && inert(labels))
+        }
+        let done = ended && finished()
+        if ended && !done, let index {
+            return self.stuck(at: index, waitingFor: labels, what: "operation '\(group)'") + "; pending: \(describePending())"
         }
         guard done else {
             return diagnoseHang() ?? "operation '\(group)' did not finish within \(scenario.stepTimeoutMilliseconds) ms; pending: \(describePending())"
@@ -440,7 +540,8 @@ final class ScenarioExecution: @unchecked Sendable {
     func start(label: String, client: String, name: String, user: String?, key: (kind: String, key: String)? = nil,
                detail: JSONValue, body: @escaping @Sendable () async -> OperationOutcome) -> () -> Void {
         lock.withLock {
-            ops[label] = Op(label: label, client: client, name: name, user: user, key: key, barrier: barriers[client] ?? 0)
+            ops[label] = Op(label: label, client: client, name: name, user: user, key: key, barrier: barriers[client] ?? 0,
+                            wakeups: clock.wakeups)
             order.append(label)
         }
         recorder.record(.invoke, client: client, label: label, name: name, detail: detail)

@@ -15,6 +15,7 @@ public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sen
     private var sleepers: [UInt64: (deadline: Date, continuation: CheckedContinuation<Void, Error>?)] = [:]
     private var cancelledEarly: Set<UInt64> = []
     private var nextID: UInt64 = 0
+    private var woken = 0
     private let onChange: (@Sendable () -> Void)?
 
     /// Creates a clock reading `start` (default 2023-11-14T22:13:20Z, 1_700_000_000 s after 1970).
@@ -31,6 +32,10 @@ public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sen
 
     /// The number of tasks sleeping on this clock.
     public var sleeperCount: Int { lock.withLock { sleepers.count } }
+
+    /// How many sleepers `advance` has woken so far: a woken timer (an SDK deadline, a retry
+    /// back-off) may still be acting on the SDK, which the runner cannot see.
+    public var wakeups: Int { lock.withLock { woken } }
 
     /// The earliest pending deadline, or `nil` when nobody sleeps.
     public var nextDeadline: Date? { lock.withLock { sleepers.values.map(\.deadline).min() } }
@@ -88,6 +93,7 @@ public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sen
                 ($0.value.deadline, $0.key) < ($1.value.deadline, $1.key)
             }
             for (id, _) in ready { sleepers[id] = nil }
+            woken += ready.count
             // A sleeper registered but not yet suspended finds its entry gone and returns at once.
             return ready.compactMap(\.value.continuation)
         }

@@ -136,6 +136,12 @@ public enum WaitCondition: Sendable, Equatable {
     case requests(RequestMatch, count: Int)
     /// Every started operation finished or parked.
     case quiescence
+
+    /// `true` when the condition counts requests the client cancelled (`cancelled: true`).
+    var awaitsCancellation: Bool {
+        if case .requests(let match, _) = self { return match.cancelled == true }
+        return false
+    }
 }
 
 /// A fixture change.

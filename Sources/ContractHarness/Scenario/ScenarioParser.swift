@@ -92,6 +92,10 @@ public enum ScenarioParser {
                                 found: JSONValue.string(name).jsonText)
         }
         let explore = r.value("explore")
+        // What `explore` found when it wrote this file (a record for people; not run).
+        if let explored = r.value("explored"), explored.objectValue == nil {
+            throw r.error("explored", expected: "an object (written by contract-harness explore)", found: explored)
+        }
         try r.finish()
         // Every expectation a file states is evaluated; a file that states none checks nothing.
         if checks.isEmpty, !steps.contains(where: \.statesExpectation) {

@@ -100,7 +100,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
                 decision = s.script.decide(incoming, now: now)
             }
             s.history.append(HistoryEntry(
-                seq: seq, receivedAt: now, answeredAt: nil, method: incoming.method, path: request.rawPath, query: request.rawQuery,
+                seq: seq, receivedAt: now, answeredAt: nil, method: incoming.method, path: incoming.rawPath, query: request.rawQuery,
                 headers: MockBackend.recordedHeaders(request.headers), body: request.body, json: incoming.json,
                 route: nil, note: nil,
                 fault: decision.map { AppliedFault(id: $0.id, name: $0.name, action: $0.action.kind, occurrence: $0.occurrence) },
@@ -215,7 +215,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
             return .respond(r)
         case .wrongContentType(let contentType, let body):
             var r = natural(ticket)
-            r.headers.removeAll { $0.name.caseInsensitiveCompare("Content-Type") == .orderedSame }
+            r.headers.removeAll { $0.name.equalsIgnoringASCIICase("Content-Type") }
             r.headers.insert(("Content-Type", contentType), at: 0)
             if let body { r.body = Data(body.utf8) }
             return .respond(r)
@@ -256,7 +256,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
                 let id = HoldID(rawValue: s.nextHold)
                 s.nextHold += 1
                 let userID = ticket.incoming.query("user_id").flatMap { $0 } ?? ticket.incoming.json?["user_id"]?.stringValue
-                s.holds.append(Hold(info: HeldRequest(id: id, seq: ticket.seq, method: ticket.incoming.method, path: ticket.incoming.raw.rawPath,
+                s.holds.append(Hold(info: HeldRequest(id: id, seq: ticket.seq, method: ticket.incoming.method, path: ticket.incoming.rawPath,
                                                       userID: userID, label: label, fault: fault),
                                     continuation: continuation))
                 s.history[ticket.seq - 1].hold = id
@@ -342,8 +342,8 @@ public final class MockBackend: MockRequestHandler, Sendable {
 
     static func recordedHeaders(_ headers: [(name: String, value: String)]) -> [HeaderField] {
         headers.compactMap { h in
-            if h.name.caseInsensitiveCompare(routingHeader) == .orderedSame { return nil }
-            if h.name.caseInsensitiveCompare("X-API-Key") == .orderedSame { return HeaderField(name: h.name, value: "***") }
+            if h.name.equalsIgnoringASCIICase(routingHeader) { return nil }
+            if h.name.equalsIgnoringASCIICase("X-API-Key") { return HeaderField(name: h.name, value: "***") }
             return HeaderField(name: h.name, value: h.value)
         }
     }

@@ -25,19 +25,19 @@ public struct MockRequest: Sendable, Equatable {
 
     /// The raw (still percent-encoded) path part of `target`.
     public var rawPath: String {
-        if let q = target.firstIndex(of: "?") { return String(target[..<q]) }
+        if let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) { return String(target[..<q]) }
         return target
     }
 
     /// The raw (still percent-encoded) query after `?`, or `nil` when the target has none.
     public var rawQuery: String? {
-        guard let q = target.firstIndex(of: "?") else { return nil }
+        guard let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
         return String(target[target.index(after: q)...])
     }
 
     /// The value of the first header named `name`, compared case-insensitively.
     public func header(_ name: String) -> String? {
-        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+        headers.first { $0.name.equalsIgnoringASCIICase(name) }?.value
     }
 
     /// Equal method, target, body, and header names and values in order.
@@ -66,7 +66,7 @@ public struct MockResponse: Sendable, Equatable {
 
     /// The value of the first header named `name`, compared case-insensitively.
     public func header(_ name: String) -> String? {
-        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+        headers.first { $0.name.equalsIgnoringASCIICase(name) }?.value
     }
 
     /// Equal status, body, and header names and values in order.

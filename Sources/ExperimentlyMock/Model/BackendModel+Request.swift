@@ -10,6 +10,8 @@ struct IncomingRequest: Sendable {
     let segments: [String]
     /// Query pairs, percent-decoded (`+` is a space); a value is nil when its bytes are not UTF-8.
     let queryPairs: [(name: String, value: String?)]
+    /// The raw (still percent-encoded) path, computed once (`raw.rawPath`).
+    let rawPath: String
     /// The body parsed as JSON: nil when empty, else the value or the parse error.
     let body: Result<ParsedJSON, JSONParseError>?
     /// JSON paths (relative to the body) of strings that held lone surrogate escapes.
@@ -17,22 +19,28 @@ struct IncomingRequest: Sendable {
 
     init(_ request: MockRequest) {
         raw = request
-        method = request.method.uppercased()
+        // Fast paths (the common request has an upper-case method and no escapes): no copies.
+        method = request.method.utf8.contains { $0 &- 0x61 < 26 } ? request.method.uppercased() : request.method
         let path = request.rawPath
-        var parts = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        if parts.first == "" { parts.removeFirst() }
+        rawPath = path
+        var parts = Self.split(path[...], on: UInt8(ascii: "/"), omittingEmpty: false)
+        if parts.first?.isEmpty == true { parts.removeFirst() }
         segments = parts.map { part in
-            guard let bytes = PercentDecoding.decode(Substring(part), plusAsSpace: false) else { return part }
+            guard part.utf8.contains(UInt8(ascii: "%")) else { return String(part) }
+            guard let bytes = PercentDecoding.decode(part, plusAsSpace: false) else { return String(part) }
             return String(validating: bytes, as: UTF8.self) ?? String(decoding: bytes, as: UTF8.self)
         }
         var pairs: [(name: String, value: String?)] = []
         if let query = request.rawQuery, !query.isEmpty {
-            for item in query.split(separator: "&", omittingEmptySubsequences: true) {
-                let eq = item.firstIndex(of: "=")
+            for item in Self.split(query[...], on: UInt8(ascii: "&"), omittingEmpty: true) {
+                let eq = item.utf8.firstIndex(of: UInt8(ascii: "="))
                 let rawName = eq.map { item[..<$0] } ?? item
                 let rawValue = eq.map { item[item.index(after: $0)...] } ?? Substring("")
-                let name = PercentDecoding.decode(rawName, plusAsSpace: true).flatMap { String(validating: $0, as: UTF8.self) } ?? String(rawName)
-                let value = PercentDecoding.decode(rawValue, plusAsSpace: true).flatMap { String(validating: $0, as: UTF8.self) }
+                func plain(_ s: Substring) -> Bool { !s.utf8.contains { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") } }
+                let name = plain(rawName) ? String(rawName)
+                    : PercentDecoding.decode(rawName, plusAsSpace: true).flatMap { String(validating: $0, as: UTF8.self) } ?? String(rawName)
+                let value = plain(rawValue) ? String(rawValue)
+                    : PercentDecoding.decode(rawValue, plusAsSpace: true).flatMap { String(validating: $0, as: UTF8.self) }
                 pairs.append((name, value))
             }
         }
@@ -53,6 +61,25 @@ struct IncomingRequest: Sendable {
                 loneSurrogates = []
             }
         }
+    }
+
+    /// `text` split at every ASCII byte `separator`, by UTF-8 bytes (an ASCII byte never occurs
+    /// inside a multi-byte scalar, so the pieces are whole strings). `String.split` walks
+    /// Characters (grapheme breaking) and was a fifth of `BackendModel.respond`.
+    static func split(_ text: Substring, on separator: UInt8, omittingEmpty: Bool) -> [Substring] {
+        var pieces: [Substring] = []
+        let utf8 = text.utf8
+        var start = utf8.startIndex
+        var i = start
+        while i != utf8.endIndex {
+            if utf8[i] == separator {
+                if !(omittingEmpty && start == i) { pieces.append(text[start..<i]) }
+                start = utf8.index(after: i)
+            }
+            i = utf8.index(after: i)
+        }
+        if !(omittingEmpty && start == utf8.endIndex) { pieces.append(text[start..<utf8.endIndex]) }
+        return pieces
     }
 
     /// The first query value named `name`: nil when absent, `.some(nil)` when present but not UTF-8.

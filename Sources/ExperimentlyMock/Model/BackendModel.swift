@@ -42,7 +42,7 @@ public struct BackendModel: Sendable {
                                    route: nil, note: "\(template) allows \(allowed.joined(separator: ", ")), not \(request.method)")
             default:
                 return ModelAnswer(response: Self.detail(404, "Not Found"), route: nil,
-                                   note: Route.nearest(method: request.method, rawPath: request.raw.rawPath, segments: request.segments))
+                                   note: Route.nearest(method: request.method, rawPath: request.rawPath, segments: request.segments))
             }
         }
 
@@ -50,7 +50,7 @@ public struct BackendModel: Sendable {
 
         // Rate limit: one fixed window per (client, exact path), before everything else, as
         // upstream's middleware runs before the route (CONTRACT.md section 2).
-        let budget = rateLimit(client: key, path: request.raw.rawPath, now: now)
+        let budget = rateLimit(client: key, path: request.rawPath, now: now)
         if let limited = budget.refused {
             return ModelAnswer(response: limited, route: route.name, note: nil)
         }
@@ -141,7 +141,7 @@ public struct BackendModel: Sendable {
     private func evaluateFlag(_ key: String, userID: String, context: [String: JSONValue]) -> MockResponse {
         guard let flag = fixtures.flag(key) else { return Self.detail(404, "Feature flag with key '\(key)' not found") }
         func body(_ enabled: Bool, _ reason: String) -> MockResponse {
-            Self.json(200, .object(["key": .string(key), "enabled": .bool(enabled), "config": .null, "reason": .string(reason)]))
+            Self.json(200, members: [("key", .string(key)), ("enabled", .bool(enabled)), ("config", .null), ("reason", .string(reason))])
         }
         let decision = Self.flagDecision(flag, userID: userID, context: context)
         return body(decision.enabled, decision.reason)
@@ -300,8 +300,16 @@ public struct BackendModel: Sendable {
 
     /// A JSON response with `Content-Type: application/json`.
     static func json(_ status: Int, _ body: JSONValue, extra: [(name: String, value: String)] = []) -> MockResponse {
-        MockResponse(status: status, headers: [("Content-Type", "application/json")] + extra, body: body.serialized())
+        MockResponse(status: status, headers: extra.isEmpty ? jsonHeaders : jsonHeaders + extra, body: body.serialized())
     }
+
+    /// A JSON object response from its members (distinct keys), written without building a
+    /// dictionary: the same bytes as `json(status, .object(...))`.
+    static func json(_ status: Int, members: [(key: String, value: JSONValue)]) -> MockResponse {
+        MockResponse(status: status, headers: jsonHeaders, body: JSONValue.serializedObject(members))
+    }
+
+    private static let jsonHeaders: [(name: String, value: String)] = [("Content-Type", "application/json")]
 
     /// A FastAPI-style error `{"detail": text}`.
     static func detail(_ status: Int, _ text: String, extra: [(name: String, value: String)] = []) -> MockResponse {

@@ -76,65 +76,97 @@ public enum JSONValue: Sendable, Equatable, Hashable, Codable {
 
     /// The compact UTF-8 JSON text of this value, object keys sorted.
     public func serialized() -> Data {
-        var out = ""
+        var out: [UInt8] = []
+        out.reserveCapacity(128)
         write(into: &out)
-        return Data(out.utf8)
+        return Data(out)
     }
 
     /// The compact JSON text of this value, object keys sorted.
     public var jsonText: String {
-        var out = ""
+        var out: [UInt8] = []
+        out.reserveCapacity(128)
         write(into: &out)
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
-    private func write(into out: inout String) {
+    // Written as UTF-8 bytes straight into one buffer (no intermediate Strings): the mock
+    // serializes every response body with it.
+    private func write(into out: inout [UInt8]) {
         switch self {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
         case .number(let n):
-            if n.isNaN || n.isInfinite { out += "null" }
-            else if n == n.rounded(), abs(n) < 9_007_199_254_740_992 { out += String(Int64(n)) }
-            else { out += "\(n)" }
+            if n.isNaN || n.isInfinite { out.append(contentsOf: "null".utf8) }
+            else if n == n.rounded(), abs(n) < 9_007_199_254_740_992 { out.append(contentsOf: String(Int64(n)).utf8) }
+            else { out.append(contentsOf: "\(n)".utf8) }
         case .string(let s): JSONValue.writeString(s, into: &out)
         case .array(let a):
-            out += "["
+            out.append(UInt8(ascii: "["))
             for (i, v) in a.enumerated() {
-                if i > 0 { out += "," }
+                if i > 0 { out.append(UInt8(ascii: ",")) }
                 v.write(into: &out)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case .object(let o):
-            out += "{"
-            for (i, k) in o.keys.sorted().enumerated() {
-                if i > 0 { out += "," }
-                JSONValue.writeString(k, into: &out)
-                out += ":"
-                o[k]!.write(into: &out)
+            out.append(UInt8(ascii: "{"))
+            for (i, entry) in o.sorted(by: { $0.key < $1.key }).enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                JSONValue.writeString(entry.key, into: &out)
+                out.append(UInt8(ascii: ":"))
+                entry.value.write(into: &out)
             }
-            out += "}"
+            out.append(UInt8(ascii: "}"))
         }
     }
 
-    private static func writeString(_ s: String, into out: inout String) {
-        out += "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
+    /// The compact JSON text of an object with `members` (distinct keys), keys sorted: the same
+    /// bytes as `JSONValue.object(...).serialized()` without building a dictionary (the mock's
+    /// fixed-shape answers use it on every request).
+    public static func serializedObject(_ members: [(key: String, value: JSONValue)]) -> Data {
+        var out: [UInt8] = []
+        out.reserveCapacity(160)
+        out.append(UInt8(ascii: "{"))
+        for (i, entry) in members.sorted(by: { $0.key < $1.key }).enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            writeString(entry.key, into: &out)
+            out.append(UInt8(ascii: ":"))
+            entry.value.write(into: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+        return Data(out)
+    }
+
+    private static func writeString(_ s: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        // Fast path: nothing to escape, the bytes go in as one block.
+        let plain = s.utf8.withContiguousStorageIfAvailable { buffer -> Bool in
+            for b in buffer where b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { return false }
+            out.append(contentsOf: buffer)
+            return true
+        }
+        if plain == true {
+            out.append(UInt8(ascii: "\""))
+            return
+        }
+        for byte in s.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\""))
+            case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\\"))
+            case UInt8(ascii: "\n"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "n"))
+            case UInt8(ascii: "\r"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "r"))
+            case UInt8(ascii: "\t"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "t"))
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                out.append(contentsOf: "\\u00".utf8)
+                out.append(hex[Int(byte >> 4)])
+                out.append(hex[Int(byte & 0xF)])
             default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
+                // Multi-byte scalars pass through as their UTF-8 bytes, as before.
+                out.append(byte)
             }
         }
-        out += "\""
+        out.append(UInt8(ascii: "\""))
     }
 }
 
@@ -338,6 +370,16 @@ private struct JSONByteParser {
 
     mutating func parseString() throws -> String {
         index += 1 // opening quote
+        // Fast path: a string without escapes is one validated run of bytes.
+        var end = index
+        while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"), bytes[end] >= 0x20 { end += 1 }
+        if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+            guard let s = String(validating: bytes[index..<end], as: UTF8.self) else {
+                throw JSONParseError(offset: index, message: "invalid UTF-8 in string")
+            }
+            index = end + 1
+            return s
+        }
         var scalars = String.UnicodeScalarView()
         var runStart = index
         var hadLoneSurrogate = false

@@ -29,6 +29,7 @@ public enum MockMD5 {
         // Step 1 and 2 (RFC 1321 sections 3.1, 3.2): pad with 0x80, zeros to 56 mod 64, then the
         // message length in bits as a 64-bit little-endian integer.
         var bytes = Array(message)
+        bytes.reserveCapacity(bytes.count + 72)
         let bitLength = UInt64(bytes.count) &* 8
         bytes.append(0x80)
         while bytes.count % 64 != 56 { bytes.append(0) }
@@ -41,9 +42,12 @@ public enum MockMD5 {
         var d0: UInt32 = 0x1032_5476
 
         // Step 4 (section 3.4): process each 16-word block.
-        var words = [UInt32](repeating: 0, count: 16)
+        // The block's words live in a stack buffer (no array per digest); the bucketing functions
+        // hash on every assignment and flag request.
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 16) { words in
         var blockStart = 0
         while blockStart < bytes.count {
+            // The 16 words of this block, little-endian (RFC 1321 section 3.4).
             for i in 0..<16 {
                 let p = blockStart + 4 * i
                 words[i] = UInt32(bytes[p]) | UInt32(bytes[p + 1]) << 8 | UInt32(bytes[p + 2]) << 16 | UInt32(bytes[p + 3]) << 24
@@ -70,12 +74,15 @@ public enum MockMD5 {
             d0 = d0 &+ d
             blockStart += 64
         }
+        }
 
         // Step 5 (section 3.5): the digest is A, B, C, D, each little-endian.
-        var out: [UInt8] = []
-        out.reserveCapacity(16)
-        for word in [a0, b0, c0, d0] {
-            for i in 0..<4 { out.append(UInt8(truncatingIfNeeded: word >> (8 * UInt32(i)))) }
+        var out = [UInt8](repeating: 0, count: 16)
+        for i in 0..<4 {
+            out[i] = UInt8(truncatingIfNeeded: a0 >> (8 * UInt32(i)))
+            out[4 + i] = UInt8(truncatingIfNeeded: b0 >> (8 * UInt32(i)))
+            out[8 + i] = UInt8(truncatingIfNeeded: c0 >> (8 * UInt32(i)))
+            out[12 + i] = UInt8(truncatingIfNeeded: d0 >> (8 * UInt32(i)))
         }
         return out
     }
@@ -97,9 +104,20 @@ public enum MockBucketing {
     /// The golden hash: the first 4 digest bytes of MD5(UTF-8 "`user`:`key`") read as a
     /// little-endian UInt32, divided by 2^32; in [0, 1) (CONTRACT.md section 6).
     public static func hash(userID: String, key: String) -> Double {
-        let d = MockMD5.digest(Array("\(userID):\(key)".utf8))
+        let d = MockMD5.digest(message(userID, key))
         let value = UInt32(d[0]) | UInt32(d[1]) << 8 | UInt32(d[2]) << 16 | UInt32(d[3]) << 24
         return Double(value) / 4_294_967_296.0
+    }
+
+    /// The UTF-8 bytes of "`user`:`key`", built directly (no interpolated String), with room
+    /// for MD5's padding.
+    static func message(_ userID: String, _ key: String) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(userID.utf8.count + key.utf8.count + 1 + 72)
+        bytes.append(contentsOf: userID.utf8)
+        bytes.append(UInt8(ascii: ":"))
+        bytes.append(contentsOf: key.utf8)
+        return bytes
     }
 
     /// The experiment bucket `floor(hash(user, experiment) * 100)`, in 0...99 (CONTRACT.md section 2).
@@ -112,7 +130,7 @@ public enum MockBucketing {
     public static func flagBucket(userID: String, flagKey: String) -> Int {
         // Horner's rule over the bytes keeps only the remainder: (r * 256 + byte) mod 100.
         var remainder = 0
-        for byte in MockMD5.digest(Array("\(userID):\(flagKey)".utf8)) {
+        for byte in MockMD5.digest(message(userID, flagKey)) {
             remainder = (remainder * 256 + Int(byte)) % 100
         }
         return remainder

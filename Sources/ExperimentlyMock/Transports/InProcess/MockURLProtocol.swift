@@ -195,21 +195,19 @@ public final class MockURLProtocol: URLProtocol {
     /// Builds the transport-independent request: raw target, headers sorted by name (the
     /// loading system keeps them in a dictionary), body from `httpBody` or `httpBodyStream`.
     static func mockRequest(from request: URLRequest) -> MockRequest {
-        var target = "/"
-        if let url = request.url, let components = URLComponents(url: url, resolvingAgainstBaseURL: false) {
-            target = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
-            if let q = components.percentEncodedQuery { target += "?" + q }
-        }
+        let target = request.url.map { requestTarget(of: $0) } ?? "/"
         var fields = request.allHTTPHeaderFields ?? [:]
         // An HTTP/1.1 client always sends Host (RFC 9112 section 3.2); the loading system does not
         // pass it to custom protocols, so it is rebuilt from the URL as a socket client would send it.
-        if !fields.keys.contains(where: { $0.caseInsensitiveCompare("Host") == .orderedSame }), let host = request.url?.host {
+        if !fields.keys.contains(where: { $0.equalsIgnoringASCIICase("Host") }), let host = request.url?.host {
             fields["Host"] = host + (request.url?.port.map { ":\($0)" } ?? "")
         }
+        // Lower-cased once per field, not once per comparison.
         let headers = fields
-            .filter { $0.key.caseInsensitiveCompare(MockBackend.routingHeader) != .orderedSame }
-            .sorted { $0.key.lowercased() < $1.key.lowercased() }
-            .map { (name: $0.key, value: $0.value) }
+            .filter { !$0.key.equalsIgnoringASCIICase(MockBackend.routingHeader) }
+            .map { (lower: $0.key.lowercased(), name: $0.key, value: $0.value) }
+            .sorted { $0.lower < $1.lower }
+            .map { (name: $0.name, value: $0.value) }
         var body = request.httpBody ?? Data()
         if body.isEmpty, let stream = request.httpBodyStream {
             stream.open()
@@ -222,6 +220,28 @@ public final class MockURLProtocol: URLProtocol {
             stream.close()
         }
         return MockRequest(method: request.httpMethod ?? "GET", target: target, headers: headers, body: body)
+    }
+
+    /// The origin-form request target of `url` (RFC 9112 section 3.2.1): the percent-encoded
+    /// path (`/` when empty) and `?query` when present, the fragment dropped. Read from the URL's
+    /// text directly (URLComponents costs several microseconds per request); URLComponents is the
+    /// fallback for anything but `scheme://authority...`.
+    static func requestTarget(of url: URL) -> String {
+        let string = url.absoluteString
+        let text = string.utf8
+        if let colon = text.firstIndex(of: UInt8(ascii: ":")),
+           text[colon...].starts(with: "://".utf8) {
+            let authority = text.index(colon, offsetBy: 3)
+            let end = text[authority...].firstIndex { $0 == UInt8(ascii: "#") } ?? text.endIndex
+            let start = text[authority..<end].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? end
+            let rest = String(Substring(text[start..<end]))
+            if rest.isEmpty { return "/" }
+            return rest.utf8.first == UInt8(ascii: "?") ? "/" + rest : rest
+        }
+        guard let components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return "/" }
+        var target = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+        if let q = components.percentEncodedQuery { target += "?" + q }
+        return target
     }
 
     private static func httpResponse(_ r: MockResponse, url: URL) -> HTTPURLResponse? {
