@@ -198,6 +198,8 @@ public final class ExperimentationClient: ExperimentationClientProtocol, Sendabl
     // MARK: Cache access
 
     /// The user's cached, unexpired assignments in insertion order (including `assigned:false` ones).
+    ///
+    /// `userId` is matched exactly (Unicode scalars): NFC and NFD spellings are different users.
     public func getAssignments(for userId: String) -> [Assignment] {
         let now = clock.now()
         return state.withLock { $0.assignments.entries(forUser: userId, now: now).map(\.value) }

@@ -20,6 +20,7 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
     case noOwnDeadline = "no-own-deadline"
     case cachesFailure = "caches-failure"
     case noPercentEncoding = "no-percent-encoding"
+    case canonicalIdentity = "canonical-identity"
 
     /// What the broken SDK does, in one line.
     public var summary: String {
@@ -43,9 +44,10 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
         case .noOwnDeadline: return "relies on URLSession's timeout, so it hangs on a transport that never answers"
         case .cachesFailure: return "caches a failed evaluation as disabled"
         case .noPercentEncoding: return "does not percent-encode the flag key or the user id"
+        case .canonicalIdentity: return "keys its cache by Swift String, so NFC and NFD spellings of one user id share an entry and a request"
         }
     }
 
-    /// The issue number of the defect list this variant implements (issue 6, items 1-19).
+    /// The issue number of the defect list this variant implements (issue 6, items 1-19; item 20 from issue 11 section 1).
     public var item: Int { Defect.allCases.firstIndex(of: self)! + 1 }
 }

@@ -20,7 +20,7 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
     /// Requests SDK sessions created and not yet completed; `nil` where sessions cannot count.
     let counter: TaskCounter
     private struct State {
-        var faults: [String: FaultID] = [:]
+        var faults: [ExactKey: FaultID] = [:]   // by scenario fault id, exact
         /// Parked requests and when they wake by themselves (`nil`: a hold, only a release wakes it).
         var parkedUntil: [Int: Date?] = [:]
         /// Requests received and not yet answered (parked ones included).
@@ -167,20 +167,20 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         var named = decoded
         if named.name == nil { named.name = id }
         let faultID = backend.addFault(named)
-        state.withLock { $0.faults[id] = faultID }
+        state.withLock { $0.faults[ExactKey(id)] = faultID }
     }
 
     func removeFault(id: String) {
-        if let faultID = state.withLock({ $0.faults[id] }) { backend.removeFault(faultID) }
+        if let faultID = state.withLock({ $0.faults[ExactKey(id)] }) { backend.removeFault(faultID) }
     }
 
     func heldCount(fault id: String) -> Int {
-        guard let faultID = state.withLock({ $0.faults[id] }) else { return 0 }
+        guard let faultID = state.withLock({ $0.faults[ExactKey(id)] }) else { return 0 }
         return backend.history.filter { $0.hold != nil && $0.fault?.id == faultID }.count
     }
 
     func release(fault id: String, count: Int?, override: JSONValue?) throws -> Int {
-        guard let faultID = state.withLock({ $0.faults[id] }) else { return 0 }
+        guard let faultID = state.withLock({ $0.faults[ExactKey(id)] }) else { return 0 }
         var response: MockResponse?
         if let override {
             guard case .object(let o) = override, case .number(let status)? = o["status"] else {
@@ -204,15 +204,15 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         backend.updateFixtures { f in
             switch change {
             case .experimentStatus(let key, let status):
-                guard let i = f.experiments.firstIndex(where: { $0.key == key }) else { problem = "no experiment '\(key)'"; return }
+                guard let i = f.experiments.firstIndex(where: { $0.key.isExactly(key) }) else { problem = "no experiment '\(key)'"; return }
                 guard let s = LifecycleStatus(rawValue: status) else { problem = "unknown status '\(status)'"; return }
                 f.experiments[i].status = s
             case .flagStatus(let key, let status):
-                guard let i = f.flags.firstIndex(where: { $0.key == key }) else { problem = "no flag '\(key)'"; return }
+                guard let i = f.flags.firstIndex(where: { $0.key.isExactly(key) }) else { problem = "no flag '\(key)'"; return }
                 guard let s = LifecycleStatus(rawValue: status) else { problem = "unknown status '\(status)'"; return }
                 f.flags[i].status = s
             case .flagRollout(let key, let percentage):
-                guard let i = f.flags.firstIndex(where: { $0.key == key }) else { problem = "no flag '\(key)'"; return }
+                guard let i = f.flags.firstIndex(where: { $0.key.isExactly(key) }) else { problem = "no flag '\(key)'"; return }
                 f.flags[i].rolloutPercentage = Int(percentage)
             }
         }
@@ -299,9 +299,9 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         let sessions = state.withLock { s -> [URLSession] in defer { s.sessions.removeAll() }; return s.sessions }
         sessions.forEach { $0.finishTasksAndInvalidate() }
         var problems: [String] = []
-        let names = state.withLock { s in Dictionary(s.faults.map { ($0.value, $0.key) }, uniquingKeysWith: { a, _ in a }) }
+        let names = state.withLock { s in Dictionary(s.faults.map { ($0.value, $0.key.text) }, uniquingKeysWith: { a, _ in a }) }
         for h in report.unreleasedHolds {
-            problems.append("request #\(h.seq) \(h.method) \(h.path)\(h.userID.map { " for user '\($0)'" } ?? "") still held by fault '\(names[h.fault] ?? h.label ?? "\(h.fault)")' (never released)")
+            problems.append("request #\(h.seq) \(h.method) \(h.path)\(h.userID.map { " for user '\($0.unambiguous)'" } ?? "") still held by fault '\(names[h.fault] ?? h.label ?? "\(h.fault)")' (never released)")
         }
         for f in report.unusedFaults {
             let what = f.needed > 0 ? "matched \(f.matched) of the \(f.needed) requests it is for" : "never held a request"

@@ -55,25 +55,25 @@ enum Checks {
     /// Every answer for one (user, experiment) names the same variant: the SDK's outcomes and the
     /// backend's `assigned:true` responses alike.
     static func stickiness(_ c: CheckContext) -> [(String, [String])] {
-        var seen: [String: (variant: String, index: Int)] = [:]
+        var seen: [ExactKey: (variant: String, index: Int)] = [:]   // exact (user, experiment)
         var problems: [(String, [String])] = []
         func observe(user: String, experiment: String, value: JSONValue, index: Int) {
             guard value["assigned"] != .bool(false), case .string(let variant)? = value["variant_name"] else { return }
-            let key = "\(user)\u{0}\(experiment)"
-            if let first = seen[key], first.variant != variant {
-                problems.append(("user '\(user)' got variant '\(first.variant)' then '\(variant)' in experiment '\(experiment)'",
+            let key: ExactKey = "\(user)\u{0}\(experiment)"
+            if let first = seen[key], !first.variant.isExactly(variant) {
+                problems.append(("user '\(user.unambiguous)' got variant '\(first.variant.unambiguous)' then '\(variant.unambiguous)' in experiment '\(experiment.unambiguous)'",
                                  c.slice(around: [first.index, index], radius: 1)))
             } else if seen[key] == nil {
                 seen[key] = (variant, index)
             }
         }
-        let invokes = Dictionary(c.history.filter { $0.kind == .invoke }.compactMap { e in e.label.map { ($0, e) } }, uniquingKeysWith: { a, _ in a })
+        let invokes = Dictionary(c.history.filter { $0.kind == .invoke }.compactMap { e in e.label.map { (ExactKey($0), e) } }, uniquingKeysWith: { a, _ in a })
         for e in c.history {
             if e.kind == .response, let r = e.request, r.path == "/api/v1/tracking/assign", r.succeeded, let response = r.response,
                case .string(let user)? = response["user_id"], case .string(let exp)? = response["experiment_key"] {
                 observe(user: user, experiment: exp, value: response, index: e.index)
             }
-            if e.kind == .complete, e.name == "getAssignment", let label = e.label, let invoke = invokes[label],
+            if e.kind == .complete, e.name == "getAssignment", let label = e.label, let invoke = invokes[ExactKey(label)],
                case .object(let o)? = e.outcome, let value = o["value"],
                case .string(let exp)? = invoke.detail?["experiment"] {
                 let user: String
@@ -95,47 +95,47 @@ enum Checks {
     /// `close` empty it; `clearOfflineCache` keeps it but counts as a clear for requests in flight.
     struct CacheModel {
         struct Entry { var value: JSONValue; var expires: Double; var order: Int }
-        var flags: [String: [String: Entry]] = [:]        // user -> key -> entry
-        var assignments: [String: [String: Entry]] = [:]
+        var flags: [ExactKey: [ExactKey: Entry]] = [:]        // user -> key -> entry, both exact
+        var assignments: [ExactKey: [ExactKey: Entry]] = [:]
         var counter = 0
 
         mutating func clear() { flags.removeAll(); assignments.removeAll() }
 
-        func keys(_ table: [String: [String: Entry]], user: String, at time: Double, filter: (JSONValue) -> Bool = { _ in true }) -> [String] {
-            (table[user] ?? [:]).filter { $0.value.expires > time && filter($0.value.value) }
-                .sorted { $0.value.order < $1.value.order }.map(\.key)
+        func keys(_ table: [ExactKey: [ExactKey: Entry]], user: String, at time: Double, filter: (JSONValue) -> Bool = { _ in true }) -> [String] {
+            (table[ExactKey(user)] ?? [:]).filter { $0.value.expires > time && filter($0.value.value) }
+                .sorted { $0.value.order < $1.value.order }.map(\.key.text)
         }
     }
 
     /// Replays the history up to each event, calling `visit` before applying each event.
-    static func replayCaches(_ c: CheckContext, visit: (HistoryEvent, [String: CacheModel]) -> Void) -> [String: CacheModel] {
-        var models: [String: CacheModel] = [:]
-        var epochs: [String: Int] = [:]
+    static func replayCaches(_ c: CheckContext, visit: (HistoryEvent, [ExactKey: CacheModel]) -> Void) -> [ExactKey: CacheModel] {
+        var models: [ExactKey: CacheModel] = [:]   // client name (exact) -> model
+        var epochs: [ExactKey: Int] = [:]
         var epochAtReceipt: [Int: Int] = [:]
-        let ttl = Dictionary(c.scenario.clients.map { ($0.name, $0.settings.cacheTTL) }, uniquingKeysWith: { a, _ in a })
+        let ttl = Dictionary(c.scenario.clients.map { (ExactKey($0.name), $0.settings.cacheTTL) }, uniquingKeysWith: { a, _ in a })
         for e in c.history {
             visit(e, models)
             switch e.kind {
             case .invoke where ["clearCache", "close"].contains(e.name ?? ""):
-                if let client = e.client { epochs[client, default: 0] += 1; models[client, default: CacheModel()].clear() }
+                if let client = e.client.exactKey { epochs[client, default: 0] += 1; models[client, default: CacheModel()].clear() }
             case .invoke where e.name == "clearOfflineCache":
                 // CONTRACT.md section 5.1: a response to a request that started before
                 // clearOfflineCache() is written nowhere, though the memory cache itself stays.
-                if let client = e.client { epochs[client, default: 0] += 1 }
+                if let client = e.client.exactKey { epochs[client, default: 0] += 1 }
             case .marker where e.name == "logout":
-                if let client = e.client { epochs[client, default: 0] += 1; models[client, default: CacheModel()].clear() }
+                if let client = e.client.exactKey { epochs[client, default: 0] += 1; models[client, default: CacheModel()].clear() }
             case .request:
-                if let r = e.request, let client = r.client { epochAtReceipt[r.seq] = epochs[client, default: 0] }
+                if let r = e.request, let client = r.client.exactKey { epochAtReceipt[r.seq] = epochs[client, default: 0] }
             case .response:
                 // A request the client cancelled (its deadline, close, every waiter gone) is never
                 // cached, even when the mock answers it later (a released hold).
-                guard let r = e.request, let client = r.client, r.succeeded, !r.cancelled, let key = r.key, let user = r.users.first,
+                guard let r = e.request, let client = r.client.exactKey, r.succeeded, !r.cancelled, let key = r.key, let user = r.users.first,
                       epochAtReceipt[r.seq] == epochs[client, default: 0], let value = r.response else { break }
                 var model = models[client, default: CacheModel()]
                 model.counter += 1
                 let entry = CacheModel.Entry(value: value, expires: e.time + (ttl[client] ?? 300), order: model.counter)
-                if key.kind == "flag" { model.flags[user, default: [:]][key.key] = entry }
-                else { model.assignments[user, default: [:]][key.key] = entry }
+                if key.kind == "flag" { model.flags[ExactKey(user), default: [:]][ExactKey(key.key)] = entry }
+                else { model.assignments[ExactKey(user), default: [:]][ExactKey(key.key)] = entry }
                 models[client] = model
             default: break
             }
@@ -148,23 +148,23 @@ enum Checks {
     static func cacheMatchesModel(_ c: CheckContext) async -> [(String, [String])] {
         let models = replayCaches(c) { _, _ in }
         let end = c.history.last?.time ?? 0
-        var users = Set<String>()
-        for (_, r) in c.requests { users.formUnion(r.users) }
+        var users = Set<ExactKey>()
+        for (_, r) in c.requests { users.formUnion(r.users.map { ExactKey($0) }) }
         var problems: [(String, [String])] = []
         for client in c.scenario.clients.map(\.name) {
             guard let driverClient = c.clients[client] else { continue }
-            let model = models[client] ?? CacheModel()
-            for user in users.sorted() {
+            let model = models[ExactKey(client)] ?? CacheModel()
+            for user in users.sorted().map(\.text) {
                 let wantA = model.keys(model.assignments, user: user, at: end)
                 let wantF = model.keys(model.flags, user: user, at: end)
                 let gotA = await ScenarioExecution.query(driverClient, .getAssignments(user: user)).map(assignmentKeys) ?? []
                 let gotF = await ScenarioExecution.query(driverClient, .getEvaluatedFlags(user: user)).map(strings) ?? []
-                if wantA != gotA {
-                    problems.append(("client '\(client)' caches assignments \(gotA) for user '\(user)'; the history supports \(wantA)",
+                if !wantA.elementsEqual(gotA, by: { $0.isExactly($1) }) {
+                    problems.append(("client '\(client.unambiguous)' caches assignments \(gotA.map(\.unambiguous)) for user '\(user.unambiguous)'; the history supports \(wantA.map(\.unambiguous))",
                                      relevant(c, user: user)))
                 }
-                if wantF != gotF {
-                    problems.append(("client '\(client)' caches flags \(gotF) for user '\(user)'; the history supports \(wantF)",
+                if !wantF.elementsEqual(gotF, by: { $0.isExactly($1) }) {
+                    problems.append(("client '\(client.unambiguous)' caches flags \(gotF.map(\.unambiguous)) for user '\(user.unambiguous)'; the history supports \(wantF.map(\.unambiguous))",
                                      relevant(c, user: user)))
                 }
             }
@@ -174,7 +174,7 @@ enum Checks {
 
     static func relevant(_ c: CheckContext, user: String) -> [String] {
         Array(c.history.filter { e in
-            (e.request?.users.contains(user) ?? false) || ["clearCache", "close", "logout", "clearOfflineCache"].contains(e.name ?? "")
+            (e.request?.users.containsExactly(user) ?? false) || ["clearCache", "close", "logout", "clearOfflineCache"].contains(e.name ?? "")
         }.suffix(10).map(\.line))
     }
 
@@ -195,11 +195,11 @@ enum Checks {
     /// sends keyed events as they are and chunks of 100 in order.
     static func fanOut(_ c: CheckContext, sizesOnly: Bool) -> [(String, [String])] {
         var problems: [(String, [String])] = []
-        var expectations: [String: (invoke: HistoryEvent, expected: [String])] = [:]
+        var expectations: [ExactKey: (invoke: HistoryEvent, expected: [String])] = [:]   // by label
         _ = replayCaches(c) { e, models in
             guard e.kind == .invoke, let client = e.client, let label = e.label,
                   ["track", "trackWithStatus", "trackBatch"].contains(e.name ?? "") else { return }
-            let model = models[client] ?? CacheModel()
+            let model = models[ExactKey(client)] ?? CacheModel()
             let events: [JSONValue] = e.name == "trackBatch" ? { if case .array(let a)? = e.detail { return a } else { return [] } }() : [e.detail ?? .null]
             var expected: [String] = []
             for event in events {
@@ -213,33 +213,33 @@ enum Checks {
                     .map { entry(name: name, experiment: .string($0), flag: nil) }
                 expected += model.keys(model.flags, user: user, at: e.time).map { entry(name: name, experiment: nil, flag: .string($0)) }
             }
-            expectations[label] = (e, expected)
+            expectations[ExactKey(label)] = (e, expected)
         }
-        let completes = Dictionary(c.history.filter { $0.kind == .complete }.compactMap { e in e.label.map { ($0, e.index) } }, uniquingKeysWith: { a, _ in a })
+        let completes = Dictionary(c.history.filter { $0.kind == .complete }.compactMap { e in e.label.map { (ExactKey($0), e.index) } }, uniquingKeysWith: { a, _ in a })
         // Tracking requests happen only while a tracking operation (or an app event) runs: an
         // SDK that sends events nobody asked for (an exposure for a fallback, say) is caught here.
         let windows = c.history.filter { $0.kind == .invoke && ["track", "trackWithStatus", "trackBatch", "app.event"].contains($0.name ?? "") }
-            .map { (client: $0.client, from: $0.index, to: $0.label.flatMap { completes[$0] } ?? Int.max) }
+            .map { (client: $0.client, from: $0.index, to: $0.label.flatMap { completes[ExactKey($0)] } ?? Int.max) }
         for (event, record) in c.requests where ["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains(record.path) {
-            if !windows.contains(where: { $0.client == record.client && $0.from < event.index && event.index < $0.to }) {
+            if !windows.contains(where: { $0.client.isExactly(record.client) && $0.from < event.index && event.index < $0.to }) {
                 problems.append(("a tracking request no operation asked for: \(record.summary)", c.slice(around: [event.index], radius: 3)))
             }
         }
         for (label, item) in expectations.sorted(by: { $0.value.invoke.index < $1.value.invoke.index }) {
             guard let end = completes[label] else { continue }
             let batches = c.requests.filter { $0.event.index > item.invoke.index && $0.event.index < end
-                && $0.record.client == item.invoke.client && $0.record.path == "/api/v1/tracking/batch" }.map(\.record)
+                && $0.record.client.isExactly(item.invoke.client) && $0.record.path == "/api/v1/tracking/batch" }.map(\.record)
             let sizes = batches.map(\.events.count)
             let wantSizes = stride(from: 0, to: item.expected.count, by: 100).map { min(100, item.expected.count - $0) }
             if sizes != wantSizes {
-                problems.append(("\(label) (\(item.invoke.name ?? "")) should send batches of \(wantSizes) for \(item.expected.count) entries, sent \(sizes)",
+                problems.append(("\(label.text.unambiguous) (\(item.invoke.name ?? "")) should send batches of \(wantSizes) for \(item.expected.count) entries, sent \(sizes)",
                                  c.slice(around: [item.invoke.index, end], radius: 0).suffix(12).map { $0 }))
                 continue
             }
             if sizesOnly { continue }
             let got = batches.flatMap(\.events).map { entry(name: $0["event_name"], experiment: $0["experiment_key"], flag: $0["feature_flag_key"]) }
-            if got != item.expected {
-                problems.append(("\(label) fanned out to \(got), expected \(item.expected)",
+            if !got.elementsEqual(item.expected, by: { $0.isExactly($1) }) {
+                problems.append(("\(label.text.unambiguous) fanned out to \(got.map(\.unambiguous)), expected \(item.expected.map(\.unambiguous))",
                                  c.slice(around: [item.invoke.index, end], radius: 0).suffix(12).map { $0 }))
             }
         }
@@ -264,28 +264,28 @@ enum Checks {
     /// is still unanswered, unless the client cleared or closed in between, or gave the earlier
     /// one up (cancelled it: its own deadline, every waiter cancelled).
     static func singleFlight(_ c: CheckContext) -> [(String, [String])] {
-        var open: [String: (seq: Int, index: Int, epoch: Int)] = [:]
-        var epochs: [String: Int] = [:]
+        var open: [ExactKey: (seq: Int, index: Int, epoch: Int)] = [:]   // exact (client, user, kind, key)
+        var epochs: [ExactKey: Int] = [:]
         var problems: [(String, [String])] = []
         let cancelled = Set(c.requests.filter { $0.record.cancelled }.map(\.record.seq))
         for e in c.history {
             switch e.kind {
             case .invoke where ["clearCache", "close"].contains(e.name ?? ""):
-                if let client = e.client { epochs[client, default: 0] += 1 }
+                if let client = e.client { epochs[ExactKey(client), default: 0] += 1 }
             case .marker where e.name == "logout":
-                if let client = e.client { epochs[client, default: 0] += 1 }
+                if let client = e.client { epochs[ExactKey(client), default: 0] += 1 }
             case .request:
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
-                let id = "\(client)\u{0}\(user)\u{0}\(key.kind)\u{0}\(key.key)"
-                if let first = open[id], first.epoch == epochs[client, default: 0], !cancelled.contains(first.seq) {
-                    problems.append(("client '\(client)' sent a second request for \(key.kind) '\(key.key)' of user '\(user)' while request #\(first.seq) was in flight",
+                let id: ExactKey = "\(client)\u{0}\(user)\u{0}\(key.kind)\u{0}\(key.key)"
+                if let first = open[id], first.epoch == epochs[ExactKey(client), default: 0], !cancelled.contains(first.seq) {
+                    problems.append(("client '\(client.unambiguous)' sent a second request for \(key.kind) '\(key.key.unambiguous)' of user '\(user.unambiguous)' while request #\(first.seq) was in flight",
                                      c.slice(around: [first.index, e.index], radius: 0).suffix(12).map { $0 }))
                 } else {
-                    open[id] = (r.seq, e.index, epochs[client, default: 0])
+                    open[id] = (r.seq, e.index, epochs[ExactKey(client), default: 0])
                 }
             case .response:
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
-                let id = "\(client)\u{0}\(user)\u{0}\(key.kind)\u{0}\(key.key)"
+                let id: ExactKey = "\(client)\u{0}\(user)\u{0}\(key.kind)\u{0}\(key.key)"
                 if open[id]?.seq == r.seq { open[id] = nil }
             default: break
             }
@@ -299,29 +299,31 @@ enum Checks {
     /// persisted entry; any other failure gives the value persisted for that same user and key in
     /// the client's store, or an error when none is.
     static func offlineFallback(_ c: CheckContext) -> [(String, [String])] {
-        let storeOf = Dictionary(c.scenario.clients.map { ($0.name, $0.store) }, uniquingKeysWith: { a, _ in a })
-        let fallbackOn = Dictionary(c.scenario.clients.map { ($0.name, $0.settings.offlineFallback) }, uniquingKeysWith: { a, _ in a })
-        var persisted: [String: JSONValue] = [:]   // store \0 kind \0 user \0 key
-        var epochs: [String: Int] = [:]
+        // Every table is keyed exactly (Unicode scalars): NFC and NFD spellings of a user are two
+        // users, each with its own persisted entries.
+        let storeOf = Dictionary(c.scenario.clients.map { (ExactKey($0.name), $0.store) }, uniquingKeysWith: { a, _ in a })
+        let fallbackOn = Dictionary(c.scenario.clients.map { (ExactKey($0.name), $0.settings.offlineFallback) }, uniquingKeysWith: { a, _ in a })
+        var persisted: [ExactKey: JSONValue] = [:]   // store \0 kind \0 user \0 key
+        var epochs: [ExactKey: Int] = [:]
         var epochAtReceipt: [Int: Int] = [:]
-        var lastAttempt: [String: (record: RequestRecord, index: Int)] = [:]   // client \0 kind \0 user \0 key
-        var invokes: [String: HistoryEvent] = [:]
+        var lastAttempt: [ExactKey: (record: RequestRecord, index: Int)] = [:]   // client \0 kind \0 user \0 key
+        var invokes: [ExactKey: HistoryEvent] = [:]
         var problems: [(String, [String])] = []
         for e in c.history {
             switch e.kind {
             case .invoke:
-                if let label = e.label { invokes[label] = e }
-                if let client = e.client, ["clearCache", "close", "clearOfflineCache"].contains(e.name ?? "") {
+                if let label = e.label { invokes[ExactKey(label)] = e }
+                if let client = e.client.exactKey, ["clearCache", "close", "clearOfflineCache"].contains(e.name ?? "") {
                     epochs[client, default: 0] += 1
                     if e.name == "clearOfflineCache", let store = storeOf[client] ?? nil {
-                        persisted = persisted.filter { !$0.key.hasPrefix(store + "\u{0}") }
+                        persisted = persisted.filter { !$0.key.text.hasExactPrefix(store + "\u{0}") }
                     }
                 }
             case .marker where e.name == "logout":
-                if let client = e.client { epochs[client, default: 0] += 1 }
+                if let client = e.client { epochs[ExactKey(client), default: 0] += 1 }
             case .request:
                 if let r = e.request, let client = r.client {
-                    epochAtReceipt[r.seq] = epochs[client, default: 0]
+                    epochAtReceipt[r.seq] = epochs[ExactKey(client), default: 0]
                     // The client gave up on it (deadline, cancellation): its outcome is decided
                     // without an answer, so the attempt counts from now.
                     if r.cancelled, let key = r.key, let user = r.users.first {
@@ -331,13 +333,13 @@ enum Checks {
             case .response:
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
                 lastAttempt["\(client)\u{0}\(key.kind)\u{0}\(user)\u{0}\(key.key)"] = (r, e.index)
-                guard fallbackOn[client] == true, let store = storeOf[client] ?? nil,
-                      epochAtReceipt[r.seq] == epochs[client, default: 0] else { continue }
-                let id = "\(store)\u{0}\(key.kind)\u{0}\(user)\u{0}\(key.key)"
+                guard fallbackOn[ExactKey(client)] == true, let store = storeOf[ExactKey(client)] ?? nil,
+                      epochAtReceipt[r.seq] == epochs[ExactKey(client), default: 0] else { continue }
+                let id: ExactKey = "\(store)\u{0}\(key.kind)\u{0}\(user)\u{0}\(key.key)"
                 if r.succeeded, !r.cancelled, let value = r.response { persisted[id] = value }
                 if r.status == 404 { persisted[id] = nil }
             case .complete:
-                guard let label = e.label, let invoke = invokes[label], let client = invoke.client,
+                guard let label = e.label, let invoke = invokes[ExactKey(label)], let client = invoke.client,
                       ["evaluateFlag", "getAssignment"].contains(invoke.name ?? ""), let outcome = e.outcome else { continue }
                 let kind = invoke.name == "evaluateFlag" ? "flag" : "experiment"
                 guard case .string(let key)? = invoke.detail?[kind == "flag" ? "flag" : "experiment"] else { continue }
@@ -357,20 +359,20 @@ enum Checks {
                         problems.append(("\(label): the backend answered 404 but the SDK gave \(outcome) instead of \(want)", where_))
                     }
                 } else if !attempt.record.succeeded || attempt.record.cancelled {
-                    let stored = (storeOf[client] ?? nil).flatMap { persisted["\($0)\u{0}\(kind)\u{0}\(user)\u{0}\(key)"] }
-                    if fallbackOn[client] != true || stored == nil {
+                    let stored = (storeOf[ExactKey(client)] ?? nil).flatMap { persisted["\($0)\u{0}\(kind)\u{0}\(user)\u{0}\(key)"] }
+                    if fallbackOn[ExactKey(client)] != true || stored == nil {
                         if outcome["value"] != nil {
-                            problems.append(("\(label): the request failed (\(attempt.record.status.map(String.init) ?? "no answer")) and nothing is persisted for user '\(user)' and \(kind) '\(key)', yet the SDK returned \(outcome["value"]!)", where_))
+                            problems.append(("\(label): the request failed (\(attempt.record.status.map(String.init) ?? "no answer")) and nothing is persisted for user '\(user.unambiguous)' and \(kind) '\(key.unambiguous)', yet the SDK returned \(outcome["value"]!)", where_))
                         } else if outcome["error"] == .string("flagNotFound") || outcome["error"] == .string("experimentNotFound") {
                             problems.append(("\(label): a \(attempt.record.status.map(String.init) ?? "transport") failure was reported as not found", where_))
                         }
                     } else if let stored, let value = outcome["value"] {
                         let field = kind == "flag" ? "enabled" : "variant_name"
                         if value[field] != stored[field] {
-                            problems.append(("\(label): fallback for user '\(user)' gave \(field) \(value[field] ?? .null), persisted is \(stored[field] ?? .null)", where_))
+                            problems.append(("\(label): fallback for user '\(user.unambiguous)' gave \(field) \(value[field] ?? .null), persisted is \(stored[field] ?? .null)", where_))
                         }
                     } else {
-                        problems.append(("\(label): the request failed (\(attempt.record.status.map(String.init) ?? "no answer")) and a value is persisted for user '\(user)', but the SDK gave \(outcome)", where_))
+                        problems.append(("\(label): the request failed (\(attempt.record.status.map(String.init) ?? "no answer")) and a value is persisted for user '\(user.unambiguous)', but the SDK gave \(outcome)", where_))
                     }
                 }
             default: break
@@ -388,7 +390,7 @@ enum Checks {
         guard let app = c.scenario.app else { return [("the scenario has no app section", [])] }
         var problems: [(String, [String])] = []
         var lastDisplay: (identity: String, flagOn: Bool, index: Int)?
-        var exposed: [String: String] = [:]   // identity -> variant answered
+        var exposed: [ExactKey: String] = [:]   // identity (exact) -> variant answered
         for e in c.history {
             if e.kind == .marker, e.client == app.client {
                 switch e.name {
@@ -398,28 +400,28 @@ enum Checks {
                     lastDisplay = nil
                 case "shown":
                     guard case .string(let id)? = e.detail?["identity"], case .string(let variant)? = e.detail?["variant"] else { break }
-                    if variant != "fallback", exposed[id] != variant {
-                        problems.append(("variant '\(variant)' shown to '\(id)' without a matching assignment", c.slice(around: [e.index])))
+                    if variant != "fallback", !exposed[ExactKey(id)].isExactly(variant) {
+                        problems.append(("variant '\(variant.unambiguous)' shown to '\(id.unambiguous)' without a matching assignment", c.slice(around: [e.index])))
                     }
                 default: break
                 }
             }
             if e.kind == .request, let r = e.request, r.client == app.client, r.path == "/api/v1/tracking/assign" {
                 let user = r.users.first ?? "?"
-                if lastDisplay == nil || lastDisplay!.identity != user || !lastDisplay!.flagOn {
-                    problems.append(("assignment (exposure) for '\(user)' requested without a display of '\(user)' with the flag on",
+                if lastDisplay == nil || !lastDisplay!.identity.isExactly(user) || !lastDisplay!.flagOn {
+                    problems.append(("assignment (exposure) for '\(user.unambiguous)' requested without a display of '\(user.unambiguous)' with the flag on",
                                      c.slice(around: [e.index], radius: 3)))
                 }
             }
             if e.kind == .response, let r = e.request, r.client == app.client, r.path == "/api/v1/tracking/assign", r.succeeded,
                case .string(let variant)? = r.response?["variant_name"], let user = r.users.first {
-                exposed[user] = variant
+                exposed[ExactKey(user)] = variant
             }
             if e.kind == .request, let r = e.request, r.client == app.client {
                 for event in r.events {
                     guard case .string(let source)? = event["metadata"]?["layout_source"], case .string(let user)? = event["user_id"] else { continue }
-                    if source == "assignment" && exposed[user] == nil {
-                        problems.append(("event for '\(user)' says layout_source assignment before any exposure", c.slice(around: [e.index])))
+                    if source == "assignment" && exposed[ExactKey(user)] == nil {
+                        problems.append(("event for '\(user.unambiguous)' says layout_source assignment before any exposure", c.slice(around: [e.index])))
                     }
                 }
             }
@@ -432,28 +434,28 @@ enum Checks {
     static func noStaleAfterLogout(_ c: CheckContext) async -> [(String, [String])] {
         guard let app = c.scenario.app else { return [("the scenario has no app section", [])] }
         var problems: [(String, [String])] = []
-        var retired: [String: Int] = [:]   // identity -> logout index
+        var retired: [ExactKey: Int] = [:]   // identity (exact) -> logout index
         for e in c.history {
             if e.kind == .marker, e.client == app.client, e.name == "logout", case .string(let from)? = e.detail?["from"] {
-                retired[from] = e.index
+                retired[ExactKey(from)] = e.index
             }
             if e.kind == .marker, e.client == app.client, ["shown", "event"].contains(e.name ?? ""),
-               case .string(let id)? = e.detail?["identity"], let at = retired[id] {
-                problems.append(("\(e.name!) for '\(id)' after that identity logged out", c.slice(around: [at, e.index], radius: 0)))
+               case .string(let id)? = e.detail?["identity"], let at = retired[ExactKey(id)] {
+                problems.append(("\(e.name!) for '\(id.unambiguous)' after that identity logged out", c.slice(around: [at, e.index], radius: 0)))
             }
             if e.kind == .request, let r = e.request, r.client == app.client {
-                for user in r.users where retired[user] != nil {
-                    problems.append(("request for '\(user)' received after that identity logged out: \(r.summary)",
-                                     c.slice(around: [retired[user]!, e.index], radius: 0).suffix(12).map { $0 }))
+                for user in r.users where retired[ExactKey(user)] != nil {
+                    problems.append(("request for '\(user.unambiguous)' received after that identity logged out: \(r.summary)",
+                                     c.slice(around: [retired[ExactKey(user)]!, e.index], radius: 0).suffix(12).map { $0 }))
                 }
             }
         }
         if let client = c.clients[app.client] {
-            for user in retired.keys.sorted() {
+            for user in retired.keys.sorted().map(\.text) {
                 let a = await ScenarioExecution.query(client, .getAssignments(user: user)).map(assignmentKeys) ?? []
                 let f = await ScenarioExecution.query(client, .getEvaluatedFlags(user: user)).map(strings) ?? []
                 if !a.isEmpty || !f.isEmpty {
-                    problems.append(("after logout the cache still holds '\(user)': assignments \(a), flags \(f)", relevant(c, user: user)))
+                    problems.append(("after logout the cache still holds '\(user.unambiguous)': assignments \(a), flags \(f)", relevant(c, user: user)))
                 }
             }
         }

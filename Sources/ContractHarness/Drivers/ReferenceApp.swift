@@ -125,7 +125,7 @@ final class ReferenceApp: @unchecked Sendable {
         mark("display", ["identity": .string(identity), "revision": .number(Double(rev)), "flag_on": .bool(on)])
         var variant: String?
         if on, case .value(let v) = await client.perform(.getAssignment(experiment: settings.experiment, user: UserSpec(id: identity))),
-           case .string(let name)? = v["variant_name"], settings.variants.contains(name), v["assigned"] != .bool(false) {
+           case .string(let name)? = v["variant_name"], settings.variants.containsExactly(name), v["assigned"] != .bool(false) {
             variant = name
         }
         let shownNow = lock.withLock { s -> Bool in

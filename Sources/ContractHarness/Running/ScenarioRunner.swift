@@ -142,9 +142,10 @@ final class ScenarioExecution: @unchecked Sendable {
     /// The store name -> suite name of this run's offline stores (from `StoreSuitePool`).
     let suites: [String: String]
     private let lock = NSLock()
-    private var ops: [String: Op] = [:]
+    /// Operations and groups by label, compared exactly (Unicode scalars).
+    private var ops: [ExactKey: Op] = [:]
     private var order: [String] = []
-    private var groups: [String: [String]] = [:]
+    private var groups: [ExactKey: [String]] = [:]
     private var checks: [CheckResult] = []
     private var clients: [String: any DriverClient] = [:]
     private var app: ReferenceApp?
@@ -292,7 +293,7 @@ final class ScenarioExecution: @unchecked Sendable {
         case .sdk(let client, let op, let label, let isAsync, let count, let expect):
             let base = label ?? nextLabel()
             let labels = count == 1 ? [base] : (1...count).map { "\(base)#\($0)" }
-            lock.withLock { groups[base] = labels }
+            lock.withLock { groups[ExactKey(base)] = labels }
             // Every invocation is recorded before any starts, so a group's first request can
             // never land between its invocations.
             if op == .clearCache || op == .close {
@@ -309,7 +310,7 @@ final class ScenarioExecution: @unchecked Sendable {
             if !isAsync { return await finish(group: base, expect: expect, step: name) }
         case .app(let action, let label, let isAsync, let expect):
             let base = label ?? nextLabel()
-            lock.withLock { groups[base] = [base] }
+            lock.withLock { groups[ExactKey(base)] = [base] }
             let app = self.app!
             start(label: base, client: app.settings.client, name: "app.\(Self.appName(action))", user: nil,
                   detail: Self.appArguments(action)) { await app.perform(action) }()
@@ -317,11 +318,11 @@ final class ScenarioExecution: @unchecked Sendable {
         case .await(let label, let expect):
             return await finish(group: label, expect: expect, step: name)
         case .cancel(let label):
-            guard let members = lock.withLock({ groups[label] }) else {
+            guard let members = lock.withLock({ groups[ExactKey(label)] }) else {
                 infeasible = true
                 return "operation '\(label)' was never started"
             }
-            let tasks = lock.withLock { members.compactMap { ops[$0]?.task } }
+            let tasks = lock.withLock { members.compactMap { ops[ExactKey($0)]?.task } }
             recorder.record(.marker, label: label, name: "cancel")
             tasks.forEach { $0.cancel() }
         case .addFault(let id, let rule):
@@ -377,18 +378,18 @@ final class ScenarioExecution: @unchecked Sendable {
 
     /// Waits for every operation of `group`, then checks `expect` against each outcome.
     func finish(group: String, expect: OutcomeExpectation?, step: String) async -> String? {
-        guard let labels = lock.withLock({ groups[group] }) else {
+        guard let labels = lock.withLock({ groups[ExactKey(group)] }) else {
             infeasible = true
             return "operation '\(group)' was never started"
         }
         let done = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in
-            lock.withLock { labels.allSatisfy { ops[$0]?.outcome != nil } }
+            lock.withLock { labels.allSatisfy { ops[ExactKey($0)]?.outcome != nil } }
         }
         guard done else {
             return "operation '\(group)' did not finish within \(scenario.stepTimeoutMilliseconds) ms; pending: \(describePending())"
         }
         if let expect {
-            let outcomes = lock.withLock { labels.map { ($0, ops[$0]!.outcome!) } }
+            let outcomes = lock.withLock { labels.map { ($0, ops[ExactKey($0)]!.outcome!) } }
             let problems = outcomes.compactMap { label, outcome in Self.mismatch(outcome, expect).map { "\(label): \($0)" } }
             if problems.isEmpty { pass("\(step) expect") }
             else {
@@ -403,19 +404,19 @@ final class ScenarioExecution: @unchecked Sendable {
     func start(label: String, client: String, name: String, user: String?, key: (kind: String, key: String)? = nil,
                detail: JSONValue, body: @escaping @Sendable () async -> OperationOutcome) -> () -> Void {
         lock.withLock {
-            ops[label] = Op(label: label, client: client, name: name, user: user, key: key, barrier: barriers[client] ?? 0)
+            ops[ExactKey(label)] = Op(label: label, client: client, name: name, user: user, key: key, barrier: barriers[client] ?? 0)
             order.append(label)
         }
         recorder.record(.invoke, client: client, label: label, name: name, detail: detail)
         return { [self] in
             let run: @Sendable () async -> Void = { [self] in
-                lock.withLock { ops[label]?.entered = true }
+                lock.withLock { ops[ExactKey(label)]?.entered = true }
                 recorder.poke()
                 let outcome = await body()
                 // The completion is in the history before anyone can see the operation finished,
                 // so the next step's events always come after it.
                 recorder.record(.complete, client: client, label: label, name: name, outcome: outcome.json)
-                lock.withLock { ops[label]?.outcome = outcome }
+                lock.withLock { ops[ExactKey(label)]?.outcome = outcome }
                 recorder.poke()
             }
             let task: Task<Void, Never>
@@ -424,12 +425,12 @@ final class ScenarioExecution: @unchecked Sendable {
             } else {
                 task = Task(operation: run)
             }
-            lock.withLock { ops[label]?.task = task }
+            lock.withLock { ops[ExactKey(label)]?.task = task }
         }
     }
 
     func pending() -> [Op] {
-        lock.withLock { order.compactMap { ops[$0] }.filter { $0.outcome == nil } }
+        lock.withLock { order.compactMap { ops[ExactKey($0)] }.filter { $0.outcome == nil } }
     }
 
     /// Nothing can happen without the runner: the mock holds no request it is still answering,
@@ -446,8 +447,8 @@ final class ScenarioExecution: @unchecked Sendable {
         if let outstanding = port.outstandingTasks, outstanding != parked.count { return false }
         return waiting.allSatisfy { op in
             parked.contains { r in
-                r.client == op.client && r.seq > op.barrier && (op.user == nil || r.users.contains(op.user!))
-                    && (op.key == nil || (r.key?.kind == op.key!.kind && r.key?.key == op.key!.key))
+                r.client.isExactly(op.client) && r.seq > op.barrier && (op.user == nil || r.users.containsExactly(op.user!))
+                    && (op.key == nil || (r.key?.kind == op.key!.kind && r.key.map { $0.key.isExactly(op.key!.key) } ?? false))
             }
         }
     }
@@ -523,19 +524,23 @@ final class ScenarioExecution: @unchecked Sendable {
                     if case .array(let items) = v { return items.compactMap { if case .string(let k)? = $0["experiment_key"] { return k } else { return nil } } }
                     return nil
                 } ?? []
-                if keys != assignments { problems.append("cached assignments of \(user) on \(client): expected \(assignments), got \(keys)") }
+                if !keys.elementsEqual(assignments, by: { $0.isExactly($1) }) {
+                    problems.append("cached assignments of \(user.unambiguous) on \(client): expected \(assignments.map(\.unambiguous)), got \(keys.map(\.unambiguous))")
+                }
             }
             if let flags {
                 let got = await Self.query(c, .getEvaluatedFlags(user: user))
                 let keys: [String] = { if case .array(let items)? = got { return items.compactMap { if case .string(let s) = $0 { return s } else { return nil } } }; return [] }()
-                if keys != flags { problems.append("cached flags of \(user) on \(client): expected \(flags), got \(keys)") }
+                if !keys.elementsEqual(flags, by: { $0.isExactly($1) }) {
+                    problems.append("cached flags of \(user.unambiguous) on \(client): expected \(flags.map(\.unambiguous)), got \(keys.map(\.unambiguous))")
+                }
             }
             return problems.isEmpty ? nil : problems.joined(separator: "; ")
         case .persisted(let client, let kind, let user, let key, let present, let value):
             guard let c = clients[client] else { return "no client \(client)" }
             let stored = c.persisted(kind: kind, user: user, key: key)
-            if present && stored == nil { return "expected a persisted \(kind) '\(key)' for user '\(user)' in \(client)'s store, found none" }
-            if !present, let stored { return "expected no persisted \(kind) '\(key)' for user '\(user)' in \(client)'s store, found \(stored)" }
+            if present && stored == nil { return "expected a persisted \(kind) '\(key)' for user '\(user.unambiguous)' in \(client)'s store, found none" }
+            if !present, let stored { return "expected no persisted \(kind) '\(key)' for user '\(user.unambiguous)' in \(client)'s store, found \(stored)" }
             if let value, let stored, !stored.contains(value) { return "persisted \(kind) '\(key)' for '\(user)': expected \(value), found \(stored)" }
             return nil
         case .requests(let match, let count, let sizes):
@@ -552,8 +557,8 @@ final class ScenarioExecution: @unchecked Sendable {
         case .app(let shown, let identity, let source):
             guard let app else { return "no app" }
             var problems: [String] = []
-            if let shown, (app.shown ?? "fallback") != shown { problems.append("app shows \(app.shown ?? "fallback"), expected \(shown)") }
-            if let identity, app.identity != identity { problems.append("app identity is \(app.identity), expected \(identity)") }
+            if let shown, !(app.shown ?? "fallback").isExactly(shown) { problems.append("app shows \((app.shown ?? "fallback").unambiguous), expected \(shown.unambiguous)") }
+            if let identity, !app.identity.isExactly(identity) { problems.append("app identity is \(app.identity.unambiguous), expected \(identity.unambiguous)") }
             if let source, app.source != source { problems.append("layout_source is \(app.source), expected \(source)") }
             return problems.isEmpty ? nil : problems.joined(separator: "; ")
         }

@@ -68,7 +68,7 @@ public enum ScenarioParser {
         if let a = r.value("app") {
             var ar = try ObjectReader(a, file: file, path: "$.app")
             let client = try ar.optionalString("client") ?? clientNames[0]
-            guard clientNames.contains(client) else { throw ar.error("client", expected: "one of \(clientNames)", found: .string(client)) }
+            guard clientNames.containsExactly(client) else { throw ar.error("client", expected: "one of \(clientNames)", found: .string(client)) }
             app = AppSettings(client: client, flag: try ar.string("flag"), experiment: try ar.string("experiment"),
                               variants: try ar.optionalStrings("variants") ?? ["control", "treatment"],
                               initialUser: try ar.optionalString("user") ?? "anon-1")
@@ -123,8 +123,10 @@ struct StepContext {
     let file: String
     let clients: [String]
     let hasApp: Bool
-    var labels: Set<String> = []
-    var faults: Set<String> = []
+    /// Labels and fault ids so far, compared exactly (Unicode scalars): NFC and NFD spellings are
+    /// two labels.
+    var labels: Set<ExactKey> = []
+    var faults: Set<ExactKey> = []
 
     mutating func parseStep(_ raw: JSONValue, path: String) throws -> Step {
         var r = try ObjectReader(raw, file: file, path: path)
@@ -139,11 +141,11 @@ struct StepContext {
         case "app": step = try parseApp(&r)
         case "await":
             let label = try r.string("await")
-            guard labels.contains(label) else { throw r.error("await", expected: "the label of an operation started earlier (\(labels.sorted()))", found: .string(label)) }
+            guard labels.contains(ExactKey(label)) else { throw r.error("await", expected: "the label of an operation started earlier (\(labels.sorted().map(\.text)))", found: .string(label)) }
             step = .await(label: label, expect: try parseOutcome(&r))
         case "cancel":
             let label = try r.string("cancel")
-            guard labels.contains(label) else { throw r.error("cancel", expected: "the label of an operation started earlier", found: .string(label)) }
+            guard labels.contains(ExactKey(label)) else { throw r.error("cancel", expected: "the label of an operation started earlier", found: .string(label)) }
             step = .cancel(label: label)
         case "fault":
             let rule = try r.require("fault")
@@ -151,16 +153,16 @@ struct StepContext {
             try ScenarioParser.validate(FaultRule.self, rule, file: file, path: path + ".fault",
                                         expected: "a fault rule (Documentation/ScenarioFormat.md, Faults)")
             let id = try r.string("id")
-            guard !faults.contains(id) else { throw r.error("id", expected: "a fault id not used before in this scenario", found: .string(id)) }
-            faults.insert(id)
+            guard !faults.contains(ExactKey(id)) else { throw r.error("id", expected: "a fault id not used before in this scenario", found: .string(id)) }
+            faults.insert(ExactKey(id))
             step = .addFault(id: id, rule: rule)
         case "remove_fault":
             let id = try r.string("remove_fault")
-            guard faults.contains(id) else { throw r.error("remove_fault", expected: "the id of a fault added earlier (\(faults.sorted()))", found: .string(id)) }
+            guard faults.contains(ExactKey(id)) else { throw r.error("remove_fault", expected: "the id of a fault added earlier (\(faults.sorted().map(\.text)))", found: .string(id)) }
             step = .removeFault(id: id)
         case "release":
             let id = try r.string("release")
-            guard faults.contains(id) else { throw r.error("release", expected: "the id of a fault added earlier (\(faults.sorted()))", found: .string(id)) }
+            guard faults.contains(ExactKey(id)) else { throw r.error("release", expected: "the id of a fault added earlier (\(faults.sorted().map(\.text)))", found: .string(id)) }
             let override = r.value("response")
             if let override {
                 var rr = try ObjectReader(override, file: file, path: path + ".response")
@@ -221,8 +223,8 @@ struct StepContext {
 
     mutating func label(_ r: inout ObjectReader) throws -> String? {
         guard let l = try r.optionalString("as") else { return nil }
-        guard !labels.contains(l) else { throw r.error("as", expected: "a label not used before", found: .string(l)) }
-        labels.insert(l)
+        guard !labels.contains(ExactKey(l)) else { throw r.error("as", expected: "a label not used before", found: .string(l)) }
+        labels.insert(ExactKey(l))
         return l
     }
 
@@ -316,7 +318,7 @@ struct StepContext {
         let count = try r.optionalInt("count", range: 0...100_000) ?? 1
         let condition: WaitCondition
         if let fault = try r.optionalString("held") {
-            guard faults.contains(fault) else { throw r.error("held", expected: "the id of a fault added earlier", found: .string(fault)) }
+            guard faults.contains(ExactKey(fault)) else { throw r.error("held", expected: "the id of a fault added earlier", found: .string(fault)) }
             condition = .held(fault: fault, count: count)
         } else if let m = r.value("requests") {
             condition = .requests(try parseMatch(m, path: path + ".requests"), count: count)

@@ -94,16 +94,18 @@ public struct FaultMatch: Codable, Sendable, Equatable {
     }
 
     /// What differs between this pattern and `request`, one phrase per field; empty when it matches.
+    /// Paths, query values and body strings compare exactly (Unicode scalars, not canonical
+    /// equivalence: a rule for NFC é never fires for NFD é).
     func mismatches(_ request: IncomingRequest) -> [String] {
         var out: [String] = []
         if let method, method.uppercased() != request.method { out.append("method is \(request.method), rule wants \(method.uppercased())") }
         let rawPath = request.raw.rawPath
-        if let path, path != rawPath { out.append("path is \(rawPath), rule wants \(path)") }
-        if let pathPrefix, !rawPath.hasPrefix(pathPrefix) { out.append("path \(rawPath) does not start with \(pathPrefix)") }
+        if let path, !path.isExactly(rawPath) { out.append("path is \(rawPath.unambiguous), rule wants \(path.unambiguous)") }
+        if let pathPrefix, !rawPath.unicodeScalars.starts(with: pathPrefix.unicodeScalars) { out.append("path \(rawPath) does not start with \(pathPrefix)") }
         for (name, value) in (query ?? [:]).sorted(by: { $0.key < $1.key }) {
             switch request.query(name) {
-            case nil: out.append("query \(name) is absent, rule wants '\(value)'")
-            case .some(let actual) where actual != value: out.append("query \(name) is '\(actual ?? "<not UTF-8>")', rule wants '\(value)'")
+            case nil: out.append("query \(name) is absent, rule wants '\(value.unambiguous)'")
+            case .some(let actual) where !(actual.map { $0.isExactly(value) } ?? false): out.append("query \(name) is '\(actual?.unambiguous ?? "<not UTF-8>")', rule wants '\(value.unambiguous)'")
             default: break
             }
         }

@@ -12,8 +12,11 @@ public struct BackendModel: Sendable {
     /// Assignments, exposures and events built up so far.
     public private(set) var state = BackendStateSnapshot()
 
-    private var rateWindows: [String: (start: Date, count: Int)] = [:]
-    private var stickyIndex: [String: Int] = [:]
+    /// Fixed rate windows per (API key, exact raw path), both compared by Unicode scalars.
+    private var rateWindows: [[ExactKey]: (start: Date, count: Int)] = [:]
+    /// Index into `state.assignments` per (experiment key, user id), compared by Unicode scalars:
+    /// NFC and NFD spellings of one name are two users (CONTRACT.md section 2, assign).
+    private var stickyIndex: [[ExactKey]: Int] = [:]
 
     /// Creates a backend over `fixtures` with empty state.
     public init(fixtures: Fixtures = .sdkContract) { self.fixtures = fixtures }
@@ -49,7 +52,7 @@ public struct BackendModel: Sendable {
         if key.isEmpty {
             return ModelAnswer(response: Self.detail(401, "API key missing", extra: [("WWW-Authenticate", "APIKey")]), route: route.name, note: nil)
         }
-        guard fixtures.apiKeys.contains(where: { $0.key == key && !$0.revoked }) else {
+        guard fixtures.apiKeys.contains(where: { $0.key.isExactly(key) && !$0.revoked }) else {
             return ModelAnswer(response: Self.detail(401, "Invalid API Key", extra: [("WWW-Authenticate", "APIKey")]), route: route.name, note: nil)
         }
 
@@ -74,7 +77,7 @@ public struct BackendModel: Sendable {
     private mutating func rateLimit(client: String, path: String, now: Date) -> MockResponse? {
         let limit = fixtures.rateLimit
         let window = TimeInterval(max(1, limit.windowSeconds))
-        let counterKey = client + "\u{0}" + path
+        let counterKey = [ExactKey(client), ExactKey(path)]
         var entry = rateWindows[counterKey] ?? (start: now, count: 0)
         if now.timeIntervalSince(entry.start) >= window || now < entry.start { entry = (start: now, count: 0) }
         entry.count += 1
@@ -159,10 +162,10 @@ public struct BackendModel: Sendable {
             ]))
         }
 
-        let stickyKey = experimentKey + "\u{0}" + userID
+        let stickyKey = [ExactKey(experimentKey), ExactKey(userID)]
         if let index = stickyIndex[stickyKey] {
             let sticky = state.assignments[index]
-            let variant = experiment.variants.first { $0.id == sticky.variantID }
+            let variant = experiment.variants.first { $0.id.isExactly(sticky.variantID) }
                 ?? Variant(id: sticky.variantID, name: sticky.variantName, allocation: 0, isControl: sticky.isControl)
             state.exposures.append(Exposure(experimentKey: experimentKey, userID: userID, variantID: variant.id, at: now))
             return answer(variant, assigned: true, reason: "sticky")
@@ -170,8 +173,8 @@ public struct BackendModel: Sendable {
 
         // Eligibility: holdout, mutual exclusion, targeting; ineligible users get control,
         // assigned:false, no exposure and no stickiness.
-        if experiment.holdoutUserIDs.contains(userID) { return answer(control, assigned: false, reason: "holdout") }
-        if experiment.mutuallyExclusiveWith.contains(where: { stickyIndex[$0 + "\u{0}" + userID] != nil }) {
+        if experiment.holdoutUserIDs.contains(where: { $0.isExactly(userID) }) { return answer(control, assigned: false, reason: "holdout") }
+        if experiment.mutuallyExclusiveWith.contains(where: { stickyIndex[[ExactKey($0), ExactKey(userID)]] != nil }) {
             return answer(control, assigned: false, reason: "mutual_exclusion")
         }
         if !experiment.targeting.allSatisfy({ $0.matches(userID: userID, context: context) }) {

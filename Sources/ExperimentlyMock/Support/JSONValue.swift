@@ -44,6 +44,28 @@ public enum JSONValue: Sendable, Equatable, Hashable, Codable {
         }
     }
 
+    /// Exact equality: strings (and object member names) compare by Unicode scalars, never by
+    /// canonical equivalence, so `"\u{E9}"` and `"e\u{301}"` differ (ids are exact strings:
+    /// CONTRACT.md section 2). Numbers compare as doubles. The synthesized `hash(into:)` (canonical)
+    /// stays consistent: exactly equal values are canonically equal, so they hash alike.
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): return true
+        case (.bool(let a), .bool(let b)): return a == b
+        case (.number(let a), .number(let b)): return a == b
+        case (.string(let a), .string(let b)): return a.isExactly(b)
+        case (.array(let a), .array(let b)): return a.count == b.count && zip(a, b).allSatisfy { $0 == $1 }
+        case (.object(let a), .object(let b)):
+            guard a.count == b.count else { return false }
+            return a.allSatisfy { key, value in
+                // A dictionary holds one member per canonical class: check its spelling is `key`'s.
+                guard let i = b.index(forKey: key) else { return false }
+                return b[i].key.isExactly(key) && b[i].value == value
+            }
+        default: return false
+        }
+    }
+
     /// The member `key` of an object, or `nil` (also for non-objects).
     public subscript(key: String) -> JSONValue? {
         if case .object(let o) = self { return o[key] }
@@ -88,7 +110,16 @@ public enum JSONValue: Sendable, Equatable, Hashable, Codable {
         return out
     }
 
-    private func write(into out: inout String) {
+    /// The compact JSON text for messages: like ``jsonText``, but a string not in NFC has each
+    /// non-ASCII scalar escaped (`"e\u0301"`), so canonically equivalent spellings (NFC and NFD é,
+    /// the Angstrom sign and Å) never read alike. Still valid JSON for the same value.
+    public var unambiguousJSONText: String {
+        var out = ""
+        write(into: &out, unambiguous: true)
+        return out
+    }
+
+    private func write(into out: inout String, unambiguous: Bool = false) {
         switch self {
         case .null: out += "null"
         case .bool(let b): out += b ? "true" : "false"
@@ -96,29 +127,37 @@ public enum JSONValue: Sendable, Equatable, Hashable, Codable {
             if n.isNaN || n.isInfinite { out += "null" }
             else if n == n.rounded(), abs(n) < 9_007_199_254_740_992 { out += String(Int64(n)) }
             else { out += "\(n)" }
-        case .string(let s): JSONValue.writeString(s, into: &out)
+        case .string(let s): JSONValue.writeString(s, into: &out, unambiguous: unambiguous)
         case .array(let a):
             out += "["
             for (i, v) in a.enumerated() {
                 if i > 0 { out += "," }
-                v.write(into: &out)
+                v.write(into: &out, unambiguous: unambiguous)
             }
             out += "]"
         case .object(let o):
             out += "{"
             for (i, k) in o.keys.sorted().enumerated() {
                 if i > 0 { out += "," }
-                JSONValue.writeString(k, into: &out)
+                JSONValue.writeString(k, into: &out, unambiguous: unambiguous)
                 out += ":"
-                o[k]!.write(into: &out)
+                o[k]!.write(into: &out, unambiguous: unambiguous)
             }
             out += "}"
         }
     }
 
-    private static func writeString(_ s: String, into out: inout String) {
+    private static func writeString(_ s: String, into out: inout String, unambiguous: Bool = false) {
         out += "\""
+        let escapeNonASCII = unambiguous && !s.precomposedStringWithCanonicalMapping.isExactly(s)
         for scalar in s.unicodeScalars {
+            if escapeNonASCII, !scalar.isASCII {
+                for unit in String(scalar).utf16 {
+                    let hex = String(unit, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                }
+                continue
+            }
             switch scalar {
             case "\"": out += "\\\""
             case "\\": out += "\\\\"
