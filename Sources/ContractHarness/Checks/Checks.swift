@@ -148,8 +148,17 @@ enum Checks {
     static func cacheMatchesModel(_ c: CheckContext) async -> [(String, [String])] {
         let models = replayCaches(c) { _, _ in }
         let end = c.history.last?.time ?? 0
+        // Every user a request or an operation named: an SDK that serves one user's entry to a
+        // canonically equivalent spelling reports it under a user the history never cached.
         var users = Set<ExactKey>()
         for (_, r) in c.requests { users.formUnion(r.users.map { ExactKey($0) }) }
+        for e in c.history where e.kind == .invoke && ["getAssignment", "evaluateFlag"].contains(e.name ?? "") {
+            switch e.detail?["user"] {
+            case .string(let u)?: users.insert(ExactKey(u))
+            case .object(let u)?: if case .string(let id)? = u["id"] { users.insert(ExactKey(id)) }
+            default: break
+            }
+        }
         var problems: [(String, [String])] = []
         for client in c.scenario.clients.map(\.name) {
             guard let driverClient = c.clients[client] else { continue }
