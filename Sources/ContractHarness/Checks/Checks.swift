@@ -401,7 +401,7 @@ enum Checks {
         var lastDisplay: (identity: String, flagOn: Bool, index: Int)?
         var exposed: [ExactKey: String] = [:]   // identity (exact) -> variant answered
         for e in c.history {
-            if e.kind == .marker, e.client == app.client {
+            if e.kind == .marker, e.client.isExactly(app.client) {
                 switch e.name {
                 case "display":
                     if case .string(let id)? = e.detail?["identity"] { lastDisplay = (id, e.detail?["flag_on"] == .bool(true), e.index) }
@@ -415,18 +415,18 @@ enum Checks {
                 default: break
                 }
             }
-            if e.kind == .request, let r = e.request, r.client == app.client, r.path == "/api/v1/tracking/assign" {
+            if e.kind == .request, let r = e.request, r.client.isExactly(app.client), r.path == "/api/v1/tracking/assign" {
                 let user = r.users.first ?? "?"
                 if lastDisplay == nil || !lastDisplay!.identity.isExactly(user) || !lastDisplay!.flagOn {
                     problems.append(("assignment (exposure) for '\(user.unambiguous)' requested without a display of '\(user.unambiguous)' with the flag on",
                                      c.slice(around: [e.index], radius: 3)))
                 }
             }
-            if e.kind == .response, let r = e.request, r.client == app.client, r.path == "/api/v1/tracking/assign", r.succeeded,
+            if e.kind == .response, let r = e.request, r.client.isExactly(app.client), r.path == "/api/v1/tracking/assign", r.succeeded,
                case .string(let variant)? = r.response?["variant_name"], let user = r.users.first {
                 exposed[ExactKey(user)] = variant
             }
-            if e.kind == .request, let r = e.request, r.client == app.client {
+            if e.kind == .request, let r = e.request, r.client.isExactly(app.client) {
                 for event in r.events {
                     guard case .string(let source)? = event["metadata"]?["layout_source"], case .string(let user)? = event["user_id"] else { continue }
                     if source == "assignment" && exposed[ExactKey(user)] == nil {
@@ -445,14 +445,14 @@ enum Checks {
         var problems: [(String, [String])] = []
         var retired: [ExactKey: Int] = [:]   // identity (exact) -> logout index
         for e in c.history {
-            if e.kind == .marker, e.client == app.client, e.name == "logout", case .string(let from)? = e.detail?["from"] {
+            if e.kind == .marker, e.client.isExactly(app.client), e.name == "logout", case .string(let from)? = e.detail?["from"] {
                 retired[ExactKey(from)] = e.index
             }
-            if e.kind == .marker, e.client == app.client, ["shown", "event"].contains(e.name ?? ""),
+            if e.kind == .marker, e.client.isExactly(app.client), ["shown", "event"].contains(e.name ?? ""),
                case .string(let id)? = e.detail?["identity"], let at = retired[ExactKey(id)] {
                 problems.append(("\(e.name!) for '\(id.unambiguous)' after that identity logged out", c.slice(around: [at, e.index], radius: 0)))
             }
-            if e.kind == .request, let r = e.request, r.client == app.client {
+            if e.kind == .request, let r = e.request, r.client.isExactly(app.client) {
                 for user in r.users where retired[ExactKey(user)] != nil {
                     problems.append(("request for '\(user.unambiguous)' received after that identity logged out: \(r.summary)",
                                      c.slice(around: [retired[ExactKey(user)]!, e.index], radius: 0).suffix(12).map { $0 }))
