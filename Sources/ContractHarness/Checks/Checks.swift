@@ -122,7 +122,7 @@ enum Checks {
                 // CONTRACT.md section 5.1: a response to a request that started before
                 // clearOfflineCache() is written nowhere, though the memory cache itself stays.
                 if let client = e.client.exactKey { epochs[client, default: 0] += 1 }
-            case .marker where e.name == "logout":
+            case .marker where e.name == "logout" || e.name == "undo":
                 if let client = e.client.exactKey { epochs[client, default: 0] += 1; models[client, default: CacheModel()].clear() }
             case .request:
                 if let r = e.request, let client = r.client.exactKey { epochAtReceipt[r.seq] = epochs[client, default: 0] }
@@ -183,7 +183,7 @@ enum Checks {
 
     static func relevant(_ c: CheckContext, user: String) -> [String] {
         Array(c.history.filter { e in
-            (e.request?.users.containsExactly(user) ?? false) || ["clearCache", "close", "logout", "clearOfflineCache"].contains(e.name ?? "")
+            (e.request?.users.containsExactly(user) ?? false) || ["clearCache", "close", "logout", "undo", "clearOfflineCache"].contains(e.name ?? "")
         }.suffix(10).map(\.line))
     }
 
@@ -281,7 +281,7 @@ enum Checks {
             switch e.kind {
             case .invoke where ["clearCache", "close"].contains(e.name ?? ""):
                 if let client = e.client { epochs[ExactKey(client), default: 0] += 1 }
-            case .marker where e.name == "logout":
+            case .marker where e.name == "logout" || e.name == "undo":
                 if let client = e.client { epochs[ExactKey(client), default: 0] += 1 }
             case .request:
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
@@ -328,7 +328,7 @@ enum Checks {
                         persisted = persisted.filter { !$0.key.text.hasExactPrefix(store + "\u{0}") }
                     }
                 }
-            case .marker where e.name == "logout":
+            case .marker where e.name == "logout" || e.name == "undo":
                 if let client = e.client { epochs[ExactKey(client), default: 0] += 1 }
             case .request:
                 if let r = e.request, let client = r.client {
