@@ -126,6 +126,8 @@ protocol BackendPort: AnyObject, Sendable {
     func parkedRequests() -> [RequestRecord]
     /// How many requests the mock has received.
     var requestCount: Int { get }
+    /// The exposures the mock recorded, in order (`nil` when the backend cannot tell).
+    func exposures() -> [Exposure]?
     /// Requests the mock is still working on: received, neither parked nor answered (e.g. one
     /// just released whose answer is being written, even when its client has gone).
     var unsettledRequests: Int { get }

@@ -253,6 +253,8 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
 
     var requestCount: Int { backend.history.count }
 
+    func exposures() -> [Exposure]? { backend.state.exposures }
+
     var unsettledRequests: Int { state.withLock { $0.open.subtracting(parkedNow($0)).count } }
 
     func record(_ e: HistoryEntry, parked: Bool) -> RequestRecord {

@@ -499,6 +499,8 @@ final class ScenarioExecution: @unchecked Sendable {
 
     static func mismatch(_ outcome: OperationOutcome, _ expect: OutcomeExpectation) -> String? {
         switch (expect, outcome) {
+        case (.anyOf(let alternatives), _):
+            return anyOfMismatch(outcome, alternatives)
         case (.value(let wanted), .value(let got)):
             return got.contains(wanted) ? nil : "expected a value containing \(wanted), got \(got)"
         case (.value(let wanted), .error(let kind, _, _, let message)):
@@ -561,6 +563,8 @@ final class ScenarioExecution: @unchecked Sendable {
             if let identity, !app.identity.isExactly(identity) { problems.append("app identity is \(app.identity.unambiguous), expected \(identity.unambiguous)") }
             if let source, app.source != source { problems.append("layout_source is \(app.source), expected \(source)") }
             return problems.isEmpty ? nil : problems.joined(separator: "; ")
+        case .exposures(let user, let experiment, let variantID, let count):
+            return Self.exposuresMismatch(port, user: user, experiment: experiment, variantID: variantID, count: count)
         }
     }
 

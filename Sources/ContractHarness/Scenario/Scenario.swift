@@ -90,6 +90,8 @@ public enum OutcomeExpectation: Sendable, Equatable {
     case value(JSONValue)
     /// An error of this kind (and status / code when given).
     case error(kind: String, status: Int?, code: Int?)
+    /// Either/or: the outcome meets at least one of these (`{"any_of": [EXPECT, ...]}`).
+    indirect case anyOf([OutcomeExpectation])
 }
 
 /// One step of a scenario.
@@ -155,4 +157,6 @@ public enum Expectation: Sendable, Equatable {
     case requests(RequestMatch, count: Int?, batchSizes: [Int]?)
     /// What the app shows and as whom.
     case app(shown: String?, identity: String?, source: String?)
+    /// How many exposures the mock recorded that match (user, experiment, variant id; `nil`: any).
+    case exposures(user: String?, experiment: String?, variantID: String?, count: Int)
 }

@@ -281,12 +281,14 @@ struct StepContext {
         let result: OutcomeExpectation
         if let v = er.value("value") {
             result = .value(v)
+        } else if let alternatives = er.value("any_of") {
+            result = .anyOf(try parseAlternatives(alternatives, path: er.path + ".any_of"))
         } else if let kind = try er.optionalString("error") {
             let kinds = ["invalidConfig", "networkError", "decodingError", "flagNotFound", "experimentNotFound", "serverError", "cancelled"]
             guard kinds.contains(kind) else { throw er.error("error", expected: "one of \(kinds.joined(separator: ", "))", found: .string(kind)) }
             result = .error(kind: kind, status: try er.optionalInt("status"), code: try er.optionalInt("code"))
         } else {
-            throw ScenarioError(file: file, path: er.path, expected: "\"value\" or \"error\"", found: "keys \(er.keys)")
+            throw ScenarioError(file: file, path: er.path, expected: "\"value\", \"error\" or \"any_of\"", found: "keys \(er.keys)")
         }
         try er.finish()
         return result
@@ -385,8 +387,10 @@ struct StepContext {
             var ar = try ObjectReader(v, file: file, path: path + ".app")
             result = .app(shown: try ar.optionalString("shown"), identity: try ar.optionalString("identity"), source: try ar.optionalString("source"))
             try ar.finish()
+        } else if let v = r.value("exposures") {
+            result = try parseExposures(v, count: r.value("count"), path: path)
         } else {
-            throw ScenarioError(file: file, path: path, expected: "one of cache, persisted, requests, app", found: ObjectReader.brief(value))
+            throw ScenarioError(file: file, path: path, expected: "one of cache, persisted, requests, app, exposures", found: ObjectReader.brief(value))
         }
         try r.finish()
         return result

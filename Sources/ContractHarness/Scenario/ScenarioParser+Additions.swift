@@ -1,0 +1,43 @@
+import Foundation
+import ExperimentlyMock
+
+// Format additions of issue 11 section 6, kept apart from the core parser: either/or outcome
+// expectations and assertions on the mock's recorded exposures (Documentation/ScenarioFormat.md).
+extension StepContext {
+    /// Parses `any_of`: a non-empty array of outcome expectations (`{"value"}`, `{"error", ...}`),
+    /// each as strict as a plain `expect`.
+    ///
+    /// - Throws: `ScenarioError` naming `path` (or `path[i]`) when it is not a non-empty array of
+    ///   expectation objects.
+    func parseAlternatives(_ value: JSONValue, path: String) throws -> [OutcomeExpectation] {
+        guard case .array(let items) = value, !items.isEmpty else {
+            throw ScenarioError(file: file, path: path, expected: "a non-empty array of expectations ({\"value\": ...} or {\"error\": ...})",
+                                found: ObjectReader.brief(value))
+        }
+        return try items.enumerated().map { i, item in
+            // Reuse the `expect` parser on a synthetic {"expect": item} so the rules stay one.
+            var wrapper = try ObjectReader(.object(["expect": item]), file: file, path: path + "[\(i)]")
+            guard let parsed = try parseOutcome(&wrapper) else {
+                throw ScenarioError(file: file, path: path + "[\(i)]", expected: "an expectation", found: ObjectReader.brief(item))
+            }
+            return parsed
+        }
+    }
+
+    /// Parses `{"exposures": {"user"?, "experiment"?, "variant_id"?}, "count": N}`.
+    ///
+    /// - Throws: `ScenarioError` when `count` is missing or not a whole number from 0, or the
+    ///   object has other keys.
+    func parseExposures(_ value: JSONValue, count: JSONValue?, path: String) throws -> Expectation {
+        var er = try ObjectReader(value, file: file, path: path + ".exposures")
+        let result = Expectation.exposures(user: try er.optionalString("user"), experiment: try er.optionalString("experiment"),
+                                           variantID: try er.optionalString("variant_id"), count: 0)
+        try er.finish()
+        guard case .number(let d)? = count, let n = Int(exactly: d), n >= 0 else {
+            throw ScenarioError(file: file, path: path + ".count", expected: "the number of matching exposures (a whole number from 0)",
+                                found: count.map(ObjectReader.brief) ?? "nothing")
+        }
+        guard case .exposures(let u, let e, let v, _) = result else { return result }
+        return .exposures(user: u, experiment: e, variantID: v, count: n)
+    }
+}

@@ -1,0 +1,55 @@
+import XCTest
+import Foundation
+@testable import ContractHarness
+
+/// Issue 11 section 6 additions: `any_of` outcome expectations and `exposures` assertions, strict
+/// when read and failing when wrong.
+final class FormatAdditionsTests: XCTestCase {
+    func scenario(_ steps: String) -> String {
+        #"{"format": "experimently-scenario/1", "name": "t", "description": "d", "steps": [\#(steps)]}"#
+    }
+
+    func run(_ steps: String) async throws -> ScenarioResult {
+        await ScenarioRunner().run(try ScenarioParser.parse(Data(scenario(steps).utf8), file: "t.json"))
+    }
+
+    func testAnyOfPassesWhenOneAlternativeHoldsAndFailsNamingEach() async throws {
+        let ok = try await run(#"{"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-1", "expect": {"any_of": [{"error": "cancelled"}, {"value": {"variant_name": "control"}}]}}"#)
+        XCTAssertEqual(ok.status, .passed, "\(ok.checks.filter { !$0.passed }.map { $0.message ?? "" })")
+        let bad = try await run(#"{"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-1", "expect": {"any_of": [{"error": "cancelled"}, {"value": {"variant_name": "treatment"}}]}}"#)
+        XCTAssertEqual(bad.status, .failed)
+        let message = bad.checks.first { !$0.passed }?.message ?? ""
+        XCTAssertTrue(message.contains("expected one of 2 outcomes, none met"), message)
+        XCTAssertTrue(message.contains("expected error cancelled") && message.contains("treatment"), message)
+    }
+
+    func testAnyOfIsStrictWhenRead() {
+        for (expect, path) in [(#"{"any_of": []}"#, "any_of"), (#"{"any_of": {"value": 1}}"#, "any_of"),
+                               (#"{"any_of": [{"value": 1}, {"eror": "cancelled"}]}"#, "any_of[1]"),
+                               (#"{"any_of": [{"error": "nope"}]}"#, "any_of[0]")] {
+            let text = scenario(#"{"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "u", "expect": \#(expect)}"#)
+            XCTAssertThrowsError(try ScenarioParser.parse(Data(text.utf8), file: "t.json"), expect) { error in
+                XCTAssertTrue("\(error)".contains(path), "\(error)")
+            }
+        }
+    }
+
+    func testExposuresAssertionCountsExactlyAndIsStrict() async throws {
+        let ok = try await run(#"""
+            {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-2"},
+            {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "e\u0301"},
+            {"assert": {"exposures": {"user": "user-2", "variant_id": "sdk_contract_ab-treatment"}, "count": 1}},
+            {"assert": {"exposures": {"user": "\u00e9"}, "count": 0}},
+            {"assert": {"exposures": {"user": "e\u0301"}, "count": 1}}
+            """#)
+        XCTAssertEqual(ok.status, .passed, "\(ok.checks.filter { !$0.passed }.map { $0.message ?? "" })")
+        let bad = try await run(#"{"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "e\u0301"}, {"assert": {"exposures": {"user": "e\u0301"}, "count": 2}}"#)
+        XCTAssertEqual(bad.status, .failed)
+        let message = bad.checks.first { !$0.passed }?.message ?? ""
+        XCTAssertTrue(message.contains("expected 2 exposure(s) of user e\\u{301}, the mock recorded 1"), message)
+        for assert in [#"{"exposures": {"user": "u"}}"#, #"{"exposures": {"usr": "u"}, "count": 1}"#, #"{"exposures": {}, "count": -1}"#] {
+            let text = scenario(#"{"assert": \#(assert)}"#)
+            XCTAssertThrowsError(try ScenarioParser.parse(Data(text.utf8), file: "t.json"), assert)
+        }
+    }
+}
