@@ -29,3 +29,26 @@ extension ScenarioExecution {
         return "expected \(count) exposure(s)\(what.isEmpty ? "" : " of " + what.joined(separator: ", ")), the mock recorded \(matching.count) (all: \(listed.joined(separator: ", ")))"
     }
 }
+
+extension ScenarioExecution {
+    /// Checks a `cached` assertion through `getAssignments` / `getEvaluatedFlags` of the client:
+    /// the entry for exactly (user, key) is there or not, and an assignment contains `value`.
+    static func cachedMismatch(_ c: any DriverClient, client: String, kind: String, user: String, key: String,
+                               present: Bool, value: JSONValue?) async -> String? {
+        let what = "\(kind) '\(key.unambiguous)' of user '\(user.unambiguous)' in \(client)'s memory cache"
+        let entry: JSONValue?
+        if kind == "flag" {
+            let got = await query(c, .getEvaluatedFlags(user: user))
+            let keys: [String] = { if case .array(let items)? = got { return items.compactMap(\.stringValue) }; return [] }()
+            entry = keys.containsExactly(key) ? .string(key) : nil
+        } else {
+            let got = await query(c, .getAssignments(user: user))
+            let items: [JSONValue] = { if case .array(let items)? = got { return items }; return [] }()
+            entry = items.last { $0["experiment_key"]?.stringValue.map { $0.isExactly(key) } ?? false }
+        }
+        if present && entry == nil { return "expected the \(what), found none" }
+        if !present, let entry { return "expected no \(what), found \(entry)" }
+        if let value, let entry, !entry.contains(value) { return "the \(what) is \(entry), expected it to contain \(value)" }
+        return nil
+    }
+}

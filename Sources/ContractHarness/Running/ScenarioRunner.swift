@@ -563,6 +563,9 @@ final class ScenarioExecution: @unchecked Sendable {
             if let identity, !app.identity.isExactly(identity) { problems.append("app identity is \(app.identity.unambiguous), expected \(identity.unambiguous)") }
             if let source, app.source != source { problems.append("layout_source is \(app.source), expected \(source)") }
             return problems.isEmpty ? nil : problems.joined(separator: "; ")
+        case .cached(let client, let kind, let user, let key, let present, let value):
+            guard let c = clients[client] else { return "no client \(client)" }
+            return await Self.cachedMismatch(c, client: client, kind: kind, user: user, key: key, present: present, value: value)
         case .exposures(let user, let experiment, let variantID, let count):
             return Self.exposuresMismatch(port, user: user, experiment: experiment, variantID: variantID, count: count)
         }

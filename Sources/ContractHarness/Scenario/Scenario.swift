@@ -157,6 +157,9 @@ public enum Expectation: Sendable, Equatable {
     case requests(RequestMatch, count: Int?, batchSizes: [Int]?)
     /// What the app shows and as whom.
     case app(shown: String?, identity: String?, source: String?)
+    /// Whether the client's memory cache holds (user, key), kind `"flag"` or `"experiment"`, and
+    /// for an assignment what it contains (`cached`).
+    case cached(client: String, kind: String, user: String, key: String, present: Bool, value: JSONValue?)
     /// How many exposures the mock recorded that match (user, experiment, variant id; `nil`: any).
     case exposures(user: String?, experiment: String?, variantID: String?, count: Int)
 }

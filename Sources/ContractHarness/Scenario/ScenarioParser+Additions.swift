@@ -41,3 +41,29 @@ extension StepContext {
         return .exposures(user: u, experiment: e, variantID: v, count: n)
     }
 }
+
+extension StepContext {
+    /// Parses `{"cached": {"client"?, "user", "flag" | "experiment", "present"? (true), "value"?}}`:
+    /// an entry of the client's memory cache and, for an assignment, what it contains (a flag's
+    /// cached value is not readable through the SDK's API, so `value` needs `experiment`).
+    ///
+    /// - Throws: `ScenarioError` naming the path when neither or both of flag/experiment are
+    ///   given, `value` comes with `flag` or with `"present": false`, or a key is unknown.
+    func parseCached(_ value: JSONValue, path: String) throws -> Expectation {
+        var r = try ObjectReader(value, file: file, path: path)
+        let c = try client(&r)
+        let user = try r.string("user")
+        let flag = try r.optionalString("flag"), experiment = try r.optionalString("experiment")
+        guard (flag == nil) != (experiment == nil) else {
+            throw ScenarioError(file: file, path: path, expected: "exactly one of \"flag\" or \"experiment\"", found: "keys \(r.keys)")
+        }
+        let present = try r.optionalBool("present") ?? true
+        let expected = r.value("value")
+        if expected != nil, flag != nil {
+            throw r.error("value", expected: "no value for a flag (the SDK reports only the keys of cached flags); use \"experiment\"", found: expected)
+        }
+        if expected != nil, !present { throw r.error("value", expected: "no value with \"present\": false", found: expected) }
+        try r.finish()
+        return .cached(client: c, kind: flag != nil ? "flag" : "experiment", user: user, key: flag ?? experiment!, present: present, value: expected)
+    }
+}

@@ -191,7 +191,7 @@ struct StepContext {
 
     func client(_ r: inout ObjectReader) throws -> String {
         let name = try r.optionalString("client") ?? clients[0]
-        guard clients.contains(name) else { throw r.error("client", expected: "one of the scenario's clients \(clients)", found: .string(name)) }
+        guard clients.containsExactly(name) else { throw r.error("client", expected: "one of the scenario's clients \(clients)", found: .string(name)) }
         return name
     }
 
@@ -387,10 +387,12 @@ struct StepContext {
             var ar = try ObjectReader(v, file: file, path: path + ".app")
             result = .app(shown: try ar.optionalString("shown"), identity: try ar.optionalString("identity"), source: try ar.optionalString("source"))
             try ar.finish()
+        } else if let v = r.value("cached") {
+            result = try parseCached(v, path: path + ".cached")
         } else if let v = r.value("exposures") {
             result = try parseExposures(v, count: r.value("count"), path: path)
         } else {
-            throw ScenarioError(file: file, path: path, expected: "one of cache, persisted, requests, app, exposures", found: ObjectReader.brief(value))
+            throw ScenarioError(file: file, path: path, expected: "one of cache, cached, persisted, requests, app, exposures", found: ObjectReader.brief(value))
         }
         try r.finish()
         return result

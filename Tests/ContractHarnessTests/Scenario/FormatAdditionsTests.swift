@@ -52,4 +52,28 @@ final class FormatAdditionsTests: XCTestCase {
             XCTAssertThrowsError(try ScenarioParser.parse(Data(text.utf8), file: "t.json"), assert)
         }
     }
+
+    func testCachedAssertionChecksValuesExactlyAndIsStrict() async throws {
+        let ok = try await run(#"""
+            {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "e\u0301"},
+            {"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "e\u0301"},
+            {"assert": {"cached": {"user": "e\u0301", "experiment": "sdk_contract_ab", "value": {"variant_name": "treatment"}}}},
+            {"assert": {"cached": {"user": "e\u0301", "flag": "sdk_contract_flag"}}},
+            {"assert": {"cached": {"user": "\u00e9", "experiment": "sdk_contract_ab", "present": false}}},
+            {"assert": {"cached": {"user": "\u00e9", "flag": "sdk_contract_flag", "present": false}}}
+            """#)
+        XCTAssertEqual(ok.status, .passed, "\(ok.checks.filter { !$0.passed }.map { $0.message ?? "" })")
+        let bad = try await run(#"{"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "e\u0301"}, {"assert": {"cached": {"user": "e\u0301", "experiment": "sdk_contract_ab", "value": {"variant_name": "control"}}}}"#)
+        XCTAssertEqual(bad.status, .failed)
+        let message = bad.checks.first { !$0.passed }?.message ?? ""
+        XCTAssertTrue(message.contains("experiment 'sdk_contract_ab' of user 'e\\u{301}'") && message.contains("expected it to contain"), message)
+        let missing = try await run(#"{"assert": {"cached": {"user": "u", "flag": "sdk_contract_flag"}}}"#)
+        XCTAssertEqual(missing.status, .failed)
+        for assert in [#"{"cached": {"user": "u"}}"#, #"{"cached": {"user": "u", "flag": "f", "value": true}}"#,
+                       #"{"cached": {"user": "u", "experiment": "e", "present": false, "value": {}}}"#,
+                       #"{"cached": {"user": "u", "experiment": "e", "flag": "f"}}"#, #"{"cached": {"user": "u", "experiment": "e", "x": 1}}"#] {
+            let text = scenario(#"{"assert": \#(assert)}"#)
+            XCTAssertThrowsError(try ScenarioParser.parse(Data(text.utf8), file: "t.json"), assert)
+        }
+    }
 }
