@@ -214,8 +214,14 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
             case .flagRollout(let key, let percentage):
                 guard let i = f.flags.firstIndex(where: { $0.key.isExactly(key) }) else { problem = "no flag '\(key)'"; return }
                 f.flags[i].rolloutPercentage = Int(percentage)
+            case .experimentAllocations(let key, let allocations):
+                guard let i = f.experiments.firstIndex(where: { $0.key.isExactly(key) }) else { problem = "no experiment '\(key)'"; return }
+                problem = MockBackendPort.reallocate(&f.experiments[i], allocations)
+            case .experimentRestart(let key):
+                if f.experiments.firstIndex(where: { $0.key.isExactly(key) }) == nil { problem = "no experiment '\(key)'" }
             }
         }
+        if problem == nil, case .experimentRestart(let key) = change { backend.restartExperiment(key) }
         if let problem {
             throw ScenarioError(file: "", path: "fixtures", expected: "a change to existing fixtures (statuses: \(LifecycleStatus.allCases.map(\.rawValue)))", found: problem)
         }

@@ -145,6 +145,10 @@ public enum FixtureChange: Sendable, Equatable {
     case experimentStatus(key: String, status: String)
     case flagStatus(key: String, status: String)
     case flagRollout(key: String, percentage: Double)
+    /// New allocations (percent per variant name) for an experiment's variants.
+    case experimentAllocations(key: String, allocations: [String: Int])
+    /// A new run of the experiment: ACTIVE, sticky assignments forgotten.
+    case experimentRestart(key: String)
 }
 
 /// What an `expect` step checks.

@@ -67,3 +67,38 @@ extension StepContext {
         return .cached(client: c, kind: flag != nil ? "flag" : "experiment", user: user, key: flag ?? experiment!, present: present, value: expected)
     }
 }
+
+extension StepContext {
+    /// Parses the fixture changes of issue 11 section 6, or returns `nil` for another key:
+    /// `{"experiment_allocations": {"key", "allocations": {"control": 0, "treatment": 100}}}` and
+    /// `{"experiment_restart": {"key"}}` (ACTIVE again, sticky assignments forgotten).
+    ///
+    /// - Throws: `ScenarioError` naming the path for a missing key or a non-integer allocation
+    ///   (whether the variants exist and add up to 100 is checked when the step runs).
+    func parseFixtureChangeAddition(_ r: inout ObjectReader, path: String) throws -> FixtureChange? {
+        if let v = r.value("experiment_allocations") {
+            var vr = try ObjectReader(v, file: file, path: path + ".experiment_allocations")
+            let key = try vr.string("key")
+            guard case .object(let raw)? = vr.value("allocations"), !raw.isEmpty else {
+                throw vr.error("allocations", expected: "an object of variant name -> percent", found: vr.value("allocations"))
+            }
+            var allocations: [String: Int] = [:]
+            for (name, value) in raw.sorted(by: { $0.key < $1.key }) {
+                guard case .number(let d) = value, let n = Int(exactly: d), (0...100).contains(n) else {
+                    throw ScenarioError(file: file, path: path + ".experiment_allocations.allocations.\(name)", expected: "a whole number from 0 to 100",
+                                        found: ObjectReader.brief(value))
+                }
+                allocations[name] = n
+            }
+            try vr.finish()
+            return .experimentAllocations(key: key, allocations: allocations)
+        }
+        if let v = r.value("experiment_restart") {
+            var vr = try ObjectReader(v, file: file, path: path + ".experiment_restart")
+            let key = try vr.string("key")
+            try vr.finish()
+            return .experimentRestart(key: key)
+        }
+        return nil
+    }
+}

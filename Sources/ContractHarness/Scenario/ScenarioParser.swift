@@ -346,8 +346,10 @@ struct StepContext {
                 throw vr.error("percentage", expected: "a number from 0 to 100", found: vr.value("percentage"))
             }
             change = .flagRollout(key: try vr.string("key"), percentage: p); try vr.finish()
+        } else if let additional = try parseFixtureChangeAddition(&r, path: path) {
+            change = additional
         } else {
-            throw ScenarioError(file: file, path: path, expected: "experiment_status, flag_status or flag_rollout", found: ObjectReader.brief(value))
+            throw ScenarioError(file: file, path: path, expected: "experiment_status, flag_status, flag_rollout, experiment_allocations or experiment_restart", found: ObjectReader.brief(value))
         }
         try r.finish()
         return change

@@ -313,6 +313,11 @@ public final class MockBackend: MockRequestHandler, Sendable {
     /// The current fixtures.
     public var fixtures: Fixtures { box.withLock { $0.model.fixtures } }
 
+    /// Restarts an experiment: ACTIVE again, its sticky assignments forgotten (see
+    /// ``BackendModel/restartExperiment(_:)``). Returns false when there is no such experiment.
+    @discardableResult
+    public func restartExperiment(_ key: String) -> Bool { box.withLock { $0.model.restartExperiment(key) } }
+
     /// Every request so far, in arrival order (in-flight ones without response yet).
     public var history: [HistoryEntry] { box.withLock { $0.history } }
 

@@ -72,6 +72,18 @@ public struct BackendModel: Sendable {
         return ModelAnswer(response: response, route: route.name, note: nil)
     }
 
+    /// Restarts `experimentKey` (a new run): it becomes ACTIVE and its sticky assignments are
+    /// forgotten, so every user is bucketed afresh (with the allocations then in force). Exposures
+    /// already recorded stay. Returns false when no experiment has exactly that key.
+    public mutating func restartExperiment(_ experimentKey: String) -> Bool {
+        guard let i = fixtures.experiments.firstIndex(where: { $0.key.isExactly(experimentKey) }) else { return false }
+        fixtures.experiments[i].status = .active
+        state.assignments.removeAll { $0.experimentKey.isExactly(experimentKey) }
+        stickyIndex = [:]
+        for (n, a) in state.assignments.enumerated() { stickyIndex[[ExactKey(a.experimentKey), ExactKey(a.userID)]] = n }
+        return true
+    }
+
     // MARK: Rate limit
 
     private mutating func rateLimit(client: String, path: String, now: Date) -> MockResponse? {

@@ -1,6 +1,7 @@
 import XCTest
 import Foundation
 @testable import ContractHarness
+import ExperimentlyMock
 
 /// Issue 11 section 6 additions: `any_of` outcome expectations and `exposures` assertions, strict
 /// when read and failing when wrong.
@@ -75,5 +76,27 @@ final class FormatAdditionsTests: XCTestCase {
             let text = scenario(#"{"assert": \#(assert)}"#)
             XCTAssertThrowsError(try ScenarioParser.parse(Data(text.utf8), file: "t.json"), assert)
         }
+    }
+
+    func testAllocationChangesAreCheckedAndRestartForgetsStickiness() async throws {
+        let wrongSum = try await run(#"{"fixtures": {"experiment_allocations": {"key": "sdk_contract_ab", "allocations": {"control": 40, "treatment": 50}}}}"#)
+        XCTAssertNotEqual(wrongSum.status, .passed)
+        XCTAssertTrue("\(wrongSum.reason ?? "") \(wrongSum.checks.map { $0.message ?? "" })".contains("add up to 100, got 90"),
+                      "\(wrongSum.reason ?? "") \(wrongSum.checks.map { $0.message ?? "" })")
+        let unknown = try await run(#"{"fixtures": {"experiment_allocations": {"key": "sdk_contract_ab", "allocations": {"control": 0, "treatmant": 100}}}}"#)
+        XCTAssertTrue("\(unknown.reason ?? "") \(unknown.checks.map { $0.message ?? "" })".contains("has no variant 'treatmant'"),
+                      "\(unknown.reason ?? "") \(unknown.checks.map { $0.message ?? "" })")
+        for fixture in [#"{"experiment_allocations": {"key": "sdk_contract_ab", "allocations": {"control": 0.5, "treatment": 99.5}}}"#,
+                        #"{"experiment_allocations": {"key": "sdk_contract_ab"}}"#, #"{"experiment_restart": {}}"#,
+                        #"{"experiment_restart": {"key": "k", "now": true}}"#] {
+            XCTAssertThrowsError(try ScenarioParser.parse(Data(scenario(#"{"fixtures": \#(fixture)}"#).utf8), file: "t.json"), fixture)
+        }
+        var model = BackendModel()
+        _ = model.respond(to: MockRequest(method: "POST", target: "/api/v1/tracking/assign", headers: [("X-API-Key", "sdk-contract-key")],
+                                          body: Data(#"{"experiment_key":"sdk_contract_ab","user_id":"user-1"}"#.utf8)), now: Date())
+        XCTAssertEqual(model.state.assignments.count, 1)
+        XCTAssertTrue(model.restartExperiment("sdk_contract_ab"))
+        XCTAssertEqual(model.state.assignments.count, 0)
+        XCTAssertFalse(model.restartExperiment("sdk_contract_a\u{301}b"))
     }
 }
