@@ -330,6 +330,12 @@ enum Checks {
                 }
             case .marker where e.name == "logout" || e.name == "undo":
                 if let client = e.client { epochs[ExactKey(client), default: 0] += 1 }
+            case .marker where e.name == "seed_store":
+                // An entry written into the store as given (seed_store step): persisted from now.
+                if let client = e.client, let store = storeOf[ExactKey(client)] ?? nil, case .string(let kind)? = e.detail?["kind"],
+                   case .string(let user)? = e.detail?["user"], case .string(let key)? = e.detail?["key"], let json = e.detail?["json"] {
+                    persisted["\(store)\u{0}\(kind)\u{0}\(user)\u{0}\(key)"] = json
+                }
             case .request:
                 if let r = e.request, let client = r.client {
                     epochAtReceipt[r.seq] = epochs[ExactKey(client), default: 0]

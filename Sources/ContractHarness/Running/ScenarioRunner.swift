@@ -282,6 +282,7 @@ final class ScenarioExecution: @unchecked Sendable {
         case .waitFor(let c): return "wait_for \(describe(c))"
         case .advance(let s): return "advance \(s)"
         case .fixtures(let c): return "fixtures \(c)"
+        case .seedStore(let client, let kind, let user, let key, _): return "seed_store \(kind) \(key.unambiguous) of \(user.unambiguous) on \(client)"
         case .expect: return "assert"
         }
     }
@@ -353,6 +354,11 @@ final class ScenarioExecution: @unchecked Sendable {
             // The marker goes first: what the advance wakes follows it in the history.
             recorder.record(.marker, name: "advance", detail: .number(seconds))
             clock.advance(by: seconds)
+        case .seedStore(let client, let kind, let user, let key, let json):
+            guard let c = clients[client] else { return "no client \(client)" }
+            if let problem = c.seedPersisted(kind: kind, user: user, key: key, json: json) { return problem }
+            recorder.record(.marker, client: client, name: "seed_store",
+                            detail: .object(["kind": .string(kind), "user": .string(user), "key": .string(key), "json": json]))
         case .fixtures(let change):
             do { try port.updateFixtures(change) } catch { return "\(error)" }
             recorder.record(.marker, name: "fixtures", detail: .string("\(change)"))

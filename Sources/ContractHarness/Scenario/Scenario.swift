@@ -116,6 +116,9 @@ public enum Step: Sendable {
     case advance(seconds: Double)
     /// Change the backend fixtures mid-run.
     case fixtures(FixtureChange)
+    /// Writes an entry into a client's offline store as given (e.g. one an earlier SDK version
+    /// wrote), kind `"flag"` or `"experiment"`, `json` the stored value.
+    case seedStore(client: String, kind: String, user: String, key: String, json: JSONValue)
     /// Expect something of the caches, the persisted store, the app or the history.
     case expect(Expectation)
 }

@@ -102,3 +102,27 @@ extension StepContext {
         return nil
     }
 }
+
+extension StepContext {
+    /// Parses `{"seed_store": {"client"?, "user", "flag" | "experiment", "json": JSON}}`: an entry
+    /// written into the client's offline store as given, e.g. one an earlier SDK version wrote
+    /// (an assignment without `assigned`, a flag without `config`).
+    ///
+    /// - Throws: `ScenarioError` naming the path when neither or both of flag/experiment are
+    ///   given, `json` is missing or not an object, or a key is unknown.
+    mutating func parseSeedStore(_ r: inout ObjectReader, path: String) throws -> Step {
+        var sr = try ObjectReader(try r.require("seed_store"), file: file, path: path)
+        let c = try client(&sr)
+        let user = try sr.string("user")
+        let flag = try sr.optionalString("flag"), experiment = try sr.optionalString("experiment")
+        guard (flag == nil) != (experiment == nil) else {
+            throw ScenarioError(file: file, path: path, expected: "exactly one of \"flag\" or \"experiment\"", found: "keys \(sr.keys)")
+        }
+        guard case .object? = sr.value("json") else {
+            throw sr.error("json", expected: "the stored value, a JSON object", found: sr.value("json"))
+        }
+        let json = sr.value("json")!
+        try sr.finish()
+        return .seedStore(client: c, kind: flag != nil ? "flag" : "experiment", user: user, key: flag ?? experiment!, json: json)
+    }
+}

@@ -5,7 +5,7 @@ import ExperimentlyMock
 /// JSON path, what was expected and what was found (`ScenarioError`).
 public enum ScenarioParser {
     static let verbs = ["do", "app", "await", "cancel", "fault", "remove_fault", "release", "wait_for", "advance",
-                        "fixtures", "assert"]
+                        "fixtures", "assert", "seed_store"]
 
     /// Loads and validates one scenario file.
     ///
@@ -137,6 +137,7 @@ struct StepContext {
         }
         let step: Step
         switch verb {
+        case "seed_store": step = try parseSeedStore(&r, path: path + ".seed_store")
         case "do": step = try parseSDK(&r)
         case "app": step = try parseApp(&r)
         case "await":

@@ -99,4 +99,21 @@ final class FormatAdditionsTests: XCTestCase {
         XCTAssertEqual(model.state.assignments.count, 0)
         XCTAssertFalse(model.restartExperiment("sdk_contract_a\u{301}b"))
     }
+
+    func testSeedStoreWritesAsGivenAndIsStrict() async throws {
+        let ok = try await run(#"""
+            {"seed_store": {"user": "e\u0301", "experiment": "sdk_contract_ab", "json": {"experiment_key": "sdk_contract_ab", "user_id": "e\u0301", "variant_id": "v", "variant_name": "old", "is_control": false}}},
+            {"assert": {"persisted": {"user": "e\u0301", "experiment": "sdk_contract_ab", "value": {"variant_name": "old"}}}},
+            {"assert": {"persisted": {"user": "\u00e9", "experiment": "sdk_contract_ab", "present": false}}},
+            {"fault": {"action": {"respond": {"status": 500, "json": {}}}}, "id": "down"},
+            {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "e\u0301", "expect": {"value": {"variant_name": "old"}}},
+            {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "\u00e9", "expect": {"error": "serverError", "status": 500}}
+            """#)
+        XCTAssertEqual(ok.status, .passed, "\(ok.checks.filter { !$0.passed }.map { $0.message ?? "" })")
+        for seed in [#"{"user": "u", "experiment": "e"}"#, #"{"user": "u", "experiment": "e", "json": 3}"#,
+                     #"{"user": "u", "experiment": "e", "flag": "f", "json": {}}"#, #"{"user": "u", "flag": "f", "json": {}, "x": 1}"#,
+                     #"{"client": "nope", "user": "u", "flag": "f", "json": {}}"#] {
+            XCTAssertThrowsError(try ScenarioParser.parse(Data(scenario(#"{"seed_store": \#(seed)}"#).utf8), file: "t.json"), seed)
+        }
+    }
 }
