@@ -43,6 +43,9 @@ final class ReferenceApp: @unchecked Sendable {
     var identity: String { lock.withLock { $0.identity } }
     var shown: String? { lock.withLock { $0.shown } }
     var source: String { lock.withLock { $0.source } }
+    /// The variant the state reporter marks active (`nil`: none), set when the view appears with
+    /// a variant and updated when it changes (CONTRACT.md section 8, seed sample 004).
+    var reported: String? { lock.withLock { $0.reported } }
 
     private func mark(_ name: String, _ detail: [String: JSONValue]) {
         recorder.record(.marker, client: settings.client, name: name, detail: .object(detail))

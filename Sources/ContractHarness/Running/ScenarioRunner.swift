@@ -569,6 +569,15 @@ final class ScenarioExecution: @unchecked Sendable {
             if let identity, !app.identity.isExactly(identity) { problems.append("app identity is \(app.identity.unambiguous), expected \(identity.unambiguous)") }
             if let source, app.source != source { problems.append("layout_source is \(app.source), expected \(source)") }
             return problems.isEmpty ? nil : problems.joined(separator: "; ")
+        case .reported(let experiment, let variant):
+            guard let app else { return "no app" }
+            if let experiment, !experiment.isExactly(app.settings.experiment) {
+                return "the app reports experiment \(app.settings.experiment.unambiguous), expected \(experiment.unambiguous)"
+            }
+            guard app.reported.isExactly(variant) else {
+                return "the app reports \(app.reported.map { "variant \($0.unambiguous) active" } ?? "no active variant"), expected \(variant.map { "variant \($0.unambiguous)" } ?? "none")"
+            }
+            return nil
         case .cached(let client, let kind, let user, let key, let present, let value):
             guard let c = clients[client] else { return "no client \(client)" }
             return await Self.cachedMismatch(c, client: client, kind: kind, user: user, key: key, present: present, value: value)

@@ -167,6 +167,8 @@ public enum Expectation: Sendable, Equatable {
     /// Whether the client's memory cache holds (user, key), kind `"flag"` or `"experiment"`, and
     /// for an assignment what it contains (`cached`).
     case cached(client: String, kind: String, user: String, key: String, present: Bool, value: JSONValue?)
+    /// The app's reported state: the variant marked active (`nil`: none) for `experiment` (`nil`: the app's).
+    case reported(experiment: String?, variant: String?)
     /// How many exposures the mock recorded that match (user, experiment, variant id; `nil`: any).
     case exposures(user: String?, experiment: String?, variantID: String?, count: Int)
 }

@@ -126,3 +126,22 @@ extension StepContext {
         return .seedStore(client: c, kind: flag != nil ? "flag" : "experiment", user: user, key: flag ?? experiment!, json: json)
     }
 }
+
+extension StepContext {
+    /// Parses `{"reported": {"experiment"?, "variant": NAME | null}}`: the reference app's
+    /// reported state (the active variant; `null`: none). `variant` is required.
+    ///
+    /// - Throws: `ScenarioError` naming the path when `variant` is missing or not a string or null.
+    func parseReported(_ value: JSONValue, path: String) throws -> Expectation {
+        var r = try ObjectReader(value, file: file, path: path)
+        let experiment = try r.optionalString("experiment")
+        let variant: String?
+        switch r.value("variant") {
+        case .string(let s)?: variant = s
+        case .null?: variant = nil
+        case let other: throw r.error("variant", expected: "the active variant's name, or null for none", found: other)
+        }
+        try r.finish()
+        return .reported(experiment: experiment, variant: variant)
+    }
+}

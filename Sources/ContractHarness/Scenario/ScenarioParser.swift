@@ -390,12 +390,15 @@ struct StepContext {
             var ar = try ObjectReader(v, file: file, path: path + ".app")
             result = .app(shown: try ar.optionalString("shown"), identity: try ar.optionalString("identity"), source: try ar.optionalString("source"))
             try ar.finish()
+        } else if let v = r.value("reported") {
+            guard hasApp else { throw r.error("reported", expected: "an \"app\" section in the scenario", found: v) }
+            result = try parseReported(v, path: path + ".reported")
         } else if let v = r.value("cached") {
             result = try parseCached(v, path: path + ".cached")
         } else if let v = r.value("exposures") {
             result = try parseExposures(v, count: r.value("count"), path: path)
         } else {
-            throw ScenarioError(file: file, path: path, expected: "one of cache, cached, persisted, requests, app, exposures", found: ObjectReader.brief(value))
+            throw ScenarioError(file: file, path: path, expected: "one of cache, cached, persisted, requests, app, reported, exposures", found: ObjectReader.brief(value))
         }
         try r.finish()
         return result

@@ -116,4 +116,21 @@ final class FormatAdditionsTests: XCTestCase {
             XCTAssertThrowsError(try ScenarioParser.parse(Data(scenario(#"{"seed_store": \#(seed)}"#).utf8), file: "t.json"), seed)
         }
     }
+
+    func testReportedStateAssertionFailsWhenWrongAndIsStrict() async throws {
+        let app = #""app": {"flag": "sdk_contract_flag", "experiment": "sdk_contract_ab", "user": "user-2"}, "#
+        func withApp(_ steps: String) -> String {
+            #"{"format": "experimently-scenario/1", "name": "t", "description": "d", \#(app)"steps": [\#(steps)]}"#
+        }
+        let bad = await ScenarioRunner().run(try ScenarioParser.parse(Data(withApp(#"""
+            {"app": "refresh"}, {"app": "display"}, {"assert": {"reported": {"variant": "control"}}}
+            """#).utf8), file: "t.json"))
+        XCTAssertEqual(bad.status, .failed)
+        let message = bad.checks.first { !$0.passed }?.message ?? ""
+        XCTAssertTrue(message.contains("the app reports variant treatment active, expected variant control"), message)
+        for assert in [#"{"reported": {}}"#, #"{"reported": {"variant": 1}}"#, #"{"reported": {"variant": null, "x": 1}}"#] {
+            XCTAssertThrowsError(try ScenarioParser.parse(Data(withApp(#"{"assert": \#(assert)}"#).utf8), file: "t.json"), assert)
+        }
+        XCTAssertThrowsError(try ScenarioParser.parse(Data(scenario(#"{"assert": {"reported": {"variant": null}}}"#).utf8), file: "t.json"))
+    }
 }
