@@ -182,7 +182,11 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
     func release(fault id: String, count: Int?, override: JSONValue?) throws -> Int {
         guard let faultID = state.withLock({ $0.faults[ExactKey(id)] }) else { return 0 }
         var response: MockResponse?
-        if let override {
+        // A transport failure instead of an answer (the parser's `transport_error` form).
+        var failing: Bool?
+        if case .object(let o)? = override, case .object(let failure)? = o["transport_error"] {
+            failing = failure["processed"] == .bool(true)
+        } else if let override {
             guard case .object(let o) = override, case .number(let status)? = o["status"] else {
                 throw ScenarioError(file: "", path: "release.response", expected: "{\"status\": N, \"json\": ...}", found: override.jsonText)
             }
@@ -194,7 +198,8 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         for h in held.prefix(count ?? held.count) {
             // No longer parked from this moment: quiescence waits for its answer.
             let wake = state.withLock { $0.parkedUntil.removeValue(forKey: h.seq) }
-            if backend.release(h.id, with: response) { released += 1 } else if let wake { state.withLock { $0.parkedUntil[h.seq] = wake } }
+            let done = failing.map { backend.releaseFailing(h.id, processed: $0) } ?? backend.release(h.id, with: response)
+            if done { released += 1 } else if let wake { state.withLock { $0.parkedUntil[h.seq] = wake } }
         }
         return released
     }

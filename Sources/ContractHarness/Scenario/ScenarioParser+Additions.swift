@@ -145,3 +145,28 @@ extension StepContext {
         return .reported(experiment: experiment, variant: variant)
     }
 }
+
+extension StepContext {
+    /// Parses a release's `"transport_error": {"processed"?: Bool}` (or `true`): the held requests
+    /// fail with a dropped connection instead of an answer. Returns the override the backend port
+    /// reads (`{"transport_error": {"processed": P}}`).
+    ///
+    /// - Throws: `ScenarioError` naming the path when it comes with `response`, or is neither
+    ///   `true` nor an object with only `processed`.
+    func parseTransportError(_ value: JSONValue, response: JSONValue?, path: String) throws -> JSONValue {
+        if response != nil {
+            throw ScenarioError(file: file, path: path, expected: "either \"response\" or \"transport_error\", not both", found: ObjectReader.brief(value))
+        }
+        var processed = false
+        switch value {
+        case .bool(true): break
+        case .object:
+            var r = try ObjectReader(value, file: file, path: path)
+            processed = try r.optionalBool("processed") ?? false
+            try r.finish()
+        default:
+            throw ScenarioError(file: file, path: path, expected: "true or {\"processed\"?: true|false}", found: ObjectReader.brief(value))
+        }
+        return .object(["transport_error": .object(["processed": .bool(processed)])])
+    }
+}

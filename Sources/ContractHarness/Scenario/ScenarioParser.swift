@@ -164,8 +164,10 @@ struct StepContext {
         case "release":
             let id = try r.string("release")
             guard faults.contains(ExactKey(id)) else { throw r.error("release", expected: "the id of a fault added earlier (\(faults.sorted().map(\.text)))", found: .string(id)) }
-            let override = r.value("response")
-            if let override {
+            var override = r.value("response")
+            if let failure = r.value("transport_error") {
+                override = try parseTransportError(failure, response: override, path: path + ".transport_error")
+            } else if let override {
                 var rr = try ObjectReader(override, file: file, path: path + ".response")
                 _ = try rr.optionalInt("status", range: 100...599) ?? { throw rr.error("status", expected: "an HTTP status 100...599", found: nil) }()
                 if let json = rr.value("json"), rr.has("body") {

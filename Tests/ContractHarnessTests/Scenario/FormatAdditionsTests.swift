@@ -133,4 +133,33 @@ final class FormatAdditionsTests: XCTestCase {
         }
         XCTAssertThrowsError(try ScenarioParser.parse(Data(scenario(#"{"assert": {"reported": {"variant": null}}}"#).utf8), file: "t.json"))
     }
+
+    func testTransportErrorReleaseAndDelayThenDrop() async throws {
+        let ok = try await run(#"""
+            {"fault": {"match": {"path": "/api/v1/tracking/assign"}, "when": {"first": 1}, "action": {"hold": {}}}, "id": "h"},
+            {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-1", "as": "a", "async": true},
+            {"wait_for": {"held": "h", "count": 1}},
+            {"release": "h", "transport_error": true},
+            {"await": "a", "expect": {"error": "networkError", "code": -1005}},
+            {"assert": {"exposures": {}, "count": 0}},
+            {"fault": {"match": {"path": "/api/v1/tracking/assign"}, "when": {"first": 1}, "action": {"delay_then_drop": {"seconds": 1, "processed": true}}}, "id": "d"},
+            {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-1", "as": "b", "async": true},
+            {"wait_for": {"requests": {"path": "/api/v1/tracking/assign"}, "count": 2}},
+            {"advance": 1},
+            {"await": "b", "expect": {"error": "networkError", "code": -1005}},
+            {"assert": {"exposures": {"user": "user-1"}, "count": 1}}
+            """#)
+        XCTAssertEqual(ok.status, .passed, "\(ok.reason ?? "") \(ok.checks.filter { !$0.passed }.map { $0.message ?? "" })")
+        let base = #"{"fault": {"action": {"hold": {}}}, "id": "h"}, "#
+        for release in [#"{"release": "h", "transport_error": false}"#, #"{"release": "h", "transport_error": {"processed": 1}}"#,
+                        #"{"release": "h", "transport_error": true, "response": {"status": 200}}"#,
+                        #"{"release": "h", "transport_error": {"later": true}}"#] {
+            XCTAssertThrowsError(try ScenarioParser.parse(Data(scenario(base + release).utf8), file: "t.json"), release)
+        }
+        for action in [#"{"delay_then_drop": {}}"#, #"{"delay_then_drop": {"seconds": -1}}"#, #"{"delay_then_drop": {"seconds": 1, "x": 1}}"#] {
+            XCTAssertThrowsError(try ScenarioParser.parse(Data(scenario(#"{"fault": {"action": \#(action)}, "id": "f"}"#).utf8), file: "t.json"), action)
+        }
+        let action = FaultAction.delayThenDrop(seconds: 2, processed: true)
+        XCTAssertEqual(try JSONDecoder().decode(FaultAction.self, from: try JSONEncoder().encode(action)), action)
+    }
 }
