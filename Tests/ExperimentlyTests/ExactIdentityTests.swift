@@ -118,3 +118,35 @@ final class ExactIdentityTests: SDKTestCase {
         }
     }
 }
+
+/// The offline store keeps canonically equivalent spellings apart, and `clearAll()` removes both.
+final class ExactIdentityStoreTests: SDKTestCase {
+    func testStoreKeepsEquivalentKeysApartAndClearsBoth() {
+        for (a, b, what) in ExactIdentityTests.pairs {
+            let store = OfflineStore(suiteName: makeSuite())
+            store.saveEvaluation(EvalResult(key: a, enabled: true), userId: "u", flagKey: a)
+            store.saveEvaluation(EvalResult(key: b, enabled: false), userId: "u", flagKey: b)
+            store.saveAssignment(Assignment(experimentKey: "e", userId: a, variantId: "v1", variantName: "control", isControl: true), userId: a, experimentKey: "e")
+            XCTAssertEqual(store.loadEvaluation(flagKey: a, userId: "u")?.enabled, true, what)
+            XCTAssertEqual(store.loadEvaluation(flagKey: b, userId: "u")?.enabled, false, what)
+            XCTAssertNil(store.loadAssignment(experimentKey: "e", userId: b), what)
+            store.clearAll()
+            XCTAssertNil(store.loadEvaluation(flagKey: a, userId: "u"), what)
+            XCTAssertNil(store.loadEvaluation(flagKey: b, userId: "u"), "\(what): clearAll removes both spellings")
+            XCTAssertNil(store.loadAssignment(experimentKey: "e", userId: a), what)
+        }
+    }
+
+    func testStorageKeysKeepTheEarlierFormForASCIIAndAreASCIIOtherwise() {
+        let store = OfflineStore(suiteName: makeSuite())
+        XCTAssertEqual(store.storageKey(kind: "flag", userId: "a:b", key: "c"), "ep_sdk_flag:3:a:b:c", "unchanged for ASCII ids")
+        XCTAssertEqual(store.storageKey(kind: "assignment", userId: "e\u{301}", key: "exp"), "ep_sdk_assignment~x:65.301:65.78.70")
+        XCTAssertEqual(store.storageKey(kind: "assignment", userId: "\u{E9}", key: "exp"), "ep_sdk_assignment~x:e9:65.78.70")
+        for (a, b, what) in ExactIdentityTests.pairs {
+            let ka = store.storageKey(kind: "flag", userId: a, key: "k"), kb = store.storageKey(kind: "flag", userId: b, key: "k")
+            XCTAssertFalse(ka.unicodeScalars.elementsEqual(kb.unicodeScalars), what)
+            XCTAssertTrue(ka.unicodeScalars.allSatisfy(\.isASCII) && kb.unicodeScalars.allSatisfy(\.isASCII), what)
+            XCTAssertNotEqual(ka, kb, "\(what): apart even as Swift strings")
+        }
+    }
+}

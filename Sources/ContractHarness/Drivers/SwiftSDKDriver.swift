@@ -76,11 +76,10 @@ private struct SwiftDriverClient: DriverClient {
     /// The store's `UserDefaults`, for `seed_store`.
     let defaults: SharedDefaults?
 
-    /// Writes the JSON bytes under the store's documented key
-    /// (`{prefix}{flag|assignment}:{utf8 length of user}:{user}:{key}`, `OfflineStore`).
+    /// Writes the JSON bytes under the store's key for (user, key) (`OfflineStore.storageKey`).
     func seedPersisted(kind: String, user: String, key: String, json: JSONValue) -> String? {
         guard let store, let defaults else { return "the client has no offline store (give it a \"store\")" }
-        let name = "\(store.keyPrefix)\(kind == "flag" ? "flag" : "assignment"):\(user.utf8.count):\(user):\(key)"
+        let name = store.storageKey(kind: kind == "flag" ? "flag" : "assignment", userId: user, key: key)
         defaults.defaults.set(json.serialized(), forKey: name)
         return nil
     }
