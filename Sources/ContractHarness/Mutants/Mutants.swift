@@ -70,13 +70,14 @@ public enum MutantRun {
     public static func run(_ scenarios: [Scenario], defects: [Defect] = Defect.allCases, stepTimeoutCap: Int = 1500,
                            progress: (Row) -> Void = { _ in }) async -> Report {
         let started = DispatchTime.now()
-        func failing(_ defect: Defect?) async -> [String: [String]] {
+        // Scenario names compare exactly (Unicode scalars), like every other label.
+        func failing(_ defect: Defect?) async -> [ExactKey: [String]] {
             let runner = ScenarioRunner(driver: driver(defect), stepTimeoutCap: stepTimeoutCap, keepsHistory: false)
-            var failed: [String: [String]] = [:]
+            var failed: [ExactKey: [String]] = [:]
             for s in scenarios {
                 let r = await runner.run(s)
                 if r.status == .failed || r.status == .error {
-                    failed[s.name] = r.checks.filter { !$0.passed }.map { check in
+                    failed[ExactKey(s.name)] = r.checks.filter { !$0.passed }.map { check in
                         // "step 5 assert" and "step 3 do getAssignment as x expect" are expectations.
                         check.name.hasPrefix("step ") ? (check.name.hasSuffix("expect") ? "step expect" : "step assert") : check.name
                     }
@@ -90,20 +91,20 @@ public enum MutantRun {
         // a scenario from catching variants.
         if !baseline.isEmpty {
             let patient = ScenarioRunner(driver: driver(nil), keepsHistory: false)
-            for s in scenarios where baseline[s.name] != nil {
+            for s in scenarios where baseline[ExactKey(s.name)] != nil {
                 let r = await patient.run(s)
-                if r.status == .passed { baseline[s.name] = nil }
+                if r.status == .passed { baseline[ExactKey(s.name)] = nil }
             }
         }
         var rows: [Row] = []
         for defect in defects {
             let failed = await failing(defect)
-            let caught = scenarios.map(\.name).filter { failed[$0] != nil && baseline[$0] == nil }
-            let row = Row(defect: defect, caughtBy: caught, failingChecks: Array(Set(caught.flatMap { failed[$0] ?? [] })).sorted())
+            let caught = scenarios.map(\.name).filter { failed[ExactKey($0)] != nil && baseline[ExactKey($0)] == nil }
+            let row = Row(defect: defect, caughtBy: caught, failingChecks: Array(Set(caught.flatMap { failed[ExactKey($0)] ?? [] })).sorted())
             rows.append(row)
             progress(row)
         }
-        return Report(rows: rows, baselineFailures: scenarios.map(\.name).filter { baseline[$0] != nil },
+        return Report(rows: rows, baselineFailures: scenarios.map(\.name).filter { baseline[ExactKey($0)] != nil },
                       scenarios: scenarios.map(\.name), durationMilliseconds: ScenarioRunner.elapsed(since: started))
     }
 }
