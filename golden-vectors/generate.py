@@ -143,6 +143,14 @@ def extended_cases():
     add("nfc-nfd", nfc("\ud55c\uad6d\uc5b4"), "lang", "Hangul syllables, NFC")
     add("nfc-nfd", nfd("\ud55c\uad6d\uc5b4"), "lang", "Hangul as conjoining jamo, NFD")
     add("nfc-nfd", "user", nfd("caf\u00e9-flag"), "A decomposed key")
+    # Canonically equivalent single spellings as user ids of sdk_contract_ab (issue 11 section 1):
+    # each pair is two users with their own bucketing; the scenarios and tests use these.
+    add("nfc-nfd", "\u00e9", "sdk_contract_ab", "NFC e-acute U+00E9 alone: bucket 1, control")
+    add("nfc-nfd", "e\u0301", "sdk_contract_ab", "NFD e + U+0301: bucket 74, treatment")
+    add("nfc-nfd", "\u212b", "sdk_contract_ab", "ANGSTROM SIGN U+212B alone (canonically U+00C5)")
+    add("nfc-nfd", "\u00c5", "sdk_contract_ab", "LATIN CAPITAL A WITH RING ABOVE U+00C5 alone")
+    add("nfc-nfd", "\ud55c", "sdk_contract_ab", "HANGUL SYLLABLE HAN U+D55C alone")
+    add("nfc-nfd", "\u1112\u1161\u11ab", "sdk_contract_ab", "The same syllable as conjoining jamo U+1112 U+1161 U+11AB")
     add("latin-1", "caf\u00e9", "menu", "Encodes differently in Latin-1 (one byte) and UTF-8 (two)")
     add("latin-1", "\u00ff\u00fe", "bom-like", "Bytes that look like a UTF-16 byte order mark in Latin-1")
     add("latin-1", "na\u00efve", "r\u00e9sum\u00e9", "Latin-1 letters on both sides")
@@ -242,7 +250,8 @@ EXPERIMENTS = [
 FLAGS = [("sdk_contract_flag", 100), ("half-rollout", 50), ("ten-percent", 10), ("nobody", 0), ("my-flag", 79), ("my-flag-80", 80)]
 
 USERS = ["user-1", "user-2", "bob", "user-123", "alice", "test-user", "user-001", "user-002", "user-789"] + \
-    ["user-%d" % n for n in range(3, 25)] + ["Jos\u00e9", "\u7528\u6237-7", "smoke-0f8fa3c2-5d9e-4f3b-9a61-2c1d7e0b4a55"]
+    ["user-%d" % n for n in range(3, 25)] + ["Jos\u00e9", "\u7528\u6237-7", "smoke-0f8fa3c2-5d9e-4f3b-9a61-2c1d7e0b4a55"] + \
+    ["\u00e9", "e\u0301", "\u212b", "\u00c5", "\ud55c", "\u1112\u1161\u11ab"]   # canonically equivalent pairs
 
 
 def variant_for(bucket, variants):

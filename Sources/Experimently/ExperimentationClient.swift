@@ -17,7 +17,7 @@ public protocol ExperimentationClientProtocol {
     /// Deprecated no-op: there is nothing to refresh.
     @available(*, deprecated, message: "Flags are evaluated by the server per user; refreshFlags() is a no-op.")
     func refreshFlags() async throws
-    /// Clears the memory caches and cancels in-flight requests.
+    /// Clears the memory caches and cancels in-flight requests (tracking calls in flight report failure).
     func close()
 }
 
@@ -56,6 +56,8 @@ public final class ExperimentationClient: ExperimentationClientProtocol, Sendabl
         /// Bumped by `clearCache()`, `clearOfflineCache()` and `close()`.
         var epoch: UInt64 = 0
         var nextWaiter: UInt64 = 0
+        /// Tracking requests in flight, cancelled by `close()`.
+        var tracking: [UInt64: Task<(status: Int, body: Data)?, Never>] = [:]
     }
 
     private let config: SdkConfig
@@ -175,7 +177,7 @@ public final class ExperimentationClient: ExperimentationClientProtocol, Sendabl
     public func trackWithStatus(_ event: TrackEvent) async -> Bool {
         if event.hasKey {
             guard let body = try? Self.encode(event),
-                  let (status, _) = try? await http.send(method: "POST", path: "/api/v1/tracking/track", body: body)
+                  let (status, _) = await sendTracking(path: "/api/v1/tracking/track", body: body)
             else { return false }
             return (200..<300).contains(status)
         }
@@ -198,6 +200,8 @@ public final class ExperimentationClient: ExperimentationClientProtocol, Sendabl
     // MARK: Cache access
 
     /// The user's cached, unexpired assignments in insertion order (including `assigned:false` ones).
+    ///
+    /// `userId` is matched exactly (Unicode scalars): NFC and NFD spellings are different users.
     public func getAssignments(for userId: String) -> [Assignment] {
         let now = clock.now()
         return state.withLock { $0.assignments.entries(forUser: userId, now: now).map(\.value) }
@@ -223,18 +227,23 @@ public final class ExperimentationClient: ExperimentationClientProtocol, Sendabl
         }
     }
 
-    /// Clears the memory caches and cancels every request in flight (their callers get
-    /// `.cancelled`). The persisted entries stay for the next launch; the client stays usable.
+    /// Clears the memory caches and cancels every request in flight: flag and assignment callers
+    /// get `.cancelled`, tracking calls (`track`, `trackWithStatus`, `trackBatch`) whose request is
+    /// in flight report `false` (a batch's later chunks are still sent). Calls made after `close()`
+    /// work as usual. The persisted entries stay for the next launch; the client stays usable.
     public func close() {
-        let flights = state.withLock { s -> ([Flight<EvalResult>], [Flight<Assignment>]) in
+        let (flights, tracking) = state.withLock { s -> (([Flight<EvalResult>], [Flight<Assignment>]), [Task<(status: Int, body: Data)?, Never>]) in
             let f = (Array(s.flagFlights.values), Array(s.assignmentFlights.values))
             f.0.forEach { $0.closed = true }
             f.1.forEach { $0.closed = true }
             Self.detach(&s)
-            return f
+            let t = Array(s.tracking.values)
+            s.tracking.removeAll()
+            return (f, t)
         }
         flights.0.forEach { $0.task?.cancel() }
         flights.1.forEach { $0.task?.cancel() }
+        tracking.forEach { $0.cancel() }
     }
 
     /// Test probe: the callers registered on the in-flight request for (`userId`, `key`), counting
@@ -383,6 +392,21 @@ public final class ExperimentationClient: ExperimentationClientProtocol, Sendabl
         }
     }
 
+    /// Sends one tracking request that `close()` can cancel (registered under the state lock
+    /// before it starts); `nil` when it failed or was cancelled (by `close()` or the caller).
+    private func sendTracking(path: String, body: Data) async -> (status: Int, body: Data)? {
+        let (id, task) = state.withLock { s -> (UInt64, Task<(status: Int, body: Data)?, Never>) in
+            s.nextWaiter &+= 1
+            let task = Task { [http] () -> (status: Int, body: Data)? in
+                try? await http.send(method: "POST", path: path, body: body)
+            }
+            s.tracking[s.nextWaiter] = task
+            return (s.nextWaiter, task)
+        }
+        defer { _ = state.withLock { $0.tracking.removeValue(forKey: id) } }
+        return await withTaskCancellationHandler { await task.value } onCancel: { task.cancel() }
+    }
+
     private func sendBatches(_ events: [TrackEvent]) async -> Bool {
         var ok = true
         var start = 0
@@ -391,7 +415,7 @@ public final class ExperimentationClient: ExperimentationClientProtocol, Sendabl
             start += Self.batchLimit
             struct Batch: Encodable { let events: [TrackEvent] }
             guard let body = try? Self.encode(Batch(events: chunk)),
-                  let (status, data) = try? await http.send(method: "POST", path: "/api/v1/tracking/batch", body: body),
+                  let (status, data) = await sendTracking(path: "/api/v1/tracking/batch", body: body),
                   (200..<300).contains(status) else { ok = false; continue }
             // A 200 with per-event failures is still a failure (section 5.5).
             if let summary = try? JSONSerialization.jsonObject(with: data) as? [String: Any],

@@ -5,8 +5,13 @@ import Foundation
 ///
 /// Backed by `UserDefaults` (thread-safe). Two stores with the same suite name and key prefix see
 /// the same entries, which is how a relaunch or a second client is modelled. Keys are
-/// `{prefix}flag:{utf8 length of user}:{user}:{key}` (and `assignment:`), so no two (user, key)
-/// pairs share one.
+/// `{prefix}flag:{utf8 length of user}:{user}:{key}` (and `assignment:`) when the user id and the
+/// key are ASCII, so no two (user, key) pairs share one. Otherwise they are
+/// `{prefix}flag~x:{user}:{key}` with each part written as its Unicode scalars in hex, joined by
+/// `.` (`e\u{301}` is `65.301`): `UserDefaults` compares and enumerates its keys as Swift strings,
+/// which merges canonically equivalent spellings (NFC and NFD é, the Angstrom sign and Å), while
+/// ids are exact strings (issue 11 section 1). Entries an earlier version wrote for non-ASCII ids,
+/// under the first form, are not read (they could belong to an equivalent spelling).
 public final class OfflineStore: @unchecked Sendable {
     // @unchecked Sendable: `UserDefaults` is documented thread-safe; the other properties are `let`.
 
@@ -35,8 +40,17 @@ public final class OfflineStore: @unchecked Sendable {
         self.defaults = suiteName.flatMap { UserDefaults(suiteName: $0) } ?? .standard
     }
 
+    /// The `UserDefaults` key of (kind, user, key), kind `"flag"` or `"assignment"` (the forms are
+    /// in the type's documentation); ASCII only whenever the prefix is.
+    public func storageKey(kind: String, userId: String, key: String) -> String {
+        func ascii(_ s: String) -> Bool { s.unicodeScalars.allSatisfy(\.isASCII) }
+        if ascii(userId) && ascii(key) { return "\(keyPrefix)\(kind):\(userId.utf8.count):\(userId):\(key)" }
+        func hex(_ s: String) -> String { s.unicodeScalars.map { String($0.value, radix: 16) }.joined(separator: ".") }
+        return "\(keyPrefix)\(kind)~x:\(hex(userId)):\(hex(key))"
+    }
+
     private func storageKey(_ kind: String, userId: String, key: String) -> String {
-        "\(keyPrefix)\(kind):\(userId.utf8.count):\(userId):\(key)"
+        storageKey(kind: kind, userId: userId, key: key)
     }
 
     private func save<T: Encodable>(_ value: T, _ kind: String, userId: String, key: String) {

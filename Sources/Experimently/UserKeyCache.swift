@@ -2,9 +2,31 @@ import Foundation
 
 /// The identity of a cached entry: a (user id, flag or experiment key) pair. Two separate strings,
 /// so `("a:b","c")` and `("a","b:c")` never collide (CONTRACT.md section 4).
+///
+/// Compared and hashed by Unicode scalars, not by `String`'s canonical equivalence: NFC
+/// `"\u{E9}"` and NFD `"e\u{301}"` are two users with their own bucketing (the hash is over the
+/// UTF-8 bytes, CONTRACT.md section 3), so they never share a cache entry or a single-flight request.
 struct CacheKey: Hashable, Sendable {
     let userId: String
     let key: String
+
+    static func == (lhs: CacheKey, rhs: CacheKey) -> Bool {
+        lhs.userId.isExactly(rhs.userId) && lhs.key.isExactly(rhs.key)
+    }
+
+    func hash(into hasher: inout Hasher) {
+        for scalar in userId.unicodeScalars { hasher.combine(scalar.value) }
+        hasher.combine(UInt32.max) // separator: scalars are at most 0x10FFFF
+        for scalar in key.unicodeScalars { hasher.combine(scalar.value) }
+    }
+}
+
+extension String {
+    /// `true` when both strings have the same Unicode scalars in the same order (identity data:
+    /// user ids and keys are exact strings, never canonically equivalent ones).
+    func isExactly(_ other: String) -> Bool {
+        unicodeScalars.elementsEqual(other.unicodeScalars)
+    }
 }
 
 /// An in-memory TTL cache with a count limit and insertion order, not thread-safe on its own:
@@ -64,10 +86,10 @@ struct UserKeyCache<Value> {
 
     mutating func remove(_ key: CacheKey) { entries[key] = nil }
 
-    /// The user's unexpired entries at `now`, oldest insertion first.
+    /// The unexpired entries of exactly `userId` (Unicode scalars) at `now`, oldest insertion first.
     func entries(forUser userId: String, now: Date) -> [(key: String, value: Value)] {
         entries.lazy
-            .filter { $0.key.userId == userId && $0.value.expiresAt > now }
+            .filter { $0.key.userId.isExactly(userId) && $0.value.expiresAt > now }
             .sorted { $0.value.sequence < $1.value.sequence }
             .map { ($0.key.key, $0.value.value) }
     }

@@ -25,6 +25,7 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
     case clearKeepsInFlight = "clear-keeps-in-flight"
     case cancelKeepsRequest = "cancel-keeps-request"
     case upstreamDefects = "upstream-defects"
+    case canonicalIdentity = "canonical-identity"
 
     /// What the broken SDK does, in one line.
     public var summary: String {
@@ -53,6 +54,7 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
         case .clearKeepsInFlight: return "clearCache() keeps the in-flight table: a call after the clear joins the request from before it"
         case .cancelKeepsRequest: return "cancelling every waiter of a shared request leaves the network request running"
         case .upstreamDefects: return "the six defects of CONTRACT.md section 5 together, as the upstream SDK has them"
+        case .canonicalIdentity: return "keys its cache by Swift String, so NFC and NFD spellings of one user id share an entry and a request"
         }
     }
 
@@ -68,6 +70,6 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
         }
     }
 
-    /// The issue number of the defect list this variant implements (issue 6, items 1-19).
+    /// The issue number of the defect list this variant implements (issue 6, items 1-19; item 20 from issue 11 section 1).
     public var item: Int { Defect.allCases.firstIndex(of: self)! + 1 }
 }

@@ -85,11 +85,22 @@ public final class MutantClient: @unchecked Sendable {
         return body(&state)
     }
 
+    /// The cache and single-flight key of (kind, user, key): faithfully the Unicode scalars of
+    /// each part in hex, so canonically equivalent spellings never meet as `String` keys.
     private func cacheKey(_ kind: String, _ user: String, _ key: String) -> String {
-        // Keys compare by Unicode scalars (CONTRACT.md section 4): the scalars' values, never the
-        // String (whose hashing is canonical equivalence).
-        func scalars(_ s: String) -> String { s.unicodeScalars.map { String($0.value, radix: 16) }.joined(separator: ".") }
-        return has(.collidingCacheKey) ? "\(kind)|\(scalars(user + ":" + key))" : "\(kind)|\(scalars(user))|\(scalars(key))"
+        if has(.collidingCacheKey) { return "\(kind)|\(Self.scalarsHex(user + ":" + key))" }
+        // The defect: a Swift `String` key, whose `==` and hashing are canonical equivalence.
+        if has(.canonicalIdentity) { return "\(kind)\u{0}\(user)\u{0}\(key)" }
+        return "\(kind)|\(Self.scalarsHex(user))|\(Self.scalarsHex(key))"
+    }
+
+    private static func scalarsHex(_ s: String) -> String {
+        s.unicodeScalars.map { String($0.value, radix: 16) }.joined(separator: ".")
+    }
+
+    /// Identity comparison: exact Unicode scalars, or `String` `==` for the canonical-identity defect.
+    private func same(_ a: String, _ b: String) -> Bool {
+        has(.canonicalIdentity) ? a == b : a.unicodeScalars.elementsEqual(b.unicodeScalars)
     }
 
     // MARK: Public surface
@@ -195,7 +206,7 @@ public final class MutantClient: @unchecked Sendable {
     private func entries(user: String, includeExpired: Bool) -> [Entry] {
         let now = clock.now()
         return locked { s in
-            s.entries.values.filter { $0.user.unicodeScalars.elementsEqual(user.unicodeScalars) && (includeExpired || $0.expires > now) }.sorted { $0.order < $1.order }
+            s.entries.values.filter { same($0.user, user) && (includeExpired || $0.expires > now) }.sorted { $0.order < $1.order }
         }
     }
 
@@ -455,7 +466,7 @@ public final class MutantClient: @unchecked Sendable {
     private func fanOut(_ event: TrackEvent) -> [TrackEvent] {
         let now = clock.now()
         let all = locked { s in s.entries.values.sorted { $0.order < $1.order } }
-        let mine = all.filter { (has(.fanOutToOtherUsers) || $0.user.unicodeScalars.elementsEqual(event.userId.unicodeScalars)) && (has(.fanOutToExpired) || $0.expires > now) }
+        let mine = all.filter { (has(.fanOutToOtherUsers) || same($0.user, event.userId)) && (has(.fanOutToExpired) || $0.expires > now) }
         let assignments = mine.compactMap { e -> TrackEvent? in
             guard case .assignment(let a) = e.value, a.assigned || has(.fanOutToIneligible) else { return nil }
             return event.attributed(experimentKey: e.key)

@@ -50,7 +50,7 @@ public struct RequestRecord: Sendable, Equatable, Codable {
     /// The flag key (evaluate) or experiment key (assign) the request is about.
     public var key: (kind: String, key: String)? {
         let prefix = "/api/v1/feature-flags/evaluate/"
-        if path.hasPrefix(prefix) { return ("flag", String(path.dropFirst(prefix.count))) }
+        if path.hasExactPrefix(prefix) { return ("flag", String(path.unicodeScalars.dropFirst(prefix.unicodeScalars.count))) }
         if path == "/api/v1/tracking/assign", case .string(let k)? = body?["experiment_key"] { return ("experiment", k) }
         return nil
     }
@@ -65,26 +65,28 @@ public struct RequestRecord: Sendable, Equatable, Codable {
     /// `true` when the answer was 2xx.
     public var succeeded: Bool { (status ?? 0) / 100 == 2 }
 
-    /// Whether the request matches a scenario's pattern.
+    /// Whether the request matches a scenario's pattern. Every string compares exactly (Unicode
+    /// scalars, never canonical equivalence): `user` NFC é does not match a request for NFD é, and
+    /// `body`/`body_equals` strings differ likewise; header names compare case-insensitively (ASCII).
     public func matches(_ m: RequestMatch) -> Bool {
-        if let method = m.method, method.uppercased() != self.method { return false }
-        if let p = m.path, p != path { return false }
-        if let p = m.pathPrefix, !path.hasPrefix(p) { return false }
-        if let c = m.client, c != client { return false }
-        if let u = m.user, !users.contains(u) { return false }
+        if let method = m.method, !method.uppercased().isExactly(self.method) { return false }
+        if let p = m.path, !p.isExactly(path) { return false }
+        if let p = m.pathPrefix, !path.hasExactPrefix(p) { return false }
+        if let c = m.client, !client.isExactly(c) { return false }
+        if let u = m.user, !users.containsExactly(u) { return false }
         if let s = m.status, s != status { return false }
         if let b = m.body { guard let body, body.contains(b) else { return false } }
-        if let t = m.target, t != target { return false }
+        if let t = m.target, !t.isExactly(target) { return false }
         if let wanted = m.headers {
             for (name, value) in wanted {
-                guard headers.first(where: { $0.key.lowercased() == name.lowercased() })?.value == value else { return false }
+                guard headers.first(where: { $0.key.lowercased() == name.lowercased() })?.value.isExactly(value) ?? false else { return false }
             }
         }
         if let exact = m.bodyEquals, (body ?? .null) != exact { return false }
         if let c = m.cancelled, c != cancelled { return false }
         if let wanted = m.responseHeaders {
             for (name, value) in wanted {
-                guard responseHeaders.first(where: { $0.key.lowercased() == name.lowercased() })?.value == value else { return false }
+                guard responseHeaders.first(where: { $0.key.lowercased() == name.lowercased() })?.value.isExactly(value) ?? false else { return false }
             }
         }
         return true
@@ -124,6 +126,8 @@ protocol BackendPort: AnyObject, Sendable {
     func parkedRequests() -> [RequestRecord]
     /// How many requests the mock has received.
     var requestCount: Int { get }
+    /// The exposures the mock recorded, in order (`nil` when the backend cannot tell).
+    func exposures() -> [Exposure]?
     /// Requests the mock is still working on: received, neither parked nor answered (e.g. one
     /// just released whose answer is being written, even when its client has gone).
     var unsettledRequests: Int { get }

@@ -20,7 +20,7 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
     /// Requests SDK sessions created and not yet completed; `nil` where sessions cannot count.
     let counter: TaskCounter
     private struct State {
-        var faults: [String: FaultID] = [:]
+        var faults: [ExactKey: FaultID] = [:]   // by scenario fault id, exact
         /// Parked requests and when they wake by themselves (`nil`: a hold, only a release wakes it).
         var parkedUntil: [Int: Date?] = [:]
         /// Requests received and not yet answered (parked ones included).
@@ -170,22 +170,26 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         var named = decoded
         if named.name == nil { named.name = id }
         let faultID = backend.addFault(named)
-        state.withLock { $0.faults[id] = faultID }
+        state.withLock { $0.faults[ExactKey(id)] = faultID }
     }
 
     func removeFault(id: String) {
-        if let faultID = state.withLock({ $0.faults[id] }) { backend.removeFault(faultID) }
+        if let faultID = state.withLock({ $0.faults[ExactKey(id)] }) { backend.removeFault(faultID) }
     }
 
     func heldCount(fault id: String) -> Int {
-        guard let faultID = state.withLock({ $0.faults[id] }) else { return 0 }
+        guard let faultID = state.withLock({ $0.faults[ExactKey(id)] }) else { return 0 }
         return backend.history.filter { $0.hold != nil && $0.fault?.id == faultID }.count
     }
 
     func release(fault id: String, count: Int?, override: JSONValue?) throws -> Int {
-        guard let faultID = state.withLock({ $0.faults[id] }) else { return 0 }
+        guard let faultID = state.withLock({ $0.faults[ExactKey(id)] }) else { return 0 }
         var response: MockResponse?
-        if let override {
+        // A transport failure instead of an answer (the parser's `transport_error` form).
+        var failing: Bool?
+        if case .object(let o)? = override, case .object(let failure)? = o["transport_error"] {
+            failing = failure["processed"] == .bool(true)
+        } else if let override {
             guard case .object(let o) = override, case .number(let status)? = o["status"] else {
                 throw ScenarioError(file: "", path: "release.response", expected: "{\"status\": N, \"json\": ...}", found: override.jsonText)
             }
@@ -197,7 +201,8 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         for h in held.prefix(count ?? held.count) {
             // No longer parked from this moment: quiescence waits for its answer.
             let wake = state.withLock { $0.parkedUntil.removeValue(forKey: h.seq) }
-            if backend.release(h.id, with: response) { released += 1 } else if let wake { state.withLock { $0.parkedUntil[h.seq] = wake } }
+            let done = failing.map { backend.releaseFailing(h.id, processed: $0) } ?? backend.release(h.id, with: response)
+            if done { released += 1 } else if let wake { state.withLock { $0.parkedUntil[h.seq] = wake } }
         }
         return released
     }
@@ -207,18 +212,24 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         backend.updateFixtures { f in
             switch change {
             case .experimentStatus(let key, let status):
-                guard let i = f.experiments.firstIndex(where: { $0.key == key }) else { problem = "no experiment '\(key)'"; return }
+                guard let i = f.experiments.firstIndex(where: { $0.key.isExactly(key) }) else { problem = "no experiment '\(key)'"; return }
                 guard let s = LifecycleStatus(rawValue: status) else { problem = "unknown status '\(status)'"; return }
                 f.experiments[i].status = s
             case .flagStatus(let key, let status):
-                guard let i = f.flags.firstIndex(where: { $0.key == key }) else { problem = "no flag '\(key)'"; return }
+                guard let i = f.flags.firstIndex(where: { $0.key.isExactly(key) }) else { problem = "no flag '\(key)'"; return }
                 guard let s = LifecycleStatus(rawValue: status) else { problem = "unknown status '\(status)'"; return }
                 f.flags[i].status = s
             case .flagRollout(let key, let percentage):
-                guard let i = f.flags.firstIndex(where: { $0.key == key }) else { problem = "no flag '\(key)'"; return }
+                guard let i = f.flags.firstIndex(where: { $0.key.isExactly(key) }) else { problem = "no flag '\(key)'"; return }
                 f.flags[i].rolloutPercentage = Int(percentage)
+            case .experimentAllocations(let key, let allocations):
+                guard let i = f.experiments.firstIndex(where: { $0.key.isExactly(key) }) else { problem = "no experiment '\(key)'"; return }
+                problem = MockBackendPort.reallocate(&f.experiments[i], allocations)
+            case .experimentRestart(let key):
+                if f.experiments.firstIndex(where: { $0.key.isExactly(key) }) == nil { problem = "no experiment '\(key)'" }
             }
         }
+        if problem == nil, case .experimentRestart(let key) = change { backend.restartExperiment(key) }
         if let problem {
             throw ScenarioError(file: "", path: "fixtures", expected: "a change to existing fixtures (statuses: \(LifecycleStatus.allCases.map(\.rawValue)))", found: problem)
         }
@@ -268,6 +279,8 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
 
     var requestCount: Int { backend.history.count }
 
+    func exposures() -> [Exposure]? { backend.state.exposures }
+
     var unsettledRequests: Int { state.withLock { $0.open.subtracting(parkedNow($0)).count } }
 
     func record(_ e: HistoryEntry, parked: Bool) -> RequestRecord {
@@ -315,9 +328,9 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         // every task it created (CountingURLSession's completions keep it), then goes by itself.
         state.withLock { $0.sessions.removeAll() }
         var problems: [String] = []
-        let names = state.withLock { s in Dictionary(s.faults.map { ($0.value, $0.key) }, uniquingKeysWith: { a, _ in a }) }
+        let names = state.withLock { s in Dictionary(s.faults.map { ($0.value, $0.key.text) }, uniquingKeysWith: { a, _ in a }) }
         for h in report.unreleasedHolds {
-            problems.append("request #\(h.seq) \(h.method) \(h.path)\(h.userID.map { " for user '\($0)'" } ?? "") still held by fault '\(names[h.fault] ?? h.label ?? "\(h.fault)")' (never released)")
+            problems.append("request #\(h.seq) \(h.method) \(h.path)\(h.userID.map { " for user '\($0.unambiguous)'" } ?? "") still held by fault '\(names[h.fault] ?? h.label ?? "\(h.fault)")' (never released)")
         }
         for f in report.unusedFaults {
             let what = f.needed > 0 ? "matched \(f.matched) of the \(f.needed) requests it is for" : "never held a request"

@@ -161,7 +161,7 @@ enum Checks {
                 // CONTRACT.md section 5.1: a response to a request that started before
                 // clearOfflineCache() is written nowhere, though the memory cache itself stays.
                 if let client = e.client { epochs[client, default: 0] += 1 }
-            case .marker where e.name == "logout":
+            case .marker where e.name == "logout" || e.name == "undo":
                 if let client = e.client { epochs[client, default: 0] += 1; models[client, default: CacheModel()].clear() }
             case .request:
                 if let r = e.request, let client = r.client { epochAtReceipt[r.seq] = epochs[client, default: 0] }
@@ -194,8 +194,17 @@ enum Checks {
             if e.kind == .marker, e.name == "advance", case .number(let seconds)? = e.detail { t += seconds }
             return max(latest, t)
         }
+        // Every user a request or an operation named: an SDK that serves one user's entry to a
+        // canonically equivalent spelling reports it under a user the history never cached.
         var usersByScalars: [String: String] = [:]   // exact spelling -> the id
         for (_, r) in c.requests { for u in r.users { usersByScalars[exact(u)] = u } }
+        for e in c.history where e.kind == .invoke && ["getAssignment", "evaluateFlag"].contains(e.name ?? "") {
+            switch e.detail?["user"] {
+            case .string(let u)?: usersByScalars[exact(u)] = u
+            case .object(let u)?: if case .string(let id)? = u["id"] { usersByScalars[exact(id)] = id }
+            default: break
+            }
+        }
         let users = usersByScalars.keys.sorted().map { usersByScalars[$0]! }
         var problems: [(String, [String])] = []
         for client in c.scenario.clients.map(\.name) {
@@ -239,7 +248,7 @@ enum Checks {
 
     static func relevant(_ c: CheckContext, user: String) -> [String] {
         Array(c.history.filter { e in
-            (e.request?.users.contains(user) ?? false) || ["clearCache", "close", "logout", "clearOfflineCache"].contains(e.name ?? "")
+            (e.request?.users.contains(user) ?? false) || ["clearCache", "close", "logout", "undo", "clearOfflineCache"].contains(e.name ?? "")
         }.suffix(10).map(\.line))
     }
 
@@ -346,7 +355,7 @@ enum Checks {
             switch e.kind {
             case .invoke where ["clearCache", "close"].contains(e.name ?? ""):
                 if let client = e.client { epochs[client, default: 0] += 1 }
-            case .marker where e.name == "logout":
+            case .marker where e.name == "logout" || e.name == "undo":
                 if let client = e.client { epochs[client, default: 0] += 1 }
             case .request:
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
@@ -407,7 +416,13 @@ enum Checks {
                         persisted = persisted.filter { !$0.key.hasPrefix(store + "\u{0}") }
                     }
                 }
-            case .marker where e.name == "logout":
+            case .marker where e.name == "seed_store":
+                // An entry written into the store as given (seed_store step): persisted from now.
+                if let client = e.client, let store = storeOf[client] ?? nil, case .string(let kind)? = e.detail?["kind"],
+                   case .string(let user)? = e.detail?["user"], case .string(let key)? = e.detail?["key"], let json = e.detail?["json"] {
+                    persisted[id(store, kind, user, key)] = json
+                }
+            case .marker where e.name == "logout" || e.name == "undo":
                 if let client = e.client { epochs[client, default: 0] += 1 }
             case .request:
                 if let r = e.request, let client = r.client {
@@ -497,7 +512,7 @@ enum Checks {
         guard let app = c.scenario.app else { return [("the scenario has no app section", [])] }
         var problems: [(String, [String])] = []
         var lastDisplay: (identity: String, flagOn: Bool, index: Int)?
-        var exposed: [String: String] = [:]   // identity -> variant answered
+        var exposed: [ExactKey: String] = [:]   // identity (exact) -> variant answered
         for e in c.history {
             if e.kind == .marker, e.client == app.client {
                 switch e.name {
@@ -507,28 +522,28 @@ enum Checks {
                     lastDisplay = nil
                 case "shown":
                     guard case .string(let id)? = e.detail?["identity"], case .string(let variant)? = e.detail?["variant"] else { break }
-                    if variant != "fallback", exposed[id] != variant {
-                        problems.append(("variant '\(variant)' shown to '\(id)' without a matching assignment", c.slice(around: [e.index])))
+                    if variant != "fallback", !(exposed[ExactKey(id)]?.isExactly(variant) ?? false) {
+                        problems.append(("variant '\(variant.unambiguous)' shown to '\(id.unambiguous)' without a matching assignment", c.slice(around: [e.index])))
                     }
                 default: break
                 }
             }
             if e.kind == .request, let r = e.request, r.client == app.client, r.path == "/api/v1/tracking/assign" {
                 let user = r.users.first ?? "?"
-                if lastDisplay == nil || lastDisplay!.identity != user || !lastDisplay!.flagOn {
-                    problems.append(("assignment (exposure) for '\(user)' requested without a display of '\(user)' with the flag on",
+                if lastDisplay == nil || !lastDisplay!.identity.isExactly(user) || !lastDisplay!.flagOn {
+                    problems.append(("assignment (exposure) for '\(user.unambiguous)' requested without a display of '\(user.unambiguous)' with the flag on",
                                      c.slice(around: [e.index], radius: 3)))
                 }
             }
             if e.kind == .response, let r = e.request, r.client == app.client, r.path == "/api/v1/tracking/assign", r.succeeded,
                case .string(let variant)? = r.response?["variant_name"], let user = r.users.first {
-                exposed[user] = variant
+                exposed[ExactKey(user)] = variant
             }
             if e.kind == .request, let r = e.request, r.client == app.client {
                 for event in r.events {
                     guard case .string(let source)? = event["metadata"]?["layout_source"], case .string(let user)? = event["user_id"] else { continue }
-                    if source == "assignment" && exposed[user] == nil {
-                        problems.append(("event for '\(user)' says layout_source assignment before any exposure", c.slice(around: [e.index])))
+                    if source == "assignment" && exposed[ExactKey(user)] == nil {
+                        problems.append(("event for '\(user.unambiguous)' says layout_source assignment before any exposure", c.slice(around: [e.index])))
                     }
                 }
             }
@@ -541,33 +556,33 @@ enum Checks {
     static func noStaleAfterLogout(_ c: CheckContext) async -> [(String, [String])] {
         guard let app = c.scenario.app else { return [("the scenario has no app section", [])] }
         var problems: [(String, [String])] = []
-        var retired: [String: Int] = [:]   // identity -> logout index
+        var retired: [ExactKey: Int] = [:]   // identity (exact) -> logout index
         for e in c.history {
             if e.kind == .marker, e.client == app.client, e.name == "logout", case .string(let from)? = e.detail?["from"] {
-                retired[from] = e.index
+                retired[ExactKey(from)] = e.index
             }
             // Logging in as X again makes X the current identity: what follows is X's by right
             // (found by `contract-harness generate`: login, logout, login as the same user).
             if e.kind == .marker, e.client == app.client, e.name == "login", case .string(let user)? = e.detail?["identity"] {
-                retired[user] = nil
+                retired[ExactKey(user)] = nil
             }
             if e.kind == .marker, e.client == app.client, ["shown", "event"].contains(e.name ?? ""),
-               case .string(let id)? = e.detail?["identity"], let at = retired[id] {
-                problems.append(("\(e.name!) for '\(id)' after that identity logged out", c.slice(around: [at, e.index], radius: 0)))
+               case .string(let id)? = e.detail?["identity"], let at = retired[ExactKey(id)] {
+                problems.append(("\(e.name!) for '\(id.unambiguous)' after that identity logged out", c.slice(around: [at, e.index], radius: 0)))
             }
             if e.kind == .request, let r = e.request, r.client == app.client {
-                for user in r.users where retired[user] != nil {
-                    problems.append(("request for '\(user)' received after that identity logged out: \(r.summary)",
-                                     c.slice(around: [retired[user]!, e.index], radius: 0).suffix(12).map { $0 }))
+                for user in r.users where retired[ExactKey(user)] != nil {
+                    problems.append(("request for '\(user.unambiguous)' received after that identity logged out: \(r.summary)",
+                                     c.slice(around: [retired[ExactKey(user)]!, e.index], radius: 0).suffix(12).map { $0 }))
                 }
             }
         }
         if let client = c.clients[app.client] {
-            for user in retired.keys.sorted() {
+            for user in retired.keys.sorted().map(\.text) {
                 let a = await ScenarioExecution.query(client, .getAssignments(user: user)).map(assignmentKeys) ?? []
                 let f = await ScenarioExecution.query(client, .getEvaluatedFlags(user: user)).map(strings) ?? []
                 if !a.isEmpty || !f.isEmpty {
-                    problems.append(("after logout the cache still holds '\(user)': assignments \(a), flags \(f)", relevant(c, user: user)))
+                    problems.append(("after logout the cache still holds '\(user.unambiguous)': assignments \(a), flags \(f)", relevant(c, user: user)))
                 }
             }
         }

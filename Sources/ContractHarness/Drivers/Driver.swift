@@ -166,6 +166,16 @@ public protocol DriverClient: Sendable {
     /// The persisted offline-fallback value for (user, key), kind `"flag"` or `"experiment"`,
     /// or `nil` when none is stored. Asynchronous: an out-of-process driver asks its adapter.
     func persisted(kind: String, user: String, key: String) async -> JSONValue?
+    /// Writes `json` as the persisted value for (user, key) into the client's offline store,
+    /// exactly as given (the `seed_store` step); returns what went wrong, or `nil`.
+    func seedPersisted(kind: String, user: String, key: String, json: JSONValue) -> String?
+}
+
+public extension DriverClient {
+    /// Default: a driver that cannot reach its SDK's store says so.
+    func seedPersisted(kind: String, user: String, key: String, json: JSONValue) -> String? {
+        "this driver cannot write into an offline store (seed_store)"
+    }
 }
 
 /// How the runner reaches an SDK: the built-in driver runs the Swift `Experimently` client

@@ -8,32 +8,33 @@ import ExperimentlyMock
 /// Implements the calls `OfflineStore` makes: `set(_:forKey:)`, `object(forKey:)`,
 /// `data(forKey:)`, `removeObject(forKey:)`, `dictionaryRepresentation()`.
 final class MemoryDefaults: UserDefaults {
-    // Thread-safe: `values` is only touched inside `lock`.
+    // Thread-safe: `values` is only touched inside `lock`. Keys compare exactly (Unicode
+    // scalars), as a real suite's do: entries for NFC and NFD spellings of an id stay apart.
     private let lock = NSLock()
-    private var values: [String: Any] = [:]
+    private var values: [ExactKey: Any] = [:]
 
     init() {
         super.init(suiteName: nil)!
     }
 
     override func set(_ value: Any?, forKey defaultName: String) {
-        lock.withLock { values[defaultName] = value }
+        lock.withLock { values[ExactKey(defaultName)] = value }
     }
 
     override func object(forKey defaultName: String) -> Any? {
-        lock.withLock { values[defaultName] }
+        lock.withLock { values[ExactKey(defaultName)] }
     }
 
     override func data(forKey defaultName: String) -> Data? {
-        lock.withLock { values[defaultName] as? Data }
+        lock.withLock { values[ExactKey(defaultName)] as? Data }
     }
 
     override func removeObject(forKey defaultName: String) {
-        _ = lock.withLock { values.removeValue(forKey: defaultName) }
+        _ = lock.withLock { values.removeValue(forKey: ExactKey(defaultName)) }
     }
 
     override func dictionaryRepresentation() -> [String: Any] {
-        lock.withLock { values }
+        lock.withLock { Dictionary(values.map { ($0.key.text, $0.value) }, uniquingKeysWith: { a, _ in a }) }
     }
 }
 

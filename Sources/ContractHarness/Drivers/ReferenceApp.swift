@@ -5,7 +5,8 @@ import ExperimentlyMock
 ///
 /// A display decision separate from the SDK cache: every refresh or identity change bumps a
 /// revision and resets what is shown to the fallback; fetches are serialized; a completion for an
-/// older revision is discarded. The experiment is assigned (which records the exposure on the
+/// older revision is discarded and its cache write undone (the app clears the SDK cache, marker
+/// `undo`, before its next fetch for the current identity, as the flag sample does). The experiment is assigned (which records the exposure on the
 /// server) only when the view is displayed and the gating flag is on; business events carry
 /// `layout_source` = `assignment` | `fallback`. Logout resets the identity to a new anonymous id,
 /// clears the SDK cache and refetches. Every decision is written to the history as a marker.
@@ -22,6 +23,9 @@ final class ReferenceApp: @unchecked Sendable {
         var source = "fallback"
         var lastFetch: Task<Void, Never>?
         var reported: String?
+        /// Cache clears the app made (logout, undo): a completion whose request started before
+        /// one was never written by the SDK (CONTRACT.md section 5.1), so it has nothing to undo.
+        var clears = 0
     }
 
     let settings: AppSettings
@@ -39,6 +43,9 @@ final class ReferenceApp: @unchecked Sendable {
     var identity: String { lock.withLock { $0.identity } }
     var shown: String? { lock.withLock { $0.shown } }
     var source: String { lock.withLock { $0.source } }
+    /// The variant the state reporter marks active (`nil`: none), set when the view appears with
+    /// a variant and updated when it changes (CONTRACT.md section 8, seed sample 004).
+    var reported: String? { lock.withLock { $0.reported } }
 
     private func mark(_ name: String, _ detail: [String: JSONValue]) {
         recorder.record(.marker, client: settings.client, name: name, detail: .object(detail))
@@ -59,6 +66,7 @@ final class ReferenceApp: @unchecked Sendable {
                 s.anonymousCount += 1
                 s.identity = "anon-\(s.anonymousCount)"
                 s.revision += 1; s.shown = nil; s.source = "fallback"; s.reported = nil
+                s.clears += 1
                 return (old, s.identity, s.revision)
             }
             mark("logout", ["from": .string(old), "identity": .string(new), "revision": .number(Double(rev))])
@@ -103,6 +111,7 @@ final class ReferenceApp: @unchecked Sendable {
         mark("refresh", ["identity": .string(identity), "revision": .number(Double(rev))])
         let fetch = Task { [self] in
             await previous?.value
+            let clears = lock.withLock { $0.clears }
             let outcome = await client.perform(.evaluateFlag(flag: settings.flag, user: UserSpec(id: identity)))
             var on = false
             if case .value(let v) = outcome, v["enabled"] == .bool(true) { on = true }
@@ -113,6 +122,8 @@ final class ReferenceApp: @unchecked Sendable {
             }
             mark(current ? "fetched" : "discarded",
                  ["identity": .string(identity), "revision": .number(Double(rev)), "flag_on": .bool(on)])
+            // The next serialized fetch starts only after this task: the stale value is gone first.
+            if !current, case .value = outcome { await undoCacheWrite(identity: identity, revision: rev, clearsAtStart: clears) }
         }
         lock.withLock { $0.lastFetch = fetch }
         await fetch.value
@@ -124,9 +135,16 @@ final class ReferenceApp: @unchecked Sendable {
         let (rev, identity, on) = lock.withLock { s in (s.revision, s.identity, s.flagOn[s.revision] ?? false) }
         mark("display", ["identity": .string(identity), "revision": .number(Double(rev)), "flag_on": .bool(on)])
         var variant: String?
-        if on, case .value(let v) = await client.perform(.getAssignment(experiment: settings.experiment, user: UserSpec(id: identity))),
-           case .string(let name)? = v["variant_name"], settings.variants.contains(name), v["assigned"] != .bool(false) {
-            variant = name
+        var fetched = false
+        let clears = lock.withLock { $0.clears }
+        if on {
+            let outcome = await client.perform(.getAssignment(experiment: settings.experiment, user: UserSpec(id: identity)))
+            if case .value(let v) = outcome {
+                fetched = true
+                if case .string(let name)? = v["variant_name"], settings.variants.containsExactly(name), v["assigned"] != .bool(false) {
+                    variant = name
+                }
+            }
         }
         let shownNow = lock.withLock { s -> Bool in
             guard s.revision == rev else { return false }
@@ -141,6 +159,23 @@ final class ReferenceApp: @unchecked Sendable {
                            "layout_source": .string(variant == nil ? "fallback" : "assignment")])
         } else {
             mark("discarded", ["identity": .string(identity), "revision": .number(Double(rev)), "display": .bool(true)])
+            if fetched { await undoCacheWrite(identity: identity, revision: rev, clearsAtStart: clears) }
         }
+    }
+
+    /// Undoes the cache write of a discarded completion (CONTRACT.md section 8): the SDK cached the
+    /// answer for an older revision (another identity, after a login while the assignment was
+    /// held), so the app clears the SDK cache; the history gets an `undo` marker, which the named
+    /// checks treat as a clear of the app's client. Nothing to undo when the app cleared the cache
+    /// (logout, an earlier undo) after the request started: the SDK never wrote it (section 5.1).
+    private func undoCacheWrite(identity: String, revision: Int, clearsAtStart: Int) async {
+        let wrote = lock.withLock { s -> Bool in
+            guard s.clears == clearsAtStart else { return false }
+            s.clears += 1
+            return true
+        }
+        guard wrote else { return }
+        mark("undo", ["identity": .string(identity), "revision": .number(Double(revision))])
+        _ = await client.perform(.clearCache)
     }
 }

@@ -39,11 +39,12 @@ public struct SwiftSDKDriver: SDKDriver {
         let config = SdkConfig(baseURL: settings.baseURL ?? context.baseURL(name), apiKey: settings.apiKey, timeout: settings.timeout,
                                cacheSize: settings.cacheSize, cacheTTL: settings.cacheTTL,
                                enableOfflineFallback: settings.offlineFallback)
-        let offline = store.map { name in
-            context.memoryStore.map { OfflineStore(defaults: $0(name).defaults) } ?? OfflineStore(suiteName: context.storeSuite(name))
+        let defaults = store.map { name in
+            context.memoryStore.map { $0(name) } ?? SharedDefaults(defaults: UserDefaults(suiteName: context.storeSuite(name)) ?? .standard)
         }
+        let offline = defaults.map { OfflineStore(defaults: $0.defaults) }
         let client = factory(config, context.makeSession(name), offline, context.clock)
-        return SwiftDriverClient(client: client, store: offline)
+        return SwiftDriverClient(client: client, store: offline, defaults: defaults)
     }
 }
 
@@ -72,6 +73,16 @@ extension ExperimentationClient: SwiftClientSurface {
 private struct SwiftDriverClient: DriverClient {
     let client: any SwiftClientSurface
     let store: OfflineStore?
+    /// The store's `UserDefaults`, for `seed_store`.
+    let defaults: SharedDefaults?
+
+    /// Writes the JSON bytes under the store's key for (user, key) (`OfflineStore.storageKey`).
+    func seedPersisted(kind: String, user: String, key: String, json: JSONValue) -> String? {
+        guard let store, let defaults else { return "the client has no offline store (give it a \"store\")" }
+        let name = store.storageKey(kind: kind == "flag" ? "flag" : "assignment", userId: user, key: key)
+        defaults.defaults.set(json.serialized(), forKey: name)
+        return nil
+    }
 
     func perform(_ operation: SDKOperation) async -> OperationOutcome {
         do {

@@ -77,19 +77,20 @@ public enum MutantRun {
                            executable: String? = nil, jobs: Int = 2, seed: UInt64 = 0,
                            progress: (Row) -> Void = { _ in }) async -> Report {
         let started = DispatchTime.now()
+        // Scenario names compare exactly (Unicode scalars), like every other label.
         let variants: [Defect?] = [nil] + defects.map { Optional($0) }
         let pairs = variants.flatMap { d in scenarios.map { (d, $0) } }
         var results = await results(of: pairs, cap: stepTimeoutCap, executable: executable, jobs: jobs, seed: seed)
-        func failing(_ offset: Int) -> [String: [String]] {
-            var failed: [String: [String]] = [:]
+        func failing(_ offset: Int) -> [ExactKey: [String]] {
+            var failed: [ExactKey: [String]] = [:]
             for (i, s) in scenarios.enumerated() {
                 let r = results[offset + i]
                 if r.status == .failed || r.status == .error || r.status == .crashed {
-                    failed[s.name] = r.checks.filter { !$0.passed }.map { check in
+                    failed[ExactKey(s.name)] = r.checks.filter { !$0.passed }.map { check in
                         // "step 5 assert" and "step 3 do getAssignment as x expect" are expectations.
                         check.name.hasPrefix("step ") ? (check.name.hasSuffix("expect") ? "step expect" : "step assert") : check.name
                     }
-                    if r.status == .crashed { failed[s.name] = ["crashed"] }
+                    if r.status == .crashed { failed[ExactKey(s.name)] = ["crashed"] }
                 }
             }
             return failed
@@ -99,20 +100,20 @@ public enum MutantRun {
         // limits (a loaded machine can push a step past the cap): only a real failure disqualifies
         // a scenario from catching variants.
         if !baseline.isEmpty {
-            let again = scenarios.filter { baseline[$0.name] != nil }
+            let again = scenarios.filter { baseline[ExactKey($0.name)] != nil }
             let patient = await Self.results(of: again.map { (nil, $0) }, cap: nil, executable: executable, jobs: jobs, seed: seed)
-            for (s, r) in zip(again, patient) where r.status == .passed { baseline[s.name] = nil }
+            for (s, r) in zip(again, patient) where r.status == .passed { baseline[ExactKey(s.name)] = nil }
         }
         var rows: [Row] = []
         for (v, defect) in defects.enumerated() {
             let failed = failing((v + 1) * scenarios.count)
-            let caught = scenarios.map(\.name).filter { failed[$0] != nil && baseline[$0] == nil }
-            let row = Row(defect: defect, caughtBy: caught, failingChecks: Array(Set(caught.flatMap { failed[$0] ?? [] })).sorted())
+            let caught = scenarios.map(\.name).filter { failed[ExactKey($0)] != nil && baseline[ExactKey($0)] == nil }
+            let row = Row(defect: defect, caughtBy: caught, failingChecks: Array(Set(caught.flatMap { failed[ExactKey($0)] ?? [] })).sorted())
             rows.append(row)
             progress(row)
         }
         results.removeAll()
-        return Report(rows: rows, baselineFailures: scenarios.map(\.name).filter { baseline[$0] != nil },
+        return Report(rows: rows, baselineFailures: scenarios.map(\.name).filter { baseline[ExactKey($0)] != nil },
                       scenarios: scenarios.map(\.name), durationMilliseconds: ScenarioRunner.elapsed(since: started))
     }
 

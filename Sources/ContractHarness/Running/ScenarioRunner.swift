@@ -158,9 +158,10 @@ final class ScenarioExecution: @unchecked Sendable {
     /// The store name -> suite name of this run's offline stores (from `StoreSuitePool`).
     let suites: [String: String]
     private let lock = NSLock()
-    private var ops: [String: Op] = [:]
+    /// Operations and groups by label, compared exactly (Unicode scalars).
+    private var ops: [ExactKey: Op] = [:]
     private var order: [String] = []
-    private var groups: [String: [String]] = [:]
+    private var groups: [ExactKey: [String]] = [:]
     private var checks: [CheckResult] = []
     private(set) var clients: [String: any DriverClient] = [:]
     private var app: ReferenceApp?
@@ -249,8 +250,8 @@ final class ScenarioExecution: @unchecked Sendable {
             // Async steps never awaited: their expectations are checked on the finished outcomes.
             let left = lock.withLock { deferred.sorted { $0.value.index < $1.value.index } }
             for (group, d) in left {
-                guard let labels = lock.withLock({ groups[group] }) else { continue }
-                if lock.withLock({ labels.allSatisfy { ops[$0]?.outcome != nil } }) {
+                guard let labels = lock.withLock({ groups[ExactKey(group)] }) else { continue }
+                if lock.withLock({ labels.allSatisfy { ops[ExactKey($0)]?.outcome != nil } }) {
                     evaluate(labels, d.expect, name: "\(d.step) expect")
                 } else {
                     fail("\(d.step) expect", "operation '\(group)' never finished, so its expectation could not be checked")
@@ -318,6 +319,7 @@ final class ScenarioExecution: @unchecked Sendable {
         case .waitFor(let c): return "wait_for \(describe(c))"
         case .advance(let s): return "advance \(s)"
         case .fixtures(let c): return "fixtures \(c)"
+        case .seedStore(let client, let kind, let user, let key, _): return "seed_store \(kind) \(key.unambiguous) of \(user.unambiguous) on \(client)"
         case .expect: return "assert"
         }
     }
@@ -329,7 +331,7 @@ final class ScenarioExecution: @unchecked Sendable {
         case .sdk(let client, let op, let label, let isAsync, let count, let expect):
             let base = label ?? nextLabel()
             let labels = count == 1 ? [base] : (1...count).map { "\(base)#\($0)" }
-            lock.withLock { groups[base] = labels }
+            lock.withLock { groups[ExactKey(base)] = labels }
             // Every invocation is recorded before any starts, so a group's first request can
             // never land between its invocations.
             if op == .clearCache || op == .close {
@@ -348,7 +350,7 @@ final class ScenarioExecution: @unchecked Sendable {
             if let expect { lock.withLock { deferred[base] = (index, name, expect) } }
         case .app(let action, let label, let isAsync, let expect):
             let base = label ?? nextLabel()
-            lock.withLock { groups[base] = [base] }
+            lock.withLock { groups[ExactKey(base)] = [base] }
             let app = self.app!
             requestCancellation { $0.client.unicodeScalars.elementsEqual(app.settings.client.unicodeScalars) }
             start(label: base, client: app.settings.client, name: "app.\(Self.appName(action))", user: nil,
@@ -358,11 +360,11 @@ final class ScenarioExecution: @unchecked Sendable {
         case .await(let label, let expect):
             return await finish(group: label, expect: expect, step: name, index: index)
         case .cancel(let label):
-            guard let members = lock.withLock({ groups[label] }) else {
+            guard let members = lock.withLock({ groups[ExactKey(label)] }) else {
                 infeasible = true
                 return "operation '\(label)' was never started"
             }
-            let tasks = lock.withLock { members.compactMap { ops[$0]?.task } }
+            let tasks = lock.withLock { members.compactMap { ops[ExactKey($0)]?.task } }
             requestCancellation { op in members.contains { $0.unicodeScalars.elementsEqual(op.label.unicodeScalars) } }
             recorder.record(.marker, label: label, name: "cancel")
             tasks.forEach { $0.cancel() }
@@ -404,6 +406,11 @@ final class ScenarioExecution: @unchecked Sendable {
             clock.advance(by: seconds)
             if let problem = await driver.clockDidAdvance(clock, clients: Array(clients.values),
                                                           deadlineMilliseconds: scenario.stepTimeoutMilliseconds) { return problem }
+        case .seedStore(let client, let kind, let user, let key, let json):
+            guard let c = clients[client] else { return "no client \(client)" }
+            if let problem = c.seedPersisted(kind: kind, user: user, key: key, json: json) { return problem }
+            recorder.record(.marker, client: client, name: "seed_store",
+                            detail: .object(["kind": .string(kind), "user": .string(user), "key": .string(key), "json": json]))
         case .fixtures(let change):
             do { try port.updateFixtures(change) } catch { return "\(error)" }
             recorder.record(.marker, name: "fixtures", detail: .string("\(change)"))
@@ -440,7 +447,7 @@ final class ScenarioExecution: @unchecked Sendable {
     /// `Op.cancelRequested`).
     func requestCancellation(_ affects: (Op) -> Bool) {
         lock.withLock {
-            for label in order where ops[label]?.outcome == nil {
+            for label in order.map { ExactKey($0) } where ops[label]?.outcome == nil {
                 if let op = ops[label], affects(op) { ops[label]?.cancelRequested = true }
             }
         }
@@ -462,7 +469,7 @@ final class ScenarioExecution: @unchecked Sendable {
         let direct = later.first { i in
             switch scenario.steps[i] {
             case .release(let id, _, _, _), .removeFault(let id): return holding.contains { same($0, id) }
-            case .cancel(let label): return labels != nil && (lock.withLock { groups[label] } ?? []).contains { m in labels!.contains { same($0, m) } }
+            case .cancel(let label): return labels != nil && (lock.withLock { groups[ExactKey(label)] } ?? []).contains { m in labels!.contains { same($0, m) } }
             default: return false
             }
         }
@@ -470,12 +477,12 @@ final class ScenarioExecution: @unchecked Sendable {
             switch scenario.steps[i] {
             case .release(let id, _, _, _), .removeFault(let id): return holding.contains { same($0, id) }
             case .advance, .app: return true
-            case .cancel(let label): let members = lock.withLock { groups[label] } ?? []
+            case .cancel(let label): let members = lock.withLock { groups[ExactKey(label)] } ?? []
                 return labels == nil || members.contains { m in labels!.contains { same($0, m) } }
             case .sdk(_, let op, _, _, _, _):
                 return labels == nil || op == .clearCache || op == .close || op == .clearOfflineCache
             case .addFault, .fixtures: return labels == nil
-            case .await, .waitFor, .expect: return false
+            case .await, .waitFor, .expect, .seedStore: return false
             }
         }
         guard let provider else {
@@ -500,13 +507,13 @@ final class ScenarioExecution: @unchecked Sendable {
 
     /// Waits for every operation of `group`, then checks `expect` against each outcome.
     func finish(group: String, expect: OutcomeExpectation?, step: String, index: Int? = nil) async -> String? {
-        guard let labels = lock.withLock({ groups[group] }) else {
+        guard let labels = lock.withLock({ groups[ExactKey(group)] }) else {
             infeasible = true
             return "operation '\(group)' was never started"
         }
         // An `await` of an operation parked in the mock while nothing else can happen (quiescent)
         // would only end at the step limit: it is stuck, decided now (see `stuck(at:waitingFor:)`).
-        let finished: @Sendable () -> Bool = { [self] in lock.withLock { labels.allSatisfy { ops[$0]?.outcome != nil } } }
+        let finished: @Sendable () -> Bool = { [self] in lock.withLock { labels.allSatisfy { ops[ExactKey($0)]?.outcome != nil } } }
         let ended = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in
             finished() || (index != nil && quiescent() && inert(labels))
         }
@@ -527,7 +534,7 @@ final class ScenarioExecution: @unchecked Sendable {
 
     /// Checks `expect` against the outcome of each finished operation of `labels`.
     func evaluate(_ labels: [String], _ expect: OutcomeExpectation, name: String) {
-        let outcomes = lock.withLock { labels.map { ($0, ops[$0]!.outcome!) } }
+        let outcomes = lock.withLock { labels.map { ($0, ops[ExactKey($0)]!.outcome!) } }
         let problems = outcomes.compactMap { label, outcome in Self.mismatch(outcome, expect).map { "\(label): \($0)" } }
         if problems.isEmpty { pass(name) }
         else {
@@ -540,20 +547,20 @@ final class ScenarioExecution: @unchecked Sendable {
     func start(label: String, client: String, name: String, user: String?, key: (kind: String, key: String)? = nil,
                detail: JSONValue, body: @escaping @Sendable () async -> OperationOutcome) -> () -> Void {
         lock.withLock {
-            ops[label] = Op(label: label, client: client, name: name, user: user, key: key, barrier: barriers[client] ?? 0,
+            ops[ExactKey(label)] = Op(label: label, client: client, name: name, user: user, key: key, barrier: barriers[client] ?? 0,
                             wakeups: clock.wakeups)
             order.append(label)
         }
         recorder.record(.invoke, client: client, label: label, name: name, detail: detail)
         return { [self] in
             let run: @Sendable () async -> Void = { [self] in
-                lock.withLock { ops[label]?.entered = true }
+                lock.withLock { ops[ExactKey(label)]?.entered = true }
                 recorder.poke()
                 let outcome = await body()
                 // The completion is in the history before anyone can see the operation finished,
                 // so the next step's events always come after it.
                 recorder.record(.complete, client: client, label: label, name: name, outcome: outcome.json)
-                lock.withLock { ops[label]?.outcome = outcome }
+                lock.withLock { ops[ExactKey(label)]?.outcome = outcome }
                 recorder.poke()
             }
             let task: Task<Void, Never>
@@ -562,12 +569,12 @@ final class ScenarioExecution: @unchecked Sendable {
             } else {
                 task = Task(operation: run)
             }
-            lock.withLock { ops[label]?.task = task }
+            lock.withLock { ops[ExactKey(label)]?.task = task }
         }
     }
 
     func pending() -> [Op] {
-        lock.withLock { order.compactMap { ops[$0] }.filter { $0.outcome == nil } }
+        lock.withLock { order.compactMap { ops[ExactKey($0)] }.filter { $0.outcome == nil } }
     }
 
     /// Nothing can happen without the runner: the mock holds no request it is still answering,
@@ -585,10 +592,8 @@ final class ScenarioExecution: @unchecked Sendable {
         if !adapterSettled(parked) { return false }
         return waiting.allSatisfy { op in
             parked.contains { r in
-                // Identity by Unicode scalars: NFC and NFD spellings are two users (CONTRACT.md section 4).
-                r.client == op.client && r.seq > op.barrier
-                    && (op.user == nil || r.users.contains { $0.unicodeScalars.elementsEqual(op.user!.unicodeScalars) })
-                    && (op.key == nil || (r.key?.kind == op.key!.kind && r.key?.key.unicodeScalars.elementsEqual(op.key!.key.unicodeScalars) == true))
+                r.client.isExactly(op.client) && r.seq > op.barrier && (op.user == nil || r.users.containsExactly(op.user!))
+                    && (op.key == nil || (r.key?.kind == op.key!.kind && r.key.map { $0.key.isExactly(op.key!.key) } ?? false))
             }
         }
     }
@@ -639,6 +644,8 @@ final class ScenarioExecution: @unchecked Sendable {
 
     static func mismatch(_ outcome: OperationOutcome, _ expect: OutcomeExpectation) -> String? {
         switch (expect, outcome) {
+        case (.anyOf(let alternatives), _):
+            return anyOfMismatch(outcome, alternatives)
         case (.value(let wanted), .value(let got)):
             return got.contains(wanted) ? nil : "expected a value containing \(wanted), got \(got)"
         case (.value(let wanted), .error(let kind, _, _, let message)):
@@ -664,19 +671,23 @@ final class ScenarioExecution: @unchecked Sendable {
                     if case .array(let items) = v { return items.compactMap { if case .string(let k)? = $0["experiment_key"] { return k } else { return nil } } }
                     return nil
                 } ?? []
-                if keys != assignments { problems.append("cached assignments of \(user) on \(client): expected \(assignments), got \(keys)") }
+                if !keys.elementsEqual(assignments, by: { $0.isExactly($1) }) {
+                    problems.append("cached assignments of \(user.unambiguous) on \(client): expected \(assignments.map(\.unambiguous)), got \(keys.map(\.unambiguous))")
+                }
             }
             if let flags {
                 let got = await Self.query(c, .getEvaluatedFlags(user: user))
                 let keys: [String] = { if case .array(let items)? = got { return items.compactMap { if case .string(let s) = $0 { return s } else { return nil } } }; return [] }()
-                if keys != flags { problems.append("cached flags of \(user) on \(client): expected \(flags), got \(keys)") }
+                if !keys.elementsEqual(flags, by: { $0.isExactly($1) }) {
+                    problems.append("cached flags of \(user.unambiguous) on \(client): expected \(flags.map(\.unambiguous)), got \(keys.map(\.unambiguous))")
+                }
             }
             return problems.isEmpty ? nil : problems.joined(separator: "; ")
         case .persisted(let client, let kind, let user, let key, let present, let value):
             guard let c = clients[client] else { return "no client \(client)" }
             let stored = await c.persisted(kind: kind, user: user, key: key)
-            if present && stored == nil { return "expected a persisted \(kind) '\(key)' for user '\(user)' in \(client)'s store, found none" }
-            if !present, let stored { return "expected no persisted \(kind) '\(key)' for user '\(user)' in \(client)'s store, found \(stored)" }
+            if present && stored == nil { return "expected a persisted \(kind) '\(key)' for user '\(user.unambiguous)' in \(client)'s store, found none" }
+            if !present, let stored { return "expected no persisted \(kind) '\(key)' for user '\(user.unambiguous)' in \(client)'s store, found \(stored)" }
             if let value, let stored, !stored.contains(value) { return "persisted \(kind) '\(key)' for '\(user)': expected \(value), found \(stored)" }
             return nil
         case .requests(let match, let count, let sizes):
@@ -693,10 +704,24 @@ final class ScenarioExecution: @unchecked Sendable {
         case .app(let shown, let identity, let source):
             guard let app else { return "no app" }
             var problems: [String] = []
-            if let shown, (app.shown ?? "fallback") != shown { problems.append("app shows \(app.shown ?? "fallback"), expected \(shown)") }
-            if let identity, app.identity != identity { problems.append("app identity is \(app.identity), expected \(identity)") }
+            if let shown, !(app.shown ?? "fallback").isExactly(shown) { problems.append("app shows \((app.shown ?? "fallback").unambiguous), expected \(shown.unambiguous)") }
+            if let identity, !app.identity.isExactly(identity) { problems.append("app identity is \(app.identity.unambiguous), expected \(identity.unambiguous)") }
             if let source, app.source != source { problems.append("layout_source is \(app.source), expected \(source)") }
             return problems.isEmpty ? nil : problems.joined(separator: "; ")
+        case .reported(let experiment, let variant):
+            guard let app else { return "no app" }
+            if let experiment, !experiment.isExactly(app.settings.experiment) {
+                return "the app reports experiment \(app.settings.experiment.unambiguous), expected \(experiment.unambiguous)"
+            }
+            guard app.reported.isExactly(variant) else {
+                return "the app reports \(app.reported.map { "variant \($0.unambiguous) active" } ?? "no active variant"), expected \(variant.map { "variant \($0.unambiguous)" } ?? "none")"
+            }
+            return nil
+        case .cached(let client, let kind, let user, let key, let present, let value):
+            guard let c = clients[client] else { return "no client \(client)" }
+            return await Self.cachedMismatch(c, client: client, kind: kind, user: user, key: key, present: present, value: value)
+        case .exposures(let user, let experiment, let variantID, let count):
+            return Self.exposuresMismatch(port, user: user, experiment: experiment, variantID: variantID, count: count)
         }
     }
 

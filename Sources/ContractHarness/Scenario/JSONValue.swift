@@ -31,8 +31,10 @@ extension JSONValue: CustomStringConvertible {
         }
     }
 
-    /// Compact JSON text with sorted keys.
-    public var description: String { jsonText }
+    /// Compact JSON text with sorted keys, for messages: a string not in NFC has its non-ASCII
+    /// scalars escaped (`"e\u0301"`), so canonically equivalent ids never read alike (still valid
+    /// JSON for the same value).
+    public var description: String { unambiguousJSONText }
 
     /// Converts Foundation JSON objects (from `JSONSerialization` or `AnyCodable.value`).
     init(any value: Any?) {

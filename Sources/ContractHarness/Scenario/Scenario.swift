@@ -90,6 +90,8 @@ public enum OutcomeExpectation: Sendable, Equatable {
     case value(JSONValue)
     /// An error of this kind (and status / code when given).
     case error(kind: String, status: Int?, code: Int?)
+    /// Either/or: the outcome meets at least one of these (`{"any_of": [EXPECT, ...]}`).
+    indirect case anyOf([OutcomeExpectation])
 }
 
 /// One step of a scenario.
@@ -114,6 +116,9 @@ public enum Step: Sendable {
     case advance(seconds: Double)
     /// Change the backend fixtures mid-run.
     case fixtures(FixtureChange)
+    /// Writes an entry into a client's offline store as given (e.g. one an earlier SDK version
+    /// wrote), kind `"flag"` or `"experiment"`, `json` the stored value.
+    case seedStore(client: String, kind: String, user: String, key: String, json: JSONValue)
     /// Expect something of the caches, the persisted store, the app or the history.
     case expect(Expectation)
 }
@@ -149,6 +154,10 @@ public enum FixtureChange: Sendable, Equatable {
     case experimentStatus(key: String, status: String)
     case flagStatus(key: String, status: String)
     case flagRollout(key: String, percentage: Double)
+    /// New allocations (percent per variant name) for an experiment's variants.
+    case experimentAllocations(key: String, allocations: [String: Int])
+    /// A new run of the experiment: ACTIVE, sticky assignments forgotten.
+    case experimentRestart(key: String)
 }
 
 /// What an `expect` step checks.
@@ -161,4 +170,11 @@ public enum Expectation: Sendable, Equatable {
     case requests(RequestMatch, count: Int?, batchSizes: [Int]?)
     /// What the app shows and as whom.
     case app(shown: String?, identity: String?, source: String?)
+    /// Whether the client's memory cache holds (user, key), kind `"flag"` or `"experiment"`, and
+    /// for an assignment what it contains (`cached`).
+    case cached(client: String, kind: String, user: String, key: String, present: Bool, value: JSONValue?)
+    /// The app's reported state: the variant marked active (`nil`: none) for `experiment` (`nil`: the app's).
+    case reported(experiment: String?, variant: String?)
+    /// How many exposures the mock recorded that match (user, experiment, variant id; `nil`: any).
+    case exposures(user: String?, experiment: String?, variantID: String?, count: Int)
 }

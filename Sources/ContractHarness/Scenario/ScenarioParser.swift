@@ -5,7 +5,7 @@ import ExperimentlyMock
 /// JSON path, what was expected and what was found (`ScenarioError`).
 public enum ScenarioParser {
     static let verbs = ["do", "app", "await", "cancel", "fault", "remove_fault", "release", "wait_for", "advance",
-                        "fixtures", "assert"]
+                        "fixtures", "assert", "seed_store"]
 
     /// Loads and validates one scenario file.
     ///
@@ -68,7 +68,7 @@ public enum ScenarioParser {
         if let a = r.value("app") {
             var ar = try ObjectReader(a, file: file, path: "$.app")
             let client = try ar.optionalString("client") ?? clientNames[0]
-            guard clientNames.contains(client) else { throw ar.error("client", expected: "one of \(clientNames)", found: .string(client)) }
+            guard clientNames.containsExactly(client) else { throw ar.error("client", expected: "one of \(clientNames)", found: .string(client)) }
             app = AppSettings(client: client, flag: try ar.string("flag"), experiment: try ar.string("experiment"),
                               variants: try ar.optionalStrings("variants") ?? ["control", "treatment"],
                               initialUser: try ar.optionalString("user") ?? "anon-1")
@@ -139,8 +139,10 @@ struct StepContext {
     let file: String
     let clients: [String]
     let hasApp: Bool
-    var labels: Set<String> = []
-    var faults: Set<String> = []
+    /// Labels and fault ids so far, compared exactly (Unicode scalars): NFC and NFD spellings are
+    /// two labels.
+    var labels: Set<ExactKey> = []
+    var faults: Set<ExactKey> = []
 
     mutating func parseStep(_ raw: JSONValue, path: String) throws -> Step {
         var r = try ObjectReader(raw, file: file, path: path)
@@ -151,15 +153,16 @@ struct StepContext {
         }
         let step: Step
         switch verb {
+        case "seed_store": step = try parseSeedStore(&r, path: path + ".seed_store")
         case "do": step = try parseSDK(&r)
         case "app": step = try parseApp(&r)
         case "await":
             let label = try r.string("await")
-            guard labels.contains(label) else { throw r.error("await", expected: "the label of an operation started earlier (\(labels.sorted()))", found: .string(label)) }
+            guard labels.contains(ExactKey(label)) else { throw r.error("await", expected: "the label of an operation started earlier (\(labels.sorted().map(\.text)))", found: .string(label)) }
             step = .await(label: label, expect: try parseOutcome(&r))
         case "cancel":
             let label = try r.string("cancel")
-            guard labels.contains(label) else { throw r.error("cancel", expected: "the label of an operation started earlier", found: .string(label)) }
+            guard labels.contains(ExactKey(label)) else { throw r.error("cancel", expected: "the label of an operation started earlier", found: .string(label)) }
             step = .cancel(label: label)
         case "fault":
             let rule = try r.require("fault")
@@ -167,18 +170,20 @@ struct StepContext {
             try ScenarioParser.validate(FaultRule.self, rule, file: file, path: path + ".fault",
                                         expected: "a fault rule (Documentation/ScenarioFormat.md, Faults)")
             let id = try r.string("id")
-            guard !faults.contains(id) else { throw r.error("id", expected: "a fault id not used before in this scenario", found: .string(id)) }
-            faults.insert(id)
+            guard !faults.contains(ExactKey(id)) else { throw r.error("id", expected: "a fault id not used before in this scenario", found: .string(id)) }
+            faults.insert(ExactKey(id))
             step = .addFault(id: id, rule: rule)
         case "remove_fault":
             let id = try r.string("remove_fault")
-            guard faults.contains(id) else { throw r.error("remove_fault", expected: "the id of a fault added earlier (\(faults.sorted()))", found: .string(id)) }
+            guard faults.contains(ExactKey(id)) else { throw r.error("remove_fault", expected: "the id of a fault added earlier (\(faults.sorted().map(\.text)))", found: .string(id)) }
             step = .removeFault(id: id)
         case "release":
             let id = try r.string("release")
-            guard faults.contains(id) else { throw r.error("release", expected: "the id of a fault added earlier (\(faults.sorted()))", found: .string(id)) }
-            let override = r.value("response")
-            if let override {
+            guard faults.contains(ExactKey(id)) else { throw r.error("release", expected: "the id of a fault added earlier (\(faults.sorted().map(\.text)))", found: .string(id)) }
+            var override = r.value("response")
+            if let failure = r.value("transport_error") {
+                override = try parseTransportError(failure, response: override, path: path + ".transport_error")
+            } else if let override {
                 var rr = try ObjectReader(override, file: file, path: path + ".response")
                 _ = try rr.optionalInt("status", range: 100...599) ?? { throw rr.error("status", expected: "an HTTP status 100...599", found: nil) }()
                 if let json = rr.value("json"), rr.has("body") {
@@ -205,7 +210,7 @@ struct StepContext {
 
     func client(_ r: inout ObjectReader) throws -> String {
         let name = try r.optionalString("client") ?? clients[0]
-        guard clients.contains(name) else { throw r.error("client", expected: "one of the scenario's clients \(clients)", found: .string(name)) }
+        guard clients.containsExactly(name) else { throw r.error("client", expected: "one of the scenario's clients \(clients)", found: .string(name)) }
         return name
     }
 
@@ -237,8 +242,8 @@ struct StepContext {
 
     mutating func label(_ r: inout ObjectReader) throws -> String? {
         guard let l = try r.optionalString("as") else { return nil }
-        guard !labels.contains(l) else { throw r.error("as", expected: "a label not used before", found: .string(l)) }
-        labels.insert(l)
+        guard !labels.contains(ExactKey(l)) else { throw r.error("as", expected: "a label not used before", found: .string(l)) }
+        labels.insert(ExactKey(l))
         return l
     }
 
@@ -295,12 +300,14 @@ struct StepContext {
         let result: OutcomeExpectation
         if let v = er.value("value") {
             result = .value(v)
+        } else if let alternatives = er.value("any_of") {
+            result = .anyOf(try parseAlternatives(alternatives, path: er.path + ".any_of"))
         } else if let kind = try er.optionalString("error") {
             let kinds = ["invalidConfig", "networkError", "decodingError", "flagNotFound", "experimentNotFound", "serverError", "cancelled"]
             guard kinds.contains(kind) else { throw er.error("error", expected: "one of \(kinds.joined(separator: ", "))", found: .string(kind)) }
             result = .error(kind: kind, status: try er.optionalInt("status"), code: try er.optionalInt("code"))
         } else {
-            throw ScenarioError(file: file, path: er.path, expected: "\"value\" or \"error\"", found: "keys \(er.keys)")
+            throw ScenarioError(file: file, path: er.path, expected: "\"value\", \"error\" or \"any_of\"", found: "keys \(er.keys)")
         }
         try er.finish()
         return result
@@ -332,7 +339,7 @@ struct StepContext {
         let count = try r.optionalInt("count", range: 0...100_000) ?? 1
         let condition: WaitCondition
         if let fault = try r.optionalString("held") {
-            guard faults.contains(fault) else { throw r.error("held", expected: "the id of a fault added earlier", found: .string(fault)) }
+            guard faults.contains(ExactKey(fault)) else { throw r.error("held", expected: "the id of a fault added earlier", found: .string(fault)) }
             condition = .held(fault: fault, count: count)
         } else if let m = r.value("requests") {
             condition = .requests(try parseMatch(m, path: path + ".requests"), count: count)
@@ -358,8 +365,10 @@ struct StepContext {
                 throw vr.error("percentage", expected: "a number from 0 to 100", found: vr.value("percentage"))
             }
             change = .flagRollout(key: try vr.string("key"), percentage: p); try vr.finish()
+        } else if let additional = try parseFixtureChangeAddition(&r, path: path) {
+            change = additional
         } else {
-            throw ScenarioError(file: file, path: path, expected: "experiment_status, flag_status or flag_rollout", found: ObjectReader.brief(value))
+            throw ScenarioError(file: file, path: path, expected: "experiment_status, flag_status, flag_rollout, experiment_allocations or experiment_restart", found: ObjectReader.brief(value))
         }
         try r.finish()
         return change
@@ -410,8 +419,15 @@ struct StepContext {
                 throw ScenarioError(file: file, path: path + ".app", expected: "\"shown\", \"identity\" or \"source\"",
                                     found: "keys \(ar.keys): this assertion checks nothing")
             }
+        } else if let v = r.value("reported") {
+            guard hasApp else { throw r.error("reported", expected: "an \"app\" section in the scenario", found: v) }
+            result = try parseReported(v, path: path + ".reported")
+        } else if let v = r.value("cached") {
+            result = try parseCached(v, path: path + ".cached")
+        } else if let v = r.value("exposures") {
+            result = try parseExposures(v, count: r.value("count"), path: path)
         } else {
-            throw ScenarioError(file: file, path: path, expected: "one of cache, persisted, requests, app", found: ObjectReader.brief(value))
+            throw ScenarioError(file: file, path: path, expected: "one of cache, cached, persisted, requests, app, reported, exposures", found: ObjectReader.brief(value))
         }
         try r.finish()
         if case .requests(_, nil, nil) = result {

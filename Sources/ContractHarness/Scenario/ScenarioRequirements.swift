@@ -51,6 +51,7 @@ extension Scenario {
                     need("virtual_clock", "a \(action) fault at \(at)")
                 }
             case .expect(.persisted): need("offline_store", "a persisted assertion at \(at)")
+            case .seedStore: need("offline_store", "seed_store at \(at)")
             default: break
             }
         }

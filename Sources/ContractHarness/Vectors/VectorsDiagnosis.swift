@@ -4,11 +4,14 @@ import Experimently
 /// Names the likely cause of a golden-hash mismatch by recomputing the hash the ways other
 /// implementations are known to get it wrong and finding the one that gives the actual value.
 ///
-/// Causes (the `cause` field of a mismatch): `byte order` (the first 4 digest bytes read
-/// big-endian), `divisor` (2^32 - 1, 2^31, or a signed 32-bit read), `digest bytes` (not the
-/// first 4 bytes), `encoding` (UTF-16, NFC/NFD normalisation, Latin-1, a C string cut at NUL),
-/// `separator` (missing or different, or the parts swapped), `whitespace` (parts trimmed), and
-/// `unknown` when none of these reproduces the value (CONTRACT.md section 6 gives the rule).
+/// Causes (the `cause` field of a mismatch): `out of range` (the value is not in [0, 1), e.g.
+/// exactly 1.0; named together with the reading that gives it, when one does), `byte order` (the
+/// first 4 digest bytes read big-endian), `divisor` (2^32 - 1, 2^31, or a signed 32-bit read),
+/// `signed abs` (abs of the signed 32-bit read, over 2^31), `float precision` (the division done
+/// in 32-bit `Float`), `digest bytes` (not the first 4 bytes), `encoding` (UTF-16, NFC/NFD
+/// normalisation, Latin-1, a C string cut at NUL), `separator` (missing or different, or the parts
+/// swapped), `whitespace` (parts trimmed), and `unknown` when none of these reproduces the value
+/// (CONTRACT.md section 6 gives the rule: the little-endian uint32 of the first 4 bytes over 2^32).
 public enum VectorsDiagnosis {
     /// A named cause with a sentence explaining it.
     public struct Cause: Sendable, Equatable {
@@ -82,6 +85,19 @@ public enum VectorsDiagnosis {
     /// within ``VectorsFile/tolerance``.
     public static func hashCause(user: String, key: String, actual: Double) -> Cause {
         if !actual.isFinite { return Cause(name: "divisor", detail: "the value is not a finite number") }
+        let found = readingCause(user: user, key: key, actual: actual)
+        // The hash is a uint32 over 2^32: always at least 0 and below 1 (at most 1 - 2^-32).
+        if actual < 0 || actual >= 1 {
+            let what = actual == 1 ? "exactly 1.0, which is out of [0, 1)" : "\(actual), which is out of [0, 1)"
+            return Cause(name: "out of range",
+                         detail: "the hash is \(what): a uint32 over 2^32 is always below 1"
+                            + (found.map { "; the value comes from this mistake: " + $0.detail } ?? ""))
+        }
+        return found ?? unknown
+    }
+
+    /// The first known mistake that reproduces `actual`, or `nil`.
+    static func readingCause(user: String, key: String, actual: Double) -> Cause? {
         func near(_ x: Double) -> Bool { abs(x - actual) <= VectorsFile.tolerance }
         let d = digest(Array((user + ":" + key).utf8))
         let le = le32(d), be = be32(d)
@@ -89,6 +105,12 @@ public enum VectorsDiagnosis {
             (Double(be) / 4_294_967_296, Cause(name: "byte order", detail: "the first 4 digest bytes were read big-endian; read them little-endian")),
             (Double(le) / 4_294_967_295, Cause(name: "divisor", detail: "divided by 2^32 - 1 (4294967295); divide by 2^32 (4294967296)")),
             (Double(le) / 2_147_483_648, Cause(name: "divisor", detail: "divided by 2^31; divide by 2^32 (4294967296)")),
+            // Java's Math.abs(int) / 2^31 (or Integer.MAX_VALUE): for a first byte below 0x80 the
+            // same as the 2^31 reading above, which is then reported.
+            (Double(Int32(bitPattern: le).magnitude) / 2_147_483_648, Cause(name: "signed abs", detail: "took abs() of the 4 bytes read as a signed 32-bit integer and divided by 2^31; read them as an unsigned 32-bit integer and divide by 2^32 (4294967296)")),
+            (Double(Int32(bitPattern: le).magnitude) / 2_147_483_647, Cause(name: "signed abs", detail: "took abs() of the 4 bytes read as a signed 32-bit integer and divided by 2^31 - 1; read them as an unsigned 32-bit integer and divide by 2^32 (4294967296)")),
+            (Double(Float(le) / Float(4_294_967_296)), Cause(name: "float precision", detail: "divided in 32-bit floating point (Float), which keeps 24 bits; divide in 64-bit (Double)")),
+            (Double(Float(Double(le) / 4_294_967_296)), Cause(name: "float precision", detail: "the quotient was stored as a 32-bit Float, which keeps 24 bits; keep it a 64-bit Double")),
             (Double(Int32(bitPattern: le)) / 4_294_967_296, Cause(name: "divisor", detail: "the 4 bytes were read as a signed 32-bit integer; read them unsigned")),
             (Double(Int32(bitPattern: be)) / 4_294_967_296, Cause(name: "byte order", detail: "the first 4 digest bytes were read big-endian and signed; read them little-endian, unsigned")),
             (Double(le32(d, 12)) / 4_294_967_296, Cause(name: "digest bytes", detail: "the last 4 digest bytes were used; use the first 4")),
@@ -102,7 +124,7 @@ public enum VectorsDiagnosis {
                 return Cause(name: variant.cause.name, detail: variant.cause.detail + ", and the digest bytes were read big-endian")
             }
         }
-        return unknown
+        return nil
     }
 
     /// The likely cause of an MD5 hex that differs from the expected one.

@@ -24,7 +24,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
         case inProcess(timeoutSeconds: TimeInterval)
     }
 
-    enum HoldResolution: Sendable { case natural, override(MockResponse), shutdown }
+    enum HoldResolution: Sendable { case natural, override(MockResponse), drop(processed: Bool), shutdown }
 
     struct Hold {
         var info: HeldRequest
@@ -172,8 +172,17 @@ public final class MockBackend: MockRequestHandler, Sendable {
             switch await park(ticket, label: label, fault: decision.id) {
             case .natural: return .respond(natural(ticket))
             case .override(let r): return .respond(r)
+            case .drop(let processed):
+                if processed { _ = natural(ticket) }
+                return .dropBeforeResponse
             case .shutdown: return .dropBeforeResponse
             }
+        case .delayThenDrop(let seconds, let processed):
+            let deadline = clock.now().addingTimeInterval(seconds)
+            emit(.parked(seq: ticket.seq, .delay(seconds: seconds)))
+            try? await clock.sleep(until: deadline)
+            if processed { _ = natural(ticket) }
+            return .dropBeforeResponse
         case .timeout(let processed):
             if processed { _ = natural(ticket) }
             if case .inProcess(let seconds) = transport {
@@ -193,7 +202,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
         if let refused = ticket.refused { return .respond(refused) }
         guard let decision = ticket.decision else { return .respond(natural(ticket)) }
         switch decision.action {
-        case .delay, .hold, .timeout:
+        case .delay, .hold, .timeout, .delayThenDrop:
             return nil
         case .respond(let status, let headers, let body):
             return .respond(MockResponse(status: status, headers: headers.map { ($0.name, $0.value) }, body: body))
@@ -378,6 +387,21 @@ public final class MockBackend: MockRequestHandler, Sendable {
         return true
     }
 
+    /// Releases a held request with a transport failure: the connection closes (TCP) / the load
+    /// fails with URLError(.networkConnectionLost) (in-process) before any response byte;
+    /// `processed` says whether the backend still handled it (state changes). Returns false when
+    /// `hold` is not parked.
+    @discardableResult
+    public func releaseFailing(_ hold: HoldID, processed: Bool = false) -> Bool {
+        let continuation = box.withLock { s -> CheckedContinuation<HoldResolution, Never>? in
+            guard let i = s.holds.firstIndex(where: { $0.info.id == hold }) else { return nil }
+            return s.holds.remove(at: i).continuation
+        }
+        guard let continuation else { return false }
+        continuation.resume(returning: .drop(processed: processed))
+        return true
+    }
+
     /// Changes the fixtures in place (e.g. an experiment stops mid-run); later requests see the change.
     public func updateFixtures(_ change: (inout Fixtures) -> Void) {
         box.withLock { change(&$0.model.fixtures) }
@@ -385,6 +409,11 @@ public final class MockBackend: MockRequestHandler, Sendable {
 
     /// The current fixtures.
     public var fixtures: Fixtures { box.withLock { $0.model.fixtures } }
+
+    /// Restarts an experiment: ACTIVE again, its sticky assignments forgotten (see
+    /// ``BackendModel/restartExperiment(_:)``). Returns false when there is no such experiment.
+    @discardableResult
+    public func restartExperiment(_ key: String) -> Bool { box.withLock { $0.model.restartExperiment(key) } }
 
     /// Every request so far, in arrival order (in-flight ones without response yet).
     public var history: [HistoryEntry] { box.withLock { $0.history } }

@@ -94,16 +94,18 @@ public struct FaultMatch: Codable, Sendable, Equatable {
     }
 
     /// What differs between this pattern and `request`, one phrase per field; empty when it matches.
+    /// Paths, query values and body strings compare exactly (Unicode scalars, not canonical
+    /// equivalence: a rule for NFC é never fires for NFD é).
     func mismatches(_ request: IncomingRequest) -> [String] {
         var out: [String] = []
         if let method, method.uppercased() != request.method { out.append("method is \(request.method), rule wants \(method.uppercased())") }
         let rawPath = request.raw.rawPath
-        if let path, path != rawPath { out.append("path is \(rawPath), rule wants \(path)") }
-        if let pathPrefix, !rawPath.hasPrefix(pathPrefix) { out.append("path \(rawPath) does not start with \(pathPrefix)") }
+        if let path, !path.isExactly(rawPath) { out.append("path is \(rawPath.unambiguous), rule wants \(path.unambiguous)") }
+        if let pathPrefix, !rawPath.unicodeScalars.starts(with: pathPrefix.unicodeScalars) { out.append("path \(rawPath) does not start with \(pathPrefix)") }
         for (name, value) in (query ?? [:]).sorted(by: { $0.key < $1.key }) {
             switch request.query(name) {
-            case nil: out.append("query \(name) is absent, rule wants '\(value)'")
-            case .some(let actual) where actual != value: out.append("query \(name) is '\(actual ?? "<not UTF-8>")', rule wants '\(value)'")
+            case nil: out.append("query \(name) is absent, rule wants '\(value.unambiguous)'")
+            case .some(let actual) where !(actual.map { $0.isExactly(value) } ?? false): out.append("query \(name) is '\(actual?.unambiguous ?? "<not UTF-8>")', rule wants '\(value.unambiguous)'")
             default: break
             }
         }
@@ -204,6 +206,7 @@ public enum RetryAfter: Sendable, Equatable {
 /// `{"rate_limited": {"retry_after_seconds": 5} | {"retry_after_date": "Wed, 21 Oct 2015 07:28:00 GMT"} | {"retry_after_date_in_seconds": 30}}`,
 /// `{"delay": {"seconds": 2.5}}`, `{"hold": {"label": "a"}}`, `{"timeout": {"processed": false}}`,
 /// `{"drop_before_response": {"processed": false}}`, `{"drop_mid_body": {"body_bytes": 10}}`,
+/// `{"delay_then_drop": {"seconds": 2, "processed": false}}` (latency, then a reset),
 /// `{"malformed_json": {"body": "{oops"}}`, `{"truncated_json": {"bytes": 12}}`,
 /// `{"wrong_content_type": {"content_type": "text/html", "body": "<html>"}}`.
 /// `processed` says whether the backend still handled the request (state changes) before the
@@ -223,6 +226,10 @@ public enum FaultAction: Codable, Sendable, Equatable {
     case dropBeforeResponse(processed: Bool)
     /// Send the head and only the first `bodyBytes` of the natural body, then drop.
     case dropMidBody(bodyBytes: Int)
+    /// Latency then a reset: wait `seconds` of the mock clock, then close the connection / fail the
+    /// load with URLError(.networkConnectionLost) before any response byte (`processed`: whether
+    /// the backend handled the request, as for `dropBeforeResponse`).
+    case delayThenDrop(seconds: TimeInterval, processed: Bool)
     /// Keep the natural status and headers, replace the body with invalid JSON (`body`, default `{"detail": `).
     case malformedJSON(body: String?)
     /// Keep the natural status and headers, cut the body to `bytes` (default: half) with a matching length.
@@ -240,6 +247,7 @@ public enum FaultAction: Codable, Sendable, Equatable {
         case .timeout: return "timeout"
         case .dropBeforeResponse: return "drop_before_response"
         case .dropMidBody: return "drop_mid_body"
+        case .delayThenDrop: return "delay_then_drop"
         case .malformedJSON: return "malformed_json"
         case .truncatedJSON: return "truncated_json"
         case .wrongContentType: return "wrong_content_type"
@@ -255,7 +263,9 @@ public enum FaultAction: Codable, Sendable, Equatable {
     private enum Keys: String, CodingKey, CaseIterable {
         case respond, rateLimited = "rate_limited", delay, hold, timeout, dropBeforeResponse = "drop_before_response"
         case dropMidBody = "drop_mid_body", malformedJSON = "malformed_json", truncatedJSON = "truncated_json", wrongContentType = "wrong_content_type"
+        case delayThenDrop = "delay_then_drop"
     }
+    private enum DelayDropKeys: String, CodingKey, CaseIterable { case seconds, processed }
     private enum RespondKeys: String, CodingKey, CaseIterable { case status, headers, json, body }
     private enum RateKeys: String, CodingKey, CaseIterable { case retryAfterSeconds = "retry_after_seconds", retryAfterDate = "retry_after_date", retryAfterDateIn = "retry_after_date_in_seconds" }
     private enum DelayKeys: String, CodingKey, CaseIterable { case seconds }
@@ -312,6 +322,12 @@ public enum FaultAction: Codable, Sendable, Equatable {
             try StrictKeys.check(d, ProcessedKeys.self)
             let p = try d.container(keyedBy: ProcessedKeys.self).decodeIfPresent(Bool.self, forKey: .processed) ?? false
             self = key == .timeout ? .timeout(processed: p) : .dropBeforeResponse(processed: p)
+        case .delayThenDrop:
+            try StrictKeys.check(d, DelayDropKeys.self)
+            let r = try d.container(keyedBy: DelayDropKeys.self)
+            let s = try r.decode(Double.self, forKey: .seconds)
+            guard s >= 0 else { throw Self.fail(d, "delay_then_drop seconds must be >= 0, got \(s)") }
+            self = .delayThenDrop(seconds: s, processed: try r.decodeIfPresent(Bool.self, forKey: .processed) ?? false)
         case .dropMidBody:
             try StrictKeys.check(d, MidBodyKeys.self)
             let n = try d.container(keyedBy: MidBodyKeys.self).decode(Int.self, forKey: .bodyBytes)
@@ -359,6 +375,10 @@ public enum FaultAction: Codable, Sendable, Equatable {
             try r.encodeIfPresent(label, forKey: .label)
         case .timeout(let p), .dropBeforeResponse(let p):
             var r = c.nestedContainer(keyedBy: ProcessedKeys.self, forKey: kind == "timeout" ? .timeout : .dropBeforeResponse)
+            try r.encode(p, forKey: .processed)
+        case .delayThenDrop(let s, let p):
+            var r = c.nestedContainer(keyedBy: DelayDropKeys.self, forKey: .delayThenDrop)
+            try r.encode(s, forKey: .seconds)
             try r.encode(p, forKey: .processed)
         case .dropMidBody(let n):
             var r = c.nestedContainer(keyedBy: MidBodyKeys.self, forKey: .dropMidBody)

@@ -84,7 +84,7 @@ struct IncomingRequest: Sendable {
 
     /// The first query value named `name`: nil when absent, `.some(nil)` when present but not UTF-8.
     func query(_ name: String) -> String?? {
-        guard let pair = queryPairs.first(where: { $0.name == name }) else { return nil }
+        guard let pair = queryPairs.first(where: { $0.name.isExactly(name) }) else { return nil }
         return .some(pair.value)
     }
 

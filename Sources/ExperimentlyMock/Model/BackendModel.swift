@@ -14,8 +14,11 @@ public struct BackendModel: Sendable {
     /// Assignments, exposures and events built up so far.
     public internal(set) var state = BackendStateSnapshot()
 
+    /// Fixed rate windows per (API key, exact raw path): UTF-8 bytes, so compared exactly.
     private var rateWindows: [[UInt8]: (start: Date, count: Int)] = [:]
-    var stickyIndex: [String: Int] = [:]
+    /// Index into `state.assignments` per (experiment key, user id), compared by Unicode scalars:
+    /// NFC and NFD spellings of one name are two users (CONTRACT.md section 2, assign).
+    var stickyIndex: [[ExactKey]: Int] = [:]
 
     /// Creates a backend over `fixtures` with empty state.
     public init(fixtures: Fixtures = .sdkContract) { self.fixtures = fixtures }
@@ -92,6 +95,18 @@ public struct BackendModel: Sendable {
 
     /// The 429 detail of the rate limiter (upstream `RateLimitMiddleware`).
     public static let tooManyRequestsDetail = "Too Many Requests. Please slow down and retry after a moment."
+
+    /// Restarts `experimentKey` (a new run): it becomes ACTIVE and its sticky assignments are
+    /// forgotten, so every user is bucketed afresh (with the allocations then in force). Exposures
+    /// already recorded stay. Returns false when no experiment has exactly that key.
+    public mutating func restartExperiment(_ experimentKey: String) -> Bool {
+        guard let i = fixtures.experiments.firstIndex(where: { $0.key.isExactly(experimentKey) }) else { return false }
+        fixtures.experiments[i].status = .active
+        state.assignments.removeAll { $0.experimentKey.isExactly(experimentKey) }
+        stickyIndex = [:]
+        for (n, a) in state.assignments.enumerated() { stickyIndex[[ExactKey(a.experimentKey), ExactKey(a.userID)]] = n }
+        return true
+    }
 
     // MARK: Rate limit
 
@@ -195,10 +210,10 @@ public struct BackendModel: Sendable {
             (variant, assigned, reason)
         }
 
-        let stickyKey = experimentKey + "\u{0}" + userID
+        let stickyKey = [ExactKey(experimentKey), ExactKey(userID)]
         if let index = stickyIndex[stickyKey] {
             let sticky = state.assignments[index]
-            let variant = experiment.variants.first { $0.id == sticky.variantID }
+            let variant = experiment.variants.first { $0.id.isExactly(sticky.variantID) }
                 ?? Variant(id: sticky.variantID, name: sticky.variantName, allocation: 0, isControl: sticky.isControl)
             if recordExposure { state.exposures.append(Exposure(experimentKey: experimentKey, userID: userID, variantID: variant.id, at: now)) }
             return answer(variant, assigned: true, reason: "assigned")
@@ -206,8 +221,8 @@ public struct BackendModel: Sendable {
 
         // Eligibility: holdout, mutual exclusion, targeting; ineligible users get control,
         // assigned:false, no exposure and no stickiness.
-        if experiment.holdoutUserIDs.contains(userID) { return answer(control, assigned: false, reason: "holdout") }
-        if experiment.mutuallyExclusiveWith.contains(where: { stickyIndex[$0 + "\u{0}" + userID] != nil }) {
+        if experiment.holdoutUserIDs.contains(where: { $0.isExactly(userID) }) { return answer(control, assigned: false, reason: "holdout") }
+        if experiment.mutuallyExclusiveWith.contains(where: { stickyIndex[[ExactKey($0), ExactKey(userID)]] != nil }) {
             return answer(control, assigned: false, reason: "mutual_exclusion")
         }
         if !experiment.targeting.allSatisfy({ $0.matches(userID: userID, context: context) }) {

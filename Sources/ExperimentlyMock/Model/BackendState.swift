@@ -62,8 +62,8 @@ public struct BackendStateSnapshot: Codable, Sendable, Equatable {
     /// Creates an empty state.
     public init() {}
 
-    /// The sticky assignment of `userID` in `experimentKey`, if any.
+    /// The sticky assignment of `userID` in `experimentKey` (both exact: Unicode scalars), if any.
     public func assignment(experimentKey: String, userID: String) -> StickyAssignment? {
-        assignments.first { $0.experimentKey == experimentKey && $0.userID == userID }
+        assignments.first { $0.experimentKey.isExactly(experimentKey) && $0.userID.isExactly(userID) }
     }
 }

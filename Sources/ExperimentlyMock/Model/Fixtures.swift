@@ -35,10 +35,10 @@ public struct Fixtures: Codable, Sendable, Equatable {
         rateLimit = try c.decodeIfPresent(RateLimit.self, forKey: .rateLimit) ?? RateLimit()
     }
 
-    /// The experiment named `key`, if any.
-    public func experiment(_ key: String) -> Experiment? { experiments.first { $0.key == key } }
-    /// The flag named `key`, if any.
-    public func flag(_ key: String) -> Flag? { flags.first { $0.key == key } }
+    /// The experiment named exactly `key` (Unicode scalars, not canonical equivalence), if any.
+    public func experiment(_ key: String) -> Experiment? { experiments.first { $0.key.isExactly(key) } }
+    /// The flag named exactly `key` (Unicode scalars, not canonical equivalence), if any.
+    public func flag(_ key: String) -> Flag? { flags.first { $0.key.isExactly(key) } }
 
     /// The API key every reference fixture set accepts.
     public static let sdkContractAPIKey = "sdk-contract-key"
@@ -309,7 +309,7 @@ public struct Condition: Codable, Sendable, Equatable {
             return ordering ?? false
         case .contains:
             switch (actual, value) {
-            case (.string(let a), .string(let b)): return a.contains(b)
+            case (.string(let a), .string(let b)): return a.containsExactly(b)
             case (.array(let a), _): return a.contains(value)
             default: return false
             }

@@ -44,6 +44,28 @@ public enum JSONValue: Sendable, Equatable, Hashable, Codable {
         }
     }
 
+    /// Exact equality: strings (and object member names) compare by Unicode scalars, never by
+    /// canonical equivalence, so `"\u{E9}"` and `"e\u{301}"` differ (ids are exact strings:
+    /// CONTRACT.md section 2). Numbers compare as doubles. The synthesized `hash(into:)` (canonical)
+    /// stays consistent: exactly equal values are canonically equal, so they hash alike.
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): return true
+        case (.bool(let a), .bool(let b)): return a == b
+        case (.number(let a), .number(let b)): return a == b
+        case (.string(let a), .string(let b)): return a.isExactly(b)
+        case (.array(let a), .array(let b)): return a.count == b.count && zip(a, b).allSatisfy { $0 == $1 }
+        case (.object(let a), .object(let b)):
+            guard a.count == b.count else { return false }
+            return a.allSatisfy { key, value in
+                // A dictionary holds one member per canonical class: check its spelling is `key`'s.
+                guard let i = b.index(forKey: key) else { return false }
+                return b[i].key.isExactly(key) && b[i].value == value
+            }
+        default: return false
+        }
+    }
+
     /// The member `key` of an object, or `nil` (also for non-objects).
     public subscript(key: String) -> JSONValue? {
         if case .object(let o) = self { return o[key] }
@@ -90,9 +112,18 @@ public enum JSONValue: Sendable, Equatable, Hashable, Codable {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// The compact JSON text for messages: like ``jsonText``, but a string not in NFC has each
+    /// non-ASCII scalar escaped (`"e\u0301"`), so canonically equivalent spellings (NFC and NFD é,
+    /// the Angstrom sign and Å) never read alike. Still valid JSON for the same value.
+    public var unambiguousJSONText: String {
+        var out: [UInt8] = []
+        write(into: &out, unambiguous: true)
+        return String(decoding: out, as: UTF8.self)
+    }
+
     // Written as UTF-8 bytes straight into one buffer (no intermediate Strings): the mock
     // serializes every response body with it.
-    private func write(into out: inout [UInt8]) {
+    private func write(into out: inout [UInt8], unambiguous: Bool = false) {
         switch self {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
@@ -100,21 +131,21 @@ public enum JSONValue: Sendable, Equatable, Hashable, Codable {
             if n.isNaN || n.isInfinite { out.append(contentsOf: "null".utf8) }
             else if n == n.rounded(), abs(n) < 9_007_199_254_740_992 { out.append(contentsOf: String(Int64(n)).utf8) }
             else { out.append(contentsOf: "\(n)".utf8) }
-        case .string(let s): JSONValue.writeString(s, into: &out)
+        case .string(let s): JSONValue.writeString(s, into: &out, unambiguous: unambiguous)
         case .array(let a):
             out.append(UInt8(ascii: "["))
             for (i, v) in a.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                v.write(into: &out)
+                v.write(into: &out, unambiguous: unambiguous)
             }
             out.append(UInt8(ascii: "]"))
         case .object(let o):
             out.append(UInt8(ascii: "{"))
             for (i, entry) in o.sorted(by: { $0.key < $1.key }).enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                JSONValue.writeString(entry.key, into: &out)
+                JSONValue.writeString(entry.key, into: &out, unambiguous: unambiguous)
                 out.append(UInt8(ascii: ":"))
-                entry.value.write(into: &out)
+                entry.value.write(into: &out, unambiguous: unambiguous)
             }
             out.append(UInt8(ascii: "}"))
         }
@@ -137,7 +168,36 @@ public enum JSONValue: Sendable, Equatable, Hashable, Codable {
         return Data(out)
     }
 
-    private static func writeString(_ s: String, into out: inout [UInt8]) {
+    /// A string with every non-ASCII scalar escaped as `\uXXXX` (UTF-16 units), for messages.
+    private static func writeEscapingNonASCII(_ s: String, into out: inout [UInt8]) {
+        var text = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": text += "\\\""
+            case "\\": text += "\\\\"
+            case "\n": text += "\\n"
+            case "\r": text += "\\r"
+            case "\t": text += "\\t"
+            default:
+                if scalar.value < 0x20 || !scalar.isASCII {
+                    for unit in String(scalar).utf16 {
+                        let hex = String(unit, radix: 16)
+                        text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                    }
+                } else {
+                    text.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        text += "\""
+        out.append(contentsOf: text.utf8)
+    }
+
+    private static func writeString(_ s: String, into out: inout [UInt8], unambiguous: Bool = false) {
+        if unambiguous && !s.precomposedStringWithCanonicalMapping.isExactly(s) {
+            writeEscapingNonASCII(s, into: &out)
+            return
+        }
         out.append(UInt8(ascii: "\""))
         // Fast path: nothing to escape, the bytes go in as one block.
         let plain = s.utf8.withContiguousStorageIfAvailable { buffer -> Bool in

@@ -93,14 +93,14 @@ final class VectorsCommandTests: XCTestCase {
     func testBuiltInSDKMatchesEveryVector() throws {
         let r = try vectors(["--vectors", Self.vectors])
         XCTAssertEqual(r.status, 0, r.out + r.err)
-        XCTAssertTrue(r.out.hasPrefix("vectors: 416 vectors, 1042 checks, all match"), r.out)
+        XCTAssertTrue(r.out.hasPrefix("vectors: 482 vectors, 1210 checks, all match"), r.out)
         let v = try verdict()
         XCTAssertEqual(v["format"], .string("experimently-verdict/1"))
         XCTAssertEqual(v["ok"], .bool(true))
         XCTAssertEqual(v["sdk"], .string("ios"))
         let section = try XCTUnwrap(v["vectors"])
         XCTAssertEqual(section["mode"], .string("built-in"))
-        XCTAssertEqual(section["checks"], .number(1042))
+        XCTAssertEqual(section["checks"], .number(1210))
         XCTAssertEqual(section["failed"], .number(0))
         XCTAssertEqual(section["mismatches"], .array([]))
         XCTAssertEqual(section["files"]?.arrayValue?.count, 3)
@@ -114,7 +114,7 @@ final class VectorsCommandTests: XCTestCase {
         let section = try XCTUnwrap(try verdict("ref.json")["vectors"])
         XCTAssertEqual(section["mode"], .string("command"))
         XCTAssertEqual(section["md5_checked"], .bool(true))
-        XCTAssertEqual(section["checks"], .number(1042))
+        XCTAssertEqual(section["checks"], .number(1210))
         XCTAssertEqual(section["ok"], .bool(true))
     }
 
@@ -124,11 +124,11 @@ final class VectorsCommandTests: XCTestCase {
         let r = try vectors(["--vectors", Self.vectors, "--sdk-command", "\(python) '\(adapter)'"])
         XCTAssertEqual(r.status, 1, r.out + r.err)
         XCTAssertTrue(r.out.contains(#"MISMATCH hash-vectors.json hash_vectors[0] user_id="user-123" flag_key="my-flag": hash expected 0.6927449859213084, actual 0.2645926291588694; likely cause: byte order"#), r.out)
-        XCTAssertTrue(r.out.contains("most likely cause: byte order (416 of 416)"), r.out)
+        XCTAssertTrue(r.out.contains("most likely cause: byte order (482 of 482)"), r.out)
         let v = try verdict()
         XCTAssertEqual(v["ok"], .bool(false))
         let section = try XCTUnwrap(v["vectors"])
-        XCTAssertEqual(section["causes"], .object(["byte order": .number(416)]))
+        XCTAssertEqual(section["causes"], .object(["byte order": .number(482)]))
         let first = try XCTUnwrap(section["mismatches"]?.arrayValue?.first)
         XCTAssertEqual(first["user_id"], .string("user-123"))
         XCTAssertEqual(first["expected"], .number(0.6927449859213084))
@@ -167,7 +167,7 @@ final class VectorsCommandTests: XCTestCase {
         XCTAssertTrue(r.err.contains(#"it printed: "hello\n""#), r.err)
         let short = try vectors(["--vectors", Self.vectors, "--sdk-command", #"cat >/dev/null; echo '{"hashes": [0.5], "md5_hex": null}'"#])
         XCTAssertEqual(short.status, 1)
-        XCTAssertTrue(short.err.contains("answered 1 hashes for 413 inputs"), short.err)
+        XCTAssertTrue(short.err.contains("answered 1 hashes for 473 inputs"), short.err)
         let text = try vectors(["--vectors", Self.vectors, "--sdk-command", #"cat >/dev/null; echo '{"result": 1}'"#])
         XCTAssertEqual(text.status, 1)
         XCTAssertTrue(text.err.contains(#"has no "hashes" array (members: result)"#), text.err)
@@ -222,7 +222,12 @@ final class VectorsCommandTests: XCTestCase {
         let le = VectorsDiagnosis.le32(VectorsDiagnosis.digest(Array("test-user:flag-key".utf8)))
         XCTAssertEqual(VectorsDiagnosis.hashCause(user: "test-user", key: "flag-key", actual: Double(le) / 4_294_967_295).detail,
                        "divided by 2^32 - 1 (4294967295); divide by 2^32 (4294967296)")
-        XCTAssertEqual(VectorsDiagnosis.hashCause(user: "test-user", key: "flag-key", actual: Double(Int32(bitPattern: le)) / 4_294_967_296).name, "divisor")
+        // test-user/flag-key hashes to 0.99: its signed reading is negative, out of [0, 1), and said so.
+        let signed = VectorsDiagnosis.hashCause(user: "test-user", key: "flag-key", actual: Double(Int32(bitPattern: le)) / 4_294_967_296)
+        XCTAssertEqual(signed.name, "out of range")
+        XCTAssertTrue(signed.detail.contains("signed 32-bit"), signed.detail)
+        let le2 = VectorsDiagnosis.le32(VectorsDiagnosis.digest(Array("alice:dark-mode".utf8)))
+        XCTAssertEqual(VectorsDiagnosis.hashCause(user: "alice", key: "dark-mode", actual: Double(le2) / 2_147_483_648).name, "divisor")
         XCTAssertEqual(VectorsDiagnosis.hashCause(user: "user-123", key: "my-flag", actual: hash(Array("user-123my-flag".utf8))).name, "separator")
         XCTAssertEqual(VectorsDiagnosis.hashCause(user: "user-123", key: "my-flag", actual: hash(Array("user-123|my-flag".utf8))).name, "separator")
         let nfd = "Jose\u{301}"
@@ -234,6 +239,42 @@ final class VectorsCommandTests: XCTestCase {
         XCTAssertTrue(VectorsDiagnosis.hashCause(user: "caf\u{e9}", key: "menu", actual: hash([99, 97, 102, 0xe9, 58, 109, 101, 110, 117])).detail.contains("Latin-1"))
         XCTAssertEqual(VectorsDiagnosis.hashCause(user: "user-123", key: "my-flag", actual: 0.5), VectorsDiagnosis.unknown)
         XCTAssertEqual(VectorsDiagnosis.md5Cause(user: "user-123", key: "my-flag", actualHex: "0f1705ac222124c571ec1de8b157bc43").name, "byte order")
+    }
+
+    func testDiagnosisNamesFloatDivisionSignedAbsAndOutOfRange() {
+        // A 32-bit float division: 24 bits kept, far beyond the 1e-10 tolerance.
+        for (user, key) in [("test-user", "flag-key"), ("user-123", "my-flag"), ("alice", "dark-mode")] {
+            let le = VectorsDiagnosis.le32(VectorsDiagnosis.digest(Array("\(user):\(key)".utf8)))
+            let exact = Double(le) / 4_294_967_296
+            let float32 = Double(Float(le) / Float(4_294_967_296))
+            XCTAssertGreaterThan(abs(float32 - exact), VectorsFile.tolerance, "\(user): the float reading must differ")
+            let cause = VectorsDiagnosis.hashCause(user: user, key: key, actual: float32)
+            XCTAssertEqual(cause.name, "float precision", "\(user): \(cause.detail)")
+            XCTAssertTrue(cause.detail.contains("32-bit"), cause.detail)
+            XCTAssertEqual(VectorsDiagnosis.hashCause(user: user, key: key, actual: Double(Float(exact))).name, "float precision", user)
+        }
+        // abs(Int32)/2^31, as Java's Math.abs(int) does: user-123/my-flag has its top bit set
+        // (hash 0.69), so the signed reading is negative and abs() folds it.
+        let le = VectorsDiagnosis.le32(VectorsDiagnosis.digest(Array("user-123:my-flag".utf8)))
+        XCTAssertGreaterThanOrEqual(le, 1 << 31)
+        let folded = Double(Int32(bitPattern: le).magnitude) / 2_147_483_648
+        XCTAssertLessThan(folded, 1)
+        let abs31 = VectorsDiagnosis.hashCause(user: "user-123", key: "my-flag", actual: folded)
+        XCTAssertEqual(abs31.name, "signed abs", abs31.detail)
+        XCTAssertTrue(abs31.detail.contains("abs()"), abs31.detail)
+        XCTAssertEqual(VectorsDiagnosis.hashCause(user: "user-123", key: "my-flag",
+                                                  actual: Double(Int32(bitPattern: le).magnitude) / 2_147_483_647).name, "signed abs")
+        // Exactly 1.0, and other values outside [0, 1).
+        let one = VectorsDiagnosis.hashCause(user: "user-123", key: "my-flag", actual: 1.0)
+        XCTAssertEqual(one.name, "out of range")
+        XCTAssertTrue(one.detail.contains("exactly 1.0, which is out of [0, 1)"), one.detail)
+        XCTAssertEqual(VectorsDiagnosis.hashCause(user: "user-123", key: "my-flag", actual: -0.25).name, "out of range")
+        // Out of range and reproduced by a known mistake: both are said.
+        let over = VectorsDiagnosis.hashCause(user: "user-123", key: "my-flag", actual: Double(le) / 2_147_483_648)
+        XCTAssertEqual(over.name, "out of range")
+        XCTAssertTrue(over.detail.contains("divided by 2^31"), over.detail)
+        // A value in range that no mistake explains is still unknown.
+        XCTAssertEqual(VectorsDiagnosis.hashCause(user: "user-123", key: "my-flag", actual: 0.5), VectorsDiagnosis.unknown)
     }
 
     func testCompareCountsDerivedChecksOnlyForMatchingHashes() {

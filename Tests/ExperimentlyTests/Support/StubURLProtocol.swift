@@ -120,7 +120,7 @@ final class Stub: @unchecked Sendable {
     /// Answers held request `index` (0-based) now; a stopped request gets nothing.
     func release(_ index: Int, with reply: StubReply) {
         let p = lock.withLock { held.removeValue(forKey: index) }
-        p?.deliver(reply)
+        p?.deliverLate(reply)
     }
 
     private func takeReadyWatchers() -> [CheckedContinuation<Void, Never>] {
@@ -186,6 +186,8 @@ final class StubURLProtocol: URLProtocol {
     private let lock = NSLock()
     private var index = -1
     private var finished = false
+    /// The task's work queue, where a late answer must be delivered (set in `startLoading`).
+    private var workQueue: DispatchQueue?
 
     override class func canInit(with request: URLRequest) -> Bool { Stub.lookup(request.url?.host) != nil }
     override class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
@@ -197,6 +199,8 @@ final class StubURLProtocol: URLProtocol {
         }
         let recorded = RecordedRequest(method: request.httpMethod ?? "GET", url: url,
                                        headers: request.allHTTPHeaderFields ?? [:], body: Self.body(of: request))
+        let queue = Self.loadingQueue(of: task)
+        lock.withLock { workQueue = queue }
         let (i, reply) = stub.begin(recorded, protocol: self)
         lock.withLock { index = i }
         switch reply {
@@ -235,6 +239,30 @@ final class StubURLProtocol: URLProtocol {
         case .hold, .never:
             break
         }
+    }
+
+    /// Answers a held request from a test's thread: on Linux through the task's work queue, since
+    /// FoundationNetworking's task registry is not synchronized and a delivery from another thread
+    /// can crash the process under load (NOTES-linux-foundation.md; as `MockURLProtocol` does).
+    fileprivate func deliverLate(_ reply: StubReply) {
+        guard let queue = lock.withLock({ workQueue }) else { return deliver(reply) }
+        // @unchecked Sendable: `deliver` does all its work inside `lock`.
+        struct Handle: @unchecked Sendable { let protocolObject: StubURLProtocol }
+        let handle = Handle(protocolObject: self)
+        queue.async { handle.protocolObject.deliver(reply) }
+    }
+
+    /// The loading system's queue for `task` (not public API: found by reflection), or `nil`.
+    private static func loadingQueue(of task: URLSessionTask?) -> DispatchQueue? {
+        #if canImport(FoundationNetworking)
+        guard let task else { return nil }
+        var mirror: Mirror? = Mirror(reflecting: task)
+        while let current = mirror {
+            if let queue = current.children.first(where: { $0.label == "workQueue" })?.value as? DispatchQueue { return queue }
+            mirror = current.superclassMirror
+        }
+        #endif
+        return nil
     }
 
     /// The body: `httpBody` on Linux, `httpBodyStream` on Apple platforms.

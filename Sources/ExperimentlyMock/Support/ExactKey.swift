@@ -1,0 +1,56 @@
+import Foundation
+
+/// A string compared and hashed by its Unicode scalars, for identity data (user ids, experiment
+/// and flag keys, API keys, fault ids) used as a dictionary key or set element.
+///
+/// Swift's `String` `==` and hashing are canonical equivalence, so `"\u{E9}"` (NFC é) and
+/// `"e\u{301}"` (NFD é) would be one key; the contract treats ids as exact strings (the bucketing
+/// hash is over the UTF-8 bytes, and the Python backend compares code points: CONTRACT.md
+/// sections 2 and 4). The mock keeps its own copy of this type: it never shares the SDK's code.
+struct ExactKey: Hashable, Sendable, CustomStringConvertible {
+    /// The wrapped string, exactly as received.
+    let text: String
+
+    init(_ text: String) { self.text = text }
+
+    static func == (lhs: ExactKey, rhs: ExactKey) -> Bool { lhs.text.isExactly(rhs.text) }
+
+    func hash(into hasher: inout Hasher) {
+        for scalar in text.unicodeScalars { hasher.combine(scalar.value) }
+        hasher.combine(UInt32.max) // terminator: ("ab","c") and ("a","bc") hash apart in tuples
+    }
+
+    var description: String { text }
+}
+
+extension String {
+    /// `true` when both strings have the same Unicode scalars in the same order (no canonical
+    /// equivalence: `"\u{E9}"` is not `"e\u{301}"`).
+    func isExactly(_ other: String) -> Bool {
+        unicodeScalars.elementsEqual(other.unicodeScalars)
+    }
+
+    /// `true` when `other`'s scalars occur contiguously in this string's scalars (Python's `in`).
+    func containsExactly(_ other: String) -> Bool {
+        let hay = Array(unicodeScalars), needle = Array(other.unicodeScalars)
+        if needle.isEmpty { return true }
+        guard needle.count <= hay.count else { return false }
+        for start in 0...(hay.count - needle.count) where hay[start..<start + needle.count].elementsEqual(needle) { return true }
+        return false
+    }
+}
+
+extension String {
+    /// The string for a message, unambiguous among canonically equivalent spellings: a string
+    /// already in NFC is shown as it is; any other has each non-ASCII scalar written `\u{301}`.
+    /// So NFC é reads `é` and NFD é reads `e\u{301}`; the Angstrom sign reads `\u{212B}`.
+    var unambiguous: String {
+        let nfc = precomposedStringWithCanonicalMapping
+        if nfc.isExactly(self) { return self }
+        var out = ""
+        for scalar in unicodeScalars {
+            if scalar.isASCII { out.unicodeScalars.append(scalar) } else { out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}" }
+        }
+        return out
+    }
+}

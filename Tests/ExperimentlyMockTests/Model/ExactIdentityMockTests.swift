@@ -1,0 +1,131 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import XCTest
+@testable import ExperimentlyMock
+
+/// The mock compares identity data by Unicode scalars (issue 11 section 1): canonically
+/// equivalent spellings are different users, keys, API keys and fault matches.
+final class ExactIdentityMockTests: XCTestCase {
+    let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+    static let pairs: [(String, String, String)] = [
+        ("\u{E9}", "e\u{301}", "NFC/NFD e-acute"),
+        ("\u{C5}", "\u{212B}", "A-ring / ANGSTROM SIGN"),
+        ("\u{D55C}", "\u{1112}\u{1161}\u{11AB}", "Hangul syllable / jamo"),
+    ]
+
+    static func scalars(_ v: JSONValue?) -> [UInt32] { v?.stringValue?.unicodeScalars.map(\.value) ?? [] }
+
+    func testStickinessIsPerExactUser() {
+        for (a, b, what) in Self.pairs {
+            for (first, second) in [(a, b), (b, a)] {
+                var model = BackendModel()
+                let r1 = bodyJSON(model.respond(to: Req.assign(first), now: t0))
+                let r2 = bodyJSON(model.respond(to: Req.assign(second), now: t0))
+                XCTAssertEqual(r1["reason"], .string("bucketed"), what)
+                XCTAssertEqual(r2["reason"], .string("bucketed"), "\(what): the other spelling is a new user, not sticky")
+                XCTAssertEqual(Self.scalars(r2["user_id"]), second.unicodeScalars.map(\.value), what)
+                let bucket = Int(MockBucketing.experimentBucket(userID: second, experimentKey: "sdk_contract_ab"))
+                XCTAssertEqual(r2["variant_name"], .string(bucket < 50 ? "control" : "treatment"), what)
+                XCTAssertEqual(model.state.assignments.count, 2, what)
+                let again = bodyJSON(model.respond(to: Req.assign(second), now: t0))
+                XCTAssertEqual(again["reason"], .string("sticky"), what)
+                XCTAssertEqual(again["variant_name"], r2["variant_name"], what)
+                XCTAssertNotNil(model.state.assignment(experimentKey: "sdk_contract_ab", userID: second))
+                XCTAssertTrue(model.state.assignment(experimentKey: "sdk_contract_ab", userID: second)!.userID.unicodeScalars
+                    .elementsEqual(second.unicodeScalars), what)
+            }
+        }
+    }
+
+    func testUserIdTargetingHoldoutAndExperimentKeysAreExact() {
+        for (a, b, what) in Self.pairs {
+            let fixtures = Fixtures(apiKeys: [APIKey(key: Fixtures.sdkContractAPIKey)], experiments: [
+                Experiment(key: "listed", variants: [Variant(id: "c", name: "control", allocation: 0, isControl: true),
+                                                     Variant(id: "t", name: "treatment", allocation: 100)],
+                           targeting: [Condition(attribute: "user_id", op: .in, value: .array([.string(a)]))]),
+                Experiment(key: "held", variants: [Variant(id: "c", name: "control", allocation: 0, isControl: true),
+                                                   Variant(id: "t", name: "treatment", allocation: 100)],
+                           holdoutUserIDs: [a]),
+                Experiment(key: "k" + a, variants: [Variant(id: "c", name: "control", allocation: 100, isControl: true)]),
+            ])
+            var model = BackendModel(fixtures: fixtures)
+            XCTAssertEqual(bodyJSON(model.respond(to: Req.assign(a, "listed"), now: t0))["reason"], .string("bucketed"), what)
+            XCTAssertEqual(bodyJSON(model.respond(to: Req.assign(b, "listed"), now: t0))["reason"], .string("targeting"), what)
+            XCTAssertEqual(bodyJSON(model.respond(to: Req.assign(a, "held"), now: t0))["reason"], .string("holdout"), what)
+            XCTAssertEqual(bodyJSON(model.respond(to: Req.assign(b, "held"), now: t0))["reason"], .string("bucketed"), what)
+            XCTAssertEqual(model.respond(to: Req.assign("u", "k" + a), now: t0).status, 200, what)
+            XCTAssertEqual(model.respond(to: Req.assign("u", "k" + b), now: t0).status, 404, "\(what): an equivalent experiment key names nothing")
+            // eq and contains conditions compare exactly too.
+            XCTAssertTrue(Condition(attribute: "user_id", op: .eq, value: .string(a)).matches(userID: a, context: [:]))
+            XCTAssertFalse(Condition(attribute: "user_id", op: .eq, value: .string(a)).matches(userID: b, context: [:]), what)
+            XCTAssertTrue(Condition(attribute: "user_id", op: .ne, value: .string(a)).matches(userID: b, context: [:]), what)
+            XCTAssertFalse(Condition(attribute: "name", op: .contains, value: .string(a)).matches(userID: "u", context: ["name": .string("x" + b + "y")]), what)
+        }
+    }
+
+    func testAPIKeysAndRateBucketsAreExact() {
+        for (a, b, what) in Self.pairs {
+            var fixtures = Fixtures(apiKeys: [APIKey(key: "key-" + a)], experiments: Fixtures.sdkContract.experiments, flags: Fixtures.sdkContract.flags)
+            fixtures.rateLimit = RateLimit(limit: 1, windowSeconds: 60)
+            var model = BackendModel(fixtures: fixtures)
+            XCTAssertEqual(model.respond(to: Req.flag("u").withKey("key-" + a), now: t0).status, 200, what)
+            XCTAssertEqual(model.respond(to: Req.flag("u").withKey("key-" + b), now: t0).status, 401, "\(what): an equivalent API key is invalid")
+            fixtures.apiKeys.append(APIKey(key: "key-" + b))
+            model.fixtures = fixtures
+            XCTAssertEqual(model.respond(to: Req.flag("u").withKey("key-" + b), now: t0).status, 200, "\(what): its own rate bucket")
+            XCTAssertEqual(model.respond(to: Req.flag("u").withKey("key-" + a), now: t0).status, 429, what)
+        }
+    }
+
+    func testJSONValueEqualityIsExactAndFaultBodyMatchersToo() {
+        for (a, b, what) in Self.pairs {
+            XCTAssertNotEqual(JSONValue.string(a), .string(b), what)
+            XCTAssertNotEqual(JSONValue.object([a: .null]), .object([b: .null]), what)
+            XCTAssertEqual(JSONValue.array([.string(a)]), .array([.string(a)]), what)
+            var script = FaultScript(epoch: t0)
+            script.add(FaultRule(match: FaultMatch(body: ["user_id": .string(a)]), action: .delay(seconds: 1)))
+            XCTAssertNotNil(script.decide(for: Req.assign(a), now: t0), what)
+            XCTAssertNil(script.decide(for: Req.assign(b), now: t0), "\(what): a rule for one spelling never fires for the other")
+            var q = FaultScript(epoch: t0)
+            XCTAssertNil(q.decide(for: Req.get("/x"), now: t0))
+            q.add(FaultRule(match: FaultMatch(query: ["user_id": a]), action: .delay(seconds: 1)))
+            XCTAssertNil(q.decide(for: Req.get("/api/v1/feature-flags/evaluate/sdk_contract_flag?user_id=" + b.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!), now: t0), what)
+        }
+        // Messages write non-NFC spellings escaped, so two never read alike.
+        XCTAssertEqual("e\u{301}".unambiguous, "e\\u{301}")
+        XCTAssertEqual("\u{E9}".unambiguous, "\u{E9}")
+        XCTAssertEqual("\u{212B}".unambiguous, "\\u{212B}")
+        XCTAssertEqual(JSONValue.string("e\u{301}").unambiguousJSONText, #""e\u0301""#)
+        XCTAssertEqual(JSONValue.string("\u{E9}").unambiguousJSONText, "\"\u{E9}\"")
+    }
+
+    func testOverTCPAssignNFDThenNFCGetsItsOwnBucketing() async throws {
+        let backend = MockBackend(fixtures: .sdkContract)
+        let server = MockHTTPServer(handler: backend, configuration: .init(port: 0, readTimeout: 2, shutdownGracePeriod: 1))
+        let port = try server.start()
+        let session = URLSession(configuration: .ephemeral)
+        defer { session.invalidateAndCancel(); backend.shutdown(); server.shutdown() }
+        let served = ServedBackend(backend: backend, server: server, port: port)
+        var answers: [JSONValue] = []
+        for user in ["e\u{301}", "\u{E9}", "\u{E9}"] {
+            let result = try await fetch(session, served.assign(user))
+            XCTAssertEqual(result.status, 200)
+            answers.append(try JSONValue.parse(result.body).value)
+        }
+        XCTAssertEqual(answers[0]["reason"], .string("bucketed"))
+        XCTAssertEqual(answers[0]["variant_name"], .string("treatment"), "NFD e-acute is bucket 74")
+        XCTAssertEqual(answers[1]["reason"], .string("bucketed"), "NFC e-acute is a new user, not sticky")
+        XCTAssertEqual(answers[1]["variant_name"], .string("control"), "NFC e-acute is bucket 1")
+        XCTAssertEqual(Self.scalars(answers[1]["user_id"]), [0xE9])
+        XCTAssertEqual(answers[2]["reason"], .string("sticky"))
+        XCTAssertEqual(answers[2]["variant_name"], .string("control"))
+    }
+}
+
+private extension MockRequest {
+    func withKey(_ key: String) -> MockRequest {
+        MockRequest(method: method, target: target, headers: [("X-Api-Key", key)], body: body)
+    }
+}
