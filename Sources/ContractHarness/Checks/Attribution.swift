@@ -247,16 +247,10 @@ enum Attribution {
         return reasons
     }
 
-    /// `text` with every scalar outside printable ASCII written as `\u{XXXX}`, so canonically
-    /// equivalent spellings (NFC "\u{E9}", NFD "e\u{301}") are told apart in messages.
+    /// The UTF-8 `bytes` as messages print identity data, so canonically equivalent spellings
+    /// (NFC "\u{E9}", NFD "e\u{301}") are told apart (``Swift/String/unambiguous``).
     static func show(_ bytes: [UInt8]) -> String { show(String(decoding: bytes, as: UTF8.self)) }
 
-    /// See `show(_:)` for bytes.
-    static func show(_ text: String) -> String {
-        var s = ""
-        for u in text.unicodeScalars {
-            if u.value >= 0x20 && u.value < 0x7F { s.unicodeScalars.append(u) } else { s += "\\u{\(String(u.value, radix: 16, uppercase: true))}" }
-        }
-        return s
-    }
+    /// `text` as messages print identity data: unambiguous (``Swift/String/unambiguous``).
+    static func show(_ text: String) -> String { text.unambiguous }
 }

@@ -61,7 +61,7 @@ enum Checks {
             guard value["assigned"] != .bool(false), case .string(let variant)? = value["variant_name"] else { return }
             let key = "\(exact(user))\u{0}\(exact(experiment))"   // identity by Unicode scalars
             if let first = seen[key], first.variant != variant {
-                problems.append(("user '\(user)' got variant '\(first.variant)' then '\(variant)' in experiment '\(experiment)'",
+                problems.append(("user '\(user.unambiguous)' got variant '\(first.variant.unambiguous)' then '\(variant.unambiguous)' in experiment '\(experiment.unambiguous)'",
                                  c.slice(around: [first.index, index], radius: 1)))
             } else if seen[key] == nil {
                 seen[key] = (variant, index)

@@ -66,6 +66,28 @@ public struct ScenarioResult: Sendable, Codable {
     public var firstFailure: CheckResult? { checks.first { !$0.passed } }
 }
 
+extension ScenarioResult {
+    /// Decodes a result (the worker protocol's `result` payload): the fields every version has are
+    /// required; the later, optional ones (`infeasible`, `exploration`, `crash`, `adapterStderr`)
+    /// may be absent, so an older or other-language worker's record still reads.
+    ///
+    /// - Throws: `DecodingError` when a required field is missing or of the wrong type.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(name: try c.decode(String.self, forKey: .name), file: try c.decode(String.self, forKey: .file),
+                  tags: try c.decode([String].self, forKey: .tags), source: try c.decodeIfPresent(String.self, forKey: .source),
+                  status: try c.decode(Status.self, forKey: .status),
+                  durationMilliseconds: try c.decode(Double.self, forKey: .durationMilliseconds),
+                  checks: try c.decode([CheckResult].self, forKey: .checks), reason: try c.decodeIfPresent(String.self, forKey: .reason),
+                  smoke: try c.decodeIfPresent(JSONValue.self, forKey: .smoke), history: try c.decode([HistoryEvent].self, forKey: .history),
+                  historyDigest: try c.decode(String.self, forKey: .historyDigest))
+        infeasible = try c.decodeIfPresent(Bool.self, forKey: .infeasible) ?? false
+        exploration = try c.decodeIfPresent(JSONValue.self, forKey: .exploration)
+        crash = try c.decodeIfPresent(JSONValue.self, forKey: .crash)
+        adapterStderr = try c.decodeIfPresent([String].self, forKey: .adapterStderr) ?? []
+    }
+}
+
 /// Runs scenarios against an SDK driver and the in-process mock backend.
 public struct ScenarioRunner: Sendable {
     /// The SDK under test.

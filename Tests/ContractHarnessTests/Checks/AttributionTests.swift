@@ -106,7 +106,8 @@ final class AttributionTests: XCTestCase {
             return XCTFail("an NFD entry is not the NFC user's")
         }
         XCTAssertTrue(reasons.contains { $0.message.contains("e\\u{301}") }, "\(reasons)")
-        XCTAssertEqual(Attribution.show("\u{E9}"), "\\u{E9}")
+        XCTAssertEqual(Attribution.show("\u{E9}"), "\u{E9}")
+        XCTAssertEqual(Attribution.show("e\u{301}"), "e\\u{301}")
     }
 
     /// Answers written in overlapping windows may be cached (and fanned out) in either order;

@@ -48,6 +48,10 @@ struct LimitedDriver: SDKDriver {
         func persisted(kind: String, user: String, key: String) async -> JSONValue? {
             lacking.contains("offline_store") ? nil : await inner.persisted(kind: kind, user: user, key: key)
         }
+
+        func seedPersisted(kind: String, user: String, key: String, json: JSONValue) -> String? {
+            lacking.contains("offline_store") ? "no offline store" : inner.seedPersisted(kind: kind, user: user, key: key, json: json)
+        }
     }
 }
 

@@ -114,6 +114,8 @@ final class ExpectationCoverageTests: XCTestCase {
                 right: "false", wrong: "true"),
             Row(covers: ["assert.persisted.value"], steps: "\(assign), " + #"{"assert": {"persisted": {"user": "user-1", "experiment": "sdk_contract_ab", "value": {"variant_name": %V%}}}}"#,
                 right: #""control""#, wrong: #""treatment""#),
+            Row(covers: ["verb.seed_store"], steps: #"{"seed_store": {"user": "user-2", "experiment": "sdk_contract_ab", "json": {"experiment_key": "sdk_contract_ab", "user_id": "user-2", "variant_name": "treatment"}}}, "# + #"{"assert": {"persisted": {"user": "user-2", "experiment": "sdk_contract_ab", "value": {"variant_name": %V%}}}}"#,
+                right: #""treatment""#, wrong: #""control""#),
             Row(covers: ["assert.requests.count"], steps: "\(assign), \(assign), " + #"{"assert": {"requests": {"path": "/api/v1/tracking/assign"}, "count": %V%}}"#,
                 right: "1", wrong: "2"),
 

@@ -7,7 +7,7 @@ import ExperimentlyMock
 /// when read and failing when wrong.
 final class FormatAdditionsTests: XCTestCase {
     func scenario(_ steps: String) -> String {
-        #"{"format": "experimently-scenario/1", "name": "t", "description": "d", "steps": [\#(steps)]}"#
+        #"{"format": "experimently-scenario/1", "name": "t", "description": "d", "checks": ["single_flight"], "steps": [\#(steps)]}"#
     }
 
     func run(_ steps: String) async throws -> ScenarioResult {
