@@ -469,7 +469,7 @@ final class ScenarioExecution: @unchecked Sendable {
     /// `Op.cancelRequested`).
     func requestCancellation(_ affects: (Op) -> Bool) {
         lock.withLock {
-            for label in order.map { ExactKey($0) } where ops[label]?.outcome == nil {
+            for label in order.map({ ExactKey($0) }) where ops[label]?.outcome == nil {
                 if let op = ops[label], affects(op) { ops[label]?.cancelRequested = true }
             }
         }
@@ -612,12 +612,38 @@ final class ScenarioExecution: @unchecked Sendable {
         let parked = port.parkedRequests().filter { !$0.answered && !$0.cancelled }
         if listeners == nil, let outstanding = port.outstandingTasks, outstanding != parked.count { return false }
         if !adapterSettled(parked) { return false }
-        return waiting.allSatisfy { op in
-            parked.contains { r in
-                r.client.isExactly(op.client) && r.seq > op.barrier && (op.user == nil || r.users.containsExactly(op.user!))
-                    && (op.key == nil || (r.key?.kind == op.key!.kind && r.key.map { $0.key.isExactly(op.key!.key) } ?? false))
-            }
+        func mine(_ r: RequestRecord, _ op: Op) -> Bool {
+            r.client.isExactly(op.client) && r.seq > op.barrier && (op.user == nil || r.users.containsExactly(op.user!))
+                && (op.key == nil || (r.key?.kind == op.key!.kind && r.key.map { $0.key.isExactly(op.key!.key) } ?? false))
         }
+        // Tracking operations never share a request: each needs a parked tracking request of its
+        // own (a matching, not just any parked request of its client, which another operation's
+        // held batch would satisfy while this one has not sent yet). Lookups may share one
+        // (single flight), and app actions wait on the lookups they make.
+        let tracking: Set<String> = ["track", "trackWithStatus", "trackBatch"]
+        let trackers = waiting.filter { tracking.contains($0.name) }
+        let others = waiting.filter { !tracking.contains($0.name) }
+        guard others.allSatisfy({ op in parked.contains { mine($0, op) } }) else { return false }
+        let trackingRequests = parked.filter { ["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains($0.path) }
+        return Self.everyOneHasItsOwn(trackers.map { op in trackingRequests.indices.filter { mine(trackingRequests[$0], op) } })
+    }
+
+    /// Whether each item can be given a distinct one of its `candidates` (indices): a bipartite
+    /// matching by augmenting paths (Kuhn's algorithm), small enough here to run at every check.
+    static func everyOneHasItsOwn(_ candidates: [[Int]]) -> Bool {
+        var owner: [Int: Int] = [:]   // candidate -> item
+        func assign(_ item: Int, _ seen: inout Set<Int>) -> Bool {
+            for c in candidates[item] where !seen.contains(c) {
+                seen.insert(c)
+                if owner[c] == nil || assign(owner[c]!, &seen) { owner[c] = item; return true }
+            }
+            return false
+        }
+        for item in candidates.indices {
+            var seen = Set<Int>()
+            if !assign(item, &seen) { return false }
+        }
+        return true
     }
 
     func describePending() -> String {
