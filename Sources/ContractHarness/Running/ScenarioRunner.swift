@@ -435,7 +435,7 @@ final class ScenarioExecution: @unchecked Sendable {
                             detail: .object(["kind": .string(kind), "user": .string(user), "key": .string(key), "json": json]))
         case .fixtures(let change):
             do { try port.updateFixtures(change) } catch { return "\(error)" }
-            recorder.record(.marker, name: "fixtures", detail: .string("\(change)"))
+            recorder.record(.marker, name: "fixtures", detail: .string(Self.describe(change)))
         case .expect(let expectation):
             await quiesce(step: name)
             if let problem = await check(expectation) { fail(name, problem) } else { pass(name) }
@@ -868,6 +868,15 @@ final class ScenarioExecution: @unchecked Sendable {
     }
 
     // MARK: Arguments
+
+    /// A fixture change as the history records it: the same text every run (a dictionary's
+    /// `description` follows its hash order, which changes from process to process).
+    static func describe(_ change: FixtureChange) -> String {
+        guard case .experimentAllocations(let key, let allocations) = change else { return "\(change)" }
+        let sorted = allocations.sorted { $0.key.unicodeScalars.lexicographicallyPrecedes($1.key.unicodeScalars) }
+        return "experimentAllocations(key: \(key.debugDescription), allocations: ["
+            + sorted.map { "\($0.key.debugDescription): \($0.value)" }.joined(separator: ", ") + "])"
+    }
 
     static func user(of op: SDKOperation) -> String? {
         switch op {
