@@ -23,14 +23,18 @@ final class ExactIdentityMockTests: XCTestCase {
                 var model = BackendModel()
                 let r1 = bodyJSON(model.respond(to: Req.assign(first), now: t0))
                 let r2 = bodyJSON(model.respond(to: Req.assign(second), now: t0))
-                XCTAssertEqual(r1["reason"], .string("bucketed"), what)
-                XCTAssertEqual(r2["reason"], .string("bucketed"), "\(what): the other spelling is a new user, not sticky")
+                // Enrolled users get reason `assigned`, new or sticky (CONTRACT.md section 2): a new
+                // user shows as a second sticky assignment.
+                XCTAssertEqual(r1["reason"], .string("assigned"), what)
+                XCTAssertEqual(r2["reason"], .string("assigned"), what)
+                XCTAssertEqual(model.state.assignments.count, 2, "\(what): the other spelling is a new user, not sticky")
                 XCTAssertEqual(Self.scalars(r2["user_id"]), second.unicodeScalars.map(\.value), what)
                 let bucket = Int(MockBucketing.experimentBucket(userID: second, experimentKey: "sdk_contract_ab"))
                 XCTAssertEqual(r2["variant_name"], .string(bucket < 50 ? "control" : "treatment"), what)
                 XCTAssertEqual(model.state.assignments.count, 2, what)
                 let again = bodyJSON(model.respond(to: Req.assign(second), now: t0))
-                XCTAssertEqual(again["reason"], .string("sticky"), what)
+                XCTAssertEqual(again["reason"], .string("assigned"), what)
+                XCTAssertEqual(model.state.assignments.count, 2, "\(what): the same spelling again is sticky")
                 XCTAssertEqual(again["variant_name"], r2["variant_name"], what)
                 XCTAssertNotNil(model.state.assignment(experimentKey: "sdk_contract_ab", userID: second))
                 XCTAssertTrue(model.state.assignment(experimentKey: "sdk_contract_ab", userID: second)!.userID.unicodeScalars
@@ -51,10 +55,10 @@ final class ExactIdentityMockTests: XCTestCase {
                 Experiment(key: "k" + a, variants: [Variant(id: "c", name: "control", allocation: 100, isControl: true)]),
             ])
             var model = BackendModel(fixtures: fixtures)
-            XCTAssertEqual(bodyJSON(model.respond(to: Req.assign(a, "listed"), now: t0))["reason"], .string("bucketed"), what)
+            XCTAssertEqual(bodyJSON(model.respond(to: Req.assign(a, "listed"), now: t0))["reason"], .string("assigned"), what)
             XCTAssertEqual(bodyJSON(model.respond(to: Req.assign(b, "listed"), now: t0))["reason"], .string("targeting"), what)
             XCTAssertEqual(bodyJSON(model.respond(to: Req.assign(a, "held"), now: t0))["reason"], .string("holdout"), what)
-            XCTAssertEqual(bodyJSON(model.respond(to: Req.assign(b, "held"), now: t0))["reason"], .string("bucketed"), what)
+            XCTAssertEqual(bodyJSON(model.respond(to: Req.assign(b, "held"), now: t0))["reason"], .string("assigned"), what)
             XCTAssertEqual(model.respond(to: Req.assign("u", "k" + a), now: t0).status, 200, what)
             XCTAssertEqual(model.respond(to: Req.assign("u", "k" + b), now: t0).status, 404, "\(what): an equivalent experiment key names nothing")
             // eq and contains conditions compare exactly too.
@@ -68,13 +72,15 @@ final class ExactIdentityMockTests: XCTestCase {
     func testAPIKeysAndRateBucketsAreExact() {
         for (a, b, what) in Self.pairs {
             var fixtures = Fixtures(apiKeys: [APIKey(key: "key-" + a)], experiments: Fixtures.sdkContract.experiments, flags: Fixtures.sdkContract.flags)
-            fixtures.rateLimit = RateLimit(limit: 1, windowSeconds: 60)
+            // The rate limit counts every request, before auth (as upstream's middleware does).
+            fixtures.rateLimit = RateLimit(limit: 2, windowSeconds: 60)
             var model = BackendModel(fixtures: fixtures)
             XCTAssertEqual(model.respond(to: Req.flag("u").withKey("key-" + a), now: t0).status, 200, what)
             XCTAssertEqual(model.respond(to: Req.flag("u").withKey("key-" + b), now: t0).status, 401, "\(what): an equivalent API key is invalid")
             fixtures.apiKeys.append(APIKey(key: "key-" + b))
             model.fixtures = fixtures
             XCTAssertEqual(model.respond(to: Req.flag("u").withKey("key-" + b), now: t0).status, 200, "\(what): its own rate bucket")
+            XCTAssertEqual(model.respond(to: Req.flag("u").withKey("key-" + a), now: t0).status, 200, "\(what): b's requests left a's bucket alone")
             XCTAssertEqual(model.respond(to: Req.flag("u").withKey("key-" + a), now: t0).status, 429, what)
         }
     }
@@ -114,13 +120,12 @@ final class ExactIdentityMockTests: XCTestCase {
             XCTAssertEqual(result.status, 200)
             answers.append(try JSONValue.parse(result.body).value)
         }
-        XCTAssertEqual(answers[0]["reason"], .string("bucketed"))
+        XCTAssertEqual(answers.map { $0["reason"] }, [.string("assigned"), .string("assigned"), .string("assigned")])
         XCTAssertEqual(answers[0]["variant_name"], .string("treatment"), "NFD e-acute is bucket 74")
-        XCTAssertEqual(answers[1]["reason"], .string("bucketed"), "NFC e-acute is a new user, not sticky")
-        XCTAssertEqual(answers[1]["variant_name"], .string("control"), "NFC e-acute is bucket 1")
+        XCTAssertEqual(answers[1]["variant_name"], .string("control"), "NFC e-acute is bucket 1: a new user, not NFD's sticky treatment")
         XCTAssertEqual(Self.scalars(answers[1]["user_id"]), [0xE9])
-        XCTAssertEqual(answers[2]["reason"], .string("sticky"))
         XCTAssertEqual(answers[2]["variant_name"], .string("control"))
+        XCTAssertEqual(backend.state.assignments.count, 2, "two users, one sticky assignment each")
     }
 }
 
