@@ -18,9 +18,6 @@ import ExperimentlyMock
 /// malformed fixtures/faults file, 70 when it cannot listen or write the journal.
 /// Documented in `Documentation/CrossSDK.md`.
 enum ServeCommand {
-    /// The journal's format tag.
-    static let journalFormat = "experimently-journal/1"
-
     static let usage = """
     usage: contract-harness serve [--port N] [--host ADDR] [--fixtures FILE] [--api-key KEY] [--faults FILE] [--journal FILE]
 
@@ -60,13 +57,7 @@ enum ServeCommand {
                 guard let p = UInt16(v) else { throw HarnessCommand.UsageError("--port takes a whole number from 0 to 65535, not '\(v)'") }
                 o.port = p
             case "--host":
-                let v = try value(a)
-                // IPv4 dotted quad: the server binds IPv4 loopback-style addresses only.
-                let parts = v.split(separator: ".", omittingEmptySubsequences: false)
-                guard parts.count == 4, parts.allSatisfy({ UInt8($0) != nil }) else {
-                    throw HarnessCommand.UsageError("--host takes an IPv4 address such as 127.0.0.1, not '\(v)'")
-                }
-                o.host = v
+                o.host = try checkHost(value(a)).host
             case "--fixtures": o.fixtures = try value(a)
             case "--api-key":
                 let v = try value(a)
@@ -186,50 +177,58 @@ enum ServeCommand {
                 throw Failure(status: .usage, message: e.message)
             }
         }
+        if let warning = try? checkHost(options.host).warning {
+            FileHandle.standardError.write(Data("contract-harness serve: \(warning)\n".utf8))
+        }
         let server = MockHTTPServer(handler: backend, configuration: .init(host: options.host, port: options.port))
         let signals = SignalWaiter([SIGINT, SIGTERM])
         defer { signals.cancel() }
         let port: UInt16
-        do { port = try server.start() } catch {
+        do { port = try server.start() } catch let error as MockHTTPServerError where error.errorNumber == EADDRNOTAVAIL {
+            throw Failure(status: .usage, message: "--host \(options.host) is not an address of this machine (\(error)); use 127.0.0.1, 0.0.0.0 or one of its interface addresses")
+        } catch {
             throw Failure(status: .internalFault, message: "cannot listen on \(options.host):\(options.port): \(error)")
         }
         let url = "http://\(options.host):\(port)"
+        // The journal is streamed as requests happen; memory keeps only a window (HistoryRetention).
+        var journal: MockJournal?
+        if let path = options.journal {
+            do { journal = try MockJournal(path: path, url: url, secrets: fixtures.apiKeys.map(\.key)) } catch {
+                await server.shutdown()
+                throw Failure(status: .internalFault, message: "cannot write the journal to \(path): \(error.localizedDescription)")
+            }
+        }
+        if let journal { backend.streamHistory(HistoryRetention(), to: { journal.append($0) }) }
         HarnessCommand.say("EXPERIMENTLY_API_URL=\(url)")
         HarnessCommand.say("EXPERIMENTLY_API_KEY=\(key)")
         FileHandle.standardError.write(Data("contract-harness serve: mock backend at \(url) (\(fixtures.experiments.count) experiments, \(fixtures.flags.count) flags, \(faults.count) fault rules); SIGINT or SIGTERM stops it\n".utf8))
 
         let received = await signals.wait()
+        // Stop accepting, answer what already arrived (within the grace period), then fail the
+        // holds nobody released; their outcomes reach the journal before it is closed.
         await server.shutdown()
         let report = backend.shutdown()
+        await waitForInFlight(backend, seconds: 2)
         let name = received == SIGINT ? "SIGINT" : "SIGTERM"
-        if let path = options.journal {
-            do { try journal(backend: backend, report: report, url: url, signal: name).write(to: URL(fileURLWithPath: path), options: .atomic) } catch {
+        if let journal, let path = options.journal {
+            let pending = backend.finishHistoryStream()
+            do {
+                try journal.finish(stoppedBy: name, pending: pending, state: backend.state, totals: backend.stateTotals, shutdown: report)
+            } catch {
                 throw Failure(status: .internalFault, message: "cannot write the journal to \(path): \(error.localizedDescription)")
             }
         }
-        let history = backend.history.count
+        let history = backend.requestCount
         FileHandle.standardError.write(Data("contract-harness serve: stopped on \(name) after \(history) requests\(options.journal.map { "; journal written to \($0)" } ?? "")\n".utf8))
         return HarnessCommand.Exit.ok.rawValue
     }
 
-    /// The journal: `{format, url, stopped_by, history: [request...], state: {assignments, exposures, events}, shutdown}`.
-    static func journal(backend: MockBackend, report: ShutdownReport, url: String, signal: String) throws -> Data {
-        struct Journal: Encodable {
-            let format: String
-            let url: String
-            let stoppedBy: String
-            let history: [HistoryEntry]
-            let state: BackendStateSnapshot
-            let shutdown: ShutdownReport
-            enum CodingKeys: String, CodingKey { case format, url, stoppedBy = "stopped_by", history, state, shutdown }
+    /// Waits (at most `seconds`) until no request is inside the backend: after `shutdown()` the
+    /// failed holds record their outcome on the cooperative pool.
+    static func waitForInFlight(_ backend: MockBackend, seconds: Double) async {
+        let end = Date(timeIntervalSinceNow: seconds)
+        while backend.inFlightCount > 0 && Date() < end {
+            try? await Task.sleep(nanoseconds: 5_000_000)
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .custom { date, encoder in
-            var c = encoder.singleValueContainer()
-            try c.encode(Verdict.iso(date))
-        }
-        return try encoder.encode(Journal(format: journalFormat, url: url, stoppedBy: signal, history: backend.history,
-                                          state: backend.state, shutdown: report)) + Data("\n".utf8)
     }
 }

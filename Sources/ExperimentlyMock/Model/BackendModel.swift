@@ -10,7 +10,7 @@ public struct BackendModel: Sendable {
     /// The configuration data; may be changed between requests (e.g. an experiment stops mid-run).
     public var fixtures: Fixtures
     /// Assignments, exposures and events built up so far.
-    public private(set) var state = BackendStateSnapshot()
+    public internal(set) var state = BackendStateSnapshot()
 
     private var rateWindows: [String: (start: Date, count: Int)] = [:]
     private var stickyIndex: [String: Int] = [:]
@@ -210,7 +210,8 @@ public struct BackendModel: Sendable {
         Validate.event(body, loc: ["body"], surrogates: request.loneSurrogates, issues: &issues)
         if !issues.isEmpty { return Self.validationError(issues) }
         if let detail = unknownKeyDetail(body) { return Self.detail(404, detail) }
-        let id = state.events.count + 1
+        // The last id + 1 (not the count): a streaming backend trims old events.
+        let id = (state.events.last?.id ?? 0) + 1
         state.events.append(StoredEvent(id: id, source: "track", event: .object(body), receivedAt: now))
         return Self.json(200, .object(["status": .string("ok"), "event_id": .number(Double(id))]))
     }
@@ -249,7 +250,7 @@ public struct BackendModel: Sendable {
                 continue
             }
             successes += 1
-            state.events.append(StoredEvent(id: state.events.count + 1, source: "batch", event: .object(object), receivedAt: now))
+            state.events.append(StoredEvent(id: (state.events.last?.id ?? 0) + 1, source: "batch", event: .object(object), receivedAt: now))
         }
         return Self.json(200, .object([
             "success_count": .number(Double(successes)), "failure_count": .number(Double(errors.count)),

@@ -393,14 +393,17 @@ public struct MockHTTPServerError: Error, Sendable, Equatable, CustomStringConve
     public let code: Code
     /// What went wrong, naming the call and errno where there is one.
     public let description: String
+    /// The errno of a failed socket call (`.socket`), else nil.
+    public let errorNumber: Int32?
 
-    init(_ code: Code, _ description: String) {
+    init(_ code: Code, _ description: String, errorNumber: Int32? = nil) {
         self.code = code
         self.description = description
+        self.errorNumber = errorNumber
     }
 
     static func socket(_ call: String, _ err: Int32) -> MockHTTPServerError {
-        MockHTTPServerError(.socket, "\(call) failed: errno \(err) (\(String(cString: strerror(err))))")
+        MockHTTPServerError(.socket, "\(call) failed: errno \(err) (\(String(cString: strerror(err))))", errorNumber: err)
     }
 }
 
