@@ -13,11 +13,14 @@ extension ServeCommand {
     /// loopback `127.0.0.0/8`, the warning to print on stderr.
     static func checkHost(_ value: String) throws -> (host: String, warning: String?) {
         let parts = value.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 4, parts.allSatisfy({ !$0.isEmpty && $0.count <= 3 && $0.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }) else {
+        guard parts.count == 4, parts.allSatisfy({ !$0.isEmpty && $0.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }) else {
             throw HarnessCommand.UsageError("--host takes an IPv4 address such as 127.0.0.1, not '\(value)'")
         }
         if let part = parts.first(where: { $0.count > 1 && $0.hasPrefix("0") }) {
             throw HarnessCommand.UsageError("--host '\(value)': the part '\(part)' has a leading zero, which some tools read as octal; write the address in plain decimal (e.g. 127.0.0.1)")
+        }
+        if let long = parts.first(where: { $0.count > 3 }) {
+            throw HarnessCommand.UsageError("--host '\(value)': \(long) is not an IPv4 address part (0 to 255)")
         }
         let octets = parts.map { Int($0)! }
         if let big = octets.first(where: { $0 > 255 }) {

@@ -206,8 +206,7 @@ enum ServeCommand {
         let received = await signals.wait()
         // Stop accepting, answer what already arrived (within the grace period), then fail the
         // holds nobody released; their outcomes reach the journal before it is closed.
-        await server.shutdown()
-        let report = backend.shutdown()
+        let report = await stop(server, backend)
         await waitForInFlight(backend, seconds: 2)
         let name = received == SIGINT ? "SIGINT" : "SIGTERM"
         if let journal, let path = options.journal {
@@ -219,8 +218,45 @@ enum ServeCommand {
             }
         }
         let history = backend.requestCount
-        FileHandle.standardError.write(Data("contract-harness serve: stopped on \(name) after \(history) requests\(options.journal.map { "; journal written to \($0)" } ?? "")\n".utf8))
+        let peak = peakResidentMegabytes().map { "; peak resident memory \($0) MB" } ?? ""
+        FileHandle.standardError.write(Data("contract-harness serve: stopped on \(name) after \(history) requests\(options.journal.map { "; journal written to \($0)" } ?? "")\(peak)\n".utf8))
         return HarnessCommand.Exit.ok.rawValue
+    }
+
+    /// The process's peak resident set size in MB (`VmHWM` of `/proc/self/status`), or nil where
+    /// there is no procfs.
+    static func peakResidentMegabytes() -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+              let kB = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+        else { return nil }
+        return (kB + 1023) / 1024
+    }
+
+    /// Stops serving: the server stops accepting and answers every request that already
+    /// arrived; once only held requests remain in the backend (nobody can release them any
+    /// more), the backend shuts down, which drops them. Returns the backend's shutdown report.
+    static func stop(_ server: MockHTTPServer, _ backend: MockBackend) async -> ShutdownReport {
+        let stopped = StopFlag()
+        Task {
+            await server.shutdown()
+            stopped.set()
+        }
+        var report: ShutdownReport?
+        while !stopped.isSet {
+            let inFlight = backend.inFlightCount
+            if report == nil && inFlight > 0 && inFlight == backend.heldRequests.count { report = backend.shutdown() }
+            try? await Task.sleep(nanoseconds: 5_000_000)
+        }
+        return report ?? backend.shutdown()
+    }
+
+    /// A flag set once, read from any thread (guarded by `lock`).
+    final class StopFlag: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value = false
+        func set() { lock.withLock { value = true } }
+        var isSet: Bool { lock.withLock { value } }
     }
 
     /// Waits (at most `seconds`) until no request is inside the backend: after `shutdown()` the
