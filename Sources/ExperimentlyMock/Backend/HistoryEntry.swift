@@ -171,7 +171,7 @@ public struct HistoryRetention: Sendable, Equatable {
     public var stateWindow: Int
 
     /// Creates a retention policy; see each property for units.
-    public init(window: Int = 256, bodyPrefixBytes: Int = 4096, stateWindow: Int = 64) {
+    public init(window: Int = 256, bodyPrefixBytes: Int = 4096, stateWindow: Int = 16) {
         self.window = max(1, window)
         self.bodyPrefixBytes = max(0, bodyPrefixBytes)
         self.stateWindow = max(1, stateWindow)

@@ -71,7 +71,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
         /// Keeps at most about `window` stored events and exposures (at least one event, so ids go on).
         mutating func trimState(window: Int) {
             let keep = max(1, window)
-            if model.state.events.count > keep * 2 { model.state.events.removeFirst(model.state.events.count - keep) }
+            if model.state.events.count > keep + 8 { model.state.events.removeFirst(model.state.events.count - keep) }
             if model.state.exposures.count > keep * 2 {
                 let drop = model.state.exposures.count - keep
                 model.state.exposures.removeFirst(drop)
@@ -144,7 +144,12 @@ public final class MockBackend: MockRequestHandler, Sendable {
                 route: nil, note: nil,
                 fault: decision.map { AppliedFault(id: $0.id, name: $0.name, action: $0.action.kind, occurrence: $0.occurrence) },
                 hold: nil, response: nil, outcome: nil, cancelled: false, bodySize: kept?.size, bodyMD5: kept?.md5))
-            s.seen.append(incoming)
+            if let kept, kept.size != nil {
+                // Streaming: a large body is remembered for fault reports by its prefix only.
+                s.seen.append(IncomingRequest(MockRequest(method: request.method, target: request.target, headers: request.headers, body: kept.body)))
+            } else {
+                s.seen.append(incoming)
+            }
             if s.stream != nil && s.seen.count > 512 { s.seen.removeFirst(256) }
             return (Ticket(seq: seq, incoming: incoming, decision: decision, refused: refused, receivedAt: now), s.observer)
         }

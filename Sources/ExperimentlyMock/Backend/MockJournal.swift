@@ -21,7 +21,8 @@ import Foundation
 /// Numbers: an entry's `json` is the request body's own text, copied verbatim when the body is
 /// JSON and kept whole, so a number beyond Double's range (`1e999`) keeps its original spelling;
 /// stored events in `state` write an out-of-range number as `1e999` / `-1e999` (never `null`,
-/// never an unencodable value). Every configured API key is redacted (``SecretRedactor``) in
+/// never an unencodable value); a stored event over 4 KiB of JSON is written as `event_size` +
+/// `event_md5`. Every configured API key is redacted (``SecretRedactor``) in
 /// everything written, body bytes included (before their base64 encoding).
 public final class MockJournal: @unchecked Sendable { // `buffer`, `fd`, `entries` guarded by `lock`
     private let lock = NSLock()
@@ -87,7 +88,13 @@ public final class MockJournal: @unchecked Sendable { // `buffer`, `fd`, `entrie
         for (i, event) in state.events.enumerated() {
             tail += i == 0 ? "" : ","
             tail += "{\"id\":\(event.id),\"source\":" + JSONValue.string(event.source).jsonText
-            tail += ",\"event\":" + Self.valueText(event.event)
+            let text = Self.valueText(event.event)
+            if text.utf8.count > 4096 {
+                // Large events as size + MD5 of their compact JSON (the request is in `history`).
+                tail += ",\"event_size\":\(text.utf8.count),\"event_md5\":\"" + MockMD5.digest(Array(text.utf8)).map { String(format: "%02x", $0) }.joined() + "\""
+            } else {
+                tail += ",\"event\":" + text
+            }
             tail += ",\"received_at\":\"" + Self.iso(event.receivedAt) + "\"}"
         }
         tail += "],\n  \"events_total\": \(totals.events), \"exposures_total\": \(totals.exposures)}"
