@@ -63,7 +63,10 @@ public struct MockHTTPParsedRequest: Sendable, Equatable {
 /// RFC 9110 (semantics): request-line and header syntax (400), `Host` required once in
 /// HTTP/1.1 (400), `Content-Length` digits only and consistent (400), `Transfer-Encoding`
 /// with `Content-Length` or in HTTP/1.0 (400), any coding but `chunked` (501), versions other
-/// than 1.0 and 1.1 (505), body over the limit (413), header section over the limit (431).
+/// than 1.0 and 1.1 (505), body over the limit (413), header section over the limit (431),
+/// a method it does not recognize, compared case-sensitively (`get` is not `GET`), 501
+/// (RFC 9110 section 9.1). An absolute-form target (`http://host/path`, RFC 9112 section 3.2.2)
+/// reaches the handler in origin form (`/path`).
 /// Leading empty lines before a request line are ignored (RFC 9112 section 2.2); a bare LF is
 /// accepted as a line terminator, a bare CR is not.
 public struct MockHTTPRequestParser: Sendable {
