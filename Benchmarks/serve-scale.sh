@@ -40,12 +40,11 @@ start_serve() { # extra args...; sets SERVE_PID and SERVE_URL
     SERVE_URL="$(sed -n 's/^EXPERIMENTLY_API_URL=//p' "$WORK/serve.out")"
 }
 
-stop_serve() { # -> prints exit status
+stop_serve() { # sets SERVE_STATUS (not in a subshell: only this shell can wait for serve)
     kill -TERM "$SERVE_PID"
-    local status=0
-    wait "$SERVE_PID" || status=$?
+    SERVE_STATUS=0
+    wait "$SERVE_PID" || SERVE_STATUS=$?
     PIDS=()
-    echo "$status"
 }
 
 bounded() {
@@ -67,7 +66,8 @@ PY
         args+=(--next -s -o /dev/null -w '%{http_code}\n' -H "X-API-Key: $KEY" -H 'Content-Type: application/json' --data-binary @"$WORK/$f.json" "$SERVE_URL/api/v1/tracking/track")
     done
     curl "${args[@]:1}" | sort | uniq -c | sed 's/^/300 bodies: /'
-    echo "serve exit status on SIGTERM: $(stop_serve)"
+    stop_serve
+    echo "serve exit status on SIGTERM: $SERVE_STATUS"
     tail -n 1 "$WORK/serve.err"
     python3 - "$WORK/journal.json" <<'PY'
 import json, sys
@@ -125,7 +125,8 @@ async def main():
         w.close()
 asyncio.run(main())
 PY
-    echo "serve exit status on SIGTERM: $(stop_serve)"
+    stop_serve
+    echo "serve exit status on SIGTERM: $SERVE_STATUS"
     tail -n 1 "$WORK/serve.err"
 }
 
@@ -150,10 +151,14 @@ throughput() {
     if ! "$VENV/bin/python" -c 'import pytest_httpserver, fastapi, uvicorn' 2>/dev/null; then
         python3 -m venv "$VENV" && "$VENV/bin/pip" install -q pytest-httpserver fastapi uvicorn
     fi
-    start_serve
+    # The reference flag, with a rate limit wrk cannot reach (the default 6,000 per minute would
+    # turn the run into 429s).
+    echo '{"api_keys": [{"key": "sdk-contract-key"}], "flags": [{"key": "sdk_contract_flag", "status": "ACTIVE", "rollout_percentage": 100}],
+           "rate_limit": {"limit": 1000000000, "window_seconds": 60}}' >"$WORK/fixtures.json"
+    start_serve --fixtures "$WORK/fixtures.json"
     wait_body "$SERVE_URL$ROUTE"
     SERVE_RPS="$(run_wrk "contract-harness serve (evaluate route, real backend model)" "$SERVE_URL$ROUTE")"
-    stop_serve >/dev/null
+    stop_serve
 
     cat >"$WORK/phs.py" <<'PY'
 import logging, signal, sys, threading

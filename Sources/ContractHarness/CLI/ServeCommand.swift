@@ -191,14 +191,17 @@ enum ServeCommand {
         }
         let url = "http://\(options.host):\(port)"
         // The journal is streamed as requests happen; memory keeps only a window (HistoryRetention).
-        var journal: MockJournal?
+        let journal: MockJournal?
         if let path = options.journal {
             do { journal = try MockJournal(path: path, url: url, secrets: fixtures.apiKeys.map(\.key)) } catch {
                 await server.shutdown()
                 throw Failure(status: .internalFault, message: "cannot write the journal to \(path): \(error.localizedDescription)")
             }
+        } else {
+            journal = nil
         }
-        if let journal { backend.streamHistory(HistoryRetention(), to: { journal.append($0) }) }
+        // Always streamed, so memory stays bounded also without --journal (then nothing is kept).
+        backend.streamHistory(HistoryRetention(), to: { journal?.append($0) })
         HarnessCommand.say("EXPERIMENTLY_API_URL=\(url)")
         HarnessCommand.say("EXPERIMENTLY_API_KEY=\(key)")
         FileHandle.standardError.write(Data("contract-harness serve: mock backend at \(url) (\(fixtures.experiments.count) experiments, \(fixtures.flags.count) flags, \(faults.count) fault rules); SIGINT or SIGTERM stops it\n".utf8))

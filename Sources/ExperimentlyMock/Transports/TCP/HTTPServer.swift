@@ -700,6 +700,14 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
         c.scheduled = next
         c.version += 1
         if let next { deadlines.push(DeadlineHeap.Entry(at: next, id: c.id, version: c.version)) }
+        // Stale entries (older versions) wait until their time; rebuild when they pile up, so
+        // the heap stays proportional to the open connections whatever the request rate.
+        if deadlines.count > 4 * connections.count + 1024 {
+            deadlines = DeadlineHeap()
+            for other in connections.values {
+                if let at = other.scheduled { deadlines.push(DeadlineHeap.Entry(at: at, id: other.id, version: other.version)) }
+            }
+        }
     }
 
     private func fireDeadlines() {
@@ -753,6 +761,7 @@ private struct DeadlineHeap {
     private var items: [Entry] = []
 
     var peek: Double? { items.first?.at }
+    var count: Int { items.count }
 
     mutating func push(_ entry: Entry) {
         items.append(entry)
