@@ -559,9 +559,9 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
     private func refuse(_ fd: Int32) {
         let bytes = MockHTTPServer.serialize(MockHTTPServer.errorResponse(status: 503, detail: "mock server at its connection limit"),
                                              closing: true, headOnly: false)
+        server.count { $0.refusedConnections += 1 } // before the close the client may observe
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, sendFlags | dontWait) }
         close(fd)
-        server.count { $0.refusedConnections += 1 }
     }
 
     private func configureAccepted(_ fd: Int32) {
