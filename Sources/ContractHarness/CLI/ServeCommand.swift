@@ -98,21 +98,39 @@ enum ServeCommand {
         }
     }
 
-    /// Waits for the first of SIGINT and SIGTERM through dispatch signal sources.
+    /// Waits for the first of SIGINT and SIGTERM.
+    ///
+    /// A plain signal handler (installed synchronously by `init`, so a signal that arrives right
+    /// after the URL lines is never lost: a dispatch signal source registers asynchronously and
+    /// missed such early signals under load) writes the signal number to a self-pipe; one
+    /// thread reads it and resumes the waiter.
     final class SignalWaiter: @unchecked Sendable { // `fired` and `continuation` are guarded by `lock`
         private let lock = NSLock()
         private var fired: Int32?
         private var continuation: CheckedContinuation<Int32, Never>?
-        private var sources: [any DispatchSourceSignal] = []
 
         init(_ signals: [Int32]) {
-            let queue = DispatchQueue(label: "contract-harness.serve.signals")
+            var fds: [Int32] = [-1, -1]
+            if pipe(&fds) == 0 {
+                serveSignalPipe = fds[1]
+                let readFD = fds[0]
+                let thread = Thread { [weak self] in
+                    var byte: UInt8 = 0
+                    while true {
+                        let n = read(readFD, &byte, 1)
+                        if n == 1 { self?.fire(Int32(byte)); return }
+                        if n < 0 && errno == EINTR { continue }
+                        return
+                    }
+                }
+                thread.name = "contract-harness.serve.signals"
+                thread.start()
+            }
             for s in signals {
-                signal(s, SIG_IGN) // the dispatch source sees it; the default action (terminate) must not run
-                let source = DispatchSource.makeSignalSource(signal: s, queue: queue)
-                source.setEventHandler { [weak self] in self?.fire(s) }
-                source.resume()
-                sources.append(source)
+                signal(s) { received in
+                    var byte = UInt8(truncatingIfNeeded: received)
+                    _ = write(serveSignalPipe, &byte, 1) // async-signal-safe
+                }
             }
         }
 
@@ -135,7 +153,8 @@ enum ServeCommand {
             }
         }
 
-        func cancel() { for s in sources { s.cancel() } }
+        /// Kept for the callers' `defer`: the handlers stay (a second signal only writes to the pipe).
+        func cancel() {}
     }
 
     static func main(_ arguments: [String]) async -> Int32 {
@@ -271,3 +290,7 @@ enum ServeCommand {
         }
     }
 }
+
+/// The write end of `ServeCommand.SignalWaiter`'s self-pipe; set once before the signal handlers
+/// are installed, then only read (by the handlers).
+nonisolated(unsafe) private var serveSignalPipe: Int32 = -1

@@ -108,10 +108,10 @@ final class ServeBoundedTests: XCTestCase {
         }
         let open = try ServeProcess(["--host", "0.0.0.0"], directory: dir)
         XCTAssertTrue(open.stderrText.contains("warning: --host 0.0.0.0 listens on every network interface: the mock backend is reachable from the network"), open.stderrText)
-        XCTAssertEqual(open.stop(), 0)
+        XCTAssertEqual(open.stop(), 0, open.stderrText)
         let loop = try ServeProcess(["--host", "127.0.0.2"], directory: dir)
         XCTAssertFalse(loop.stderrText.contains("warning"), loop.stderrText)
-        XCTAssertEqual(loop.stop(), 0)
+        XCTAssertEqual(loop.stop(), 0, loop.stderrText)
     }
 }
 
