@@ -189,7 +189,7 @@ def evaluate(key: str, user_id: str, x_api_key: str = Header(None)):
     bucket = int(hashlib.md5(f"{user_id}:{key}".encode()).hexdigest(), 16) % 100
     return {"config": None, "enabled": bucket < 100, "key": key, "reason": "rollout"}
 PY
-    (cd "$WORK" && "$VENV/bin/uvicorn" fastapi_app:app --port 18392 --log-level warning --no-access-log >"$WORK/uvicorn.log" 2>&1) & PIDS+=($!)
+    (cd "$WORK" && exec "$VENV/bin/uvicorn" fastapi_app:app --port 18392 --log-level warning --no-access-log >"$WORK/uvicorn.log" 2>&1) & PIDS+=($!)
     for _ in $(seq 1 100); do curl -s --max-time 1 "http://127.0.0.1:18392$ROUTE" -H "X-API-Key: $KEY" >/dev/null && break; sleep 0.1; done
     FASTAPI_RPS="$(run_wrk "FastAPI/uvicorn (one worker, same route)" "http://127.0.0.1:18392$ROUTE")"
     cleanup
