@@ -20,9 +20,6 @@ import ExperimentlyMock
 /// malformed fixtures/faults file, 70 when it cannot listen or write the journal.
 /// Documented in `Documentation/CrossSDK.md`.
 enum ServeCommand {
-    /// The journal's format tag.
-    static let journalFormat = "experimently-journal/1"
-
     static let usage = """
     usage: contract-harness serve [--port N] [--host ADDR] [--fixtures FILE] [--api-key KEY[:SCOPE,...]]... [--faults FILE] [--journal FILE] [--admin-token TOKEN]
 
@@ -84,13 +81,7 @@ enum ServeCommand {
                 guard let p = UInt16(v) else { throw HarnessCommand.UsageError("--port takes a whole number from 0 to 65535, not '\(v)'") }
                 o.port = p
             case "--host":
-                let v = try value(a)
-                // IPv4 dotted quad: the server binds IPv4 loopback-style addresses only.
-                let parts = v.split(separator: ".", omittingEmptySubsequences: false)
-                guard parts.count == 4, parts.allSatisfy({ UInt8($0) != nil }) else {
-                    throw HarnessCommand.UsageError("--host takes an IPv4 address such as 127.0.0.1, not '\(v)'")
-                }
-                o.host = v
+                o.host = try checkHost(value(a)).host
             case "--fixtures": o.fixtures = try value(a)
             case "--api-key":
                 let v = try value(a)
@@ -138,21 +129,39 @@ enum ServeCommand {
         }
     }
 
-    /// Waits for the first of SIGINT and SIGTERM through dispatch signal sources.
+    /// Waits for the first of SIGINT and SIGTERM.
+    ///
+    /// A plain signal handler (installed synchronously by `init`, so a signal that arrives right
+    /// after the URL lines is never lost: a dispatch signal source registers asynchronously and
+    /// missed such early signals under load) writes the signal number to a self-pipe; one
+    /// thread reads it and resumes the waiter.
     final class SignalWaiter: @unchecked Sendable { // `fired` and `continuation` are guarded by `lock`
         private let lock = NSLock()
         private var fired: Int32?
         private var continuation: CheckedContinuation<Int32, Never>?
-        private var sources: [any DispatchSourceSignal] = []
 
         init(_ signals: [Int32]) {
-            let queue = DispatchQueue(label: "contract-harness.serve.signals")
+            var fds: [Int32] = [-1, -1]
+            if pipe(&fds) == 0 {
+                serveSignalPipe = fds[1]
+                let readFD = fds[0]
+                let thread = Thread { [weak self] in
+                    var byte: UInt8 = 0
+                    while true {
+                        let n = read(readFD, &byte, 1)
+                        if n == 1 { self?.fire(Int32(byte)); return }
+                        if n < 0 && errno == EINTR { continue }
+                        return
+                    }
+                }
+                thread.name = "contract-harness.serve.signals"
+                thread.start()
+            }
             for s in signals {
-                signal(s, SIG_IGN) // the dispatch source sees it; the default action (terminate) must not run
-                let source = DispatchSource.makeSignalSource(signal: s, queue: queue)
-                source.setEventHandler { [weak self] in self?.fire(s) }
-                source.resume()
-                sources.append(source)
+                signal(s) { received in
+                    var byte = UInt8(truncatingIfNeeded: received)
+                    _ = write(serveSignalPipe, &byte, 1) // async-signal-safe
+                }
             }
         }
 
@@ -175,7 +184,8 @@ enum ServeCommand {
             }
         }
 
-        func cancel() { for s in sources { s.cancel() } }
+        /// Kept for the callers' `defer`: the handlers stay (a second signal only writes to the pipe).
+        func cancel() {}
     }
 
     static func main(_ arguments: [String]) async -> Int32 {
@@ -222,14 +232,31 @@ enum ServeCommand {
                 throw Failure(status: .usage, message: e.message)
             }
         }
+        if let warning = try? checkHost(options.host).warning {
+            FileHandle.standardError.write(Data("contract-harness serve: \(warning)\n".utf8))
+        }
         let server = MockHTTPServer(handler: admin, configuration: .init(host: options.host, port: options.port))
         let signals = SignalWaiter([SIGINT, SIGTERM])
         defer { signals.cancel() }
         let port: UInt16
-        do { port = try server.start() } catch {
+        do { port = try server.start() } catch let error as MockHTTPServerError where error.errorNumber == EADDRNOTAVAIL {
+            throw Failure(status: .usage, message: "--host \(options.host) is not an address of this machine (\(error)); use 127.0.0.1, 0.0.0.0 or one of its interface addresses")
+        } catch {
             throw Failure(status: .internalFault, message: "cannot listen on \(options.host):\(options.port): \(error)")
         }
         let url = "http://\(options.host):\(port)"
+        // The journal is streamed as requests happen; memory keeps only a window (HistoryRetention).
+        let journal: MockJournal?
+        if let path = options.journal {
+            do { journal = try MockJournal(path: path, url: url, secrets: fixtures.apiKeys.map(\.key)) } catch {
+                await server.shutdown()
+                throw Failure(status: .internalFault, message: "cannot write the journal to \(path): \(error.localizedDescription)")
+            }
+        } else {
+            journal = nil
+        }
+        // Always streamed, so memory stays bounded also without --journal (then nothing is kept).
+        backend.streamHistory(HistoryRetention(), to: { journal?.append($0) })
         HarnessCommand.say("EXPERIMENTLY_API_URL=\(url)")
         HarnessCommand.say("EXPERIMENTLY_ADMIN_URL=\(url)/__admin")
         if let localKey { HarnessCommand.say("EXPERIMENTLY_LOCAL_API_KEY=\(localKey)") }
@@ -237,16 +264,22 @@ enum ServeCommand {
         FileHandle.standardError.write(Data("contract-harness serve: mock backend at \(url) (\(fixtures.experiments.count) experiments, \(fixtures.flags.count) flags, \(faults.count) fault rules); SIGINT or SIGTERM stops it\n".utf8))
 
         let received = await signals.wait()
-        await server.shutdown()
-        let report = backend.shutdown()
+        // Stop accepting, answer what already arrived (within the grace period), then fail the
+        // holds nobody released; their outcomes reach the journal before it is closed.
+        let report = await stop(server, backend)
+        await waitForInFlight(backend, seconds: 2)
         let name = received == SIGINT ? "SIGINT" : "SIGTERM"
-        if let path = options.journal {
-            do { try journal(backend: backend, report: report, url: url, signal: name).write(to: URL(fileURLWithPath: path), options: .atomic) } catch {
+        if let journal, let path = options.journal {
+            let pending = backend.finishHistoryStream()
+            do {
+                try journal.finish(stoppedBy: name, pending: pending, state: backend.state, totals: backend.stateTotals, shutdown: report)
+            } catch {
                 throw Failure(status: .internalFault, message: "cannot write the journal to \(path): \(error.localizedDescription)")
             }
         }
-        let history = backend.history.count
-        FileHandle.standardError.write(Data("contract-harness serve: stopped on \(name) after \(history) requests\(options.journal.map { "; journal written to \($0)" } ?? "")\n".utf8))
+        let history = backend.requestCount
+        let peak = peakResidentMegabytes().map { "; peak resident memory \($0) MB" } ?? ""
+        FileHandle.standardError.write(Data("contract-harness serve: stopped on \(name) after \(history) requests\(options.journal.map { "; journal written to \($0)" } ?? "")\(peak)\n".utf8))
         return HarnessCommand.Exit.ok.rawValue
     }
 
@@ -265,26 +298,52 @@ enum ServeCommand {
         return (key, local)
     }
 
-    /// The journal: `{format, url, stopped_by, history: [request...], state: {assignments, exposures, events}, shutdown}`.
-    static func journal(backend: MockBackend, report: ShutdownReport, url: String, signal: String) throws -> Data {
-        struct Journal: Encodable {
-            let format: String
-            let url: String
-            let stoppedBy: String
-            let history: [HistoryEntry]
-            let state: BackendStateSnapshot
-            let shutdown: ShutdownReport
-            enum CodingKeys: String, CodingKey { case format, url, stoppedBy = "stopped_by", history, state, shutdown }
+    /// The process's peak resident set size in MB (`VmHWM` of `/proc/self/status`), or nil where
+    /// there is no procfs.
+    static func peakResidentMegabytes() -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+              let kB = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+        else { return nil }
+        return (kB + 1023) / 1024
+    }
+
+    /// Stops serving: the server stops accepting and answers every request that already
+    /// arrived; once only held requests remain in the backend (nobody can release them any
+    /// more), the backend shuts down, which drops them. Returns the backend's shutdown report.
+    static func stop(_ server: MockHTTPServer, _ backend: MockBackend) async -> ShutdownReport {
+        let stopped = StopFlag()
+        Task {
+            await server.shutdown()
+            stopped.set()
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .custom { date, encoder in
-            var c = encoder.singleValueContainer()
-            try c.encode(Verdict.iso(date))
+        var report: ShutdownReport?
+        while !stopped.isSet {
+            let inFlight = backend.inFlightCount
+            if report == nil && inFlight > 0 && inFlight == backend.heldRequests.count { report = backend.shutdown() }
+            try? await Task.sleep(nanoseconds: 5_000_000)
         }
-        // Entries are redacted as recorded; the state (stored events) and the shutdown report are
-        // redacted here, on the encoded text.
-        return backend.redactor.redact(try encoder.encode(Journal(format: journalFormat, url: url, stoppedBy: signal, history: backend.history,
-                                                                  state: backend.state, shutdown: report)) + Data("\n".utf8))
+        return report ?? backend.shutdown()
+    }
+
+    /// A flag set once, read from any thread (guarded by `lock`).
+    final class StopFlag: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value = false
+        func set() { lock.withLock { value = true } }
+        var isSet: Bool { lock.withLock { value } }
+    }
+
+    /// Waits (at most `seconds`) until no request is inside the backend: after `shutdown()` the
+    /// failed holds record their outcome on the cooperative pool.
+    static func waitForInFlight(_ backend: MockBackend, seconds: Double) async {
+        let end = Date(timeIntervalSinceNow: seconds)
+        while backend.inFlightCount > 0 && Date() < end {
+            try? await Task.sleep(nanoseconds: 5_000_000)
+        }
     }
 }
+
+/// The write end of `ServeCommand.SignalWaiter`'s self-pipe; set once before the signal handlers
+/// are installed, then only read (by the handlers).
+nonisolated(unsafe) private var serveSignalPipe: Int32 = -1

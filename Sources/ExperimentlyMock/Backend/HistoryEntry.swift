@@ -32,8 +32,14 @@ public struct RecordedResponse: Codable, Sendable, Equatable {
     public var status: Int
     /// Header fields in send order.
     public var headers: [HeaderField]
-    /// Body bytes (as sent; for `drop_mid_body`, the full body that was cut).
+    /// Body bytes (as sent; for `drop_mid_body`, the full body that was cut); only the first
+    /// bytes when `bodySize` is set.
     public var body: Data
+    /// The whole body's size in bytes when `body` holds only a prefix (streamed history keeps
+    /// large bodies as size + MD5 + prefix); nil when `body` is whole.
+    public var bodySize: Int?
+    /// The lowercase hex MD5 of the whole body when `body` holds only a prefix.
+    public var bodyMD5: String?
 
     /// Creates a record of `response`.
     public init(_ response: MockResponse) {
@@ -41,6 +47,8 @@ public struct RecordedResponse: Codable, Sendable, Equatable {
         headers = response.headers.map { HeaderField(name: $0.name, value: $0.value) }
         body = response.body
     }
+
+    enum CodingKeys: String, CodingKey { case status, headers, body, bodySize = "body_size", bodyMD5 = "body_md5" }
 
     /// The body as UTF-8 text (invalid bytes replaced).
     public var bodyText: String { String(decoding: body, as: UTF8.self) }
@@ -63,9 +71,9 @@ public struct HistoryEntry: Codable, Sendable, Equatable {
     /// Request headers as received, `X-API-Key` redacted to `***`, routing headers removed (and,
     /// in a backend created with a ``SecretRedactor``, every configured key masked everywhere).
     public var headers: [HeaderField]
-    /// Request body bytes.
+    /// Request body bytes; only the first bytes when `bodySize` is set.
     public var body: Data
-    /// The body parsed as JSON, nil when empty or invalid.
+    /// The body parsed as JSON, nil when empty, invalid, or kept only as a prefix.
     public var json: JSONValue?
     /// The route that handled it (`POST /api/v1/tracking/assign`), nil when none did.
     public var route: String?
@@ -79,11 +87,18 @@ public struct HistoryEntry: Codable, Sendable, Equatable {
     public var response: RecordedResponse?
     /// `respond`, `drop_before_response`, `drop_mid_body`, `timeout`; nil while in flight.
     public var outcome: String?
-    /// True when the client cancelled the load (URLProtocol `stopLoading`) before it finished.
+    /// True when the client cancelled the load (URLProtocol `stopLoading`, or the TCP client
+    /// closed or reset its connection while the request was parked) before it finished.
     public var cancelled: Bool
+    /// The whole request body's size in bytes when `body` holds only a prefix (streamed history
+    /// keeps large bodies as size + MD5 + prefix); nil when `body` is whole.
+    public var bodySize: Int? = nil
+    /// The lowercase hex MD5 of the whole request body when `body` holds only a prefix.
+    public var bodyMD5: String? = nil
 
     enum CodingKeys: String, CodingKey {
         case seq, receivedAt = "received_at", answeredAt = "answered_at", method, path, query, headers, body, json, route, note, fault, hold, response, outcome, cancelled
+        case bodySize = "body_size", bodyMD5 = "body_md5"
     }
 }
 
@@ -142,4 +157,38 @@ public struct ShutdownReport: Codable, Sendable, Equatable {
     public var isClean: Bool { unreleasedHolds.isEmpty && unusedFaults.isEmpty }
 
     enum CodingKeys: String, CodingKey { case unreleasedHolds = "unreleased_holds", unusedFaults = "unused_faults", inFlight = "in_flight" }
+}
+
+/// How much history a streaming ``MockBackend`` keeps in memory (``MockBackend/streamHistory(_:to:)``).
+///
+/// Counts are entries; sizes are bytes. The defaults keep memory bounded (well under 256 MB)
+/// whatever the load, with 1 MiB request bodies.
+public struct HistoryRetention: Sendable, Equatable {
+    /// Most finished history entries kept in memory (requests still in flight are always kept).
+    public var window: Int
+    /// Bodies longer than this are kept as size + MD5 + their first `bodyPrefixBytes` bytes.
+    public var bodyPrefixBytes: Int
+    /// Most stored events and exposures kept in the backend state (sticky assignments are all kept).
+    public var stateWindow: Int
+
+    /// Creates a retention policy; see each property for units.
+    public init(window: Int = 256, bodyPrefixBytes: Int = 4096, stateWindow: Int = 16) {
+        self.window = max(1, window)
+        self.bodyPrefixBytes = max(0, bodyPrefixBytes)
+        self.stateWindow = max(1, stateWindow)
+    }
+}
+
+/// The sink and policy of a streaming backend, with a group that counts sink calls in progress.
+struct HistoryStream: Sendable {
+    let retention: HistoryRetention
+    let sink: @Sendable (HistoryEntry) -> Void
+    let group = DispatchGroup()
+
+    /// `body` as kept in memory: whole when short, else its prefix with the whole size and MD5.
+    static func keep(_ body: Data, prefix: Int) -> (body: Data, size: Int?, md5: String?) {
+        guard body.count > prefix else { return (body, nil, nil) }
+        let md5 = MockMD5.digest(body).map { String(format: "%02x", $0) }.joined()
+        return (Data(body.prefix(prefix)), body.count, md5)
+    }
 }

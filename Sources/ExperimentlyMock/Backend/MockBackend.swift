@@ -35,6 +35,12 @@ public final class MockBackend: MockRequestHandler, Sendable {
         var model: BackendModel
         var script: FaultScript
         var history: [HistoryEntry] = []
+        /// Entries dropped from the front of `history` by the retention window.
+        var historyBase = 0
+        /// Entries past the window that were still in flight (held, delayed), by seq.
+        var detached: [Int: HistoryEntry] = [:]
+        /// Set while history is streamed (`streamHistory`).
+        var stream: HistoryStream?
         var seen: [IncomingRequest] = []
         var holds: [Hold] = []
         var nextHold = 1
@@ -44,6 +50,41 @@ public final class MockBackend: MockRequestHandler, Sendable {
         /// Suspended ``MockBackend/waitForHolds(_:)`` callers, resumed when enough holds are parked.
         var holdWaiters: [HoldWaiter] = []
         var nextHoldWaiter = 0
+        var droppedExposures = 0
+
+        /// Changes the history entry `seq` wherever it lives; returns it, or nil when unknown.
+        @discardableResult
+        mutating func updateEntry(_ seq: Int, _ change: (inout HistoryEntry) -> Void) -> HistoryEntry? {
+            let i = seq - 1 - historyBase
+            if i >= 0 && i < history.count {
+                change(&history[i])
+                return history[i]
+            }
+            guard var e = detached[seq] else { return nil }
+            change(&e)
+            detached[seq] = e
+            return e
+        }
+
+        /// Keeps at most `window` entries in `history`; in-flight ones move to `detached`.
+        mutating func trimHistory(window: Int) {
+            let excess = history.count - max(1, window)
+            guard excess > max(16, window / 4) else { return }
+            for e in history[0..<excess] where e.outcome == nil { detached[e.seq] = e }
+            history.removeFirst(excess)
+            historyBase += excess
+        }
+
+        /// Keeps at most about `window` stored events and exposures (at least one event, so ids go on).
+        mutating func trimState(window: Int) {
+            let keep = max(1, window)
+            if model.state.events.count > keep + 8 { model.state.events.removeFirst(model.state.events.count - keep) }
+            if model.state.exposures.count > keep * 2 {
+                let drop = model.state.exposures.count - keep
+                model.state.exposures.removeFirst(drop)
+                droppedExposures += drop
+            }
+        }
     }
 
     struct HoldWaiter {
@@ -81,8 +122,20 @@ public final class MockBackend: MockRequestHandler, Sendable {
     /// Answers one request as a TCP transport needs it: applies the fault script, may suspend
     /// for a delay or hold, records history, and returns what to send (a `timeout` fault returns
     /// ``MockOutcome/timeout`` at once: the transport stays silent).
+    ///
+    /// When the calling `Task` is cancelled (the TCP server cancels it when the client closes or
+    /// resets the connection while the request is parked), the request is marked `cancelled` in
+    /// history, as ``MockURLProtocol`` does on `stopLoading`; it keeps running in the backend
+    /// (a hold stays releasable, a delay runs its course).
     public func handle(_ request: MockRequest) async -> MockOutcome {
-        await complete(begin(request), transport: .tcp)
+        let ticket = begin(request)
+        if let outcome = completeImmediately(ticket) { return outcome }
+        return await withTaskCancellationHandler {
+            // A separate task: the connection's cancellation must not cut a delay short.
+            await Task { await self.complete(ticket, transport: .tcp) }.value
+        } onCancel: {
+            self.markCancelled(seq: ticket.seq)
+        }
     }
 
     /// Registers `request` in history and decides its fault, synchronously.
@@ -90,7 +143,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
         let now = clock.now()
         let incoming = IncomingRequest(request)
         let (ticket, observer) = box.withLock { s -> (Ticket, (@Sendable (MockEvent) -> Void)?) in
-            let seq = s.history.count + 1
+            let seq = s.historyBase + s.history.count + 1
             s.inFlight += 1
             var decision: FaultDecision?
             var refused: MockResponse?
@@ -99,13 +152,21 @@ public final class MockBackend: MockRequestHandler, Sendable {
             } else {
                 decision = s.script.decide(incoming, now: now)
             }
+            let kept = s.stream.map { HistoryStream.keep(request.body, prefix: $0.retention.bodyPrefixBytes) }
             s.history.append(HistoryEntry(
                 seq: seq, receivedAt: now, answeredAt: nil, method: incoming.method, path: incoming.rawPath, query: request.rawQuery,
-                headers: MockBackend.recordedHeaders(request.headers), body: request.body, json: incoming.json,
+                headers: MockBackend.recordedHeaders(request.headers), body: kept?.body ?? request.body,
+                json: kept?.size == nil ? incoming.json : nil,
                 route: nil, note: nil,
                 fault: decision.map { AppliedFault(id: $0.id, name: $0.name, action: $0.action.kind, occurrence: $0.occurrence) },
-                hold: nil, response: nil, outcome: nil, cancelled: false).redacted(by: redactor))
-            s.seen.append(incoming)
+                hold: nil, response: nil, outcome: nil, cancelled: false, bodySize: kept?.size, bodyMD5: kept?.md5).redacted(by: redactor))
+            if let kept, kept.size != nil {
+                // Streaming: a large body is remembered for fault reports by its prefix only.
+                s.seen.append(IncomingRequest(MockRequest(method: request.method, target: request.target, headers: request.headers, body: kept.body)))
+            } else {
+                s.seen.append(incoming)
+            }
+            if s.stream != nil && s.seen.count > 512 { s.seen.removeFirst(256) }
             return (Ticket(seq: seq, incoming: incoming, decision: decision, refused: refused, receivedAt: now), s.observer)
         }
         observer?(.received(seq: ticket.seq))
@@ -130,17 +191,41 @@ public final class MockBackend: MockRequestHandler, Sendable {
 
     private func record(_ ticket: Ticket, _ outcome: MockOutcome) {
         let answeredAt = clock.now()
-        let observer = box.withLock { s -> (@Sendable (MockEvent) -> Void)? in
-            let i = ticket.seq - 1
+        let (observer, streamed) = box.withLock { s -> ((@Sendable (MockEvent) -> Void)?, (HistoryStream, HistoryEntry)?) in
             s.inFlight -= 1
-            s.history[i].answeredAt = answeredAt
-            switch outcome {
-            case .respond(let r): s.history[i].response = RecordedResponse(r).redacted(by: redactor); s.history[i].outcome = "respond"
-            case .dropBeforeResponse: s.history[i].outcome = "drop_before_response"
-            case .dropMidBody(let r, _): s.history[i].response = RecordedResponse(r).redacted(by: redactor); s.history[i].outcome = "drop_mid_body"
-            case .timeout: s.history[i].outcome = "timeout"
+            let prefix = s.stream?.retention.bodyPrefixBytes
+            let entry = s.updateEntry(ticket.seq) { e in
+                e.answeredAt = answeredAt
+                func recorded(_ r: MockResponse) -> RecordedResponse {
+                    var rec = RecordedResponse(r).redacted(by: redactor)
+                    if let prefix {
+                        let kept = HistoryStream.keep(r.body, prefix: prefix)
+                        rec.body = kept.body
+                        rec.bodySize = kept.size
+                        rec.bodyMD5 = kept.md5
+                    }
+                    return rec
+                }
+                switch outcome {
+                case .respond(let r): e.response = recorded(r); e.outcome = "respond"
+                case .dropBeforeResponse: e.outcome = "drop_before_response"
+                case .dropMidBody(let r, _): e.response = recorded(r); e.outcome = "drop_mid_body"
+                case .timeout: e.outcome = "timeout"
+                }
             }
-            return s.observer
+            var streamed: (HistoryStream, HistoryEntry)?
+            if let stream = s.stream, let entry {
+                s.detached[ticket.seq] = nil
+                stream.group.enter()
+                streamed = (stream, entry)
+                s.trimHistory(window: stream.retention.window)
+                s.trimState(window: stream.retention.stateWindow)
+            }
+            return (s.observer, streamed)
+        }
+        if let (stream, entry) = streamed {
+            stream.sink(entry)
+            stream.group.leave()
         }
         let status: Int?
         switch outcome {
@@ -236,8 +321,10 @@ public final class MockBackend: MockRequestHandler, Sendable {
         let now = clock.now()
         return box.withLock { s in
             let answer = s.model.answer(ticket.incoming, now: now)
-            s.history[ticket.seq - 1].route = answer.route
-            s.history[ticket.seq - 1].note = answer.note.map { redactor.redact($0) }
+            s.updateEntry(ticket.seq) { e in
+                e.route = answer.route
+                e.note = answer.note.map { redactor.redact($0) }
+            }
             return answer.response
         }
     }
@@ -268,7 +355,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
                 s.holds.append(Hold(info: HeldRequest(id: id, seq: ticket.seq, method: ticket.incoming.method, path: ticket.incoming.rawPath,
                                                       userID: userID, label: label, fault: fault),
                                     continuation: continuation))
-                s.history[ticket.seq - 1].hold = id
+                s.updateEntry(ticket.seq) { $0.hold = id }
                 return id
             }
             guard let id = registered else { continuation.resume(returning: .shutdown); return }
@@ -331,7 +418,10 @@ public final class MockBackend: MockRequestHandler, Sendable {
             s.model = BackendModel(fixtures: fixtures)
             s.script = FaultScript(epoch: now)
             for rule in faults { s.script.add(rule) }
+            // Sequence numbers go on (a streamed journal never repeats one); the history restarts.
+            s.historyBase += s.history.count
             s.history = []
+            s.detached = [:]
             s.seen = []
             return 0
         }
@@ -340,9 +430,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
     /// Marks the history entry `seq` as cancelled by the client (URLProtocol `stopLoading`).
     func markCancelled(seq: Int) {
         let marked = box.withLock { s -> Bool in
-            guard seq >= 1 && seq <= s.history.count else { return false }
-            s.history[seq - 1].cancelled = true
-            return true
+            s.updateEntry(seq) { $0.cancelled = true } != nil
         }
         if marked { emit(.cancelled(seq: seq)) }
     }
@@ -415,8 +503,48 @@ public final class MockBackend: MockRequestHandler, Sendable {
     @discardableResult
     public func restartExperiment(_ key: String) -> Bool { box.withLock { $0.model.restartExperiment(key) } }
 
-    /// Every request so far, in arrival order (in-flight ones without response yet).
-    public var history: [HistoryEntry] { box.withLock { $0.history } }
+    /// Every request so far, in arrival order (in-flight ones without response yet); while
+    /// history is streamed (``streamHistory(_:to:)``), only the retention window and the requests
+    /// still in flight.
+    public var history: [HistoryEntry] {
+        box.withLock { s in
+            s.detached.isEmpty ? s.history : s.detached.values.sorted { $0.seq < $1.seq } + s.history
+        }
+    }
+
+    /// Requests received so far (also those only in the streamed journal).
+    public var requestCount: Int { box.withLock { $0.historyBase + $0.history.count } }
+
+    /// Streams history: from now on every request is handed to `sink` once its outcome is
+    /// recorded (in the order outcomes are recorded, each with its `seq`), and memory keeps only
+    /// the last `retention.window` finished entries, the requests still in flight, bodies over
+    /// `retention.bodyPrefixBytes` as size + MD5 + prefix (``HistoryEntry/bodySize``), and the
+    /// last `retention.stateWindow` stored events and exposures. Call it before the first
+    /// request. `sink` is called outside the backend's lock, possibly from several threads at
+    /// once; it must be thread-safe. End with ``finishHistoryStream()``.
+    public func streamHistory(_ retention: HistoryRetention, to sink: @escaping @Sendable (HistoryEntry) -> Void) {
+        box.withLock { $0.stream = HistoryStream(retention: retention, sink: sink) }
+    }
+
+    /// Stops streaming: waits for `sink` calls in progress, then returns the requests never
+    /// streamed (still in flight, without outcome), in arrival order. Later outcomes are no
+    /// longer streamed.
+    public func finishHistoryStream() -> [HistoryEntry] {
+        let (stream, pending) = box.withLock { s -> (HistoryStream?, [HistoryEntry]) in
+            let stream = s.stream
+            s.stream = nil
+            let pending = (s.detached.values.map { $0 } + s.history.filter { $0.outcome == nil }).sorted { $0.seq < $1.seq }
+            return (stream, pending)
+        }
+        stream?.group.wait()
+        return pending
+    }
+
+    /// Totals of the backend state including what the retention window dropped: events stored
+    /// and exposures recorded since the start.
+    public var stateTotals: (events: Int, exposures: Int) {
+        box.withLock { s in (s.model.state.events.last?.id ?? 0, s.droppedExposures + s.model.state.exposures.count) }
+    }
 
     /// Assignments (sticky), exposures and stored events.
     public var state: BackendStateSnapshot { box.withLock { $0.model.state } }

@@ -63,7 +63,10 @@ public struct MockHTTPParsedRequest: Sendable, Equatable {
 /// RFC 9110 (semantics): request-line and header syntax (400), `Host` required once in
 /// HTTP/1.1 (400), `Content-Length` digits only and consistent (400), `Transfer-Encoding`
 /// with `Content-Length` or in HTTP/1.0 (400), any coding but `chunked` (501), versions other
-/// than 1.0 and 1.1 (505), body over the limit (413), header section over the limit (431).
+/// than 1.0 and 1.1 (505), body over the limit (413), header section over the limit (431),
+/// a method it does not recognize, compared case-sensitively (`get` is not `GET`), 501
+/// (RFC 9110 section 9.1). An absolute-form target (`http://host/path`, RFC 9112 section 3.2.2)
+/// reaches the handler in origin form (`/path`).
 /// Leading empty lines before a request line are ignored (RFC 9112 section 2.2); a bare LF is
 /// accepted as a line terminator, a bare CR is not.
 public struct MockHTTPRequestParser: Sendable {
@@ -338,10 +341,42 @@ public struct MockHTTPRequestParser: Sendable {
         guard major == 1, minor == 0 || minor == 1 else {
             return MockHTTPParseError(status: 505, reason: "HTTP version \(major).\(minor) is not supported (only 1.0 and 1.1)")
         }
-        head.method = String(decoding: parts[0], as: UTF8.self)
-        head.target = String(decoding: parts[1], as: UTF8.self)
+        let method = String(decoding: parts[0], as: UTF8.self)
+        guard Self.knownMethods.contains(method) else {
+            // RFC 9110 section 9.1: the method token is case-sensitive; an unrecognized method is 501.
+            let hint = Self.knownMethods.contains(method.uppercased()) ? " (methods are case-sensitive: did you mean \(method.uppercased())?)" : ""
+            return MockHTTPParseError(status: 501, reason: "method \(printable(Array(parts[0]))) is not implemented\(hint)")
+        }
+        head.method = method
+        switch Self.originForm(String(decoding: parts[1], as: UTF8.self)) {
+        case .success(let target): head.target = target
+        case .failure(let error): return error
+        }
         head.minorVersion = minor
         return nil
+    }
+
+    /// The methods this server recognizes (RFC 9110 section 9.3, PATCH from RFC 5789), exact case.
+    static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"]
+
+    /// The request target in origin form: an absolute-form target (`http://host:port/path?q`,
+    /// RFC 9112 section 3.2.2) becomes `/path?q` (`/` when the path is empty); origin-form and
+    /// other forms pass unchanged. An `http`/`https` target without an authority is a 400.
+    static func originForm(_ target: String) -> Result<String, MockHTTPParseError> {
+        guard let schemeEnd = target.range(of: "://") else { return .success(target) }
+        let scheme = target[..<schemeEnd.lowerBound].lowercased()
+        guard scheme == "http" || scheme == "https" else {
+            if target.hasPrefix("/") { return .success(target) }
+            return .failure(MockHTTPParseError(status: 400, reason: "absolute-form request target with scheme \(scheme.debugDescription): only http and https are served"))
+        }
+        let rest = target[schemeEnd.upperBound...]
+        let pathStart = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+        guard pathStart > rest.startIndex else {
+            return .failure(MockHTTPParseError(status: 400, reason: "absolute-form request target without a host: \(target.debugDescription)"))
+        }
+        let path = rest[pathStart...]
+        if path.isEmpty { return .success("/") }
+        return .success(path.hasPrefix("?") ? "/" + path : String(path))
     }
 
     private mutating func parseHeaderLine(_ line: [UInt8]) -> MockHTTPParseError? {

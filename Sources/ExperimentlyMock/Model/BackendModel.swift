@@ -261,7 +261,8 @@ public struct BackendModel: Sendable {
         Validate.event(body, loc: ["body"], surrogates: request.loneSurrogates, issues: &issues)
         if !issues.isEmpty { return Self.validationError(issues) }
         if let detail = unknownKeyDetail(body) { return Self.detail(404, detail) }
-        let id = state.events.count + 1
+        // The last id + 1 (not the count): a streaming backend trims old events.
+        let id = (state.events.last?.id ?? 0) + 1
         state.events.append(StoredEvent(id: id, source: "track", event: .object(body), receivedAt: now))
         return Self.json(200, eventRecord(body, id: id, now: now))
     }
@@ -303,7 +304,7 @@ public struct BackendModel: Sendable {
                 continue
             }
             successes += 1
-            state.events.append(StoredEvent(id: state.events.count + 1, source: "batch", event: .object(object), receivedAt: now))
+            state.events.append(StoredEvent(id: (state.events.last?.id ?? 0) + 1, source: "batch", event: .object(object), receivedAt: now))
         }
         return Self.json(200, .object([
             "success_count": .number(Double(successes)), "failure_count": .number(Double(errors.count)),

@@ -107,8 +107,10 @@ final class SecretsAndSignalsCLITests: XCTestCase {
         _ = await backend.handle(MockRequest(method: "GET", target: "/api/v1/feature-flags/evaluate/\(query)?user_id=u",
                                              headers: [("Authorization", "Bearer \(Self.key)")]))
         let report = backend.shutdown()
-        let data = try ServeCommand.journal(backend: backend, report: report, url: "http://127.0.0.1:1", signal: "SIGTERM")
-        let text = String(decoding: data, as: UTF8.self)
+        let path = dir.appendingPathComponent("redacted-journal.json").path
+        let journal = try MockJournal(path: path, url: "http://127.0.0.1:1", secrets: [Self.key])
+        try journal.finish(stoppedBy: "SIGTERM", pending: backend.history, state: backend.state, totals: backend.stateTotals, shutdown: report)
+        let text = try String(contentsOfFile: path, encoding: .utf8)
         assertNoKey(text, "the journal")
         for entry in backend.history {
             assertNoKey(String(decoding: entry.body, as: UTF8.self) + " " + entry.path + " " + (entry.query ?? "")

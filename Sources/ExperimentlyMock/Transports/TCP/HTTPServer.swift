@@ -11,16 +11,21 @@ import Foundation
 /// A loopback HTTP/1.1 server on the platform's sockets that serves any `MockRequestHandler`.
 ///
 /// Lifecycle: `init` -> `start()` (binds, listens, returns the port) -> `shutdown()`; a server is
-/// started at most once. Each accepted connection gets one thread that reads, parses
-/// (`MockHTTPRequestParser`), calls the async handler in a `Task` and writes, so handler calls
-/// never block the cooperative pool and there is one thread per connection, not per request.
-/// Pipelined requests are answered in order. Keep-alive follows RFC 9112 section 9.3 (HTTP/1.1
-/// persistent unless `Connection: close`; HTTP/1.0 always closes). `MockOutcome` maps to the
-/// wire as documented on `MockOutcome`. Protocol errors (400, 408, 413, 431, 501, 505) are
-/// answered with `Connection: close` and a `{"detail": "..."}` body, then that connection is
-/// closed; the server keeps serving others. `SIGPIPE` is never raised (`MSG_NOSIGNAL` on
-/// Linux, `SO_NOSIGPIPE` on Apple platforms).
-public final class MockHTTPServer: @unchecked Sendable { // mutable state guarded by `condition`
+/// started at most once. One event-loop thread owns every socket (`epoll` on Linux, `poll`
+/// elsewhere): it accepts, reads, parses with one `HTTP1ConnectionStateMachine` per connection
+/// and writes without blocking. The async handler runs in a `Task` on Swift's cooperative pool
+/// (a small pool, one thread per core); a delayed or held request is a parked record, not a
+/// thread, and its answer is written when it arrives. Pipelined requests are answered in order.
+/// Keep-alive follows RFC 9112 section 9.3 (HTTP/1.1 persistent unless `Connection: close`;
+/// HTTP/1.0 always closes). `MockOutcome` maps to the wire as documented on `MockOutcome`.
+/// Protocol errors (400, 408, 413, 431, 501, 505) are answered with `Connection: close` and a
+/// `{"detail": "..."}` body, then that connection is closed; the server keeps serving others.
+/// `SIGPIPE` is never raised (`MSG_NOSIGNAL` on Linux, `SO_NOSIGPIPE` on Apple platforms).
+/// A client that closes or resets its connection while its request is with the handler cancels
+/// that request's `Task` (`MockBackend` marks the request `cancelled` in history). Every
+/// accepted socket is answered or closed: over `maxConnections`, or when descriptors run out,
+/// the newcomer gets a 503 and is closed.
+public final class MockHTTPServer: @unchecked Sendable { // mutable state guarded by `condition`; loop state owned by the loop thread
     /// Settings for a server; times are in seconds, sizes in bytes.
     public struct Configuration: Sendable {
         /// The IPv4 address to bind (default `127.0.0.1`, loopback only).
@@ -33,20 +38,23 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
         /// Seconds an idle keep-alive connection (after a response) is kept before it is closed
         /// silently.
         public var idleTimeout: Double
-        /// Seconds one blocking write may take before the connection is dropped.
+        /// Seconds queued response bytes may wait for the peer to read them before the
+        /// connection is dropped.
         public var writeTimeout: Double
         /// Seconds `shutdown()` waits for in-flight responses before closing connections by force.
         public var shutdownGracePeriod: Double
         /// Header and body size limits (431 and 413).
         public var limits: MockHTTPParserLimits
-        /// The listen(2) backlog.
+        /// The listen(2) backlog (default 4096; the kernel caps it at `somaxconn`).
         public var backlog: Int32
+        /// Most connections open at once; a connection accepted over it is answered 503 and closed.
+        public var maxConnections: Int
 
         /// Creates a configuration; see each property for units and defaults.
         public init(
             host: String = "127.0.0.1", port: UInt16 = 0, readTimeout: Double = 10, idleTimeout: Double = 60,
             writeTimeout: Double = 10, shutdownGracePeriod: Double = 5,
-            limits: MockHTTPParserLimits = MockHTTPParserLimits(), backlog: Int32 = 128
+            limits: MockHTTPParserLimits = MockHTTPParserLimits(), backlog: Int32 = 4096, maxConnections: Int = 100_000
         ) {
             self.host = host
             self.port = port
@@ -56,6 +64,7 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
             self.shutdownGracePeriod = shutdownGracePeriod
             self.limits = limits
             self.backlog = backlog
+            self.maxConnections = maxConnections
         }
     }
 
@@ -69,6 +78,10 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
         public var handledRequests = 0
         /// Requests answered with a protocol error status (400, 408, 413, 431, 501, 505).
         public var protocolErrors = 0
+        /// Requests the client abandoned (closed or reset) while they were with the handler.
+        public var cancelledRequests = 0
+        /// Connections refused with 503 because `maxConnections` or the descriptor limit was reached.
+        public var refusedConnections = 0
     }
 
     private enum LifeState { case idle, running, shuttingDown, stopped }
@@ -77,16 +90,13 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
     public let configuration: Configuration
     private let handler: any MockRequestHandler
     private let condition = NSCondition()
-    // Everything below is guarded by `condition`.
+    // Guarded by `condition`.
     private var state: LifeState = .idle
-    private var listenFD: Int32 = -1
-    private var wakeRead: Int32 = -1
-    private var wakeWrite: Int32 = -1
     private var boundPort: UInt16?
-    private var acceptLoopRunning = false
-    private var connections: [Int: Connection] = [:]
-    private var nextConnectionID = 0
+    private var loopRunning = false
     private var stats = Statistics()
+    /// Outcomes delivered by handler tasks, and the shutdown request, for the loop thread.
+    private let inbox = MockLocked(Inbox())
 
     /// Creates a stopped server for `handler`; call `start()` to listen.
     public init(handler: any MockRequestHandler, configuration: Configuration = Configuration()) {
@@ -114,7 +124,7 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
         return stats
     }
 
-    /// Binds, listens and starts accepting connections.
+    /// Binds, listens and starts the event loop.
     ///
     /// Returns the bound port (the ephemeral one when `configuration.port` is 0).
     /// Throws `MockHTTPServerError` `.alreadyStarted` on a second call, `.alreadyShutDown` after
@@ -151,11 +161,12 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
             close(fd)
             throw MockHTTPServerError.socket("bind to \(configuration.host):\(configuration.port)", e)
         }
-        guard listen(fd, configuration.backlog) == 0 else {
+        guard listen(fd, max(configuration.backlog, Int32(SOMAXCONN))) == 0 else {
             let e = errno
             close(fd)
             throw MockHTTPServerError.socket("listen", e)
         }
+        setNonBlocking(fd)
         var actual = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &actual) {
@@ -167,22 +178,27 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
             close(fd)
             throw MockHTTPServerError.socket("pipe", e)
         }
-        _ = fcntl(pipeFDs[1], F_SETFL, fcntl(pipeFDs[1], F_GETFL) | O_NONBLOCK)
-        listenFD = fd
-        wakeRead = pipeFDs[0]
-        wakeWrite = pipeFDs[1]
+        setNonBlocking(pipeFDs[0])
+        setNonBlocking(pipeFDs[1])
+        let poller: SocketPoller
+        do { poller = try SocketPoller() } catch {
+            close(fd); close(pipeFDs[0]); close(pipeFDs[1])
+            throw error
+        }
         boundPort = UInt16(bigEndian: actual.sin_port)
+        inbox.withLock { $0.wakeFD = pipeFDs[1] }
+        let loop = EventLoop(server: self, poller: poller, listenFD: fd, wakeRead: pipeFDs[0], wakeWrite: pipeFDs[1])
         state = .running
-        acceptLoopRunning = true
-        let wakeFD = pipeFDs[0]
-        let thread = Thread { [self] in self.acceptLoop(listenFD: fd, wakeFD: wakeFD) }
-        thread.name = "MockHTTPServer.accept"
+        loopRunning = true
+        let thread = Thread { loop.run() }
+        thread.name = "MockHTTPServer.loop"
         thread.start()
         return boundPort!
     }
 
-    /// Stops the server: stops accepting, closes idle connections, lets in-flight responses
-    /// finish within `shutdownGracePeriod` seconds, then closes the rest by force and returns.
+    /// Stops the server: stops accepting, closes idle connections, answers the requests already
+    /// received (the last response on each connection says `Connection: close`) within
+    /// `shutdownGracePeriod` seconds, then closes the rest by force and returns.
     ///
     /// Blocks the calling thread for at most the grace period plus a short bounded drain; from
     /// async code the `async` overload is chosen, which waits on a separate thread. Calling it
@@ -201,25 +217,13 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
         case .running:
             state = .shuttingDown
         }
-        var byte: UInt8 = 1
-        _ = write(wakeWrite, &byte, 1) // level-triggered: every poller sees it from now on
-        let graceEnd = Date(timeIntervalSinceNow: configuration.shutdownGracePeriod)
-        while !(connections.isEmpty && !acceptLoopRunning) {
-            if !condition.wait(until: graceEnd) { break }
+        condition.unlock()
+        wake { $0.shutdownRequested = true }
+        condition.lock()
+        let end = Date(timeIntervalSinceNow: configuration.shutdownGracePeriod + 3)
+        while loopRunning {
+            if !condition.wait(until: end) { break }
         }
-        if !connections.isEmpty {
-            for connection in connections.values { connection.forceClose() }
-            let drainEnd = Date(timeIntervalSinceNow: 2)
-            while !(connections.isEmpty && !acceptLoopRunning) {
-                if !condition.wait(until: drainEnd) { break }
-            }
-        }
-        if connections.isEmpty && !acceptLoopRunning {
-            close(wakeRead)
-            close(wakeWrite)
-            wakeRead = -1
-            wakeWrite = -1
-        } // else a stuck thread still polls the pipe: leave it open rather than race a reused fd.
         state = .stopped
         condition.broadcast()
         condition.unlock()
@@ -238,206 +242,54 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
         }
     }
 
-    // MARK: - Accepting
+    // MARK: - Loop plumbing
 
-    private func acceptLoop(listenFD: Int32, wakeFD: Int32) {
-        defer {
-            condition.lock()
-            close(listenFD)
-            self.listenFD = -1
-            acceptLoopRunning = false
-            condition.broadcast()
-            condition.unlock()
-        }
-        while true {
-            var fds = [pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&fds, 2, -1)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                return
-            }
-            if fds[1].revents != 0 { return }
-            guard fds[0].revents != 0 else { continue }
-            let fd = accept(listenFD, nil, nil)
-            if fd < 0 {
-                switch errno {
-                case EINTR, EAGAIN, ECONNABORTED: continue
-                case EMFILE, ENFILE, ENOBUFS, ENOMEM:
-                    // Out of descriptors: back off briefly (woken early by shutdown).
-                    var wake = [pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
-                    _ = poll(&wake, 1, 50)
-                    continue
-                default: return
-                }
-            }
-            configureAccepted(fd)
-            condition.lock()
-            guard state == .running else {
-                condition.unlock()
-                close(fd)
-                return
-            }
-            let id = nextConnectionID
-            nextConnectionID += 1
-            let connection = Connection(id: id, fd: fd)
-            connections[id] = connection
-            stats.acceptedConnections += 1
-            stats.openConnections += 1
-            condition.unlock()
-            let thread = Thread { [self] in self.serve(connection, wakeFD: wakeFD) }
-            thread.name = "MockHTTPServer.connection.\(id)"
-            thread.stackSize = 1 << 20
-            thread.start()
+    /// What other threads hand to the loop thread (guarded by `inbox`'s lock).
+    fileprivate struct Inbox {
+        var outcomes: [(connection: UInt64, outcome: MockOutcome)] = []
+        var shutdownRequested = false
+        var wakeFD: Int32 = -1
+        var wakePending = false
+    }
+
+    /// Changes the inbox and wakes the loop thread (one byte per batch).
+    fileprivate func wake(_ change: (inout Inbox) -> Void) {
+        // The byte is written under the lock so that it never reaches a descriptor the loop
+        // already closed (and the kernel reused): `loopFinished` clears `wakeFD` under it first.
+        inbox.withLock { box in
+            change(&box)
+            guard !box.wakePending, box.wakeFD >= 0 else { return }
+            box.wakePending = true
+            var byte: UInt8 = 1
+            _ = write(box.wakeFD, &byte, 1)
         }
     }
 
-    private func configureAccepted(_ fd: Int32) {
-        var one: Int32 = 1
-        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        #if canImport(Darwin)
-        setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
-        #endif
-        let seconds = max(0.001, configuration.writeTimeout)
-        var tv = timeval(tv_sec: .init(seconds.rounded(.down)), tv_usec: .init((seconds - seconds.rounded(.down)) * 1_000_000))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    /// Takes everything delivered since the last call (loop thread).
+    fileprivate func takeInbox() -> Inbox {
+        inbox.withLock { box in
+            let taken = box
+            box.outcomes = []
+            box.wakePending = false
+            return taken
+        }
     }
 
-    private var isShuttingDown: Bool {
+    fileprivate func count(_ change: (inout Statistics) -> Void) {
         condition.lock()
-        defer { condition.unlock() }
-        return state != .running
+        change(&stats)
+        condition.unlock()
     }
 
-    private func finished(_ connection: Connection) {
+    fileprivate func loopFinished() {
+        inbox.withLock { $0.wakeFD = -1 }
         condition.lock()
-        connection.closeOwned()
-        connections[connection.id] = nil
-        stats.openConnections -= 1
+        loopRunning = false
         condition.broadcast()
         condition.unlock()
     }
 
-    private func count(_ keyPath: WritableKeyPath<Statistics, Int>) {
-        condition.lock()
-        stats[keyPath: keyPath] += 1
-        condition.unlock()
-    }
-
-    // MARK: - One connection
-
-    private func serve(_ connection: Connection, wakeFD: Int32) {
-        defer { finished(connection) }
-        let io = SocketIO(fd: connection.fd, wakeFD: wakeFD)
-        var parser = MockHTTPRequestParser(limits: configuration.limits)
-        var servedAny = false
-        var idleSince = monotonicSeconds()
-        var requestStart: Double?
-        while true {
-            switch parser.next() {
-            case .sendContinue:
-                guard io.writeAll(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) else { return }
-
-            case .error(let error):
-                count(\.protocolErrors)
-                let response = Self.errorResponse(status: error.status, detail: error.reason)
-                if io.writeAll(Self.serialize(response, closing: true, headOnly: false)) { io.lingeringClose(seconds: 2) }
-                return
-
-            case .request(let parsed):
-                guard let outcome = runHandler(parsed.request, on: connection) else { return }
-                switch outcome {
-                case .respond(let response):
-                    let (valid, wantsClose) = Self.validate(response)
-                    let closing = !parsed.keepAlive || wantsClose || isShuttingDown
-                    let bytes = Self.serialize(valid, closing: closing, headOnly: parsed.request.method == "HEAD")
-                    guard io.writeAll(bytes) else { return }
-                    if closing {
-                        io.lingeringClose(seconds: 2)
-                        return
-                    }
-                case .dropBeforeResponse:
-                    return
-                case .dropMidBody(let response, let bodyBytes):
-                    let (valid, _) = Self.validate(response)
-                    var head = Self.serialize(valid, closing: true, headOnly: true)
-                    head += valid.body.prefix(max(0, min(bodyBytes, valid.body.count)))
-                    _ = io.writeAll(head)
-                    return
-                case .timeout:
-                    connection.setBusy(false)
-                    io.silentUntilClosed()
-                    return
-                }
-                connection.setBusy(false)
-                servedAny = true
-                idleSince = monotonicSeconds()
-                requestStart = parser.isIdle ? nil : idleSince
-
-            case .needMore:
-                let deadline: Double
-                let answers408: Bool
-                if let requestStart {
-                    deadline = requestStart + configuration.readTimeout
-                    answers408 = true
-                } else if !servedAny {
-                    deadline = idleSince + configuration.readTimeout
-                    answers408 = true
-                } else {
-                    deadline = idleSince + configuration.idleTimeout
-                    answers408 = false
-                }
-                switch io.waitReadable(until: deadline) {
-                case .shutdown, .failed:
-                    return
-                case .timedOut:
-                    if answers408 {
-                        count(\.protocolErrors)
-                        let detail = requestStart == nil
-                            ? "no request received within \(configuration.readTimeout) s"
-                            : "request not received completely within \(configuration.readTimeout) s"
-                        let response = Self.errorResponse(status: 408, detail: detail)
-                        if io.writeAll(Self.serialize(response, closing: true, headOnly: false)) { io.lingeringClose(seconds: 1) }
-                    }
-                    return
-                case .readable:
-                    switch io.read() {
-                    case .bytes(let chunk):
-                        parser.feed(chunk)
-                        if requestStart == nil && !parser.isIdle { requestStart = monotonicSeconds() }
-                    case .endOfStream:
-                        if case .error(let error) = parser.finish() {
-                            count(\.protocolErrors)
-                            let response = Self.errorResponse(status: error.status, detail: error.reason)
-                            _ = io.writeAll(Self.serialize(response, closing: true, headOnly: false))
-                        }
-                        return
-                    case .retry:
-                        continue
-                    case .failed:
-                        return
-                    }
-                }
-            }
-        }
-    }
-
-    /// Runs the async handler in a Task and blocks this connection thread (not a pool thread)
-    /// until it answers; returns `nil` when shutdown abandoned the request.
-    private func runHandler(_ request: MockRequest, on connection: Connection) -> MockOutcome? {
-        let slot = OutcomeSlot()
-        count(\.handledRequests)
-        let handler = self.handler
-        let task = Task {
-            let outcome = await handler.handle(request)
-            slot.deliver(outcome)
-        }
-        guard connection.setBusy(true, slot: slot, task: task) else {
-            task.cancel()
-            return nil
-        }
-        return slot.wait()
-    }
+    fileprivate var handlerForLoop: any MockRequestHandler { handler }
 
     // MARK: - Responses
 
@@ -541,14 +393,404 @@ public struct MockHTTPServerError: Error, Sendable, Equatable, CustomStringConve
     public let code: Code
     /// What went wrong, naming the call and errno where there is one.
     public let description: String
+    /// The errno of a failed socket call (`.socket`), else nil.
+    public let errorNumber: Int32?
 
-    init(_ code: Code, _ description: String) {
+    init(_ code: Code, _ description: String, errorNumber: Int32? = nil) {
         self.code = code
         self.description = description
+        self.errorNumber = errorNumber
     }
 
     static func socket(_ call: String, _ err: Int32) -> MockHTTPServerError {
-        MockHTTPServerError(.socket, "\(call) failed: errno \(err) (\(String(cString: strerror(err))))")
+        MockHTTPServerError(.socket, "\(call) failed: errno \(err) (\(String(cString: strerror(err))))", errorNumber: err)
+    }
+}
+
+// MARK: - The event loop
+
+/// The loop thread's world: the listening socket, every connection, the deadline heap.
+/// Owned by the loop thread alone (created in `start()`, then only touched by `run()`).
+private final class EventLoop: @unchecked Sendable { // all state confined to the loop thread
+    private static let wakeID: UInt64 = 0
+    private static let listenID: UInt64 = 1
+
+    private let server: MockHTTPServer
+    private let configuration: MockHTTPServer.Configuration
+    private let handler: any MockRequestHandler
+    private let poller: SocketPoller
+    private var listenFD: Int32
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+    private var reserveFD: Int32
+    private var connections: [UInt64: LoopConnection] = [:]
+    private var nextID: UInt64 = 2
+    private var deadlines = DeadlineHeap()
+    private var shuttingDown = false
+    private var graceEnd = Double.infinity
+    private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
+
+    init(server: MockHTTPServer, poller: SocketPoller, listenFD: Int32, wakeRead: Int32, wakeWrite: Int32) {
+        self.server = server
+        configuration = server.configuration
+        handler = server.handlerForLoop
+        self.poller = poller
+        self.listenFD = listenFD
+        self.wakeRead = wakeRead
+        self.wakeWrite = wakeWrite
+        reserveFD = open("/dev/null", O_RDONLY)
+        poller.set(wakeRead, id: Self.wakeID, read: true, write: false, adding: true)
+        poller.set(listenFD, id: Self.listenID, read: true, write: false, adding: true)
+    }
+
+    func run() {
+        while true {
+            let now = monotonicSeconds()
+            var timeout: Int32 = -1
+            var next = deadlines.peek ?? .infinity
+            if shuttingDown { next = min(next, graceEnd) }
+            if next.isFinite { timeout = Int32(min(max(0, (next - now) * 1000), 60_000).rounded(.up)) }
+            let ready = poller.wait(timeoutMilliseconds: timeout)
+            for event in ready {
+                switch event.id {
+                case Self.wakeID: drainWake()
+                case Self.listenID: acceptAll()
+                default:
+                    guard let c = connections[event.id] else { continue }
+                    if event.writable { flush(c) }
+                    if c.isOpen && (event.readable || event.hangup) { readAvailable(c, hangup: event.hangup) }
+                }
+            }
+            processInbox()
+            fireDeadlines()
+            if shuttingDown {
+                if connections.isEmpty { break }
+                if monotonicSeconds() >= graceEnd {
+                    for c in Array(connections.values) {
+                        if c.task != nil { c.task?.cancel(); c.task = nil }
+                        closeConnection(c)
+                    }
+                    break
+                }
+            }
+        }
+        if listenFD >= 0 { poller.remove(listenFD); close(listenFD) }
+        if reserveFD >= 0 { close(reserveFD) }
+        server.loopFinished()
+        close(wakeRead)
+        close(wakeWrite)
+    }
+
+    // MARK: Inbox and shutdown
+
+    private func drainWake() {
+        var bytes = [UInt8](repeating: 0, count: 256)
+        while read(wakeRead, &bytes, bytes.count) > 0 {}
+    }
+
+    private func processInbox() {
+        let inbox = server.takeInbox()
+        let now = monotonicSeconds()
+        for (id, outcome) in inbox.outcomes {
+            guard let c = connections[id], c.task != nil else { continue }
+            c.task = nil
+            apply(c.machine.answered(outcome, now: now), to: c)
+        }
+        if inbox.shutdownRequested && !shuttingDown { beginShutdown(now: now) }
+    }
+
+    private func beginShutdown(now: Double) {
+        shuttingDown = true
+        graceEnd = now + configuration.shutdownGracePeriod
+        poller.remove(listenFD)
+        close(listenFD)
+        listenFD = -1
+        for c in Array(connections.values) {
+            // Take what already arrived in the socket buffer, so it is answered too.
+            if c.isOpen && !c.readPaused { readAvailable(c, hangup: false) }
+            if c.isOpen { apply(c.machine.shutdown(now: now), to: c) }
+        }
+    }
+
+    // MARK: Accepting
+
+    private func acceptAll() {
+        for _ in 0..<512 {
+            guard listenFD >= 0 else { return }
+            let fd = accept(listenFD, nil, nil)
+            if fd < 0 {
+                switch errno {
+                case EINTR, ECONNABORTED: continue
+                case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+                    refuseWithReserve()
+                    return
+                default: return // EAGAIN: nothing more waiting
+                }
+            }
+            setNonBlocking(fd)
+            configureAccepted(fd)
+            if connections.count >= configuration.maxConnections || shuttingDown {
+                refuse(fd)
+                continue
+            }
+            let id = nextID
+            nextID += 1
+            let now = monotonicSeconds()
+            let c = LoopConnection(id: id, fd: fd, machine: HTTP1ConnectionStateMachine(
+                limits: configuration.limits, readTimeout: configuration.readTimeout, idleTimeout: configuration.idleTimeout, now: now))
+            connections[id] = c
+            poller.set(fd, id: id, read: true, write: false, adding: true)
+            server.count { $0.acceptedConnections += 1; $0.openConnections += 1 }
+            reschedule(c)
+        }
+    }
+
+    /// Out of descriptors: frees the reserve, accepts the waiting connection, answers it 503
+    /// and closes it, then takes the reserve back, so the backlog never spins the loop.
+    private func refuseWithReserve() {
+        guard reserveFD >= 0 else { return }
+        close(reserveFD)
+        reserveFD = -1
+        let fd = accept(listenFD, nil, nil)
+        if fd >= 0 { refuse(fd) }
+        reserveFD = open("/dev/null", O_RDONLY)
+    }
+
+    private func refuse(_ fd: Int32) {
+        let bytes = MockHTTPServer.serialize(MockHTTPServer.errorResponse(status: 503, detail: "mock server at its connection limit"),
+                                             closing: true, headOnly: false)
+        server.count { $0.refusedConnections += 1 } // before the close the client may observe
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, sendFlags | dontWait) }
+        close(fd)
+    }
+
+    private func configureAccepted(_ fd: Int32) {
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        #if canImport(Darwin)
+        setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+        #endif
+    }
+
+    // MARK: Reading and writing
+
+    private func readAvailable(_ c: LoopConnection, hangup: Bool) {
+        var budget = 4
+        while c.isOpen && budget > 0 && !c.readPaused && !c.readEOF {
+            budget -= 1
+            let n = readBuffer.withUnsafeMutableBytes { recv(c.fd, $0.baseAddress, $0.count, dontWait) }
+            if n > 0 {
+                let now = monotonicSeconds()
+                apply(c.machine.received(readBuffer[0..<n], now: now), to: c)
+                if n < readBuffer.count { break }
+                continue
+            }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
+            if n < 0 && errno == EINTR { continue }
+            // End of stream or an error (reset): the peer is gone or done sending.
+            c.readEOF = true
+            let now = monotonicSeconds()
+            apply(c.machine.peerClosed(now: now), to: c)
+            if c.isOpen { updateInterest(c) }
+            return
+        }
+        if c.isOpen && hangup && (c.readPaused || c.readEOF) {
+            // Both directions are gone: nothing more can be read or written.
+            if c.task != nil { c.task?.cancel(); c.task = nil; server.count { $0.cancelledRequests += 1 } }
+            closeConnection(c)
+        }
+    }
+
+    private func apply(_ actions: [HTTP1ConnectionStateMachine.Action], to c: LoopConnection) {
+        for action in actions {
+            guard c.isOpen else { return }
+            switch action {
+            case .write(let bytes):
+                if c.output.isEmpty { c.output = bytes; c.outputOffset = 0 } else { c.output += bytes }
+            case .dispatch(let parsed):
+                server.count { $0.handledRequests += 1 }
+                let id = c.id
+                let handler = self.handler
+                let server = self.server
+                c.task = Task {
+                    let outcome = await handler.handle(parsed.request)
+                    server.wake { $0.outcomes.append((id, outcome)) }
+                }
+            case .cancelRequest:
+                c.task?.cancel()
+                c.task = nil
+                server.count { $0.cancelledRequests += 1 }
+            case .closeAfterWriting:
+                c.afterFlush = .close
+            case .lingerAfterWriting(let seconds):
+                c.afterFlush = .linger(seconds)
+            case .closeNow:
+                closeConnection(c)
+                return
+            case .pauseReading:
+                c.readPaused = true
+                updateInterest(c)
+            case .resumeReading:
+                c.readPaused = false
+                updateInterest(c)
+            case .countProtocolError:
+                server.count { $0.protocolErrors += 1 }
+            }
+        }
+        if c.isOpen { flush(c) }
+        if c.isOpen { reschedule(c) }
+    }
+
+    private func flush(_ c: LoopConnection) {
+        while c.outputOffset < c.output.count {
+            let n = c.output.withUnsafeBytes { send(c.fd, $0.baseAddress! + c.outputOffset, $0.count - c.outputOffset, sendFlags | dontWait) }
+            if n > 0 {
+                c.outputOffset += n
+                continue
+            }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                if c.writeDeadline == nil { c.writeDeadline = monotonicSeconds() + configuration.writeTimeout }
+                if !c.wantsWrite { c.wantsWrite = true; updateInterest(c) }
+                reschedule(c)
+                return
+            }
+            // The peer is gone.
+            if c.task != nil { c.task?.cancel(); c.task = nil; server.count { $0.cancelledRequests += 1 } }
+            closeConnection(c)
+            return
+        }
+        c.output = []
+        c.outputOffset = 0
+        c.writeDeadline = nil
+        if c.wantsWrite { c.wantsWrite = false; updateInterest(c) }
+        switch c.afterFlush {
+        case .none: break
+        case .close:
+            closeConnection(c)
+            return
+        case .linger(let seconds):
+            c.afterFlush = .none
+            _ = shutdownSocket(c.fd, Int32(SHUT_WR))
+            c.machine.lingerStarted(seconds: seconds, now: monotonicSeconds())
+            if c.readEOF { closeConnection(c); return }
+        }
+        reschedule(c)
+    }
+
+    private func updateInterest(_ c: LoopConnection) {
+        poller.set(c.fd, id: c.id, read: !c.readPaused && !c.readEOF, write: c.wantsWrite, adding: false)
+    }
+
+    private func closeConnection(_ c: LoopConnection) {
+        guard c.isOpen else { return }
+        c.isOpen = false
+        poller.remove(c.fd)
+        close(c.fd)
+        connections[c.id] = nil
+        server.count { $0.openConnections -= 1 }
+    }
+
+    // MARK: Deadlines
+
+    private func reschedule(_ c: LoopConnection) {
+        var next = c.machine.deadline
+        if let w = c.writeDeadline { next = min(next ?? w, w) }
+        guard next != c.scheduled else { return }
+        c.scheduled = next
+        c.version += 1
+        if let next { deadlines.push(DeadlineHeap.Entry(at: next, id: c.id, version: c.version)) }
+        // Stale entries (older versions) wait until their time; rebuild when they pile up, so
+        // the heap stays proportional to the open connections whatever the request rate.
+        if deadlines.count > 4 * connections.count + 1024 {
+            deadlines = DeadlineHeap()
+            for other in connections.values {
+                if let at = other.scheduled { deadlines.push(DeadlineHeap.Entry(at: at, id: other.id, version: other.version)) }
+            }
+        }
+    }
+
+    private func fireDeadlines() {
+        let now = monotonicSeconds()
+        while let top = deadlines.peek, top <= now {
+            let entry = deadlines.pop()
+            guard let c = connections[entry.id], c.version == entry.version else { continue }
+            c.scheduled = nil
+            if let w = c.writeDeadline, now >= w {
+                // The peer stopped reading our response.
+                if c.task != nil { c.task?.cancel(); c.task = nil }
+                closeConnection(c)
+                continue
+            }
+            apply(c.machine.deadlinePassed(now: now), to: c)
+            if c.isOpen { reschedule(c) }
+        }
+    }
+}
+
+/// One accepted connection as the loop tracks it (loop thread only).
+private final class LoopConnection {
+    enum AfterFlush { case none, close, linger(Double) }
+
+    let id: UInt64
+    let fd: Int32
+    var machine: HTTP1ConnectionStateMachine
+    var isOpen = true
+    var output: [UInt8] = []
+    var outputOffset = 0
+    var afterFlush = AfterFlush.none
+    var wantsWrite = false
+    var readPaused = false
+    var readEOF = false
+    var writeDeadline: Double?
+    var task: Task<Void, Never>?
+    var scheduled: Double?
+    var version = 0
+
+    init(id: UInt64, fd: Int32, machine: HTTP1ConnectionStateMachine) {
+        self.id = id
+        self.fd = fd
+        self.machine = machine
+    }
+}
+
+/// A binary min-heap of connection deadlines with lazy deletion (stale entries carry an old
+/// `version` and are skipped when popped).
+private struct DeadlineHeap {
+    struct Entry { var at: Double; var id: UInt64; var version: Int }
+    private var items: [Entry] = []
+
+    var peek: Double? { items.first?.at }
+    var count: Int { items.count }
+
+    mutating func push(_ entry: Entry) {
+        items.append(entry)
+        var i = items.count - 1
+        while i > 0 {
+            let parent = (i - 1) / 2
+            guard items[i].at < items[parent].at else { break }
+            items.swapAt(i, parent)
+            i = parent
+        }
+    }
+
+    mutating func pop() -> Entry {
+        let top = items[0]
+        let last = items.removeLast()
+        if !items.isEmpty {
+            items[0] = last
+            var i = 0
+            while true {
+                let l = 2 * i + 1, r = l + 1
+                var smallest = i
+                if l < items.count && items[l].at < items[smallest].at { smallest = l }
+                if r < items.count && items[r].at < items[smallest].at { smallest = r }
+                if smallest == i { break }
+                items.swapAt(i, smallest)
+                i = smallest
+            }
+        }
+        return top
     }
 }
 
@@ -557,64 +799,19 @@ public struct MockHTTPServerError: Error, Sendable, Equatable, CustomStringConve
 #if canImport(Darwin)
 private let socketStreamType = SOCK_STREAM
 private let sendFlags: Int32 = 0
+private let dontWait: Int32 = MSG_DONTWAIT
 #else
 private let socketStreamType = Int32(SOCK_STREAM.rawValue)
 private let sendFlags = Int32(MSG_NOSIGNAL)
+private let dontWait = Int32(MSG_DONTWAIT)
 #endif
 
 private func monotonicSeconds() -> Double {
     Double(DispatchTime.now().uptimeNanoseconds) / 1e9
 }
 
-/// One accepted connection as the server tracks it.
-private final class Connection: @unchecked Sendable { // mutable state guarded by `lock`
-    let id: Int
-    let fd: Int32
-    private let lock = NSLock()
-    private var busy = false
-    private var forced = false
-    private var closed = false
-    private var slot: OutcomeSlot?
-    private var task: Task<Void, Never>?
-
-    init(id: Int, fd: Int32) {
-        self.id = id
-        self.fd = fd
-    }
-
-    /// Marks a handler call in flight (or done); returns false when shutdown already forced
-    /// this connection closed.
-    @discardableResult
-    func setBusy(_ value: Bool, slot: OutcomeSlot? = nil, task: Task<Void, Never>? = nil) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        if forced { return false }
-        busy = value
-        self.slot = slot
-        self.task = task
-        return true
-    }
-
-    /// Called by shutdown after the grace period: abandons the handler call and shuts the socket
-    /// down so blocked reads, polls and writes return.
-    func forceClose() {
-        lock.lock()
-        forced = true
-        let slot = self.slot
-        let task = self.task
-        if !closed { _ = shutdownSocket(fd, Int32(SHUT_RDWR)) }
-        lock.unlock()
-        task?.cancel()
-        slot?.abandon()
-    }
-
-    /// Closes the descriptor; only the connection's own thread calls this, once.
-    func closeOwned() {
-        lock.lock()
-        closed = true
-        close(fd)
-        lock.unlock()
-    }
+private func setNonBlocking(_ fd: Int32) {
+    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
 }
 
 private func shutdownSocket(_ fd: Int32, _ how: Int32) -> Int32 {
@@ -625,124 +822,4 @@ private func shutdownSocket(_ fd: Int32, _ how: Int32) -> Int32 {
     #else
     return Glibc.shutdown(fd, how)
     #endif
-}
-
-/// Hands a handler's outcome from its Task to the blocked connection thread.
-private final class OutcomeSlot: @unchecked Sendable { // `outcome` and `abandoned` guarded by `lock`
-    private let lock = NSLock()
-    private let semaphore = DispatchSemaphore(value: 0)
-    private var outcome: MockOutcome?
-    private var abandoned = false
-
-    func deliver(_ value: MockOutcome) {
-        lock.lock()
-        outcome = value
-        lock.unlock()
-        semaphore.signal()
-    }
-
-    func abandon() {
-        lock.lock()
-        abandoned = true
-        lock.unlock()
-        semaphore.signal()
-    }
-
-    func wait() -> MockOutcome? {
-        semaphore.wait()
-        lock.lock()
-        defer { lock.unlock() }
-        return abandoned ? nil : outcome
-    }
-}
-
-/// Blocking socket reads and writes for one connection thread, with poll(2) deadlines and the
-/// server's shutdown pipe.
-private struct SocketIO {
-    enum Wait { case readable, timedOut, shutdown, failed }
-    enum Read { case bytes(ArraySlice<UInt8>), endOfStream, retry, failed }
-
-    let fd: Int32
-    let wakeFD: Int32
-    private let buffer = ReadBuffer()
-
-    init(fd: Int32, wakeFD: Int32) {
-        self.fd = fd
-        self.wakeFD = wakeFD
-    }
-
-    /// Waits until the socket is readable, the monotonic `deadline` (seconds) passes, or shutdown.
-    func waitReadable(until deadline: Double?) -> Wait {
-        while true {
-            var timeout: Int32 = -1
-            if let deadline {
-                let remaining = deadline - monotonicSeconds()
-                if remaining <= 0 { return .timedOut }
-                timeout = Int32(min(remaining * 1000, Double(Int32.max)).rounded(.up))
-            }
-            var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&fds, 2, timeout)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                return .failed
-            }
-            if fds[1].revents != 0 { return .shutdown }
-            if fds[0].revents != 0 { return .readable }
-            if ready == 0, let deadline, monotonicSeconds() >= deadline { return .timedOut }
-        }
-    }
-
-    func read() -> Read {
-        let n = buffer.bytes.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        if n > 0 { return .bytes(buffer.bytes[0..<n]) }
-        if n == 0 { return .endOfStream }
-        if errno == EINTR || errno == EAGAIN { return .retry }
-        return .failed
-    }
-
-    /// Writes every byte (blocking, bounded by SO_SNDTIMEO); false when the peer is gone.
-    func writeAll(_ bytes: [UInt8]) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, sendFlags) }
-            if n > 0 {
-                offset += n
-            } else if n < 0 && errno == EINTR {
-                continue
-            } else {
-                return false
-            }
-        }
-        return true
-    }
-
-    /// Half-closes our side and drains what the client still sends (at most `seconds` and
-    /// 1 MiB) so the response is not destroyed by a reset (RFC 9112 section 9.6).
-    func lingeringClose(seconds: Double) {
-        _ = shutdownSocket(fd, Int32(SHUT_WR))
-        let deadline = monotonicSeconds() + seconds
-        var drained = 0
-        while drained < 1 << 20 {
-            guard case .readable = waitReadable(until: deadline) else { return }
-            guard case .bytes(let chunk) = read() else { return }
-            drained += chunk.count
-        }
-    }
-
-    /// The `.timeout` outcome: say nothing, discard input, until the client closes or shutdown.
-    func silentUntilClosed() {
-        while true {
-            guard case .readable = waitReadable(until: nil) else { return }
-            switch read() {
-            case .bytes, .retry: continue
-            case .endOfStream, .failed: return
-            }
-        }
-    }
-}
-
-/// A reusable receive buffer (64 KiB) owned by one connection thread.
-private final class ReadBuffer {
-    var bytes = [UInt8](repeating: 0, count: 64 * 1024)
 }

@@ -1,0 +1,279 @@
+import Foundation
+
+/// The life of one HTTP/1.1 server connection as a value: events in, actions out, no I/O.
+///
+/// `MockHTTPServer`'s event loop owns the socket and feeds this machine what happened (bytes
+/// received, the peer closed, the handler answered, a deadline passed, shutdown began); the
+/// machine answers with what to do (write bytes, hand a request to the handler, cancel it,
+/// close). Times are monotonic seconds passed in by the caller, so every path is testable
+/// without sockets or clocks.
+///
+/// Rules: requests on one connection are answered one at a time and in order (pipelined
+/// requests wait in the parser's buffer, RFC 9112 section 9.3.2); keep-alive per RFC 9112
+/// section 9.3; protocol errors are answered with `Connection: close` and a lingering close
+/// (RFC 9112 section 9.6); a request that is not complete within `readTimeout` seconds of its
+/// first byte (or a new connection silent that long) gets 408; an idle keep-alive connection is
+/// closed silently after `idleTimeout` seconds. A peer that closes while its request is still
+/// with the handler cancels that request (`cancelRequest`). After `shutdown`, idle connections
+/// close at once and requests already received completely are still answered, the last one with
+/// `Connection: close`.
+struct HTTP1ConnectionStateMachine: Sendable {
+    /// What the owner of the socket must do, in order.
+    enum Action: Sendable, Equatable {
+        /// Queue these bytes for sending.
+        case write([UInt8])
+        /// Hand this request to the handler; its outcome comes back as `answered`.
+        case dispatch(MockHTTPParsedRequest)
+        /// The peer left while a request was with the handler: cancel it (the backend marks the
+        /// request cancelled); its outcome, if it ever comes, is dropped.
+        case cancelRequest
+        /// Close the socket once everything queued has been sent.
+        case closeAfterWriting
+        /// Once everything queued is sent, half-close, discard input for at most `seconds`
+        /// (and 1 MiB), then close (RFC 9112 section 9.6).
+        case lingerAfterWriting(seconds: Double)
+        /// Close the socket now, dropping anything queued.
+        case closeNow
+        /// Stop reading from the socket (the parser holds enough unanswered input).
+        case pauseReading
+        /// Read from the socket again.
+        case resumeReading
+        /// A protocol error status (400, 408, 413, 431, 501, 505) is being answered.
+        case countProtocolError
+    }
+
+    private enum Phase: Sendable, Equatable {
+        /// Reading requests and answering them.
+        case open
+        /// A `.timeout` outcome: say nothing, discard input, until the peer closes or shutdown.
+        case silent
+        /// Waiting for queued output to be sent before a close; input is ignored.
+        case closing
+        /// Half-closed after an error or closing response: discarding input until `until`.
+        case lingering(until: Double, drained: Int)
+        /// Done: the socket is (being) closed.
+        case closed
+    }
+
+    /// Seconds to receive one request (and a new connection's first request); over it, 408.
+    let readTimeout: Double
+    /// Seconds an idle keep-alive connection is kept.
+    let idleTimeout: Double
+    /// Most unanswered bytes buffered before reading pauses.
+    let maxBufferedBytes: Int
+
+    private var parser: MockHTTPRequestParser
+    private var phase = Phase.open
+    private var inFlight: MockHTTPParsedRequest?
+    private var servedAny = false
+    private var idleSince: Double
+    private var requestStart: Double?
+    private var shuttingDown = false
+    private var readingPaused = false
+
+    /// A machine for a connection accepted at `now` (monotonic seconds).
+    init(limits: MockHTTPParserLimits, readTimeout: Double, idleTimeout: Double, now: Double) {
+        parser = MockHTTPRequestParser(limits: limits)
+        self.readTimeout = readTimeout
+        self.idleTimeout = idleTimeout
+        maxBufferedBytes = limits.maxHeaderBytes + limits.maxBodyBytes + 64 * 1024
+        idleSince = now
+    }
+
+    /// True once the machine decided the connection is over.
+    var isClosed: Bool { phase == .closed }
+
+    /// True while a request is with the handler.
+    var hasRequestInFlight: Bool { inFlight != nil }
+
+    /// True when the connection holds no request at all (nothing in flight, nothing buffered).
+    var isIdle: Bool { inFlight == nil && parser.isIdle && phase == .open }
+
+    /// The monotonic time at which `deadlinePassed` must be delivered, or nil for none.
+    var deadline: Double? {
+        switch phase {
+        case .open:
+            if inFlight != nil { return nil }
+            if let requestStart { return requestStart + readTimeout }
+            return servedAny ? idleSince + idleTimeout : idleSince + readTimeout
+        case .lingering(let until, _): return until
+        case .silent, .closing, .closed: return nil
+        }
+    }
+
+    // MARK: Events
+
+    /// Bytes arrived from the peer at `now`.
+    mutating func received<Bytes: Collection>(_ bytes: Bytes, now: Double) -> [Action] where Bytes.Element == UInt8 {
+        switch phase {
+        case .closed, .closing, .silent:
+            return []
+        case .lingering(let until, let drained):
+            let total = drained + bytes.count
+            if total >= 1 << 20 { phase = .closed; return [.closeNow] }
+            phase = .lingering(until: until, drained: total)
+            return []
+        case .open:
+            parser.feed(bytes)
+            if requestStart == nil && inFlight == nil && !parser.isIdle { requestStart = now }
+            var actions = inFlight == nil ? pump(now: now) : []
+            if phase == .open && !readingPaused && parser.bufferedByteCount > maxBufferedBytes {
+                readingPaused = true
+                actions.append(.pauseReading)
+            }
+            return actions
+        }
+    }
+
+    /// The peer closed its side (end of stream) or reset the connection.
+    mutating func peerClosed(now: Double) -> [Action] {
+        switch phase {
+        case .closed:
+            return []
+        case .closing:
+            return []
+        case .silent, .lingering:
+            phase = .closed
+            return [.closeNow]
+        case .open:
+            if inFlight != nil {
+                inFlight = nil
+                phase = .closed
+                return [.cancelRequest, .closeNow]
+            }
+            phase = .closed
+            if case .error(let error) = parser.finish() {
+                return [.countProtocolError, .write(Self.errorBytes(error.status, error.reason)), .closeAfterWriting]
+            }
+            return [.closeNow]
+        }
+    }
+
+    /// The handler answered the request in flight with `outcome`.
+    mutating func answered(_ outcome: MockOutcome, now: Double) -> [Action] {
+        guard let request = inFlight else { return [] }
+        inFlight = nil
+        guard phase == .open else { return [] }
+        switch outcome {
+        case .respond(let response):
+            let (valid, wantsClose) = MockHTTPServer.validate(response)
+            let closing = !request.keepAlive || wantsClose || (shuttingDown && !hasBufferedRequest())
+            let bytes = MockHTTPServer.serialize(valid, closing: closing, headOnly: request.request.method == "HEAD")
+            if closing {
+                phase = .closing
+                return [.write(bytes), .lingerAfterWriting(seconds: 2)]
+            }
+            servedAny = true
+            idleSince = now
+            requestStart = parser.isIdle ? nil : now
+            var actions: [Action] = [.write(bytes)]
+            if readingPaused && parser.bufferedByteCount <= maxBufferedBytes {
+                readingPaused = false
+                actions.append(.resumeReading)
+            }
+            return actions + pump(now: now)
+        case .dropBeforeResponse:
+            phase = .closed
+            return [.closeNow]
+        case .dropMidBody(let response, let bodyBytes):
+            let (valid, _) = MockHTTPServer.validate(response)
+            var head = MockHTTPServer.serialize(valid, closing: true, headOnly: true)
+            head += valid.body.prefix(max(0, min(bodyBytes, valid.body.count)))
+            phase = .closing
+            return [.write(head), .closeAfterWriting]
+        case .timeout:
+            phase = .silent
+            var actions: [Action] = []
+            if readingPaused { readingPaused = false; actions.append(.resumeReading) }
+            if shuttingDown { phase = .closed; return [.closeNow] }
+            return actions
+        }
+    }
+
+    /// The lingering half-close started (queued output was sent) at `now`.
+    mutating func lingerStarted(seconds: Double, now: Double) {
+        if phase != .closed { phase = .lingering(until: now + seconds, drained: 0) }
+    }
+
+    /// `now` is at or past `deadline`.
+    mutating func deadlinePassed(now: Double) -> [Action] {
+        guard let deadline, now >= deadline else { return [] }
+        switch phase {
+        case .lingering:
+            phase = .closed
+            return [.closeNow]
+        case .open:
+            if requestStart != nil || !servedAny {
+                let detail = requestStart == nil
+                    ? "no request received within \(readTimeout) s"
+                    : "request not received completely within \(readTimeout) s"
+                phase = .closing
+                return [.countProtocolError, .write(Self.errorBytes(408, detail)), .lingerAfterWriting(seconds: 1)]
+            }
+            phase = .closed
+            return [.closeNow]
+        default:
+            return []
+        }
+    }
+
+    /// The server began shutting down: idle and silent connections close now; requests already
+    /// received are still answered.
+    mutating func shutdown(now: Double) -> [Action] {
+        shuttingDown = true
+        switch phase {
+        case .silent:
+            phase = .closed
+            return [.closeNow]
+        case .open where inFlight == nil && parser.isIdle:
+            phase = .closed
+            return [.closeNow]
+        default:
+            return []
+        }
+    }
+
+    // MARK: Steps
+
+    /// Parses the next buffered request, if any, and says what to do with it.
+    private mutating func pump(now: Double) -> [Action] {
+        var actions: [Action] = []
+        while phase == .open && inFlight == nil {
+            switch parser.next() {
+            case .needMore:
+                if shuttingDown && parser.isIdle {
+                    phase = .closed
+                    actions.append(.closeNow)
+                }
+                return actions
+            case .sendContinue:
+                actions.append(.write(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)))
+            case .error(let error):
+                phase = .closing
+                actions += [.countProtocolError, .write(Self.errorBytes(error.status, error.reason)), .lingerAfterWriting(seconds: 2)]
+                return actions
+            case .request(let parsed):
+                inFlight = parsed
+                actions.append(.dispatch(parsed))
+                return actions
+            }
+        }
+        return actions
+    }
+
+    /// Whether another whole request is already buffered (checked on a copy of the parser).
+    private func hasBufferedRequest() -> Bool {
+        var probe = parser
+        while true {
+            switch probe.next() {
+            case .request: return true
+            case .sendContinue: continue
+            case .needMore, .error: return false
+            }
+        }
+    }
+
+    static func errorBytes(_ status: Int, _ detail: String) -> [UInt8] {
+        MockHTTPServer.serialize(MockHTTPServer.errorResponse(status: status, detail: detail), closing: true, headOnly: false)
+    }
+}

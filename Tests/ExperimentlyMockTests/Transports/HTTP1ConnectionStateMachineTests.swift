@@ -1,0 +1,144 @@
+import Foundation
+import XCTest
+@testable import ExperimentlyMock
+
+/// `HTTP1ConnectionStateMachine` without sockets: events in, actions out, time passed in.
+final class HTTP1ConnectionStateMachineTests: XCTestCase {
+    typealias Machine = HTTP1ConnectionStateMachine
+
+    private func machine(now: Double = 100) -> Machine {
+        Machine(limits: MockHTTPParserLimits(maxHeaderBytes: 1024, maxBodyBytes: 4096), readTimeout: 10, idleTimeout: 60, now: now)
+    }
+
+    private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+    private func dispatched(_ actions: [Machine.Action]) -> [String] {
+        actions.compactMap { if case .dispatch(let p) = $0 { return "\(p.request.method) \(p.request.target)" }; return nil }
+    }
+
+    private func written(_ actions: [Machine.Action]) -> String {
+        actions.map { if case .write(let b) = $0 { return String(decoding: b, as: UTF8.self) }; return "" }.joined()
+    }
+
+    private let ok = MockOutcome.respond(MockResponse(status: 200, body: Data("ok".utf8)))
+
+    func testPipelinedRequestsAreDispatchedOneAtATimeInOrder() {
+        var m = machine()
+        let a = m.received(bytes("GET /1 HTTP/1.1\r\nHost: h\r\n\r\nGET /2 HTTP/1.1\r\nHost: h\r\n\r\n"), now: 100)
+        XCTAssertEqual(dispatched(a), ["GET /1"], "the second waits until the first is answered")
+        XCTAssertNil(m.deadline, "no read deadline while the handler works")
+        let b = m.answered(ok, now: 101)
+        XCTAssertTrue(written(b).hasPrefix("HTTP/1.1 200 OK\r\n"), written(b))
+        XCTAssertFalse(written(b).contains("Connection: close"))
+        XCTAssertEqual(dispatched(b), ["GET /2"])
+        let c = m.answered(ok, now: 102)
+        XCTAssertEqual(dispatched(c), [])
+        XCTAssertEqual(m.deadline, 102 + 60, "idle keep-alive deadline after the last answer")
+        XCTAssertTrue(m.isIdle)
+    }
+
+    func testExpectContinueIsWrittenBeforeTheBodyArrives() {
+        var m = machine()
+        let a = m.received(bytes("POST /e HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n"), now: 100)
+        XCTAssertEqual(written(a), "HTTP/1.1 100 Continue\r\n\r\n")
+        XCTAssertEqual(dispatched(m.received(bytes("abc"), now: 100.5)), ["POST /e"])
+    }
+
+    func testProtocolErrorIsAnsweredThenLingers() {
+        var m = machine()
+        let a = m.received(bytes("GET / HTTP/2.0\r\n\r\n"), now: 100)
+        XCTAssertTrue(a.contains(.countProtocolError))
+        XCTAssertTrue(written(a).hasPrefix("HTTP/1.1 505 "), written(a))
+        XCTAssertTrue(written(a).contains("Connection: close"))
+        XCTAssertEqual(a.last, .lingerAfterWriting(seconds: 2))
+        XCTAssertEqual(m.received(bytes("more"), now: 100), [], "input after an error is ignored")
+        m.lingerStarted(seconds: 2, now: 101)
+        XCTAssertEqual(m.deadline, 103)
+        XCTAssertEqual(m.deadlinePassed(now: 103), [.closeNow])
+        XCTAssertTrue(m.isClosed)
+    }
+
+    func testSlowRequestGets408AndSilentIdleConnectionJustCloses() {
+        var slow = machine()
+        _ = slow.received(bytes("GET / HTTP/1.1\r\nHo"), now: 100)
+        XCTAssertEqual(slow.deadline, 110)
+        XCTAssertEqual(slow.deadlinePassed(now: 109.9), [], "not yet")
+        let a = slow.deadlinePassed(now: 110)
+        XCTAssertTrue(written(a).hasPrefix("HTTP/1.1 408 "), written(a))
+        XCTAssertTrue(written(a).contains("request not received completely within 10.0 s"), written(a))
+
+        var fresh = machine()
+        XCTAssertTrue(written(fresh.deadlinePassed(now: 110)).contains("no request received within 10.0 s"))
+
+        var idle = machine()
+        _ = idle.received(bytes("GET / HTTP/1.1\r\nHost: h\r\n\r\n"), now: 100)
+        _ = idle.answered(ok, now: 101)
+        XCTAssertEqual(idle.deadlinePassed(now: 161), [.closeNow], "an idle keep-alive connection closes without a 408")
+    }
+
+    func testPeerClosingWhileTheRequestIsParkedCancelsIt() {
+        var m = machine()
+        _ = m.received(bytes("GET /held HTTP/1.1\r\nHost: h\r\n\r\n"), now: 100)
+        XCTAssertTrue(m.hasRequestInFlight)
+        XCTAssertEqual(m.peerClosed(now: 105), [.cancelRequest, .closeNow])
+        XCTAssertEqual(m.answered(ok, now: 200), [], "a late outcome is dropped")
+    }
+
+    func testPeerClosingMidRequestIs400AndBetweenRequestsIsClean() {
+        var mid = machine()
+        _ = mid.received(bytes("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nab"), now: 100)
+        let a = mid.peerClosed(now: 101)
+        XCTAssertTrue(written(a).hasPrefix("HTTP/1.1 400 "), written(a))
+        XCTAssertEqual(a.last, .closeAfterWriting)
+
+        var clean = machine()
+        XCTAssertEqual(clean.peerClosed(now: 101), [.closeNow])
+    }
+
+    func testShutdownClosesIdleAndAnswersWhatArrivedWithConnectionCloseOnTheLast() {
+        var idle = machine()
+        XCTAssertEqual(idle.shutdown(now: 100), [.closeNow])
+
+        var busy = machine()
+        _ = busy.received(bytes("GET /1 HTTP/1.1\r\nHost: h\r\n\r\nGET /2 HTTP/1.1\r\nHost: h\r\n\r\n"), now: 100)
+        XCTAssertEqual(busy.shutdown(now: 100), [], "requests in flight or buffered are still answered")
+        let first = busy.answered(ok, now: 100)
+        XCTAssertFalse(written(first).contains("Connection: close"), "a second request already arrived")
+        XCTAssertEqual(dispatched(first), ["GET /2"])
+        let second = busy.answered(ok, now: 100)
+        XCTAssertTrue(written(second).contains("Connection: close"), written(second))
+        XCTAssertEqual(second.last, .lingerAfterWriting(seconds: 2))
+    }
+
+    func testOutcomesMapToTheWire() {
+        var drop = machine()
+        _ = drop.received(bytes("GET / HTTP/1.1\r\nHost: h\r\n\r\n"), now: 100)
+        XCTAssertEqual(drop.answered(.dropBeforeResponse, now: 100), [.closeNow])
+
+        var mid = machine()
+        _ = mid.received(bytes("GET / HTTP/1.1\r\nHost: h\r\n\r\n"), now: 100)
+        let a = mid.answered(.dropMidBody(MockResponse(status: 200, body: Data(repeating: 0x78, count: 100)), bodyBytes: 10), now: 100)
+        XCTAssertTrue(written(a).contains("Content-Length: 100\r\n"))
+        XCTAssertTrue(written(a).hasSuffix("\r\n\r\n" + String(repeating: "x", count: 10)))
+        XCTAssertEqual(a.last, .closeAfterWriting)
+
+        var silent = machine()
+        _ = silent.received(bytes("GET / HTTP/1.1\r\nHost: h\r\n\r\n"), now: 100)
+        XCTAssertEqual(silent.answered(.timeout, now: 100), [])
+        XCTAssertNil(silent.deadline, "a timeout outcome stays silent with no deadline")
+        XCTAssertEqual(silent.received(bytes("GET / HTTP/1.1\r\nHost: h\r\n\r\n"), now: 101), [], "input is discarded")
+        XCTAssertEqual(silent.shutdown(now: 102), [.closeNow])
+
+        var head = machine()
+        _ = head.received(bytes("HEAD / HTTP/1.1\r\nHost: h\r\n\r\n"), now: 100)
+        XCTAssertTrue(written(head.answered(ok, now: 100)).hasSuffix("Content-Length: 2\r\n\r\n"), "HEAD: headers only")
+    }
+
+    func testReadingPausesWhileTooMuchUnansweredInputIsBuffered() {
+        var m = machine()
+        _ = m.received(bytes("GET / HTTP/1.1\r\nHost: h\r\n\r\n"), now: 100)
+        let flood = [UInt8](repeating: 0x41, count: 1024 + 4096 + 64 * 1024 + 1)
+        XCTAssertEqual(m.received(flood, now: 100).last, .pauseReading)
+        XCTAssertFalse(m.answered(ok, now: 100).contains(.resumeReading), "still over the limit: the flood is a 431 next")
+    }
+}
