@@ -14,7 +14,8 @@ public enum HarnessCommand {
     public enum Exit: Int32 { case ok = 0, failed = 1, usage = 64, internalFault = 70 }
 
     static let usage = """
-    usage: contract-harness run [PATH ...] [--verdict FILE] [--junit FILE] [--filter TEXT] [--seed N] [--fail-fast]
+    usage: contract-harness run [PATH ...] [--verdict FILE] [--junit FILE] [--html FILE] [--mermaid FILE] [--filter TEXT] [--seed N] [--fail-fast]
+           contract-harness report VERDICT [--html FILE] [--mermaid FILE]
            contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE]
            contract-harness mutants [PATH ...] [--verdict FILE] [--filter TEXT] [--step-timeout-ms N]
            contract-harness vectors [--sdk-command CMD] [--vectors DIR|FILE] [--timeout SECONDS] [--sdk-name NAME] [--verdict FILE]
@@ -26,6 +27,8 @@ public enum HarnessCommand {
              "N passed, M failed[, K skipped]" and writes a JSON verdict.
       --verdict FILE   where the verdict goes (default verdict.json); written in every case
       --junit FILE     also write JUnit XML
+      --html FILE      also write the HTML report (Documentation/Report.md): summary, swim lanes per failing scenario
+      --mermaid FILE   also write the failing scenarios as Mermaid sequence diagrams (Markdown)
       --filter TEXT    only scenarios whose name or a tag contains TEXT (repeatable)
       --seed N         the run's seed (up to 2^53-1), recorded in the verdict; {{seed}} in scenario files is replaced by it
       --fail-fast      stop after the first failing scenario (the rest are reported as skipped)
@@ -41,6 +44,9 @@ public enum HarnessCommand {
       --max-schedules K  at most K schedules (default: the file's, else 100)
       --out FILE         where the failing schedule goes
       --jobs N           schedules run at once (default 16; each is an independent run)
+
+    report   Draws a saved verdict (failing scenarios always carry their timeline; all with run --history):
+             --html FILE writes the HTML report, --mermaid FILE the Mermaid diagrams (at least one of them).
 
     mutants  Runs the suite against the faithful variant of a second client implementation and against every
              deliberately broken variant (Documentation/Mutants.md); prints which scenarios caught which variant
@@ -72,6 +78,8 @@ public enum HarnessCommand {
             return await VectorsCommand.main(Array(arguments.dropFirst()))
         case "serve":
             return await ServeCommand.main(Array(arguments.dropFirst()))
+        case "report":
+            return ReportCommand.main(Array(arguments.dropFirst()))
         default:
             return usageError("unknown command '\(command)'")
         }
@@ -96,6 +104,8 @@ public enum HarnessCommand {
         var mutant: String?
         var jobs = 16
         var history = false
+        /// `--html FILE`, `--mermaid FILE`: the report outputs (ReportCommand.swift).
+        var report = ReportOutputs()
     }
 
     static func parseRun(_ arguments: [String]) throws -> RunOptions {
@@ -120,6 +130,7 @@ public enum HarnessCommand {
             case "--fail-fast": o.failFast = true
             case "--explore": o.explore = true
             case "--history": o.history = true
+            case "--html", "--mermaid": try o.report.take(a, try value(a))
             case "--exhaustive": o.exhaustive = true
             case "--max-schedules":
                 let v = try value(a)
@@ -278,6 +289,7 @@ public enum HarnessCommand {
             options = try parseRun(arguments)
             try checkWritable(options.verdict, option: "--verdict")
             if let junit = options.junit { try checkWritable(junit, option: "--junit") }
+            try options.report.checkWritable()
             files = try discover(options.paths)
             if let m = options.mutant { driver = MutantRun.driver(Defect(rawValue: m)) }
         } catch let e as UsageError {
@@ -377,6 +389,10 @@ public enum HarnessCommand {
                 FileHandle.standardError.write(Data("contract-harness: cannot write the JUnit file to \(junit): \(error.localizedDescription)\n".utf8))
                 return Exit.internalFault.rawValue
             }
+        }
+        if let failure = options.report.write(final, redacting: secrets) {
+            complain(failure)
+            return Exit.internalFault.rawValue
         }
         let c = final.counts
         say("\(c.passed) passed, \(c.failed + c.error) failed" + (c.skipped > 0 ? ", \(c.skipped) skipped" : "") + (problem.map { ": \($0)" } ?? ""))

@@ -55,6 +55,10 @@ public struct ScenarioResult: Sendable {
     public var infeasible = false
     /// What an exploration found (`run --explore`), for the verdict.
     public var exploration: JSONValue?
+    /// The history as recorded (not canonical): the mock's own request numbers and the indices
+    /// failure slices cite, so a report can draw it and highlight what a check cites. Empty when
+    /// the runner keeps no history.
+    public var events: [HistoryEvent] = []
 
     /// The first failing check, for the console line.
     public var firstFailure: CheckResult? { checks.first { !$0.passed } }
@@ -254,11 +258,13 @@ final class ScenarioExecution: @unchecked Sendable {
         let canonical = keepsHistory ? Self.canonical(history) : []
         let results = lock.withLock { checks }
         let smoke = results.isEmpty ? nil : Checks.smokeFields(scenario: scenario, history: history)
-        return ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, source: scenario.source,
+        var result = ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, source: scenario.source,
                               status: results.allSatisfy(\.passed) ? .passed : .failed, durationMilliseconds: 0,
                               checks: results.isEmpty ? [CheckResult(name: "steps", passed: true)] : results,
                               reason: aborted, smoke: scenario.checks.contains("contract_smoke") ? smoke : nil,
                               history: canonical, historyDigest: keepsHistory ? Self.digest(canonical) : "")
+        if keepsHistory { result.events = history }
+        return result
     }
 
     /// The history so far with request entries filled in from the mock (the recorder only notes

@@ -93,7 +93,11 @@ public struct Verdict: Sendable {
         if let s = r.source { o["source"] = .string(s) }
         if let reason = r.reason { o["reason"] = .string(reason) }
         if let exploration = r.exploration { o["exploration"] = exploration }
-        if history { o["history"] = .array(r.history.map { .string($0.line) }) }
+        // The recorded history's lines (the request numbers and indices failure slices cite);
+        // the digest stays over the canonical form.
+        if history { o["history"] = .array((r.events.isEmpty ? r.history : r.events).map { .string($0.line) }) }
+        // The structured history a report is drawn from: always for a failing scenario.
+        if (history || r.status == .failed), !r.events.isEmpty { o["timeline"] = timelineJSON(r.events) }
         return .object(o)
     }
 
