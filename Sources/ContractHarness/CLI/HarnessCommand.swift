@@ -496,6 +496,8 @@ public enum HarnessCommand {
                                     durationMilliseconds: report.durationMilliseconds, checks: [check], reason: nil, smoke: nil,
                                     history: [], historyDigest: "")
         result.exploration = report.json
+        // The report shows the shrunk file and a replay's timeline (Report+Exploration.swift).
+        if let f = report.firstFailure { result = await f.attach(to: result, file: s.file, runner: runner) }
         return result
     }
 

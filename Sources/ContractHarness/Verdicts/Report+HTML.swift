@@ -23,10 +23,11 @@ struct HTMLReport {
     let redactor: SecretRedactor
 
     /// `text` redacted, HTML-escaped (`& < > " '`) and with control characters and bidi
-    /// overrides written as visible `\u{XX}` escapes.
-    func h(_ text: String) -> String {
+    /// overrides written as visible `\u{XX}` escapes (line feeds kept when `keepingLineFeeds`,
+    /// for `<pre>` blocks).
+    func h(_ text: String, keepingLineFeeds: Bool = false) -> String {
         var out = ""
-        for ch in TerminalText.escape(redactor.redact(text)).unicodeScalars {
+        for ch in TerminalText.escape(redactor.redact(text), keepingLineFeeds: keepingLineFeeds).unicodeScalars {
             switch ch {
             case "&": out += "&amp;"
             case "<": out += "&lt;"
@@ -88,7 +89,7 @@ struct HTMLReport {
     }
 
     /// The tags as one attribute value, separated by a unit separator no tag can hold after escaping.
-    func tagAttribute(_ tags: [String]) -> String { tags.map(h).joined(separator: " ") }
+    func tagAttribute(_ tags: [String]) -> String { tags.map { h($0) }.joined(separator: " ") }
 
     func summary() -> String {
         var s = "<table id=\"summary\"><thead><tr><th>scenario</th><th>status</th><th>duration</th><th>tags</th><th>first failure</th></tr></thead><tbody>\n"
@@ -113,11 +114,11 @@ struct HTMLReport {
             let caught = row["caught"] == .bool(true)
             s += "<tr class=\"\(caught ? "caught" : "missed")\"><td class=\"num\">\(h(row["item"].map { "\($0)" } ?? ""))</td><td><code>\(h(row["defect"]?.stringValue ?? ""))</code></td><td>\(h(row["summary"]?.stringValue ?? ""))</td>"
             s += "<td><span class=\"badge \(caught ? "passed" : "failed")\">\(caught ? "caught" : "missed")</span></td>"
-            s += "<td>\((row["caught_by"]?.arrayValue ?? []).compactMap(\.stringValue).map(h).joined(separator: "<br>"))</td>"
-            s += "<td>\((row["failing_checks"]?.arrayValue ?? []).compactMap(\.stringValue).map(h).joined(separator: ", "))</td></tr>\n"
+            s += "<td>\((row["caught_by"]?.arrayValue ?? []).compactMap(\.stringValue).map { h($0) }.joined(separator: "<br>"))</td>"
+            s += "<td>\((row["failing_checks"]?.arrayValue ?? []).compactMap(\.stringValue).map { h($0) }.joined(separator: ", "))</td></tr>\n"
         }
         let baseline = (m["baseline_failures"]?.arrayValue ?? []).compactMap(\.stringValue)
-        s += "</tbody></table>" + (baseline.isEmpty ? "" : "<p class=\"bad\">fails against the faithful variant: \(baseline.map(h).joined(separator: ", "))</p>") + "</section>\n"
+        s += "</tbody></table>" + (baseline.isEmpty ? "" : "<p class=\"bad\">fails against the faithful variant: \(baseline.map { h($0) }.joined(separator: ", "))</p>") + "</section>\n"
         return s
     }
 
@@ -131,13 +132,13 @@ struct HTMLReport {
             s += "<ol class=\"checks\">"
             for c in timeline.citations {
                 s += "<li class=\"failing-check\" value=\"\(c.number)\"><b class=\"check-name\">\(h(c.check.name))</b>: \(h(c.check.message ?? ""))"
-                if c.indices.isEmpty, let lines = c.check.history, !lines.isEmpty { s += "<pre>\(lines.map(h).joined(separator: "\n"))</pre>" }
+                if c.indices.isEmpty, let lines = c.check.history, !lines.isEmpty { s += "<pre>\(lines.map { h($0) }.joined(separator: "\n"))</pre>" }
                 s += "</li>"
             }
             s += "</ol>\n"
         }
         let passed = r.checks.filter(\.passed).map(\.name)
-        if !passed.isEmpty { s += "<p class=\"passed-checks\">held: \(passed.map(h).joined(separator: ", "))</p>\n" }
+        if !passed.isEmpty { s += "<p class=\"passed-checks\">held: \(passed.map { h($0) }.joined(separator: ", "))</p>\n" }
         if let e = r.exploration { s += exploration(e) }
         if hasTimeline(r) { s += "<div class=\"timeline\">" + svg(timeline) + "</div>\n" }
         else if r.status == .failed { s += "<p class=\"note\">No timeline recorded for this scenario (a verdict written without histories).</p>" }
@@ -151,7 +152,7 @@ struct HTMLReport {
             let order = (f["order"]?.arrayValue ?? []).map { "\($0)" }.joined(separator: ", ")
             s += "<p class=\"bad\">first failing order: <code class=\"order\">[\(h(order))]</code> fails <b>\(h(f["check"]?.stringValue ?? ""))</b>; shrunk from \(h(f["steps_before"].map { "\($0)" } ?? "?")) to \(h(f["steps_after"].map { "\($0)" } ?? "?")) steps</p>"
             if let file = f["scenario"] {
-                s += "<details class=\"shrunk\"><summary>the shrunk scenario file (replay it with <code>contract-harness run FILE</code>)</summary><pre>\(h(Self.pretty(file)))</pre></details>"
+                s += "<details class=\"shrunk\"><summary>the shrunk scenario file (replay it with <code>contract-harness run FILE</code>)</summary><pre>\(h(Self.pretty(file), keepingLineFeeds: true))</pre></details>"
             }
         }
         return s + "</div>\n"
@@ -175,7 +176,7 @@ struct HTMLReport {
         case .clock: return 110
         case .app: return 270
         case .client: return 250
-        case .mock: return 420
+        case .mock: return 470
         }
     }
 

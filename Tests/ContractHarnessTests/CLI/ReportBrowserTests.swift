@@ -108,6 +108,20 @@ final class ReportBrowserTests: XCTestCase {
         }
     }
 
+    func testAnExploredRaceShowsTheFailingOrderTheShrunkFileAndItsReplay() throws {
+        let scenario = Repository.root.appendingPathComponent("scenarios/race-explore-clear-vs-late-assignment.json").path
+        let r = try harness(["run", scenario, "--explore", "--mutant", "stale-write-after-clear", "--verdict", "v.json", "--html", "x.html"])
+        XCTAssertEqual(r.status, 1, r.out + r.err)
+        let html = try String(contentsOfFile: dir.appendingPathComponent("x.html").path, encoding: .utf8)
+        XCTAssertTrue(html.contains("first failing order: <code class=\"order\">[1, 2, 3]</code> fails <b>no_stale_write</b>"), html)
+        XCTAssertTrue(html.contains("the shrunk scenario file"))
+        XCTAssertTrue(html.contains("&quot;experimently-scenario/1&quot;,\n"), "the shrunk file is shown, line by line")
+        XCTAssertTrue(html.contains("class=\"event response cited\""), "the replay's late answer is cited")
+        // The same from the saved verdict.
+        XCTAssertEqual(try harness(["report", "v.json", "--html", "y.html"]).status, 0)
+        XCTAssertEqual(try Data(contentsOf: dir.appendingPathComponent("x.html")), try Data(contentsOf: dir.appendingPathComponent("y.html")))
+    }
+
     func testReportRefusesBadInputClearly() throws {
         try Data("{\"format\": \"experimently-verdict/1\", \"scenarios\": 3}".utf8).write(to: dir.appendingPathComponent("bad.json"))
         let bad = try harness(["report", "bad.json", "--html", "r.html"])

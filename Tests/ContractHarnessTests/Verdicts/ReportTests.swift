@@ -135,4 +135,19 @@ final class ReportTests: XCTestCase {
                 .replacingOccurrences(of: "#60;", with: "").replacingOccurrences(of: "#62;", with: "").contains { $0 == ";" || $0 == "#" }, String(line))
         }
     }
+
+    func testTheMutantMatrixIsDrawn() async throws {
+        let file = Repository.root.appendingPathComponent("scenarios/defect-1-stale-write-after-clearcache.json").path
+        let scenario = try ScenarioParser.parse(Data(contentsOf: URL(fileURLWithPath: file)), file: file)
+        let report = await MutantRun.run([scenario], stepTimeoutCap: 1500)
+        var v = Verdict(harnessVersion: "test", sdkName: "ios-mutants", sdkVersion: "", seed: 0, startedAt: Date(),
+                        durationMilliseconds: report.durationMilliseconds, results: [], invalid: [])
+        v.extra["mutants"] = report.json
+        let html = v.html(redacting: [])
+        XCTAssertTrue(html.contains("<h2>Mutant matrix</h2>"))
+        XCTAssertEqual(html.components(separatedBy: "<tr class=\"caught\">").count - 1, report.rows.filter(\.caught).count)
+        XCTAssertEqual(html.components(separatedBy: "<tr class=\"missed\">").count - 1, report.rows.filter { !$0.caught }.count)
+        XCTAssertTrue(html.contains("<code>stale-write-after-clear</code>"))
+        XCTAssertTrue(report.rows.first { $0.defect == .staleWriteAfterClear }?.caught == true)
+    }
 }
