@@ -320,6 +320,7 @@ public enum HarnessCommand {
                             startedAt: startedAt, durationMilliseconds: ScenarioRunner.elapsed(since: started),
                             results: results, invalid: invalid)
             v.includesHistory = options.history
+            if let m = options.mutant { v.extra["mutant"] = .string(m) }
             return v
         }
         if selected.isEmpty {

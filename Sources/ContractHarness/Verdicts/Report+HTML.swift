@@ -49,7 +49,7 @@ struct HTMLReport {
         <title>contract-harness report: \(h(verdict.sdkName)) \(h(verdict.sdkVersion))</title>
         <style>\(Self.css)</style></head><body>
         <header><h1>contract-harness report</h1>
-        <p class="meta">SDK under test <b id="sdk">\(h(verdict.sdkName)) \(h(verdict.sdkVersion))</b> · harness \(h(verdict.harnessVersion)) · seed \(verdict.seed) · started \(h(Verdict.iso(verdict.startedAt))) · \(String(format: "%.1f", Self.rounded(verdict.durationMilliseconds) / 1000)) s</p>
+        <p class="meta">SDK under test <b id="sdk">\(h(verdict.sdkName)) \(h(verdict.sdkVersion))</b>\(verdict.extra["mutant"]?.stringValue.map { " (broken variant <b>\(h($0))</b>)" } ?? "") · harness \(h(verdict.harnessVersion)) · seed \(verdict.seed) · started \(h(Verdict.iso(verdict.startedAt))) · \(String(format: "%.1f", Self.rounded(verdict.durationMilliseconds) / 1000)) s</p>
         <p class="counts"><span class="badge \(verdict.ok ? "passed" : "failed")">\(verdict.ok ? "OK" : "NOT OK")</span> \(c.passed) passed · \(c.failed) failed · \(c.skipped) skipped · \(c.error) error\(verdict.extra["error"]?.stringValue.map { " · " + h($0) } ?? "")</p>
         </header>
 
