@@ -352,6 +352,7 @@ public enum HarnessCommand {
             tell("interrupted: \(done.count) of \(selected.count) scenarios finished; verdict written to \(options.verdict)")
         }
         defer { sources.forEach { $0.cancel() } }
+        tell(runHeader(driver: driver, options: options, files: files.count, selected: selected.count))
         let runner = ScenarioRunner(driver: driver, seed: options.seed)
         var stop = false
         for s in selected {

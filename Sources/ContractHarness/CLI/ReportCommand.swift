@@ -94,3 +94,19 @@ enum ReportCommand {
         return HarnessCommand.Exit.ok.rawValue
     }
 }
+
+extension HarnessCommand {
+    /// The first console line of `run`: the SDK under test and its version, the seed, how many
+    /// files were read and scenarios selected, and where each output goes, e.g.
+    /// `contract-harness 0.1.0: SDK ios 1.0.0, seed 0, 62 files, 62 scenarios; verdict -> verdict.json`.
+    static func runHeader(driver: any SDKDriver, options: RunOptions, files: Int, selected: Int) -> String {
+        var outputs = ["verdict -> \(options.verdict)"]
+        if let junit = options.junit { outputs.append("JUnit -> \(junit)") }
+        if let html = options.report.html { outputs.append("HTML -> \(html)") }
+        if let mermaid = options.report.mermaid { outputs.append("Mermaid -> \(mermaid)") }
+        return "contract-harness \(version): SDK \(driver.sdkName) \(driver.sdkVersion)"
+            + (options.mutant.map { " (variant \($0))" } ?? "")
+            + ", seed \(options.seed), \(files) file\(files == 1 ? "" : "s"), \(selected) scenario\(selected == 1 ? "" : "s")"
+            + (options.history ? ", with histories" : "") + "; " + outputs.joined(separator: ", ")
+    }
+}

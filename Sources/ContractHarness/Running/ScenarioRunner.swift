@@ -271,11 +271,14 @@ final class ScenarioExecution: @unchecked Sendable {
     /// sequence numbers while the run goes on).
     func currentHistory() -> [HistoryEvent] {
         let bySeq = Dictionary(port.requests().map { ($0.seq, $0) }, uniquingKeysWith: { a, _ in a })
+        let parked = port.parkedAtReceipt()
         return recorder.snapshot.map { e in
             guard let seq = e.request?.seq, let full = bySeq[seq] else { return e }
             var copy = e
             copy.request = full
             copy.client = full.client
+            // A request line says how the mock parked it at receipt (its answer is its own event).
+            if e.kind == .request, let how = parked[seq] { copy.detail = .object(["parked": .string(how)]) }
             return copy
         }
     }

@@ -132,7 +132,13 @@ struct ReportTimeline {
             let path = r.path.hasPrefix("/api/v1/") ? String(r.path.dropFirst(7)) : r.path
             var s = "#\(r.seq) \(r.method) \(path)"
             if let u = r.users.first { s += " user=\(u)" }
-            if let f = r.fault { s += ", held by fault \(f)" }
+            switch (r.fault, e.detail?["parked"]?.stringValue) {
+            case (let f?, "hold"?): s += ", held by fault \(f)"
+            case (let f?, let how?): s += ", fault \(f): \(how)"
+            case (let f?, nil): s += ", fault \(f)"
+            case (nil, let how?): s += ", \(how)"
+            case (nil, nil): break
+            }
             return s
         case .response:
             guard let r = e.request else { return "answer" }
