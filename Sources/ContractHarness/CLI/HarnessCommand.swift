@@ -16,6 +16,7 @@ public enum HarnessCommand {
     static let usage = """
     usage: contract-harness run [PATH ...] [--verdict FILE] [--junit FILE] [--html FILE] [--mermaid FILE] [--filter TEXT] [--seed N] [--fail-fast]
            contract-harness report VERDICT [--html FILE] [--mermaid FILE]
+           contract-harness schema [--out FILE]
            contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE]
            contract-harness mutants [PATH ...] [--verdict FILE] [--filter TEXT] [--step-timeout-ms N]
            contract-harness vectors [--sdk-command CMD] [--vectors DIR|FILE] [--timeout SECONDS] [--sdk-name NAME] [--verdict FILE]
@@ -47,6 +48,9 @@ public enum HarnessCommand {
 
     report   Draws a saved verdict (failing scenarios always carry their timeline; all with run --history):
              --html FILE writes the HTML report, --mermaid FILE the Mermaid diagrams (at least one of them).
+
+    schema   Prints the JSON Schema of the scenario format (committed as Documentation/scenario.schema.json),
+             or writes it to --out FILE.
 
     mutants  Runs the suite against the faithful variant of a second client implementation and against every
              deliberately broken variant (Documentation/Mutants.md); prints which scenarios caught which variant
@@ -80,6 +84,8 @@ public enum HarnessCommand {
             return await ServeCommand.main(Array(arguments.dropFirst()))
         case "report":
             return ReportCommand.main(Array(arguments.dropFirst()))
+        case "schema":
+            return SchemaCommand.main(Array(arguments.dropFirst()))
         default:
             return usageError("unknown command '\(command)'")
         }
