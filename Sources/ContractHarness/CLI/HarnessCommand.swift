@@ -14,7 +14,7 @@ public enum HarnessCommand {
     public enum Exit: Int32 { case ok = 0, failed = 1, usage = 64, internalFault = 70 }
 
     static let usage = """
-    usage: contract-harness run [PATH ...] [--verdict FILE] [--junit FILE] [--html FILE] [--mermaid FILE] [--filter TEXT] [--seed N] [--fail-fast]
+    usage: contract-harness run [PATH ...] [--verdict FILE] [--junit FILE] [--html FILE] [--mermaid FILE] [--filter TEXT] [--seed N] [--fail-fast] [--watch]
            contract-harness report VERDICT [--html FILE] [--mermaid FILE]
            contract-harness schema [--out FILE]
            contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE]
@@ -30,6 +30,7 @@ public enum HarnessCommand {
       --junit FILE     also write JUnit XML
       --html FILE      also write the HTML report (Documentation/Report.md): summary, swim lanes per failing scenario
       --mermaid FILE   also write the failing scenarios as Mermaid sequence diagrams (Markdown)
+      --watch          after the run, rerun whenever a scenario file under PATH changes (polling), until Ctrl-C
       --filter TEXT    only scenarios whose name or a tag contains TEXT (repeatable)
       --seed N         the run's seed (up to 2^53-1), recorded in the verdict; {{seed}} in scenario files is replaced by it
       --fail-fast      stop after the first failing scenario (the rest are reported as skipped)
@@ -73,7 +74,9 @@ public enum HarnessCommand {
             print("contract-harness \(version)")
             return Exit.ok.rawValue
         case "run":
-            return await run(Array(arguments.dropFirst()), driver: driver)
+            let rest = Array(arguments.dropFirst())
+            if rest.contains("--watch") { return await WatchCommand.main(rest.filter { $0 != "--watch" }, driver: driver) }
+            return await run(rest, driver: driver)
         case "explore":
             return await explore(Array(arguments.dropFirst()), driver: driver)
         case "mutants":
