@@ -366,6 +366,11 @@ struct HTMLReport {
       }
       document.querySelectorAll('.status-filter').forEach(function(b){b.addEventListener('change',apply);});
       document.getElementById('tag-filter').addEventListener('change',apply);
+      // A link can preset the filters: report.html#status=failed,error&tag=race
+      var params={};location.hash.replace(/^#/,'').split('&').forEach(function(p){var kv=p.split('=');if(kv[0])params[kv[0]]=decodeURIComponent(kv[1]||'');});
+      if(params.status!==undefined){var want=params.status.split(',');document.querySelectorAll('.status-filter').forEach(function(b){b.checked=want.indexOf(b.value)>=0;});}
+      if(params.tag!==undefined){document.getElementById('tag-filter').value=params.tag;}
+      apply();
     })();
     """
 }

@@ -79,6 +79,24 @@ final class ReportBrowserTests: XCTestCase {
         XCTAssertGreaterThan(bytes.count, 20_000, "a screenshot with content, not a blank page")
     }
 
+    /// The status and tag filters run in the browser: a link's `#status=...&tag=...` presets them.
+    func testTheFiltersHideWhatIsNotAsked() throws {
+        let cache = Repository.root.appendingPathComponent("scenarios/s4-cache-is-per-user.json").path
+        let html = dir.appendingPathComponent("f.html").path
+        _ = try harness(["run", raceScenario, cache, "--mutant", "stale-write-after-clear", "--html", html])
+        guard let chromium = Self.chromium else {
+            throw XCTSkip("chromium is not installed (.ci/run installs the Debian package chromium)")
+        }
+        func rows(_ hash: String) throws -> [String] {
+            let dom = try run(chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", "file://" + html + hash])
+            XCTAssertEqual(dom.status, 0, dom.err)
+            return dom.out.components(separatedBy: "<tr class=\"").dropFirst().map { String($0.prefix { $0 != ">" }) }
+        }
+        XCTAssertEqual(try rows(""), ["row\" data-status=\"failed\" data-tags=\"section-5 race stale\"", "row\" data-status=\"passed\" data-tags=\"section-4 cache\""])
+        XCTAssertEqual(try rows("#status=failed"), ["row\" data-status=\"failed\" data-tags=\"section-5 race stale\"", "row hidden\" data-status=\"passed\" data-tags=\"section-4 cache\""])
+        XCTAssertEqual(try rows("#tag=cache"), ["row hidden\" data-status=\"failed\" data-tags=\"section-5 race stale\"", "row\" data-status=\"passed\" data-tags=\"section-4 cache\""])
+    }
+
     func testAHostileScenarioNameDoesNotRunInTheBrowser() throws {
         let name = "<script>document.documentElement.setAttribute('data-pwned','1')</script><img src=x onerror=\"document.documentElement.setAttribute('data-pwned','2')\">"
         var text = try String(contentsOfFile: raceScenario, encoding: .utf8)
