@@ -140,4 +140,12 @@ protocol BackendPort: AnyObject, Sendable {
     /// Requests the SDK sessions created whose completion has not returned (in transit, parked,
     /// or on the way back); `nil` when the platform's sessions cannot count them.
     var outstandingTasks: Int? { get }
+    /// How each request that the mock parked at receipt was parked (`hold`, `delay N s`,
+    /// `timeout N s`), by sequence number, for the history's request lines.
+    func parkedAtReceipt() -> [Int: String]
+}
+
+extension BackendPort {
+    /// None known (a port that cannot tell).
+    func parkedAtReceipt() -> [Int: String] { [:] }
 }

@@ -31,6 +31,8 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         /// number: `requests()` is called on every condition check and rebuilt them all.
         var finishedRecords: [Int: RequestRecord] = [:]
         var cancelled: Set<Int> = []
+        /// How each request that parked at receipt was parked (`hold`, `delay N s`, `timeout N s`).
+        var parkedHow: [Int: String] = [:]
         var observer: (@Sendable (Int?, Bool) -> Void)?
         var sessions: [URLSession] = []
     }
@@ -59,6 +61,11 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
                     switch why {
                     case .hold: s.parkedUntil[seq] = .some(nil)
                     case .delay(let seconds), .timeout(let seconds): s.parkedUntil[seq] = clock.now().addingTimeInterval(seconds)
+                    }
+                    switch why {
+                    case .hold: s.parkedHow[seq] = "hold"
+                    case .delay(let seconds): s.parkedHow[seq] = "delay \(seconds) s"
+                    case .timeout(let seconds): s.parkedHow[seq] = "timeout \(seconds) s"
                     }
                     return (s.observer, nil, false)
                 case .answered(let seq, _, _):
@@ -234,6 +241,9 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
             throw ScenarioError(file: "", path: "fixtures", expected: "a change to existing fixtures (statuses: \(LifecycleStatus.allCases.map(\.rawValue)))", found: problem)
         }
     }
+
+    /// How each request that parked at receipt was parked, by sequence number.
+    func parkedAtReceipt() -> [Int: String] { state.withLock { $0.parkedHow } }
 
     /// The requests parked now: holds, and delays or timeouts whose time has not come.
     private func parkedNow(_ s: State) -> Set<Int> {

@@ -14,8 +14,10 @@ public enum HarnessCommand {
     public enum Exit: Int32 { case ok = 0, failed = 1, usage = 64, internalFault = 70 }
 
     static let usage = """
-    usage: contract-harness run [PATH ...] [--verdict FILE] [--junit FILE] [--filter TEXT] [--seed N] [--fail-fast] [--jobs N]
-                                [--sdk-command CMD] [--skip TEXT] [--skip-from FILE] [--list] [--step-timeout-ms N]
+    usage: contract-harness run [PATH ...] [--verdict FILE] [--junit FILE] [--html FILE] [--mermaid FILE] [--filter TEXT] [--seed N] [--fail-fast]
+                                [--jobs N] [--watch] [--sdk-command CMD] [--skip TEXT] [--skip-from FILE] [--list] [--step-timeout-ms N]
+           contract-harness report VERDICT [--html FILE] [--mermaid FILE]
+           contract-harness schema [--out FILE]
            contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE] [--sdk-command CMD]
            contract-harness mutants [PATH ...] [--verdict FILE] [--filter TEXT] [--step-timeout-ms N] [--jobs N]
            contract-harness vectors [--sdk-command CMD] [--vectors DIR|FILE] [--timeout SECONDS] [--sdk-name NAME] [--verdict FILE]
@@ -29,6 +31,9 @@ public enum HarnessCommand {
              "N passed, M failed[, K skipped]" and writes a JSON verdict.
       --verdict FILE   where the verdict goes (default verdict.json); written in every case
       --junit FILE     also write JUnit XML
+      --html FILE      also write the HTML report (Documentation/Report.md): summary, swim lanes per failing scenario
+      --mermaid FILE   also write the failing scenarios as Mermaid sequence diagrams (Markdown)
+      --watch          after the run, rerun whenever a scenario file under PATH changes (polling), until Ctrl-C
       --filter TEXT    only scenarios whose name or a tag contains TEXT (repeatable)
       --seed N         the run's seed (up to 2^53-1), recorded in the verdict; {{seed}} in scenario files is replaced by it
       --fail-fast      stop after the first failing scenario (the rest are reported as skipped)
@@ -53,6 +58,12 @@ public enum HarnessCommand {
       --max-schedules K  at most K schedules (default: the file's, else 100)
       --out FILE         where the failing schedule goes
       --jobs N           schedules run at once (default 16; each is an independent run)
+
+    report   Draws a saved verdict (failing scenarios always carry their timeline; all with run --history):
+             --html FILE writes the HTML report, --mermaid FILE the Mermaid diagrams (at least one of them).
+
+    schema   Prints the JSON Schema of the scenario format (committed as Documentation/scenario.schema.json),
+             or writes it to --out FILE.
 
     mutants  Runs the suite against the faithful variant of a second client implementation and against every
              deliberately broken variant (Documentation/Mutants.md); prints which scenarios caught which variant
@@ -81,7 +92,9 @@ public enum HarnessCommand {
             print("contract-harness \(version)")
             return Exit.ok.rawValue
         case "run":
-            return await run(Array(arguments.dropFirst()), driver: driver)
+            let rest = Array(arguments.dropFirst())
+            if rest.contains("--watch") { return await WatchCommand.main(rest.filter { $0 != "--watch" }, driver: driver) }
+            return await run(rest, driver: driver)
         case "explore":
             return await explore(Array(arguments.dropFirst()), driver: driver)
         case "mutants":
@@ -96,6 +109,10 @@ public enum HarnessCommand {
             return await WorkerCommand.main()
         case "generate":
             return await GenerateCommand.main(Array(arguments.dropFirst()))
+        case "report":
+            return ReportCommand.main(Array(arguments.dropFirst()))
+        case "schema":
+            return SchemaCommand.main(Array(arguments.dropFirst()))
         default:
             return usageError("unknown command '\(command)'")
         }
@@ -128,6 +145,8 @@ public enum HarnessCommand {
         var list = false
         /// `--step-timeout-ms`: a cap on every step's time limit, milliseconds.
         var stepTimeoutCap: Int?
+        /// `--html FILE`, `--mermaid FILE`: the report outputs (ReportCommand.swift).
+        var report = ReportOutputs()
     }
 
     static func parseRun(_ arguments: [String]) throws -> RunOptions {
@@ -166,6 +185,7 @@ public enum HarnessCommand {
                 let v = try value(a)
                 guard !v.trimmingCharacters(in: .whitespaces).isEmpty else { throw UsageError("--sdk-command needs a command") }
                 o.sdkCommand = v
+            case "--html", "--mermaid": try o.report.take(a, try value(a))
             case "--exhaustive": o.exhaustive = true
             case "--max-schedules":
                 let v = try value(a)
@@ -325,6 +345,7 @@ public enum HarnessCommand {
             options = try parseRun(arguments)
             try checkWritable(options.verdict, option: "--verdict")
             if let junit = options.junit { try checkWritable(junit, option: "--junit") }
+            try options.report.checkWritable()
             files = try discover(options.paths)
             if let m = options.mutant { driver = MutantRun.driver(Defect(rawValue: m)) }
             if options.sdkCommand != nil && options.mutant != nil { throw UsageError("--sdk-command and --mutant exclude each other") }
@@ -371,6 +392,7 @@ public enum HarnessCommand {
                             startedAt: startedAt, durationMilliseconds: ScenarioRunner.elapsed(since: started),
                             results: results, invalid: invalid)
             v.includesHistory = options.history
+            if let m = options.mutant { v.extra["mutant"] = .string(m) }
             return v
         }
         if selected.isEmpty {
@@ -407,6 +429,7 @@ public enum HarnessCommand {
             tell("interrupted: \(done.count) of \(selected.count) scenarios finished; verdict written to \(options.verdict)")
         }
         defer { sources.forEach { $0.cancel() } }
+        tell(runHeader(driver: driver, options: options, files: files.count, selected: selected.count))
         let runner = ScenarioRunner(driver: driver, seed: options.seed, stepTimeoutCap: options.stepTimeoutCap)
         var stop = false
         // Each scenario in a worker process (crash isolation, `--jobs`), unless run as a library.
@@ -454,6 +477,10 @@ public enum HarnessCommand {
                 FileHandle.standardError.write(Data("contract-harness: cannot write the JUnit file to \(junit): \(error.localizedDescription)\n".utf8))
                 return Exit.internalFault.rawValue
             }
+        }
+        if let failure = options.report.write(final, redacting: secrets) {
+            complain(failure)
+            return Exit.internalFault.rawValue
         }
         let c = final.counts
         say("\(c.passed) passed, \(c.failed + c.error + final.crashedCount) failed" + (c.skipped > 0 ? ", \(c.skipped) skipped" : "")
@@ -564,6 +591,8 @@ public enum HarnessCommand {
                                     durationMilliseconds: report.durationMilliseconds, checks: [check], reason: nil, smoke: nil,
                                     history: [], historyDigest: "")
         result.exploration = report.json
+        // The report shows the shrunk file and a replay's timeline (Report+Exploration.swift).
+        if let f = report.firstFailure { result = await f.attach(to: result, file: s.file, runner: runner) }
         return result
     }
 

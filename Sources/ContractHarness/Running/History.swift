@@ -41,12 +41,15 @@ public struct HistoryEvent: Codable, Sendable, Equatable {
 
     /// A one-line rendering for failure messages.
     public var line: String {
+        // A JSON null prints like an absent value: a worker's record decodes `null` as absent, and
+        // the line (and the digest over it) must not depend on which process recorded the event.
+        func text(_ v: JSONValue?) -> String { v.flatMap { $0 == .null ? nil : "\($0)" } ?? "" }
         switch kind {
-        case .invoke: return "[\(index)] t=\(time) invoke \(label ?? "") \(name ?? "") on \(client ?? "?") \(detail.map { "\($0)" } ?? "")"
-        case .complete: return "[\(index)] t=\(time) complete \(label ?? "") \(name ?? "") -> \(outcome.map { "\($0)" } ?? "")"
-        case .request: return "[\(index)] t=\(time) request \(request?.summary ?? "")"
+        case .invoke: return "[\(index)] t=\(time) invoke \(label ?? "") \(name ?? "") on \(client ?? "?") \(text(detail))"
+        case .complete: return "[\(index)] t=\(time) complete \(label ?? "") \(name ?? "") -> \(text(outcome))"
+        case .request: return "[\(index)] t=\(time) request \(request.map { $0.receivedSummary(parked: detail?["parked"]?.stringValue) } ?? "")"
         case .response: return "[\(index)] t=\(time) response \(request?.summary ?? "")"
-        case .marker: return "[\(index)] t=\(time) \(name ?? "marker") \(detail.map { "\($0)" } ?? "")"
+        case .marker: return "[\(index)] t=\(time) \(name ?? "marker") \(text(detail))"
         }
     }
 }
@@ -146,4 +149,21 @@ final class Recorder: @unchecked Sendable {
     }
 
     deinit { ticker?.cancel() }
+}
+
+extension RequestRecord {
+    /// The request as the mock received it, for a history `request` line: no answer (that is the
+    /// `response` line's), the fault applied, and how it was parked at receipt, e.g.
+    /// `#1 [main] POST /api/v1/tracking/assign {...} (fault held: hold at receipt)`.
+    func receivedSummary(parked: String?) -> String {
+        var s = "#\(seq) \(client.map { "[\($0)] " } ?? "")\(method) \(target)"
+        if let body { s += " \(body)" }
+        switch (fault, parked) {
+        case (let f?, let how?): s += " (fault \(f): \(how) at receipt)"
+        case (let f?, nil): s += " (fault \(f))"
+        case (nil, let how?): s += " (\(how) at receipt)"
+        case (nil, nil): break
+        }
+        return s
+    }
 }

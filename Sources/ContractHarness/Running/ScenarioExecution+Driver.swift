@@ -55,7 +55,7 @@ extension ScenarioExecution {
             result.status = .crashed
             result.reason = "crashed: \(crash)" + (result.reason.map { "; \($0)" } ?? "")
             result.crash = .object(["reason": .string("the SDK adapter crashed: \(crash)"),
-                                    "stderr": .array(report.stderr.suffix(20).map(JSONValue.string))])
+                                    "stderr_tail": .array(report.stderr.suffix(20).map(JSONValue.string))])
         }
         if result.status != .passed && result.status != .skipped { result.adapterStderr = report.stderr }
     }

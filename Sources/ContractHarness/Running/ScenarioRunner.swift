@@ -61,6 +61,10 @@ public struct ScenarioResult: Sendable, Codable {
     public var crash: JSONValue?
     /// An out-of-process SDK's standard error while the scenario ran, kept when it did not pass.
     public var adapterStderr: [String] = []
+    /// The history as recorded (not canonical): the mock's own request numbers and the indices
+    /// failure slices cite, so a report can draw it and highlight what a check cites. Empty when
+    /// the runner keeps no history.
+    public var events: [HistoryEvent] = []
 
     /// The first failing check, for the console line.
     public var firstFailure: CheckResult? { checks.first { !$0.passed } }
@@ -69,7 +73,8 @@ public struct ScenarioResult: Sendable, Codable {
 extension ScenarioResult {
     /// Decodes a result (the worker protocol's `result` payload): the fields every version has are
     /// required; the later, optional ones (`infeasible`, `exploration`, `crash`, `adapterStderr`)
-    /// may be absent, so an older or other-language worker's record still reads.
+    /// may be absent, so an older or other-language worker's record still reads. (`events`, the
+    /// recorded history for reports, likewise.)
     ///
     /// - Throws: `DecodingError` when a required field is missing or of the wrong type.
     public init(from decoder: any Decoder) throws {
@@ -85,6 +90,7 @@ extension ScenarioResult {
         exploration = try c.decodeIfPresent(JSONValue.self, forKey: .exploration)
         crash = try c.decodeIfPresent(JSONValue.self, forKey: .crash)
         adapterStderr = try c.decodeIfPresent([String].self, forKey: .adapterStderr) ?? []
+        events = try c.decodeIfPresent([HistoryEvent].self, forKey: .events) ?? []
     }
 }
 
@@ -299,22 +305,27 @@ final class ScenarioExecution: @unchecked Sendable {
         let canonical = keepsHistory ? Self.canonical(history) : []
         let results = lock.withLock { checks }
         let smoke = results.isEmpty ? nil : Checks.smokeFields(scenario: scenario, history: history)
-        return ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, source: scenario.source,
+        var result = ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, source: scenario.source,
                               status: results.allSatisfy(\.passed) ? .passed : .failed, durationMilliseconds: 0,
                               checks: results.isEmpty ? [CheckResult(name: "steps", passed: true)] : results,
                               reason: aborted, smoke: scenario.checks.contains("contract_smoke") ? smoke : nil,
                               history: canonical, historyDigest: keepsHistory ? Self.digest(canonical) : "")
+        if keepsHistory { result.events = history }
+        return result
     }
 
     /// The history so far with request entries filled in from the mock (the recorder only notes
     /// sequence numbers while the run goes on).
     func currentHistory() -> [HistoryEvent] {
         let bySeq = Dictionary(port.requests().map { ($0.seq, $0) }, uniquingKeysWith: { a, _ in a })
+        let parked = port.parkedAtReceipt()
         return recorder.snapshot.map { e in
             guard let seq = e.request?.seq, let full = bySeq[seq] else { return e }
             var copy = e
             copy.request = full
             copy.client = full.client
+            // A request line says how the mock parked it at receipt (its answer is its own event).
+            if e.kind == .request, let how = parked[seq] { copy.detail = .object(["parked": .string(how)]) }
             return copy
         }
     }
@@ -820,6 +831,14 @@ final class ScenarioExecution: @unchecked Sendable {
             // Which step was running when a request arrived is a matter of thread timing (the step
             // that started its operation, or the next one); the order of events is not.
             copy.step = 0
+            // A request that ended without an answer ended so by whichever came first of two
+            // timers due at one virtual instant (the SDK's own deadline cancelling it, the mock's
+            // timeout fault failing it) or of a cancellation on its way through URLSession: the
+            // canonical form says only that it got no answer. (Checks still see which it was.)
+            if copy.request != nil, copy.request?.status == nil {
+                copy.request?.cancelled = false
+                copy.request?.parked = false
+            }
             if let last = run.last?.1, last.kind != copy.kind || last.time != copy.time { flush() }
             copy.index = 0
             run.append((copy.line + "|" + (copy.label ?? "") + "|" + (copy.request?.response?.jsonText ?? ""), copy))

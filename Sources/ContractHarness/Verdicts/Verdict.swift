@@ -100,7 +100,11 @@ public struct Verdict: Sendable {
         if let exploration = r.exploration { o["exploration"] = exploration }
         if let crash = r.crash { o["crash"] = crash }
         if !r.adapterStderr.isEmpty { o["adapter_stderr"] = .array(r.adapterStderr.map(JSONValue.string)) }
-        if history { o["history"] = .array(r.history.map { .string($0.line) }) }
+        // The recorded history's lines (the request numbers and indices failure slices cite);
+        // the digest stays over the canonical form.
+        if history { o["history"] = .array((r.events.isEmpty ? r.history : r.events).map { .string($0.line) }) }
+        // The structured history a report is drawn from: always for a failing scenario.
+        if (history || r.status == .failed), !r.events.isEmpty { o["timeline"] = timelineJSON(r.events) }
         return .object(o)
     }
 
@@ -130,50 +134,5 @@ public struct Verdict: Sendable {
     /// - Throws: the file system's error when the directory is not writable.
     public func write(to path: String, redacting secrets: [String]) throws {
         try data(redacting: secrets).write(to: URL(fileURLWithPath: path), options: .atomic)
-    }
-
-    /// JUnit XML (one `testsuite`, a `testcase` per scenario; with `error`, one erroring
-    /// `testcase` that says why the run could not happen).
-    public func junit(redacting secrets: [String], error: String? = nil) -> Data {
-        let redactor = SecretRedactor(secrets: secrets)
-        // Each text is redacted before XML escaping (a key with `&` or `<` is found as written),
-        // and the whole document again after.
-        func esc(_ s: String) -> String {
-            var out = ""
-            for ch in redactor.redact(s).unicodeScalars {
-                switch ch {
-                case "&": out += "&amp;"
-                case "<": out += "&lt;"
-                case ">": out += "&gt;"
-                case "\"": out += "&quot;"
-                default:
-                    if ch.value < 0x20 && ch != "\n" && ch != "\t" { out += "?" } else { out.unicodeScalars.append(ch) }
-                }
-            }
-            return out
-        }
-        let c = counts
-        var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-        xml += "<testsuite name=\"contract-harness\" tests=\"\(results.count + invalid.count + (error == nil ? 0 : 1))\" failures=\"\(c.failed)\" errors=\"\(c.error + crashedCount + (error == nil ? 0 : 1))\" skipped=\"\(c.skipped)\" time=\"\(durationMilliseconds / 1000)\">\n"
-        for r in results {
-            xml += "  <testcase classname=\"scenarios\" name=\"\(esc(r.name))\" file=\"\(esc(r.file))\" time=\"\(r.durationMilliseconds / 1000)\""
-            switch r.status {
-            case .passed: xml += "/>\n"
-            case .skipped: xml += "><skipped message=\"\(esc(r.reason ?? ""))\"/></testcase>\n"
-            case .error, .crashed: xml += "><error message=\"\(esc(r.reason ?? ""))\"/></testcase>\n"
-            case .failed:
-                let f = r.firstFailure
-                let body = (f?.history ?? []).joined(separator: "\n")
-                xml += "><failure message=\"\(esc("\(f?.name ?? ""): \(f?.message ?? r.reason ?? "")"))\">\(esc(body))</failure></testcase>\n"
-            }
-        }
-        for item in invalid {
-            xml += "  <testcase classname=\"scenarios\" name=\"\(esc(item.file))\" time=\"0\"><error message=\"\(esc(item.error))\"/></testcase>\n"
-        }
-        if let error {
-            xml += "  <testcase classname=\"contract-harness\" name=\"run\" time=\"0\"><error message=\"\(esc(error))\"/></testcase>\n"
-        }
-        xml += "</testsuite>\n"
-        return Data(redactor.redact(xml).utf8)
     }
 }

@@ -79,7 +79,7 @@ final class HarnessCLITests: XCTestCase {
         XCTAssertEqual((scenarios.first?["history_digest"] as? String)?.count, 32)
         XCTAssertFalse(String(decoding: try Data(contentsOf: dir.appendingPathComponent("verdict.json")), as: UTF8.self).contains("sdk-contract-key"),
                        "the API key must never appear in the verdict")
-        XCTAssertTrue(String(decoding: try Data(contentsOf: dir.appendingPathComponent("junit.xml")), as: UTF8.self).contains("<testcase classname=\"scenarios\" name=\"ok\""))
+        XCTAssertTrue(String(decoding: try Data(contentsOf: dir.appendingPathComponent("junit.xml")), as: UTF8.self).contains("<testcase classname=\"t\" name=\"ok\""))
     }
 
     func testFailingCheckExitsOneAndQuotesTheFailure() throws {

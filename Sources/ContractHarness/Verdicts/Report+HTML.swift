@@ -1,0 +1,376 @@
+import Foundation
+import ExperimentlyMock
+
+extension Verdict {
+    /// The verdict as one self-contained HTML page (inline CSS, JavaScript and SVG; nothing is
+    /// fetched): a summary of every scenario (status, duration, tags) filterable by status and
+    /// tag, the mutant matrix when the verdict holds one, and per scenario with a recorded
+    /// `timeline` a swim-lane diagram (virtual clock, reference app, each client, the mock) with
+    /// arrows from each request to the mock and from the mock back with its answer, the events
+    /// each failing check cites highlighted and its message beside them, and what an
+    /// exploration found. Documented in `Documentation/Report.md`.
+    ///
+    /// Every text is redacted (``SecretRedactor``: each spelling of each of `secrets`) and then
+    /// HTML-escaped, control characters made visible, so a scenario name cannot inject markup.
+    public func html(redacting secrets: [String]) -> String {
+        HTMLReport(verdict: self, redactor: SecretRedactor(secrets: secrets)).render()
+    }
+}
+
+/// Builds the HTML page of ``Verdict/html(redacting:)``.
+struct HTMLReport {
+    let verdict: Verdict
+    let redactor: SecretRedactor
+
+    /// `text` redacted, HTML-escaped (`& < > " '`) and with control characters and bidi
+    /// overrides written as visible `\u{XX}` escapes (line feeds kept when `keepingLineFeeds`,
+    /// for `<pre>` blocks).
+    func h(_ text: String, keepingLineFeeds: Bool = false) -> String {
+        var out = ""
+        for ch in TerminalText.escape(redactor.redact(text), keepingLineFeeds: keepingLineFeeds).unicodeScalars {
+            switch ch {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default: out.unicodeScalars.append(ch)
+            }
+        }
+        return out
+    }
+
+    func render() -> String {
+        let c = verdict.counts
+        var page = """
+        <!DOCTYPE html>
+        <html lang="en"><head><meta charset="utf-8">
+        <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
+        <title>contract-harness report: \(h(verdict.sdkName)) \(h(verdict.sdkVersion))</title>
+        <style>\(Self.css)</style></head><body>
+        <header><h1>contract-harness report</h1>
+        <p class="meta">SDK under test <b id="sdk">\(h(verdict.sdkName)) \(h(verdict.sdkVersion))</b>\(verdict.extra["mutant"]?.stringValue.map { " (broken variant <b>\(h($0))</b>)" } ?? "") · harness \(h(verdict.harnessVersion)) · seed \(verdict.seed) · started \(h(Verdict.iso(verdict.startedAt))) · \(String(format: "%.1f", Self.rounded(verdict.durationMilliseconds) / 1000)) s</p>
+        <p class="counts"><span class="badge \(verdict.ok ? "passed" : "failed")">\(verdict.ok ? "OK" : "NOT OK")</span> \(c.passed) passed · \(c.failed) failed · \(c.skipped) skipped · \(c.error) error\(verdict.extra["error"]?.stringValue.map { " · " + h($0) } ?? "")</p>
+        </header>
+
+        """
+        page += filters()
+        page += summary()
+        page += mutantMatrix()
+        for (i, r) in verdict.results.enumerated() where hasSection(r) {
+            page += section(r, number: i)
+        }
+        page += "<script>\(Self.script)</script>\n</body></html>\n"
+        return page
+    }
+
+    /// Whether `r` has a timeline to draw: failing scenarios always, others with `run --history`
+    /// (so a report drawn during the run equals one drawn from its saved verdict).
+    func hasTimeline(_ r: ScenarioResult) -> Bool { !r.events.isEmpty && (r.status == .failed || verdict.includesHistory) }
+
+    /// Whether `r` gets its own section (a timeline, a failure, or an exploration).
+    func hasSection(_ r: ScenarioResult) -> Bool { hasTimeline(r) || r.status == .failed || r.exploration != nil }
+
+    var allTags: [String] {
+        var seen: [String] = []
+        for t in verdict.results.flatMap(\.tags) where !seen.contains(where: { $0.unicodeScalars.elementsEqual(t.unicodeScalars) }) { seen.append(t) }
+        return seen.sorted()
+    }
+
+    func filters() -> String {
+        var s = "<nav id=\"filters\"><span>show</span>"
+        for status in ["passed", "failed", "skipped", "error"] {
+            s += "<label><input type=\"checkbox\" class=\"status-filter\" value=\"\(status)\" checked> <span class=\"badge \(status)\">\(status)</span></label>"
+        }
+        s += "<label>tag <select id=\"tag-filter\"><option value=\"\">any</option>"
+        for t in allTags { s += "<option value=\"\(h(t))\">\(h(t))</option>" }
+        s += "</select></label></nav>\n"
+        return s
+    }
+
+    /// The tags as one attribute value, separated by a unit separator no tag can hold after escaping.
+    func tagAttribute(_ tags: [String]) -> String { tags.map { h($0) }.joined(separator: " ") }
+
+    func summary() -> String {
+        var s = "<table id=\"summary\"><thead><tr><th>scenario</th><th>status</th><th>duration</th><th>tags</th><th>first failure</th></tr></thead><tbody>\n"
+        for (i, r) in verdict.results.enumerated() {
+            let name = hasSection(r) ? "<a href=\"#scenario-\(i)\">\(h(r.name))</a>" : h(r.name)
+            let failure = r.firstFailure.map { "<b>\(h($0.name))</b>: \(h($0.message ?? ""))" } ?? h(r.reason ?? "")
+            s += "<tr class=\"row\" data-status=\"\(r.status.rawValue)\" data-tags=\"\(tagAttribute(r.tags))\"><td>\(name)</td><td><span class=\"badge \(r.status.rawValue)\">\(r.status.rawValue)</span></td>"
+            s += "<td class=\"num\">\(String(format: "%.1f ms", Self.rounded(r.durationMilliseconds)))</td><td>\(r.tags.map { "<span class=\"tag\">\(h($0))</span>" }.joined(separator: " "))</td><td class=\"failure\">\(failure)</td></tr>\n"
+        }
+        for item in verdict.invalid {
+            s += "<tr class=\"row\" data-status=\"error\" data-tags=\"\"><td>\(h(item.file))</td><td><span class=\"badge error\">error</span></td><td class=\"num\">–</td><td></td><td class=\"failure\">\(h(item.error))</td></tr>\n"
+        }
+        s += "</tbody></table>\n"
+        return s
+    }
+
+    func mutantMatrix() -> String {
+        guard let m = verdict.extra["mutants"], case .array(let rows)? = m["variants"] else { return "" }
+        var s = "<section id=\"mutants\"><h2>Mutant matrix</h2><p>\(h(m["caught"].map { "\($0)" } ?? "?")) of \(h(m["total"].map { "\($0)" } ?? "?")) broken variants caught by \(h(m["scenarios"].map { "\($0)" } ?? "?")) scenarios</p>"
+        s += "<table class=\"matrix\"><thead><tr><th>#</th><th>variant</th><th>what is broken</th><th>caught</th><th>caught by</th><th>failing checks</th></tr></thead><tbody>\n"
+        for row in rows {
+            let caught = row["caught"] == .bool(true)
+            s += "<tr class=\"\(caught ? "caught" : "missed")\"><td class=\"num\">\(h(row["item"].map { "\($0)" } ?? ""))</td><td><code>\(h(row["defect"]?.stringValue ?? ""))</code></td><td>\(h(row["summary"]?.stringValue ?? ""))</td>"
+            s += "<td><span class=\"badge \(caught ? "passed" : "failed")\">\(caught ? "caught" : "missed")</span></td>"
+            s += "<td>\((row["caught_by"]?.arrayValue ?? []).compactMap(\.stringValue).map { h($0) }.joined(separator: "<br>"))</td>"
+            s += "<td>\((row["failing_checks"]?.arrayValue ?? []).compactMap(\.stringValue).map { h($0) }.joined(separator: ", "))</td></tr>\n"
+        }
+        let baseline = (m["baseline_failures"]?.arrayValue ?? []).compactMap(\.stringValue)
+        s += "</tbody></table>" + (baseline.isEmpty ? "" : "<p class=\"bad\">fails against the faithful variant: \(baseline.map { h($0) }.joined(separator: ", "))</p>") + "</section>\n"
+        return s
+    }
+
+    func section(_ r: ScenarioResult, number: Int) -> String {
+        let open = r.status == .failed || r.status == .error
+        var s = "<section class=\"scenario\" id=\"scenario-\(number)\" data-status=\"\(r.status.rawValue)\" data-tags=\"\(tagAttribute(r.tags))\">"
+        s += "<details\(open ? " open" : "")><summary><span class=\"badge \(r.status.rawValue)\">\(r.status.rawValue)</span> <span class=\"name\">\(h(r.name))</span> <span class=\"file\">\(h(r.file))</span></summary>\n"
+        if let source = r.source { s += "<p class=\"source\">\(h(source))</p>" }
+        let timeline = ReportTimeline(r)
+        if !timeline.citations.isEmpty {
+            s += "<ol class=\"checks\">"
+            for c in timeline.citations {
+                s += "<li class=\"failing-check\" value=\"\(c.number)\"><b class=\"check-name\">\(h(c.check.name))</b>: \(h(c.check.message ?? ""))"
+                if c.indices.isEmpty, let lines = c.check.history, !lines.isEmpty { s += "<pre>\(lines.map { h($0) }.joined(separator: "\n"))</pre>" }
+                s += "</li>"
+            }
+            s += "</ol>\n"
+        }
+        let passed = r.checks.filter(\.passed).map(\.name)
+        if !passed.isEmpty { s += "<p class=\"passed-checks\">held: \(passed.map { h($0) }.joined(separator: ", "))</p>\n" }
+        if let e = r.exploration { s += exploration(e) }
+        if hasTimeline(r) { s += "<div class=\"timeline\">" + svg(timeline) + "</div>\n" }
+        else if r.status == .failed { s += "<p class=\"note\">No timeline recorded for this scenario (a verdict written without histories).</p>" }
+        s += "</details></section>\n"
+        return s
+    }
+
+    func exploration(_ e: JSONValue) -> String {
+        var s = "<div class=\"explore\"><h3>Exploration</h3><p>\(h(e["mode"]?.stringValue ?? "")): \(h(e["schedules"].map { "\($0)" } ?? "?")) schedules, \(h(e["failed"].map { "\($0)" } ?? "?")) failed, \(h(e["infeasible"].map { "\($0)" } ?? "?")) infeasible (seed \(h(e["seed"].map { "\($0)" } ?? "?")))</p>"
+        if let f = e["first_failure"] {
+            let order = (f["order"]?.arrayValue ?? []).map { "\($0)" }.joined(separator: ", ")
+            s += "<p class=\"bad\">first failing order: <code class=\"order\">[\(h(order))]</code> fails <b>\(h(f["check"]?.stringValue ?? ""))</b>; shrunk from \(h(f["steps_before"].map { "\($0)" } ?? "?")) to \(h(f["steps_after"].map { "\($0)" } ?? "?")) steps</p>"
+            if let file = f["scenario"] {
+                s += "<details class=\"shrunk\"><summary>the shrunk scenario file (replay it with <code>contract-harness run FILE</code>)</summary><pre>\(h(Self.pretty(file), keepingLineFeeds: true))</pre></details>"
+            }
+        }
+        return s + "</div>\n"
+    }
+
+    static func pretty(_ v: JSONValue) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(v)).map { String(decoding: $0, as: UTF8.self) } ?? v.jsonText
+    }
+
+    // MARK: The swim lanes
+
+    static let rowHeight = 24.0
+    static let top = 56.0
+    static let gutter = 120.0
+    static let noteWidth = 430.0
+
+    static func laneWidth(_ lane: ReportTimeline.Lane) -> Double {
+        switch lane {
+        case .clock: return 110
+        case .app: return 270
+        case .client: return 250
+        case .mock: return 470
+        }
+    }
+
+    func svg(_ t: ReportTimeline) -> String {
+        var x: [ReportTimeline.Lane: Double] = [:]
+        var cursor = Self.gutter
+        for lane in t.lanes {
+            x[lane] = cursor + 14
+            cursor += Self.laneWidth(lane)
+        }
+        let lanesRight = cursor
+        let width = lanesRight + Self.noteWidth
+        func y(_ i: Int) -> Double { Self.top + Double(i) * Self.rowHeight + Self.rowHeight / 2 }
+        let rowsBottom = Self.top + Double(t.events.count) * Self.rowHeight + 8
+        let row = Dictionary(t.events.enumerated().map { ($1.index, $0) }, uniquingKeysWith: { a, _ in a })
+        var body = ""
+        var back = ""
+
+        // Highlighted rows: every event a failing check cites, marked with the checks' numbers.
+        for (i, e) in t.events.enumerated() {
+            let cited = t.citing(e.index)
+            guard !cited.isEmpty else { continue }
+            back += "<rect class=\"cited-row\" data-index=\"\(e.index)\" x=\"0\" y=\"\(y(i) - Self.rowHeight / 2)\" width=\"\(lanesRight)\" height=\"\(Self.rowHeight)\"/>"
+            back += "<text class=\"cite-mark\" x=\"4\" y=\"\(y(i) + 4)\">✗\(cited.map { "\($0.number)" }.joined(separator: ","))</text>"
+        }
+        // Lane headers and lifelines.
+        var left = Self.gutter
+        for lane in t.lanes {
+            let lx = x[lane]!
+            back += "<line class=\"lifeline\" x1=\"\(lx)\" y1=\"\(Self.top - 8)\" x2=\"\(lx)\" y2=\"\(rowsBottom)\"/>"
+            body += "<g class=\"lane-head\" data-lane=\"\(h(lane.title))\"><rect x=\"\(left + 2)\" y=\"6\" width=\"\(Self.laneWidth(lane) - 4)\" height=\"30\" rx=\"4\"/><text x=\"\(left + 10)\" y=\"26\">\(h(lane.title))</text></g>"
+            left += Self.laneWidth(lane)
+        }
+        body += "<text class=\"gutter-head\" x=\"4\" y=\"26\">check</text><text class=\"gutter-head\" x=\"40\" y=\"26\">event</text>"
+        // Operation spans (invocation to completion), side by side when they overlap in a lane,
+        // and holds (request to answer) in the mock's lane.
+        var open: [ReportTimeline.Lane: [Int]] = [:]
+        var offset: [Int: Double] = [:]
+        for (i, e) in t.events.enumerated() {
+            let lane = t.lane(of: e)
+            if e.kind == .invoke, let j = t.completion(of: i), let lx = x[lane] {
+                let busy = (open[lane] ?? []).filter { $0 > i }
+                let dx = Double(busy.count) * 9
+                offset[i] = dx
+                open[lane] = busy + [j]
+                back += "<rect class=\"op-span\" x=\"\(lx - 4 + dx)\" y=\"\(y(i))\" width=\"8\" height=\"\(y(j) - y(i))\"/>"
+            }
+            if let j = t.answer(to: i), let mx = x[.mock], j > i + 1 {
+                let held = e.request?.fault != nil
+                back += "<rect class=\"\(held ? "hold" : "wait")\" x=\"\(mx - 5)\" y=\"\(y(i))\" width=\"10\" height=\"\(y(j) - y(i))\"><title>\(h("#\(e.request?.seq ?? 0) " + (held ? "held by fault \(e.request?.fault ?? "") from receipt to release" : "in flight")))</title></rect>"
+            }
+        }
+        // The events.
+        var lastTime: Double?
+        for (i, e) in t.events.enumerated() {
+            let yy = y(i)
+            let cited = !t.citing(e.index).isEmpty
+            body += "<g class=\"event \(e.kind.rawValue)\(cited ? " cited" : "")\" data-index=\"\(e.index)\"><title>\(h(e.line))</title>"
+            body += "<text class=\"gutter\" x=\"40\" y=\"\(yy + 4)\">[\(e.index)] step \(e.step)</text>"
+            if lastTime != e.time, let cx = x[.clock] {
+                body += "<text class=\"clock\" x=\"\(cx + 8)\" y=\"\(yy + 4)\">t=\(Self.seconds(e.time))</text>"
+                lastTime = e.time
+            }
+            let lane = t.lane(of: e)
+            let lx = x[lane] ?? Self.gutter
+            let text = ReportTimeline.text(e)
+            switch e.kind {
+            case .request, .response:
+                let mx = x[.mock]!
+                let ok = e.request.map { $0.succeeded && !$0.cancelled } ?? false
+                let cls = e.kind == .request ? "arrow-request" : (ok ? "arrow-answer" : "arrow-failed")
+                let (x1, x2) = e.kind == .request ? (lx + 5, mx - 7) : (mx - 5, lx + 7)
+                body += "<line class=\"\(cls)\" x1=\"\(x1)\" y1=\"\(yy)\" x2=\"\(x2)\" y2=\"\(yy)\" marker-end=\"url(#arrowhead)\"/>"
+                body += "<text class=\"mock-text\" x=\"\(mx + 10)\" y=\"\(yy + 4)\">\(h(Self.clip(text, Self.laneWidth(.mock) - 14)))</text>"
+            case .invoke, .complete:
+                let dx = e.kind == .invoke ? offset[i] ?? 0 : (t.events[..<i].lastIndex { $0.kind == .invoke && $0.label == e.label }.flatMap { offset[$0] } ?? 0)
+                body += "<circle class=\"dot\" cx=\"\(lx + dx)\" cy=\"\(yy)\" r=\"4\"/>"
+                body += "<text x=\"\(lx + dx + 10)\" y=\"\(yy + 4)\">\(h(Self.clip(text, Self.laneWidth(lane) - 24 - dx)))</text>"
+            case .marker:
+                body += "<rect class=\"mark\" x=\"\(lx - 4)\" y=\"\(yy - 4)\" width=\"8\" height=\"8\"/>"
+                body += "<text x=\"\(lx + 10)\" y=\"\(yy + 4)\">\(h(Self.clip(text, Self.laneWidth(lane) - 24)))</text>"
+            }
+            body += "</g>"
+        }
+        // Each failing check: a line where it was decided, its message beside the lanes, and a
+        // link from the message to every event it cites.
+        var noteBottom = Self.top
+        let noteX = lanesRight + 14
+        for c in t.citations {
+            let anchorY = c.anchor.flatMap { row[$0] }.map { y($0) + Self.rowHeight / 2 } ?? Self.top
+            back += "<line class=\"decided\" x1=\"\(Self.gutter)\" y1=\"\(anchorY)\" x2=\"\(lanesRight)\" y2=\"\(anchorY)\"/>"
+            let lines = Self.wrap("✗\(c.number) \(c.check.name): \(c.check.message ?? "")", columns: Int((Self.noteWidth - 40) / 6.7))
+            let top = max(anchorY - 12, noteBottom + 6)
+            let height = Double(lines.count) * 15 + 10
+            back += "<line class=\"note-link\" x1=\"\(lanesRight - 30)\" y1=\"\(anchorY)\" x2=\"\(noteX)\" y2=\"\(top + 12)\"/>"
+            for index in c.indices where c.indices.count <= 8 {
+                guard let r = row[index] else { continue }
+                back += "<line class=\"cite-link\" x1=\"\(lanesRight)\" y1=\"\(y(r))\" x2=\"\(noteX)\" y2=\"\(top + 12)\"/>"
+            }
+            body += "<g class=\"note\" data-check=\"\(h(c.check.name))\"><rect x=\"\(noteX)\" y=\"\(top)\" width=\"\(Self.noteWidth - 24)\" height=\"\(height)\" rx=\"4\"/>"
+            for (k, line) in lines.enumerated() {
+                body += "<text x=\"\(noteX + 8)\" y=\"\(top + 17 + Double(k) * 15)\"\(k == 0 ? " class=\"note-head\"" : "")>\(h(line))</text>"
+            }
+            body += "</g>"
+            noteBottom = top + height
+        }
+        let height = max(rowsBottom, noteBottom + 10)
+        return """
+        <svg class="lanes" xmlns="http://www.w3.org/2000/svg" width="\(width)" height="\(height)" viewBox="0 0 \(width) \(height)">\
+        <defs><marker id="arrowhead" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="context-stroke"/></marker></defs>\
+        \(back)\(body)</svg>
+        """
+    }
+
+    /// Milliseconds as the verdict file keeps them (3 decimals), so a report drawn during the run
+    /// and one drawn from the saved verdict print the same.
+    static func rounded(_ ms: Double) -> Double { (ms * 1000).rounded() / 1000 }
+
+    static func seconds(_ t: Double) -> String {
+        t == t.rounded() ? String(format: "%.0f s", t) : String(format: "%.3g s", t)
+    }
+
+    /// `text` cut to what fits `pixels` of 11 px monospace, with an ellipsis.
+    static func clip(_ text: String, _ pixels: Double) -> String {
+        let n = max(4, Int(pixels / 6.7))
+        return text.count > n ? String(text.prefix(n - 1)) + "…" : text
+    }
+
+    /// `text` broken into lines of at most `columns` characters at spaces (at most 8 lines).
+    static func wrap(_ text: String, columns: Int) -> [String] {
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ", omittingEmptySubsequences: false) {
+            var word = String(word)
+            while word.count > columns {
+                if !line.isEmpty { lines.append(line); line = "" }
+                lines.append(String(word.prefix(columns)))
+                word = String(word.dropFirst(columns))
+            }
+            if line.isEmpty { line = word } else if line.count + 1 + word.count <= columns { line += " " + word } else { lines.append(line); line = word }
+        }
+        if !line.isEmpty { lines.append(line) }
+        if lines.count > 8 { lines = Array(lines.prefix(7)) + ["… (the whole message is in the list above)"] }
+        return lines
+    }
+
+    static let css = """
+    body{font:14px/1.4 system-ui,-apple-system,Segoe UI,sans-serif;margin:16px 24px;color:#1d2329;background:#fff}
+    h1{font-size:22px;margin:0 0 4px}h2{font-size:18px}h3{font-size:15px;margin:8px 0 4px}
+    .meta,.counts{margin:2px 0;color:#444}
+    .badge{display:inline-block;padding:0 7px;border-radius:9px;font-size:12px;font-weight:600;color:#fff;background:#888}
+    .badge.passed{background:#2e7d32}.badge.failed{background:#c62828}.badge.skipped{background:#8d6e63}.badge.error{background:#6a1b9a}
+    nav#filters{margin:12px 0;display:flex;gap:14px;align-items:center;flex-wrap:wrap}
+    table{border-collapse:collapse;margin:8px 0 16px}th,td{border-bottom:1px solid #e3e6ea;padding:4px 8px;text-align:left;vertical-align:top}
+    th{background:#f3f5f7;font-weight:600}td.num{text-align:right;white-space:nowrap}td.failure{color:#8e1c1c;max-width:620px}
+    .tag{display:inline-block;background:#eef2f7;border-radius:4px;padding:0 5px;margin:1px;font-size:12px}
+    tr.missed td{background:#fff0f0}
+    section.scenario{border:1px solid #dde1e6;border-radius:6px;margin:12px 0;padding:6px 12px}
+    section.scenario summary{cursor:pointer;font-size:16px}.name{font-weight:600}.file{color:#777;font-size:12px;margin-left:8px}
+    ol.checks li{margin:3px 0}.check-name{color:#b71c1c}.passed-checks{color:#2e7d32;font-size:13px}.bad{color:#b71c1c}
+    .timeline{overflow-x:auto;border-top:1px solid #eee;margin-top:6px}
+    svg.lanes{font:11px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+    .lane-head rect{fill:#eef2f7;stroke:#c5ccd4}.lane-head text{font-weight:700;font-size:12px;fill:#1d2329}
+    .gutter-head{font-weight:700;fill:#555}.gutter{fill:#888}.clock{fill:#6a1b9a}
+    .lifeline{stroke:#b8c0c8;stroke-dasharray:3 3}
+    .op-span{fill:#bbdefb;stroke:#64b5f6}.hold{fill:#ffe0b2;stroke:#fb8c00}.wait{fill:#eeeeee;stroke:#bbb}
+    .dot{fill:#1565c0}.mark{fill:#7b1fa2}
+    .arrow-request{stroke:#1565c0;stroke-width:1.6}.arrow-answer{stroke:#2e7d32;stroke-width:1.6;stroke-dasharray:5 3}
+    .arrow-failed{stroke:#c62828;stroke-width:1.6;stroke-dasharray:5 3}
+    .mock-text{fill:#333}.event.cited text{fill:#b71c1c;font-weight:700}
+    .cited-row{fill:#ffebee}.cite-mark{fill:#c62828;font-weight:700}.decided{stroke:#c62828;stroke-width:1.5;stroke-dasharray:6 3}.cite-link{stroke:#e57373;stroke-width:.8}
+    .note rect{fill:#fff5f5;stroke:#c62828}.note text{fill:#7f0000}.note .note-head{font-weight:700}.note-link{stroke:#c62828}
+    pre{background:#f6f8fa;padding:8px;overflow:auto;font-size:12px}
+    .hidden{display:none}
+    """
+
+    static let script = """
+    (function(){
+      function apply(){
+        var shown={};document.querySelectorAll('.status-filter').forEach(function(b){shown[b.value]=b.checked;});
+        var tag=document.getElementById('tag-filter').value;
+        document.querySelectorAll('[data-status]').forEach(function(el){
+          var tags=(el.getAttribute('data-tags')||'').split(' ');
+          var ok=shown[el.getAttribute('data-status')]&&(tag===''||tags.indexOf(tag)>=0);
+          el.classList.toggle('hidden',!ok);
+        });
+      }
+      document.querySelectorAll('.status-filter').forEach(function(b){b.addEventListener('change',apply);});
+      document.getElementById('tag-filter').addEventListener('change',apply);
+      // A link can preset the filters: report.html#status=failed,error&tag=race
+      var params={};location.hash.replace(/^#/,'').split('&').forEach(function(p){var kv=p.split('=');if(kv[0])params[kv[0]]=decodeURIComponent(kv[1]||'');});
+      if(params.status!==undefined){var want=params.status.split(',');document.querySelectorAll('.status-filter').forEach(function(b){b.checked=want.indexOf(b.value)>=0;});}
+      if(params.tag!==undefined){document.getElementById('tag-filter').value=params.tag;}
+      apply();
+    })();
+    """
+}

@@ -1,0 +1,172 @@
+import Foundation
+import ExperimentlyMock
+
+/// The swim-lane layout of one scenario's recorded history, shared by the HTML and Mermaid
+/// renderers: which lane each event belongs to, which request each answer closes, and which
+/// events each failing check cites.
+struct ReportTimeline {
+    /// A lane: the virtual clock, the reference app, one per client, the mock backend.
+    enum Lane: Equatable, Hashable {
+        case clock, app, client(String), mock
+
+        var title: String {
+            switch self {
+            case .clock: return "virtual clock"
+            case .app: return "reference app"
+            case .client(let name): return "client \(name)"
+            case .mock: return "mock backend"
+            }
+        }
+    }
+
+    /// One failing check, the history indices it cites, and the index of the last event before it
+    /// was decided (where its note goes).
+    ///
+    /// A named check (`no_stale_write`, ...) cites the events of its slice. A step's check
+    /// (`step N ...`) carries the last events before it as context, so it cites only the events
+    /// of its own step (else the last of its slice), and its note goes after the step's events.
+    struct Citation {
+        let number: Int
+        let check: CheckResult
+        let indices: [Int]
+        let anchor: Int?
+    }
+
+    let events: [HistoryEvent]
+    let lanes: [Lane]
+    let citations: [Citation]
+
+    /// Lays out `result`'s recorded history (`events`).
+    init(_ result: ScenarioResult) {
+        events = result.events
+        var clients: [String] = []
+        var hasApp = false
+        for e in events {
+            if let c = e.request?.client ?? (Self.isApp(e) ? nil : e.client), !clients.contains(where: { $0.unicodeScalars.elementsEqual(c.unicodeScalars) }) {
+                clients.append(c)
+            }
+            if Self.isApp(e) { hasApp = true }
+        }
+        lanes = [.clock] + (hasApp ? [.app] : []) + clients.map(Lane.client) + [.mock]
+        var found: [Citation] = []
+        let events = self.events
+        for check in result.checks where !check.passed {
+            let slice = (check.history ?? []).compactMap(Self.citedIndex)
+            if let step = Self.stepNumber(check.name) {
+                let own = slice.filter { i in events.first { $0.index == i }?.step == step }
+                let anchor = events.last { $0.step <= step }?.index
+                found.append(Citation(number: found.count + 1, check: check, indices: own.isEmpty ? Array(slice.suffix(1)) : own, anchor: anchor))
+            } else if check.name == "operations finish" || check.name == "lifecycle" {
+                found.append(Citation(number: found.count + 1, check: check, indices: Array(slice.suffix(1)), anchor: events.last?.index))
+            } else {
+                found.append(Citation(number: found.count + 1, check: check, indices: slice, anchor: slice.max()))
+            }
+        }
+        citations = found
+    }
+
+    /// N of a check named `step N ...`.
+    static func stepNumber(_ name: String) -> Int? {
+        guard name.hasPrefix("step ") else { return nil }
+        return Int(name.dropFirst(5).prefix { $0.isNumber })
+    }
+
+    /// The index an `[N] ...` history line cites, if it starts so.
+    static func citedIndex(_ line: String) -> Int? {
+        guard line.hasPrefix("["), let close = line.firstIndex(of: "]") else { return nil }
+        return Int(line[line.index(after: line.startIndex)..<close])
+    }
+
+    /// `true` for what the reference app did: its operations (`app.*`) and its markers.
+    static func isApp(_ e: HistoryEvent) -> Bool {
+        switch e.kind {
+        case .invoke, .complete: return (e.name ?? "").hasPrefix("app.")
+        case .marker: return e.client != nil
+        case .request, .response: return false
+        }
+    }
+
+    /// The lane an event is drawn in (a request or answer: its client's lane; the arrow goes to the mock).
+    func lane(of e: HistoryEvent) -> Lane {
+        switch e.kind {
+        case .invoke, .complete:
+            return Self.isApp(e) ? .app : .client(e.client ?? "?")
+        case .request, .response:
+            return .client(e.request?.client ?? e.client ?? "?")
+        case .marker:
+            if e.client != nil { return .app }
+            switch e.name {
+            case "advance": return .clock
+            case "cancel":
+                let op = events.first { $0.kind == .invoke && $0.label == e.label }
+                return op.map { lane(of: $0) } ?? .mock
+            default: return .mock
+            }
+        }
+    }
+
+    /// The index (in `events`) of the answer to the request at `i`, when there is one.
+    func answer(to i: Int) -> Int? {
+        guard events[i].kind == .request, let seq = events[i].request?.seq, seq > 0 else { return nil }
+        return events[(i + 1)...].firstIndex { $0.kind == .response && $0.request?.seq == seq }
+    }
+
+    /// The index of the completion of the operation invoked at `i`.
+    func completion(of i: Int) -> Int? {
+        guard events[i].kind == .invoke, let label = events[i].label else { return nil }
+        return events[(i + 1)...].firstIndex { $0.kind == .complete && $0.label == label }
+    }
+
+    /// The citations that cite the event at history index `index`.
+    func citing(_ index: Int) -> [Citation] { citations.filter { $0.indices.contains(index) } }
+
+    /// A short text for an event in its lane.
+    static func text(_ e: HistoryEvent) -> String {
+        switch e.kind {
+        case .invoke:
+            return "▶ \(e.label ?? "") \(e.name ?? "")" + (e.detail.map { $0 == .null ? "" : " \(brief($0))" } ?? "")
+        case .complete:
+            return "■ \(e.label ?? "") → \(e.outcome.map(brief) ?? "")"
+        case .request:
+            guard let r = e.request else { return "request" }
+            let path = r.path.hasPrefix("/api/v1/") ? String(r.path.dropFirst(7)) : r.path
+            var s = "#\(r.seq) \(r.method) \(path)"
+            if let u = r.users.first { s += " user=\(u)" }
+            switch (r.fault, e.detail?["parked"]?.stringValue) {
+            case (let f?, "hold"?): s += ", held by fault \(f)"
+            case (let f?, let how?): s += ", fault \(f): \(how)"
+            case (let f?, nil): s += ", fault \(f)"
+            case (nil, let how?): s += ", \(how)"
+            case (nil, nil): break
+            }
+            return s
+        case .response:
+            guard let r = e.request else { return "answer" }
+            return "#\(r.seq) " + (r.cancelled ? "cancelled by the client" : r.status.map { "answered \($0)" } ?? "no answer (connection dropped)")
+        case .marker:
+            return "\(e.name ?? "marker")" + (e.detail.map { $0 == .null ? "" : " \(brief($0))" } ?? "")
+        }
+    }
+
+    /// A value in at most 60 characters: an outcome's `value`/`error` unwrapped, objects compacted.
+    static func brief(_ v: JSONValue) -> String {
+        var v = v
+        if case .object(let o) = v, o.count == 1, let inner = o["value"] { v = inner }
+        var text: String
+        switch v {
+        case .string(let s): text = s
+        case .object(let o):
+            // The fields a reader looks for first.
+            let keys = ["error", "kind", "variant_name", "enabled", "shown", "identity", "revision", "fault", "count", "user", "flag", "experiment", "name"]
+            let picked = keys.compactMap { k in o[k].map { "\(k)=\(short($0))" } }
+            text = picked.isEmpty ? v.jsonText : picked.joined(separator: " ")
+        default: text = v.jsonText
+        }
+        return text.count > 60 ? String(text.prefix(59)) + "…" : text
+    }
+
+    private static func short(_ v: JSONValue) -> String {
+        if case .string(let s) = v { return s }
+        return v.jsonText
+    }
+}

@@ -1,0 +1,174 @@
+import XCTest
+import Foundation
+
+/// The HTML report as a user sees it: written by the `contract-harness` binary for a failing race
+/// (the SDK variant that writes a late answer after clearCache()), then rendered by headless
+/// Chromium (`.ci/run` installs the Debian package `chromium`), whose DOM must show the lanes and
+/// the failing check, and in which a hostile scenario name stays text.
+final class ReportBrowserTests: XCTestCase {
+    var dir: URL!
+
+    override func setUpWithError() throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("harness-report-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: HarnessCLITests.binary.path),
+                          "contract-harness not built at \(HarnessCLITests.binary.path)")
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(at: dir)
+    }
+
+    /// The Chromium on PATH, if any.
+    static var chromium: String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        for folder in path.split(separator: ":") {
+            for name in ["chromium", "chromium-browser", "google-chrome"] {
+                let candidate = "\(folder)/\(name)"
+                if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            }
+        }
+        return nil
+    }
+
+    func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: executable)
+        p.arguments = arguments
+        p.currentDirectoryURL = dir
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        // Read both pipes while the process runs, so neither fills up and blocks it.
+        let errData = HarnessLockedData()
+        let reader = Thread { errData.set(err.fileHandleForReading.readDataToEndOfFile()) }
+        reader.start()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        while !errData.done { usleep(1000) }
+        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: errData.data, as: UTF8.self))
+    }
+
+    func harness(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+        try run(HarnessCLITests.binary.path, arguments)
+    }
+
+    var raceScenario: String { Repository.root.appendingPathComponent("scenarios/defect-1-stale-write-after-clearcache.json").path }
+
+    func testChromiumShowsTheRaceAsLanesWithTheFailingCheck() throws {
+        let html = dir.appendingPathComponent("report.html").path
+        let r = try harness(["run", raceScenario, "--mutant", "stale-write-after-clear", "--html", html, "--mermaid", "report.md"])
+        XCTAssertEqual(r.status, 1, r.out + r.err)
+        guard let chromium = Self.chromium else {
+            throw XCTSkip("chromium is not installed (.ci/run installs the Debian package chromium)")
+        }
+        let dom = try run(chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", "file://" + html])
+        XCTAssertEqual(dom.status, 0, dom.err)
+        for text in ["no_stale_write", "client 'main' caches assignments", "data-lane=\"client main\"", "data-lane=\"mock backend\"",
+                     "data-lane=\"virtual clock\"", "class=\"event request cited\"", "class=\"event response cited\"",
+                     "data-check=\"no_stale_write\"", "held by fault held"] {
+            XCTAssertTrue(dom.out.contains(text), "the rendered DOM lacks \(text)")
+        }
+        let png = dir.appendingPathComponent("report.png").path
+        let shot = try run(chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--screenshot=\(png)",
+                                      "--window-size=1500,1100", "file://" + html])
+        XCTAssertEqual(shot.status, 0, shot.err)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: png))
+        XCTAssertEqual(Array(bytes.prefix(4)), [0x89, 0x50, 0x4E, 0x47], "a PNG")
+        XCTAssertGreaterThan(bytes.count, 20_000, "a screenshot with content, not a blank page")
+    }
+
+    /// The status and tag filters run in the browser: a link's `#status=...&tag=...` presets them.
+    func testTheFiltersHideWhatIsNotAsked() throws {
+        let cache = Repository.root.appendingPathComponent("scenarios/s4-cache-is-per-user.json").path
+        let html = dir.appendingPathComponent("f.html").path
+        _ = try harness(["run", raceScenario, cache, "--mutant", "stale-write-after-clear", "--html", html])
+        guard let chromium = Self.chromium else {
+            throw XCTSkip("chromium is not installed (.ci/run installs the Debian package chromium)")
+        }
+        func rows(_ hash: String) throws -> [String] {
+            let dom = try run(chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", "file://" + html + hash])
+            XCTAssertEqual(dom.status, 0, dom.err)
+            return dom.out.components(separatedBy: "<tr class=\"").dropFirst().map { String($0.prefix { $0 != ">" }) }
+        }
+        XCTAssertEqual(try rows(""), ["row\" data-status=\"failed\" data-tags=\"section-5 race stale\"", "row\" data-status=\"passed\" data-tags=\"section-4 cache\""])
+        XCTAssertEqual(try rows("#status=failed"), ["row\" data-status=\"failed\" data-tags=\"section-5 race stale\"", "row hidden\" data-status=\"passed\" data-tags=\"section-4 cache\""])
+        XCTAssertEqual(try rows("#tag=cache"), ["row hidden\" data-status=\"failed\" data-tags=\"section-5 race stale\"", "row\" data-status=\"passed\" data-tags=\"section-4 cache\""])
+    }
+
+    func testAHostileScenarioNameDoesNotRunInTheBrowser() throws {
+        let name = "<script>document.documentElement.setAttribute('data-pwned','1')</script><img src=x onerror=\"document.documentElement.setAttribute('data-pwned','2')\">"
+        var text = try String(contentsOfFile: raceScenario, encoding: .utf8)
+        text = text.replacingOccurrences(of: "\"defect-1-stale-write-after-clearcache\"", with: JSONValueText.quote(name))
+        let file = dir.appendingPathComponent("hostile.json")
+        try Data(text.utf8).write(to: file)
+        let html = dir.appendingPathComponent("hostile.html").path
+        let r = try harness(["run", file.path, "--mutant", "stale-write-after-clear", "--html", html])
+        XCTAssertEqual(r.status, 1, r.out + r.err)
+        guard let chromium = Self.chromium else {
+            throw XCTSkip("chromium is not installed (.ci/run installs the Debian package chromium)")
+        }
+        let dom = try run(chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", "file://" + html])
+        XCTAssertEqual(dom.status, 0, dom.err)
+        XCTAssertFalse(dom.out.contains("data-pwned=\""), "the scenario name ran as markup")
+        XCTAssertTrue(dom.out.contains("&lt;script&gt;document.documentElement"), "the name is shown as text")
+    }
+
+    func testReportDrawsASavedVerdictAsTheRunDid() throws {
+        let r = try harness(["run", raceScenario, "--mutant", "stale-write-after-clear", "--verdict", "v.json", "--html", "run.html", "--mermaid", "run.md"])
+        XCTAssertEqual(r.status, 1, r.out + r.err)
+        let again = try harness(["report", "v.json", "--html", "saved.html", "--mermaid", "saved.md"])
+        XCTAssertEqual(again.status, 0, again.out + again.err)
+        XCTAssertEqual(again.out, "report: 1 scenarios, 1 failing (1 with a timeline); HTML saved.html; Mermaid saved.md\n")
+        for (a, b) in [("run.html", "saved.html"), ("run.md", "saved.md")] {
+            XCTAssertEqual(try Data(contentsOf: dir.appendingPathComponent(a)), try Data(contentsOf: dir.appendingPathComponent(b)), "\(a) vs \(b)")
+        }
+    }
+
+    func testAnExploredRaceShowsTheFailingOrderTheShrunkFileAndItsReplay() throws {
+        let scenario = Repository.root.appendingPathComponent("scenarios/race-explore-clear-vs-late-assignment.json").path
+        let r = try harness(["run", scenario, "--explore", "--mutant", "stale-write-after-clear", "--verdict", "v.json", "--html", "x.html"])
+        XCTAssertEqual(r.status, 1, r.out + r.err)
+        let html = try String(contentsOfFile: dir.appendingPathComponent("x.html").path, encoding: .utf8)
+        XCTAssertTrue(html.contains("first failing order: <code class=\"order\">[1, 2, 3]</code> fails <b>no_stale_write</b>"), html)
+        XCTAssertTrue(html.contains("the shrunk scenario file"))
+        XCTAssertTrue(html.contains("&quot;experimently-scenario/1&quot;,\n"), "the shrunk file is shown, line by line")
+        XCTAssertTrue(html.contains("class=\"event response cited\""), "the replay's late answer is cited")
+        // The same from the saved verdict.
+        XCTAssertEqual(try harness(["report", "v.json", "--html", "y.html"]).status, 0)
+        XCTAssertEqual(try Data(contentsOf: dir.appendingPathComponent("x.html")), try Data(contentsOf: dir.appendingPathComponent("y.html")))
+    }
+
+    func testReportRefusesBadInputClearly() throws {
+        try Data("{\"format\": \"experimently-verdict/1\", \"scenarios\": 3}".utf8).write(to: dir.appendingPathComponent("bad.json"))
+        let bad = try harness(["report", "bad.json", "--html", "r.html"])
+        XCTAssertEqual(bad.status, 64)
+        XCTAssertTrue(bad.err.contains("bad.json: at $.scenarios: expected an array of scenarios, found 3"), bad.err)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("r.html").path))
+        let none = try harness(["report", "bad.json"])
+        XCTAssertEqual(none.status, 64)
+        XCTAssertTrue(none.err.contains("report needs --html FILE or --mermaid FILE"), none.err)
+        let missing = try harness(["report", "nope.json", "--html", "r.html"])
+        XCTAssertEqual(missing.status, 64)
+        XCTAssertTrue(missing.err.contains("nope.json"), missing.err)
+    }
+}
+
+/// Standard error of a child process, read on another thread (an `NSLock` guards it).
+private final class HarnessLockedData: @unchecked Sendable {
+    // @unchecked Sendable: `stored` and `finished` are only touched inside `lock`.
+    private let lock = NSLock()
+    private var stored = Data()
+    private var finished = false
+    func set(_ d: Data) { lock.withLock { stored = d; finished = true } }
+    var done: Bool { lock.withLock { finished } }
+    var data: Data { lock.withLock { stored } }
+}
+
+/// JSON string quoting for test files.
+enum JSONValueText {
+    static func quote(_ s: String) -> String {
+        String(decoding: try! JSONSerialization.data(withJSONObject: [s], options: []), as: UTF8.self).dropFirst().dropLast().description
+    }
+}

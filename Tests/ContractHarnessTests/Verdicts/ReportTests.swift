@@ -1,0 +1,153 @@
+import XCTest
+import Foundation
+import ExperimentlyMutants
+@testable import ContractHarness
+
+/// The HTML report and the Mermaid diagrams, drawn from real runs: a race scenario against the
+/// SDK variant that writes a late answer after clearCache() (it fails) and against the SDK (it
+/// passes).
+final class ReportTests: XCTestCase {
+    static func verdict(mutant: Defect?, files: [String] = ["defect-1-stale-write-after-clearcache.json"], history: Bool = false) async throws -> Verdict {
+        let driver: any SDKDriver = mutant.map { MutantRun.driver($0) } ?? SwiftSDKDriver()
+        let runner = ScenarioRunner(driver: driver)
+        var results: [ScenarioResult] = []
+        for name in files {
+            let file = Repository.root.appendingPathComponent("scenarios/\(name)").path
+            results.append(await runner.run(try ScenarioParser.parse(Data(contentsOf: URL(fileURLWithPath: file)), file: file)))
+        }
+        var v = Verdict(harnessVersion: "test", sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, seed: 7,
+                        startedAt: Date(timeIntervalSince1970: 1_700_000_000), durationMilliseconds: 12.5, results: results, invalid: [])
+        v.includesHistory = history
+        return v
+    }
+
+    func testFailingRaceIsDrawnAsLanesWithTheCitedEventsHighlighted() async throws {
+        let v = try await Self.verdict(mutant: .staleWriteAfterClear)
+        XCTAssertEqual(v.results.first?.status, .failed)
+        let html = v.html(redacting: [])
+        for lane in ["virtual clock", "client main", "mock backend"] {
+            XCTAssertTrue(html.contains("data-lane=\"\(lane)\""), "lane \(lane) missing")
+        }
+        // no_stale_write cites the held request, the clearCache and the late answer.
+        let note = try XCTUnwrap(html.range(of: "data-check=\"no_stale_write\""))
+        XCTAssertFalse(html[note.upperBound...].isEmpty)
+        XCTAssertTrue(html.contains("class=\"event request cited\""), "the held request is highlighted")
+        XCTAssertTrue(html.contains("class=\"event response cited\""), "the late answer is highlighted")
+        XCTAssertTrue(html.contains("class=\"hold\""), "the hold is drawn from receipt to release")
+        XCTAssertTrue(html.contains(">#1 POST /tracking/assign user=user-2, held by fault held"))
+        XCTAssertTrue(html.contains(">#1 answered 200<"))
+        XCTAssertTrue(html.contains("release fault=held count=1"))
+        XCTAssertTrue(html.contains("class=\"arrow-request\"") && html.contains("class=\"arrow-answer\""))
+        // Self-contained: nothing is fetched.
+        XCTAssertNil(html.range(of: "src=\"http"))
+        XCTAssertNil(html.range(of: "href=\"http"))
+        XCTAssertNil(html.range(of: "@import"))
+    }
+
+    func testTheSDKsPassingRunHighlightsNothing() async throws {
+        let v = try await Self.verdict(mutant: nil, history: true)
+        XCTAssertEqual(v.results.first?.status, .passed, "\(v.results.first?.checks.filter { !$0.passed } ?? [])")
+        let html = v.html(redacting: [])
+        XCTAssertTrue(html.contains("data-lane=\"mock backend\""), "with --history a passing scenario is drawn too")
+        XCTAssertFalse(html.contains("<rect class=\"cited-row\"") || html.contains(" cited\""), "a passing run cites nothing")
+        XCTAssertFalse(html.contains("class=\"note\""))
+        // Without --history a passing scenario has a summary row only.
+        var plain = v
+        plain.includesHistory = false
+        XCTAssertFalse(plain.html(redacting: []).contains("<svg"))
+    }
+
+    func testVerdictCarriesTheFailingTimelineAndRequestNumbersMatchTheSlices() async throws {
+        let failing = try await Self.verdict(mutant: .staleWriteAfterClear, files: ["defect-1-stale-write-after-clearcache.json", "s4-cache-is-per-user.json"])
+        let json = failing.json
+        let scenarios = try XCTUnwrap(json["scenarios"]?.arrayValue)
+        XCTAssertNotNil(scenarios[0]["timeline"], "a failing scenario always carries its timeline")
+        XCTAssertNil(scenarios[1]["timeline"], "a passing one only with --history")
+        var withHistory = failing
+        withHistory.includesHistory = true
+        let lines = try XCTUnwrap(withHistory.json["scenarios"]?.arrayValue?[0]["history"]?.arrayValue).compactMap(\.stringValue)
+        XCTAssertFalse(lines.contains { $0.contains("request #0 ") }, "request numbers are the mock's: \(lines)")
+        // Every line a failure slice shows is the --history line of the same index.
+        for check in failing.results[0].checks where !check.passed {
+            for line in check.history ?? [] {
+                let index = try XCTUnwrap(ReportTimeline.citedIndex(line))
+                XCTAssertEqual(lines[index], line)
+            }
+        }
+    }
+
+    func testAReportDrawnFromTheSavedVerdictEqualsTheOneDrawnDuringTheRun() async throws {
+        let v = try await Self.verdict(mutant: .staleWriteAfterClear, files: ["defect-1-stale-write-after-clearcache.json", "s4-cache-is-per-user.json"])
+        let read = try Verdict(parsing: v.data(redacting: []), file: "verdict.json")
+        XCTAssertEqual(read.results.count, 2)
+        XCTAssertEqual(read.html(redacting: []), v.html(redacting: []))
+        XCTAssertEqual(read.mermaid(redacting: []), v.mermaid(redacting: []))
+    }
+
+    func testAVerdictThatCannotBeReadIsNamedWithItsPath() {
+        XCTAssertThrowsError(try Verdict(parsing: Data("{\"format\": \"other/1\"}".utf8), file: "v.json")) { error in
+            XCTAssertEqual("\(error)", "v.json: at $.format: expected \"experimently-verdict/1\", found \"other/1\"")
+        }
+        let bad = #"{"format": "experimently-verdict/1", "scenarios": [{"name": "x", "status": "failed", "history_digest": "", "timeline": [{"kind": "nope"}]}]}"#
+        XCTAssertThrowsError(try Verdict(parsing: Data(bad.utf8), file: "v.json")) { error in
+            XCTAssertTrue("\(error)".hasPrefix("v.json: at $.scenarios[0].timeline: expected an array of history events"), "\(error)")
+        }
+    }
+
+    /// A hostile scenario name, tag, check message and label reach the page as text, never as
+    /// markup, and a secret is redacted everywhere.
+    func testEverythingPrintedIsEscapedAndRedacted() async throws {
+        var v = try await Self.verdict(mutant: .staleWriteAfterClear)
+        let evil = "<script>alert(1)</script>\"'&\u{1B}[31m"
+        v.results[0].name = evil
+        v.results[0].tags.append(evil)
+        v.results[0].checks[1].message = "key sk-secret-123 leaked " + evil
+        v.results[0].events[0].label = evil
+        let html = v.html(redacting: ["sk-secret-123"])
+        XCTAssertEqual(html.components(separatedBy: "<script").count - 1, 1, "only the report's own script")
+        XCTAssertTrue(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&amp;\\u{1B}[31m"))
+        XCTAssertFalse(html.contains("sk-secret-123"))
+        XCTAssertTrue(html.contains("key *** leaked"))
+        XCTAssertFalse(html.unicodeScalars.contains { $0.value == 0x1B })
+        let mermaid = v.mermaid(redacting: ["sk-secret-123"])
+        XCTAssertFalse(mermaid.contains("<script>"))
+        XCTAssertFalse(mermaid.contains("sk-secret-123"))
+        XCTAssertFalse(mermaid.unicodeScalars.contains { $0.value == 0x1B })
+    }
+
+    func testMermaidDrawsTheFailingScenariosAsSequenceDiagrams() async throws {
+        let v = try await Self.verdict(mutant: .staleWriteAfterClear, files: ["defect-1-stale-write-after-clearcache.json", "s4-cache-is-per-user.json"])
+        let text = v.mermaid(redacting: [])
+        XCTAssertTrue(text.contains("## defect-1-stale-write-after-clearcache"))
+        XCTAssertFalse(text.contains("s4-cache-is-per-user"), "only failing scenarios")
+        XCTAssertEqual(text.components(separatedBy: "```mermaid\nsequenceDiagram\n").count, 2)
+        XCTAssertTrue(text.contains("participant p1 as client main"))
+        XCTAssertTrue(text.contains("participant p2 as mock backend"))
+        // The request, its answer after the release, and the cited events marked.
+        XCTAssertTrue(text.contains("p1->>p2: ✗"), text)
+        XCTAssertTrue(text.contains("#35;1 POST /tracking/assign user=user-2, held by fault held"), text)
+        XCTAssertTrue(text.contains("p2-->>p1: ✗"), text)
+        XCTAssertTrue(text.contains("Note over p1,p2: ✗4 no_stale_write: client 'main' caches assignments"), text)
+        // No line of a diagram carries a raw ';' or '#' (Mermaid reads them as separators/entities).
+        let diagram = text.components(separatedBy: "```mermaid\n")[1].components(separatedBy: "```")[0]
+        for line in diagram.split(separator: "\n") {
+            XCTAssertFalse(line.replacingOccurrences(of: "#35;", with: "").replacingOccurrences(of: "#59;", with: "")
+                .replacingOccurrences(of: "#60;", with: "").replacingOccurrences(of: "#62;", with: "").contains { $0 == ";" || $0 == "#" }, String(line))
+        }
+    }
+
+    func testTheMutantMatrixIsDrawn() async throws {
+        let file = Repository.root.appendingPathComponent("scenarios/defect-1-stale-write-after-clearcache.json").path
+        let scenario = try ScenarioParser.parse(Data(contentsOf: URL(fileURLWithPath: file)), file: file)
+        let report = await MutantRun.run([scenario], stepTimeoutCap: 1500, executable: HarnessCLITests.binary.path, jobs: 2)
+        var v = Verdict(harnessVersion: "test", sdkName: "ios-mutants", sdkVersion: "", seed: 0, startedAt: Date(),
+                        durationMilliseconds: report.durationMilliseconds, results: [], invalid: [])
+        v.extra["mutants"] = report.json
+        let html = v.html(redacting: [])
+        XCTAssertTrue(html.contains("<h2>Mutant matrix</h2>"))
+        XCTAssertEqual(html.components(separatedBy: "<tr class=\"caught\">").count - 1, report.rows.filter(\.caught).count)
+        XCTAssertEqual(html.components(separatedBy: "<tr class=\"missed\">").count - 1, report.rows.filter { !$0.caught }.count)
+        XCTAssertTrue(html.contains("<code>stale-write-after-clear</code>"))
+        XCTAssertTrue(report.rows.first { $0.defect == .staleWriteAfterClear }?.caught == true)
+    }
+}
