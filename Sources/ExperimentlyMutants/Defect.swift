@@ -20,6 +20,8 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
     case noOwnDeadline = "no-own-deadline"
     case cachesFailure = "caches-failure"
     case noPercentEncoding = "no-percent-encoding"
+    case unregisterBeforeCacheWrite = "unregister-before-cache-write"
+    case joinFinishedFlight = "join-finished-flight"
 
     /// What the broken SDK does, in one line.
     public var summary: String {
@@ -43,9 +45,23 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
         case .noOwnDeadline: return "relies on URLSession's timeout, so it hangs on a transport that never answers"
         case .cachesFailure: return "caches a failed evaluation as disabled"
         case .noPercentEncoding: return "does not percent-encode the flag key or the user id"
+        case .unregisterBeforeCacheWrite:
+            return "unregisters the in-flight request, then awaits the offline-store write before caching: a call in between sends a second request"
+        case .joinFinishedFlight:
+            return "answers the waiting callers, then awaits the offline-store write before caching and unregistering: a call in between joins a finished request and waits forever"
         }
     }
 
-    /// The issue number of the defect list this variant implements (issue 6, items 1-19).
+    /// Whether the defect is an atomicity violation across an internal `await` (issue 15): only
+    /// interleaving exploration (`explore --interleave`) can reach it on purpose.
+    public var needsInterleaving: Bool {
+        switch self {
+        case .unregisterBeforeCacheWrite, .joinFinishedFlight: return true
+        default: return false
+        }
+    }
+
+    /// The issue number of the defect list this variant implements (issue 6, items 1-19; issue 15
+    /// adds the interleaving ones after them).
     public var item: Int { Defect.allCases.firstIndex(of: self)! + 1 }
 }

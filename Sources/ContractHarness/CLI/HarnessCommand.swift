@@ -16,6 +16,7 @@ public enum HarnessCommand {
     static let usage = """
     usage: contract-harness run [PATH ...] [--verdict FILE] [--junit FILE] [--filter TEXT] [--seed N] [--fail-fast]
            contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE]
+           contract-harness explore SCENARIO --interleave [--depth D] [--seed N] [--max-schedules K] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE]
            contract-harness mutants [PATH ...] [--verdict FILE] [--filter TEXT] [--step-timeout-ms N]
            contract-harness vectors [--sdk-command CMD] [--vectors DIR|FILE] [--timeout SECONDS] [--sdk-name NAME] [--verdict FILE]
            contract-harness serve [--port N] [--host ADDR] [--fixtures FILE] [--api-key KEY[:SCOPES]]... [--faults FILE] [--journal FILE] [--admin-token T]
@@ -42,6 +43,10 @@ public enum HarnessCommand {
       --max-schedules K  at most K schedules (default: the file's, else 100)
       --out FILE         where the failing schedule goes
       --jobs N           schedules run at once (default 16; each is an independent run)
+      --interleave       instead of moving steps, run them in the file's order and choose which of the SDK's ready
+                         tasks runs next (the SDK's own tasks on a harness executor): depth-first when the choices are
+                         few, else PCT (seeded, depth D, default 3); budget K (default: the file's, else 200). Writes the
+                         first failing interleaving, shrunk, with its "interleaving" choices (SCENARIO-NAME-interleaving.json)
 
     mutants  Runs the suite against the faithful variant of a second client implementation and against every
              deliberately broken variant (Documentation/Mutants.md); prints which scenarios caught which variant
@@ -487,6 +492,7 @@ public enum HarnessCommand {
     }
 
     static func explore(_ arguments: [String], driver: any SDKDriver) async -> Int32 {
+        if arguments.contains("--interleave") { return await InterleaveCommand.explore(arguments, driver: driver) }
         let options: RunOptions
         var driver = driver
         do {

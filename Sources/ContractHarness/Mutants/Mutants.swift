@@ -56,9 +56,10 @@ public enum MutantRun {
 
     /// A driver running `MutantClient` with `defect` (`nil`: the faithful variant).
     public static func driver(_ defect: Defect?) -> SwiftSDKDriver {
-        SwiftSDKDriver(name: "ios-mutant-\(defect?.rawValue ?? "none")", version: ExperimentlySDKInfo.version) { config, session, store, clock in
-            MutantClient(defect: defect, config: config, session: session, offlineStore: store, clock: clock)
-        }
+        SwiftSDKDriver(name: "ios-mutant-\(defect?.rawValue ?? "none")", version: ExperimentlySDKInfo.version,
+                       interleavingFactory: { config, session, store, clock, executor in
+            MutantClient(defect: defect, config: config, session: session, offlineStore: store, clock: clock, taskExecutor: executor)
+        })
     }
 
     /// Runs `scenarios` against the faithful variant and then every defect.
@@ -95,15 +96,35 @@ public enum MutantRun {
                 if r.status == .passed { baseline[s.name] = nil }
             }
         }
+        // Interleaving (issue 15): scenarios tagged "interleave" are also explored with
+        // `explore --interleave` (default budget, seed 0) for each variant the suite misses; the
+        // faithful variant must explore them clean. Catches are named "interleave:<scenario>".
+        let interleaved = scenarios.filter { s in s.tags.contains { $0.unicodeScalars.elementsEqual("interleave".unicodeScalars) } }
+        func explored(_ defect: Defect?) async -> [String: [String]] {
+            var runner = ScenarioRunner(driver: driver(defect), stepTimeoutCap: stepTimeoutCap, keepsHistory: false)
+            runner.interleaving = nil
+            var failed: [String: [String]] = [:]
+            for s in interleaved {
+                guard let root = try? JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: s.file)), file: s.file) else { continue }
+                let report = await InterleavingExplorer.explore(root, file: s.file, settings: .of(s), seed: 0, runner: runner)
+                if let f = report.firstFailure { failed["interleave:" + s.name] = [f.check.hasPrefix("step ") ? "step expect" : f.check] }
+            }
+            return failed
+        }
+        let interleavedBaseline = interleaved.isEmpty ? [:] : await explored(nil)
         var rows: [Row] = []
         for defect in defects {
-            let failed = await failing(defect)
-            let caught = scenarios.map(\.name).filter { failed[$0] != nil && baseline[$0] == nil }
+            var failed = await failing(defect)
+            if !interleaved.isEmpty, !scenarios.contains(where: { failed[$0.name] != nil && baseline[$0.name] == nil }) {
+                failed.merge(await explored(defect)) { a, _ in a }
+            }
+            let caught = (scenarios.map(\.name) + interleaved.map { "interleave:" + $0.name })
+                .filter { failed[$0] != nil && baseline[$0] == nil && interleavedBaseline[$0] == nil }
             let row = Row(defect: defect, caughtBy: caught, failingChecks: Array(Set(caught.flatMap { failed[$0] ?? [] })).sorted())
             rows.append(row)
             progress(row)
         }
-        return Report(rows: rows, baselineFailures: scenarios.map(\.name).filter { baseline[$0] != nil },
+        return Report(rows: rows, baselineFailures: scenarios.map(\.name).filter { baseline[$0] != nil } + interleavedBaseline.keys.sorted(),
                       scenarios: scenarios.map(\.name), durationMilliseconds: ScenarioRunner.elapsed(since: started))
     }
 }

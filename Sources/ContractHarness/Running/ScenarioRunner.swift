@@ -55,6 +55,8 @@ public struct ScenarioResult: Sendable {
     public var infeasible = false
     /// What an exploration found (`run --explore`), for the verdict.
     public var exploration: JSONValue?
+    /// The choices of an interleaved run (`nil` when the run was not interleaved).
+    public var interleaving: InterleavingTrace? = nil
 
     /// The first failing check, for the console line.
     public var firstFailure: CheckResult? { checks.first { !$0.passed } }
@@ -73,6 +75,9 @@ public struct ScenarioRunner: Sendable {
     /// `UserDefaults` suites (the explorer and the mutant runs only need each run's verdict, so
     /// they skip the history and keep stores in memory).
     public let keepsHistory: Bool
+    /// Runs every scenario interleaved with this plan (the explorer's); `nil`: a scenario with an
+    /// `interleaving` section replays its choices, any other runs as usual.
+    public var interleaving: InterleavingPlan? = nil
 
     /// Creates a runner.
     public init(driver: any SDKDriver = SwiftSDKDriver(), seed: UInt64 = 0, stepTimeoutCap: Int? = nil, keepsHistory: Bool = true) {
@@ -97,7 +102,8 @@ public struct ScenarioRunner: Sendable {
         if let cap = stepTimeoutCap { scenario.stepTimeoutMilliseconds = min(scenario.stepTimeoutMilliseconds, cap) }
         let execution: ScenarioExecution
         do {
-            execution = try ScenarioExecution(scenario: scenario, driver: driver, keepsHistory: keepsHistory)
+            execution = try ScenarioExecution(scenario: scenario, driver: driver, keepsHistory: keepsHistory,
+                                              interleaving: interleaving ?? scenario.interleaving.map { .replay($0.choices) })
         } catch {
             return ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, source: scenario.source,
                                   status: .error, durationMilliseconds: Self.elapsed(since: started), checks: [],
@@ -159,7 +165,7 @@ final class ScenarioExecution: @unchecked Sendable {
 
     let keepsHistory: Bool
 
-    init(scenario: Scenario, driver: any SDKDriver, keepsHistory: Bool = true) throws {
+    init(scenario: Scenario, driver: any SDKDriver, keepsHistory: Bool = true, interleaving: InterleavingPlan? = nil) throws {
         self.scenario = scenario
         self.keepsHistory = keepsHistory
         self.driver = driver
@@ -169,13 +175,23 @@ final class ScenarioExecution: @unchecked Sendable {
         let recorder = Recorder(clock: clock)
         recorderBox.recorder = recorder
         self.recorder = recorder
-        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
+        let port = try MockBackendPort(fixtures: scenario.fixtures, clock: clock, file: scenario.file,
+                                       clients: scenario.clients.map(\.name))
+        self.port = port
+        var sdkExecutor: (any Sendable)?
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let interleaving {
+            // Interleaved (Interleaving.swift): the SDK's own tasks run on the controlled executor too.
+            let controlled = ControlledExecutor(strategy: interleaving.makeStrategy(), settled: { Self.settled(port) },
+                                                onChange: { recorder.poke() })
+            recorder.setHook(controlled)
+            port.counter.setDeliveryGate { controlled.afterCurrentJob($0) }
+            self.executor = controlled
+            sdkExecutor = controlled
+        } else if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
             self.executor = OperationExecutor { recorder.poke() }
         } else {
             self.executor = NoExecutorTracking()
         }
-        self.port = try MockBackendPort(fixtures: scenario.fixtures, clock: clock, file: scenario.file,
-                                        clients: scenario.clients.map(\.name))
         port.setObserver { seq, answered in
             guard let seq else { return recorder.poke() }
             recorder.record(answered ? .response : .request, request: RequestRecord.placeholder(seq: seq))
@@ -191,11 +207,11 @@ final class ScenarioExecution: @unchecked Sendable {
         if !keepsHistory {
             memoryStore = { @Sendable name in memoryStores[name] ?? SharedDefaults(defaults: MemoryDefaults()) }
         }
-        let port = self.port
-        let context = DriverContext(makeSession: { port.session(client: $0) }, clock: clock,
+        var context = DriverContext(makeSession: { port.session(client: $0) }, clock: clock,
                                     storeSuite: { suites[$0] ?? "experimently-harness-unknown-\($0)" },
                                     memoryStore: memoryStore,
                                     baseURL: { port.baseURL(client: $0) })
+        context.taskExecutor = sdkExecutor
         for c in scenario.clients {
             clients[c.name] = try driver.makeClient(name: c.name, settings: c.settings, store: c.store, context: context)
         }
@@ -224,6 +240,9 @@ final class ScenarioExecution: @unchecked Sendable {
             if !finished {
                 fail("operations finish", "operations never finished by the end of the scenario: \(describePending())")
             }
+        }
+        let trace = drainInterleaving()
+        if aborted == nil {
             // Async steps never awaited: their expectations are checked on the finished outcomes.
             let left = lock.withLock { deferred.sorted { $0.value.index < $1.value.index } }
             for (group, d) in left {
@@ -254,11 +273,13 @@ final class ScenarioExecution: @unchecked Sendable {
         let canonical = keepsHistory ? Self.canonical(history) : []
         let results = lock.withLock { checks }
         let smoke = results.isEmpty ? nil : Checks.smokeFields(scenario: scenario, history: history)
-        return ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, source: scenario.source,
-                              status: results.allSatisfy(\.passed) ? .passed : .failed, durationMilliseconds: 0,
-                              checks: results.isEmpty ? [CheckResult(name: "steps", passed: true)] : results,
-                              reason: aborted, smoke: scenario.checks.contains("contract_smoke") ? smoke : nil,
-                              history: canonical, historyDigest: keepsHistory ? Self.digest(canonical) : "")
+        var result = ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, source: scenario.source,
+                                    status: results.allSatisfy(\.passed) ? .passed : .failed, durationMilliseconds: 0,
+                                    checks: results.isEmpty ? [CheckResult(name: "steps", passed: true)] : results,
+                                    reason: aborted, smoke: scenario.checks.contains("contract_smoke") ? smoke : nil,
+                                    history: canonical, historyDigest: keepsHistory ? Self.digest(canonical) : "")
+        result.interleaving = trace
+        return result
     }
 
     /// The history so far with request entries filled in from the mock (the recorder only notes
@@ -442,7 +463,9 @@ final class ScenarioExecution: @unchecked Sendable {
                 recorder.poke()
             }
             let task: Task<Void, Never>
-            if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let executor = executor as? OperationExecutor {
+            if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let executor = executor as? ControlledExecutor {
+                task = executor.launch(label) { Task(executorPreference: executor, operation: run) }
+            } else if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let executor = executor as? OperationExecutor {
                 task = Task(executorPreference: executor, operation: run)
             } else {
                 task = Task(operation: run)
@@ -463,7 +486,8 @@ final class ScenarioExecution: @unchecked Sendable {
         // The mock first: a released request is answered even when no operation waits for it.
         guard port.unsettledRequests == 0 else { return false }
         let waiting = pending()
-        if waiting.isEmpty { return true }
+        // Interleaved runs: the SDK's own tasks are on the executor too, and run before the runner acts.
+        if waiting.isEmpty { return interleavingIdle() }
         guard waiting.allSatisfy(\.entered), executor.isIdle else { return false }
         let parked = port.parkedRequests().filter { !$0.answered && !$0.cancelled }
         if let outstanding = port.outstandingTasks, outstanding != parked.count { return false }
