@@ -52,6 +52,15 @@ extension ScenarioExecution {
         return controlled.isIdle
     }
 
+    /// How a wait ended that never saw its condition: "after N ms", or, in an interleaved run
+    /// where no task could run and nothing was in transit, "(deadlock: ...)" at once.
+    func hangNote() -> String {
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let controlled = executor as? ControlledExecutor, controlled.stuck {
+            return "(deadlock: no task of the SDK can run, nothing is in transit, and only the runner could act)"
+        }
+        return "after \(scenario.stepTimeoutMilliseconds) ms"
+    }
+
     /// Ends the controlled part of an interleaved run (the steps are over: what follows is
     /// cancellation and shutdown, run oldest task first) and returns its choices.
     func drainInterleaving() -> InterleavingTrace? {
@@ -134,9 +143,12 @@ public enum InterleavingExplorer {
 
         /// How the runs were chosen, for people.
         public var mode: String {
-            if complete { return "every interleaving (\(runs), depth-first)" }
-            if depthFirst > 0 { return "\(depthFirst) depth-first then \(runs - depthFirst) PCT runs" }
-            return "\(runs) runs (PCT, \(probePoints.count) choice points in the first)"
+            if complete { return "every interleaving (\(runs) runs, depth-first)" }
+            let pct = runs - depthFirst - 1
+            var parts = ["1 probe"]
+            if depthFirst > 0 { parts.append("\(depthFirst) depth-first") }
+            if pct > 0 { parts.append("\(pct) PCT") }
+            return "\(runs) runs (" + parts.joined(separator: ", ") + "; \(probePoints.count) choice points in the probe)"
         }
 
         /// The report as JSON (verdict `exploration`).
@@ -227,6 +239,49 @@ public enum InterleavingExplorer {
                       firstFailure: failure, durationMilliseconds: ScenarioRunner.elapsed(since: started))
     }
 
+    /// A failure message without request sequence numbers (`#12`), which move as steps are dropped.
+    static func normalized(_ message: String) -> String {
+        var out = ""
+        var skipping = false
+        for c in message {
+            if skipping, c.isNumber { continue }
+            skipping = c == "#"
+            out.append(c)
+        }
+        return out
+    }
+
+    /// Drops steps (and lowers `times`) one at a time, last first, while `stillFails` (the step
+    /// explorer's shrinking, with a stricter test: the same check failing with the same message).
+    static func shrinkSteps(_ root: JSONValue, file: String, runner: ScenarioRunner,
+                            stillFails: (JSONValue) async -> Bool) async -> JSONValue {
+        var current = root
+        var changed = true
+        var rounds = 0
+        while changed && rounds < 8 {
+            changed = false
+            rounds += 1
+            var i = (current["steps"]?.arrayValue?.count ?? 0) - 1
+            while i >= 0 {
+                guard case .object(var o) = current, var steps = o["steps"]?.arrayValue, steps.count > 1 else { break }
+                let removed = steps.remove(at: i)
+                o["steps"] = .array(steps)
+                if await stillFails(.object(o)) {
+                    current = .object(o)
+                    changed = true
+                } else if case .object(var step) = removed, case .number(let n)? = step["times"], n > 1 {
+                    step["times"] = n > 2 ? .number(n - 1) : nil
+                    var again = steps
+                    again.insert(.object(step), at: i)
+                    o["steps"] = .array(again)
+                    if await stillFails(.object(o)) { current = .object(o); changed = true }
+                }
+                i -= 1
+            }
+        }
+        return current
+    }
+
     /// The failing run as a scenario that replays it: the choices it made, the steps shrunk (as
     /// the step explorer does), trailing choices dropped while it still fails the same check, and
     /// the choices re-recorded from the final replay.
@@ -261,12 +316,15 @@ public enum InterleavingExplorer {
             guard let s = try? ScenarioParser.parse(candidate.serialized(), file: file) else { return nil }
             return await patient.run(s)
         }
+        let message = normalized(result.firstFailure?.message ?? "")
         func fails(_ r: ScenarioResult?) -> Bool {
             guard let r else { return false }
-            return !r.infeasible && r.checks.contains { !$0.passed && Explorer.sameCheck($0.name, check) }
+            return !r.infeasible && r.checks.contains {
+                !$0.passed && Explorer.sameCheck($0.name, check) && normalized($0.message ?? "").unicodeScalars.elementsEqual(message.unicodeScalars)
+            }
         }
         // Steps first (the replayed choices follow the tasks by name), then trailing choices.
-        var current = await Explorer.shrink(unshrunk, file: file, check: check, runner: patient)
+        var current = await shrinkSteps(unshrunk, file: file, runner: patient) { fails(await replay($0)) }
         var choices = current["interleaving"]?["choices"]?.arrayValue?.compactMap(\.stringValue) ?? original
         while !choices.isEmpty {
             let shorter = Array(choices.dropLast())

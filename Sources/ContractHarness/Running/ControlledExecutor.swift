@@ -135,7 +135,7 @@ final class ControlledExecutor: TaskExecutor, IdleReporting, WaitHook, @unchecke
     }
 
     func waitBegins(_ condition: @escaping @Sendable () -> Bool) {
-        lock.withLock { state.condition = condition }
+        lock.withLock { state.condition = condition; state.stuck = false }
         kick()
     }
 
@@ -143,7 +143,6 @@ final class ControlledExecutor: TaskExecutor, IdleReporting, WaitHook, @unchecke
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let now: Bool = lock.withLock {
                 state.condition = nil
-                state.stuck = false
                 if state.running == nil { return true }
                 state.idleWaiters.append(c)
                 return false

@@ -409,7 +409,7 @@ final class ScenarioExecution: @unchecked Sendable {
     @discardableResult
     func quiesce(step: String) async -> String? {
         let ok = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in quiescent() }
-        return ok ? nil : "not quiescent after \(scenario.stepTimeoutMilliseconds) ms: \(describePending())"
+        return ok ? nil : "not quiescent \(hangNote()): \(describePending())"
     }
 
     /// Waits for every operation of `group`, then checks `expect` against each outcome.
@@ -422,7 +422,7 @@ final class ScenarioExecution: @unchecked Sendable {
             lock.withLock { labels.allSatisfy { ops[$0]?.outcome != nil } }
         }
         guard done else {
-            return "operation '\(group)' did not finish within \(scenario.stepTimeoutMilliseconds) ms; pending: \(describePending())"
+            return "operation '\(group)' did not finish \(hangNote()); pending: \(describePending())"
         }
         // The async step's own expectation first (it was stated first), then the await's.
         if let started = lock.withLock({ deferred.removeValue(forKey: group) }) {
