@@ -48,7 +48,7 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
         case .unregisterBeforeCacheWrite:
             return "unregisters the in-flight request, then awaits the offline-store write before caching: a call in between sends a second request"
         case .joinFinishedFlight:
-            return "answers the waiting callers, then awaits the offline-store write before caching and unregistering: a call in between joins a finished request and waits forever"
+            return "takes the waiting callers, then awaits the offline-store write before caching, unregistering and answering them: a call joining in between is never answered"
         }
     }
 

@@ -281,7 +281,8 @@ public final class MutantClient: @unchecked Sendable {
 
     /// `complete` with an `await` in the middle (the offline-store write handed to a task and
     /// awaited): `unregisterBeforeCacheWrite` unregisters before it and caches after it;
-    /// `joinFinishedFlight` answers the waiters before it and caches and unregisters after it.
+    /// `joinFinishedFlight` takes the waiters before it and caches, unregisters and answers those
+    /// waiters after it, so a caller joining in between is never answered.
     private func completeSplit(_ shared: Shared, key k: String, user: String, entryKey: String,
                                result fetched: Result<Fetched, Error>) async {
         let now = clock.now()
@@ -297,10 +298,9 @@ public final class MutantClient: @unchecked Sendable {
             if has(.unregisterBeforeCacheWrite), s.shared[k] === shared { s.shared[k] = nil }
             return shared.epoch == s.epoch
         }
-        var early: [CheckedContinuation<Cached, Error>] = []
+        var taken: [CheckedContinuation<Cached, Error>] = []
         if has(.joinFinishedFlight) {
-            early = locked { _ in defer { shared.waiters.removeAll() }; return Array(shared.waiters.values) }
-            early.forEach { $0.resume(with: result) }
+            taken = locked { _ in defer { shared.waiters.removeAll() }; return Array(shared.waiters.values) }
         }
         if current, let fresh { await spawn { [self] in persist(fresh, user: user) }.value }
         let waiters: [CheckedContinuation<Cached, Error>] = locked { s in
@@ -308,7 +308,7 @@ public final class MutantClient: @unchecked Sendable {
             if s.shared[k] === shared { s.shared[k] = nil }
             shared.result = result
             defer { shared.waiters.removeAll() }
-            return has(.joinFinishedFlight) ? [] : Array(shared.waiters.values)
+            return has(.joinFinishedFlight) ? taken : Array(shared.waiters.values)
         }
         waiters.forEach { $0.resume(with: result) }
     }

@@ -97,8 +97,9 @@ public enum MutantRun {
             }
         }
         // Interleaving (issue 15): scenarios tagged "interleave" are also explored with
-        // `explore --interleave` (default budget, seed 0) for each variant the suite misses; the
-        // faithful variant must explore them clean. Catches are named "interleave:<scenario>".
+        // `explore --interleave` (default budget, seed 0) for each variant the suite misses and
+        // each await-atomicity variant (`needsInterleaving`); the faithful variant must explore
+        // them clean. Catches are named "interleave:<scenario>".
         let interleaved = scenarios.filter { s in s.tags.contains { $0.unicodeScalars.elementsEqual("interleave".unicodeScalars) } }
         func explored(_ defect: Defect?) async -> [String: [String]] {
             var runner = ScenarioRunner(driver: driver(defect), stepTimeoutCap: stepTimeoutCap, keepsHistory: false)
@@ -115,7 +116,7 @@ public enum MutantRun {
         var rows: [Row] = []
         for defect in defects {
             var failed = await failing(defect)
-            if !interleaved.isEmpty, !scenarios.contains(where: { failed[$0.name] != nil && baseline[$0.name] == nil }) {
+            if !interleaved.isEmpty, defect.needsInterleaving || !scenarios.contains(where: { failed[$0.name] != nil && baseline[$0.name] == nil }) {
                 failed.merge(await explored(defect)) { a, _ in a }
             }
             let caught = (scenarios.map(\.name) + interleaved.map { "interleave:" + $0.name })
