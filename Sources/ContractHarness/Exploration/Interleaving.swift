@@ -214,8 +214,9 @@ public enum InterleavingExplorer {
         }
         if failing == nil, !complete {
             let steps = max(probe.interleaving?.steps ?? 1, 1)
+            // Run seeds below 2^53, so the written file records them exactly as JSON numbers.
             var rng = Explorer.SplitMix64(state: seed)
-            let plans = (runs..<settings.maxSchedules).map { _ in InterleavingPlan.pct(seed: rng.next(), depth: settings.depth, steps: steps) }
+            let plans = (runs..<settings.maxSchedules).map { _ in InterleavingPlan.pct(seed: rng.next() >> 11, depth: settings.depth, steps: steps) }
             var next = 0
             while failing == nil && next < plans.count {
                 let batch = Array(plans[next..<min(next + concurrency, plans.count)])
@@ -295,7 +296,7 @@ public enum InterleavingExplorer {
         func with(_ json: JSONValue, choices: [String], runSeed: UInt64?) -> JSONValue {
             guard case .object(var o) = json else { return json }
             var section: [String: JSONValue] = ["depth": .number(Double(depth)), "choices": .array(choices.map(JSONValue.string))]
-            if let runSeed { section["seed"] = .number(Double(runSeed & 0x1F_FFFF_FFFF_FFFF)) }
+            if let runSeed { section["seed"] = .number(Double(runSeed)) }
             o["interleaving"] = .object(section)
             return .object(o)
         }
