@@ -63,11 +63,20 @@ extension ScenarioExecution {
 
     /// Ends the controlled part of an interleaved run (the steps are over: what follows is
     /// cancellation and shutdown, run oldest task first) and returns its choices.
-    func drainInterleaving() -> InterleavingTrace? {
+    ///
+    /// Returns once every job left has run, so no SDK task starts work after the mock shut down.
+    func drainInterleaving() async -> InterleavingTrace? {
         guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let controlled = executor as? ControlledExecutor else { return nil }
         let trace = controlled.trace
         controlled.drain()
+        await controlled.idle()
         return trace
+    }
+
+    /// Interleaved runs: returns once every job left (after cancellations) has run.
+    func settleInterleaving() async {
+        guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let controlled = executor as? ControlledExecutor else { return }
+        await controlled.idle()
     }
 }
 

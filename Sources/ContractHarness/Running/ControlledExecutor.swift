@@ -60,6 +60,7 @@ final class ControlledExecutor: TaskExecutor, IdleReporting, WaitHook, @unchecke
         var trace = InterleavingTrace()
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
         var afterJob: [@Sendable () -> Void] = []
+        var drainWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     private let lock = NSLock()
@@ -153,6 +154,18 @@ final class ControlledExecutor: TaskExecutor, IdleReporting, WaitHook, @unchecke
 
     func poked() { kick() }
 
+    /// Draining only: returns once no job is ready or running.
+    func idle() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let now: Bool = lock.withLock {
+                if state.ready.isEmpty && state.running == nil { return true }
+                state.drainWaiters.append(c)
+                return false
+            }
+            if now { c.resume() }
+        }
+    }
+
     /// Runs `body` now when no job runs, else right after the running job (on the executor's
     /// queue, before the next pick): network completions go through here, so an answer resumes a
     /// task only once the job that sent the request has suspended (never inside it).
@@ -232,6 +245,12 @@ final class ControlledExecutor: TaskExecutor, IdleReporting, WaitHook, @unchecke
             waiters.forEach { $0.resume() }
             onChange()
             kick()
+            let drained: [CheckedContinuation<Void, Never>] = lock.withLock {
+                guard state.draining, state.ready.isEmpty, state.running == nil else { return [] }
+                defer { state.drainWaiters.removeAll() }
+                return state.drainWaiters
+            }
+            drained.forEach { $0.resume() }
         }
     }
 }

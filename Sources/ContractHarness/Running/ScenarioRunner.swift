@@ -216,7 +216,7 @@ final class ScenarioExecution: @unchecked Sendable {
             clients[c.name] = try driver.makeClient(name: c.name, settings: c.settings, store: c.store, context: context)
         }
         if let a = scenario.app, let client = clients[a.client] {
-            app = ReferenceApp(settings: a, client: client, recorder: recorder)
+            app = ReferenceApp(settings: a, client: client, recorder: recorder, taskExecutor: sdkExecutor)
         }
     }
 
@@ -241,7 +241,7 @@ final class ScenarioExecution: @unchecked Sendable {
                 fail("operations finish", "operations never finished by the end of the scenario: \(describePending())")
             }
         }
-        let trace = drainInterleaving()
+        let trace = await drainInterleaving()
         if aborted == nil {
             // Async steps never awaited: their expectations are checked on the finished outcomes.
             let left = lock.withLock { deferred.sorted { $0.value.index < $1.value.index } }
@@ -255,6 +255,7 @@ final class ScenarioExecution: @unchecked Sendable {
             }
         }
         cancelAll()
+        await settleInterleaving()
         enrichHistory()
         if aborted == nil {
             let history = recorder.snapshot
