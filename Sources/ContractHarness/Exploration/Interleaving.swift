@@ -46,6 +46,12 @@ extension ScenarioExecution {
         return outstanding == port.parkedRequests().filter { !$0.answered && !$0.cancelled }.count
     }
 
+    /// No request of the SDK's sessions is outstanding (none in transit, none parked), and the
+    /// mock answers nothing: only then can "no job ready" be a hang.
+    static func quiet(_ port: any BackendPort) -> Bool {
+        port.unsettledRequests == 0 && (port.outstandingTasks ?? 0) == 0
+    }
+
     /// `false` while an interleaved run has a job ready or running (outside interleaved runs: `true`).
     func interleavingIdle() -> Bool {
         guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let controlled = executor as? ControlledExecutor else { return true }
@@ -54,11 +60,11 @@ extension ScenarioExecution {
 
     /// How a wait ended that never saw its condition: "after N ms", or, in an interleaved run
     /// where no task could run and nothing was in transit, "(deadlock: ...)" at once.
-    func hangNote() -> String {
+    func hangNote(_ preposition: String = "within") -> String {
         if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let controlled = executor as? ControlledExecutor, controlled.stuck {
             return "(deadlock: no task of the SDK can run, nothing is in transit, and only the runner could act)"
         }
-        return "after \(scenario.stepTimeoutMilliseconds) ms"
+        return "\(preposition) \(scenario.stepTimeoutMilliseconds) ms"
     }
 
     /// Ends the controlled part of an interleaved run (the steps are over: what follows is

@@ -12,8 +12,8 @@ protocol WaitHook: AnyObject, Sendable {
     func waitEnds() async
     /// Something changed (a recorder poke).
     func poked()
-    /// `true` when the runner waits, its condition is unmet, no job is ready or running and
-    /// nothing is in transit: nothing but the runner can change anything, so the wait is a hang.
+    /// `true` when the runner waits, its condition is unmet, no job is ready or running and no
+    /// request is outstanding: nothing but the runner can change anything, so the wait is a hang.
     var stuck: Bool { get }
 }
 
@@ -69,15 +69,21 @@ final class ControlledExecutor: TaskExecutor, IdleReporting, WaitHook, @unchecke
     private let onQueue = DispatchSpecificKey<Bool>()
     private let strategy: any InterleavingStrategy
     private let settled: @Sendable () -> Bool
+    private let quiet: @Sendable () -> Bool
     private let onChange: @Sendable () -> Void
 
     /// - Parameters:
     ///   - strategy: picks the next task at each point (PCT, depth-first, replay).
     ///   - settled: `true` when nothing is in transit between the SDK and the mock.
+    ///   - quiet: `true` when no request of the SDK is outstanding at all (not even parked): only
+    ///     then is "no job ready" a hang (a URLSession cancellation in progress is invisible to
+    ///     `settled`, and ends with a completion).
     ///   - onChange: called (outside the lock) after each job, so waiters re-check.
-    init(strategy: any InterleavingStrategy, settled: @escaping @Sendable () -> Bool, onChange: @escaping @Sendable () -> Void) {
+    init(strategy: any InterleavingStrategy, settled: @escaping @Sendable () -> Bool, quiet: @escaping @Sendable () -> Bool,
+         onChange: @escaping @Sendable () -> Void) {
         self.strategy = strategy
         self.settled = settled
+        self.quiet = quiet
         self.onChange = onChange
         queue.setSpecific(key: onQueue, value: true)
     }
@@ -194,8 +200,10 @@ final class ControlledExecutor: TaskExecutor, IdleReporting, WaitHook, @unchecke
             return (false, condition, state.generation)
         }
         guard let gate else { return }
+        var hangPossible = false
         if !gate.draining {
             guard let condition = gate.condition, !condition(), settled() else { return }
+            hangPossible = quiet()
         }
         var becameStuck = false
         let picked: Ready? = lock.withLock {
@@ -206,8 +214,10 @@ final class ControlledExecutor: TaskExecutor, IdleReporting, WaitHook, @unchecke
                 // The runner may have stopped waiting meanwhile.
                 guard state.condition != nil else { return nil }
                 if state.ready.isEmpty {
-                    becameStuck = !state.stuck
-                    state.stuck = true
+                    if hangPossible {
+                        becameStuck = !state.stuck
+                        state.stuck = true
+                    }
                     return nil
                 }
             }

@@ -182,7 +182,7 @@ final class ScenarioExecution: @unchecked Sendable {
         if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let interleaving {
             // Interleaved (Interleaving.swift): the SDK's own tasks run on the controlled executor too.
             let controlled = ControlledExecutor(strategy: interleaving.makeStrategy(), settled: { Self.settled(port) },
-                                                onChange: { recorder.poke() })
+                                                quiet: { Self.quiet(port) }, onChange: { recorder.poke() })
             recorder.setHook(controlled)
             port.counter.setDeliveryGate { controlled.afterCurrentJob($0) }
             self.executor = controlled
@@ -384,7 +384,7 @@ final class ScenarioExecution: @unchecked Sendable {
             } catch { return "\(error)" }
         case .waitFor(let condition):
             let met = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in satisfied(condition) }
-            if !met { return "\(Self.describe(condition)) did not happen within \(scenario.stepTimeoutMilliseconds) ms; " + nearest(condition) }
+            if !met { return "\(Self.describe(condition)) did not happen \(hangNote()); " + nearest(condition) }
             return nil
         case .advance(let seconds):
             // The marker goes first: what the advance wakes follows it in the history.
@@ -410,7 +410,7 @@ final class ScenarioExecution: @unchecked Sendable {
     @discardableResult
     func quiesce(step: String) async -> String? {
         let ok = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in quiescent() }
-        return ok ? nil : "not quiescent \(hangNote()): \(describePending())"
+        return ok ? nil : "not quiescent \(hangNote("after")): \(describePending())"
     }
 
     /// Waits for every operation of `group`, then checks `expect` against each outcome.
