@@ -99,6 +99,23 @@ final class InterleavingTests: XCTestCase {
         XCTAssertLessThan(ScenarioRunner.elapsed(since: started), 60_000)
     }
 
+    func testTheCommandWritesTheInterleavingAndRefusesBadOptions() async throws {
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("interleaving-\(UUID().uuidString).json").path
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let failed = await HarnessCommand.main(["explore", Self.file, "--interleave", "--mutant", "join-finished-flight", "--out", out])
+        XCTAssertEqual(failed, HarnessCommand.Exit.failed.rawValue)
+        let written = try ScenarioParser.load(path: out)
+        XCTAssertNotNil(written.interleaving)
+        XCTAssertEqual(written.interleaving?.depth, 3)
+        let clean = await HarnessCommand.main(["explore", Self.file, "--interleave", "--out", out + ".none"])
+        XCTAssertEqual(clean, HarnessCommand.Exit.ok.rawValue)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: out + ".none"))
+        for bad in [["--depth", "0"], ["--depth", "x"], ["--exhaustive"]] {
+            let status = await HarnessCommand.main(["explore", Self.file, "--interleave"] + bad)
+            XCTAssertEqual(status, HarnessCommand.Exit.usage.rawValue, "\(bad)")
+        }
+    }
+
     func testPCTIsSeededAndPicksTheHighestPriorityReadyTask() {
         func run(_ seed: UInt64) -> [Int] {
             let pct = InterleavingPlan.pct(seed: seed, depth: 3, steps: 20).makeStrategy()
