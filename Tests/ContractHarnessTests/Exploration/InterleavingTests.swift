@@ -99,6 +99,36 @@ final class InterleavingTests: XCTestCase {
         XCTAssertLessThan(ScenarioRunner.elapsed(since: started), 60_000)
     }
 
+    func testTheOrderOfNetworkAnswersIsAChoice() async throws {
+        let text = """
+        {"format": "experimently-scenario/1", "name": "two-answers", "description": "two held requests released at once",
+         "steps": [
+          {"fault": {"match": {"path_prefix": "/api/v1/"}, "when": {"first": 2}, "action": {"hold": {}}}, "id": "both"},
+          {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "u-1", "as": "a", "async": true},
+          {"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "u-1", "as": "f", "async": true},
+          {"wait_for": {"held": "both", "count": 2}},
+          {"release": "both", "all": true},
+          {"await": "a", "expect": {"value": {"variant_name": "control"}}},
+          {"await": "f", "expect": {"value": {"enabled": true}}}
+         ]}
+        """
+        let scenario = try ScenarioParser.parse(Data(text.utf8), file: "two-answers.json")
+        var runner = ScenarioRunner(keepsHistory: true)
+        runner.interleaving = .prefix([])
+        let first = await runner.run(scenario)
+        XCTAssertEqual(first.status, .passed, "\(first.checks.filter { !$0.passed })")
+        // After the release both answers are in: both request tasks are ready at one point.
+        let points = try XCTUnwrap(first.interleaving?.points)
+        let both = try XCTUnwrap(points.firstIndex { $0.options >= 2 && $0.chosen == "a/1" }, "\(points)")
+        // The flag's request task can run there instead (the canonical history sorts concurrent
+        // completions, so both orders give one history; the trace differs).
+        runner.interleaving = .replay(points[..<both].map(\.chosen) + ["f/1"])
+        let second = await runner.run(scenario)
+        XCTAssertEqual(second.status, .passed, "\(second.checks.filter { !$0.passed })")
+        XCTAssertEqual(second.interleaving?.points[both].chosen, "f/1", "\(String(describing: second.interleaving?.points))")
+        XCTAssertNotEqual(first.interleaving, second.interleaving)
+    }
+
     func testTheCommandWritesTheInterleavingAndRefusesBadOptions() async throws {
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("interleaving-\(UUID().uuidString).json").path
         defer { try? FileManager.default.removeItem(atPath: out) }
