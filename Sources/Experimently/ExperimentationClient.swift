@@ -65,6 +65,8 @@ public final class ExperimentationClient: ExperimentationClientProtocol, Sendabl
     private let clock: any ExperimentationClock
     private let offlineStore: OfflineStore?
     private let state: Locked<State>
+    /// The task executor every task the client creates prefers (`nil`: the global executor).
+    private let tasks: SDKTaskSpawner
 
     /// Creates a client.
     ///
@@ -76,7 +78,29 @@ public final class ExperimentationClient: ExperimentationClientProtocol, Sendabl
     public init(config: SdkConfig, session: URLSession = .shared, offlineStore: OfflineStore? = OfflineStore(),
                 clock: any ExperimentationClock = SystemClock()) {
         self.config = config
+        self.tasks = SDKTaskSpawner(executor: nil)
         self.http = HTTPTransport(config: config, session: session, clock: clock)
+        self.clock = clock
+        self.offlineStore = config.enableOfflineFallback ? offlineStore : nil
+        self.state = Locked(State(
+            flags: UserKeyCache(ttl: config.cacheTTL, countLimit: config.cacheSize),
+            assignments: UserKeyCache(ttl: config.cacheTTL, countLimit: config.cacheSize)))
+    }
+
+    /// Creates a client whose own tasks (the shared request of single flight, the request
+    /// deadline) prefer `taskExecutor` (SE-0417 `Task(executorPreference:)`), like the clock a seam
+    /// for tests: a test harness runs them on an executor it controls to choose their interleaving.
+    ///
+    /// - Parameters:
+    ///   - config, session, offlineStore, clock: as ``init(config:session:offlineStore:clock:)``.
+    ///   - taskExecutor: the executor every task the client creates prefers; `nil` is the global
+    ///     executor (the behaviour of the other initializer).
+    @available(macOS 15, iOS 18, tvOS 18, watchOS 11, *)
+    public init(config: SdkConfig, session: URLSession = .shared, offlineStore: OfflineStore? = OfflineStore(),
+                clock: any ExperimentationClock = SystemClock(), taskExecutor: (any TaskExecutor)?) {
+        self.config = config
+        self.tasks = SDKTaskSpawner(executor: taskExecutor)
+        self.http = HTTPTransport(config: config, session: session, clock: clock, tasks: tasks)
         self.clock = clock
         self.offlineStore = config.enableOfflineFallback ? offlineStore : nil
         self.state = Locked(State(
@@ -294,7 +318,7 @@ public final class ExperimentationClient: ExperimentationClientProtocol, Sendabl
         case .wait(let f, let w): (flight, waiter) = (f, w)
         case .start(let f, let w):
             (flight, waiter) = (f, w)
-            let task = Task { [self] in
+            let task = tasks.spawn { [self] in
                 let outcome: Result<Value, Error>
                 do { outcome = .success(try await fetch()) } catch { outcome = .failure(error) }
                 finish(flight, key: key, outcome: outcome, cache: cache, flights: flights,

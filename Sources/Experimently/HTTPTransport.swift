@@ -11,8 +11,11 @@ struct HTTPTransport: Sendable {
     let timeout: TimeInterval
     let session: URLSession
     let clock: any ExperimentationClock
+    /// Where the deadline task runs (the client's task executor seam).
+    let tasks: SDKTaskSpawner
 
-    init(config: SdkConfig, session: URLSession, clock: any ExperimentationClock) {
+    init(config: SdkConfig, session: URLSession, clock: any ExperimentationClock, tasks: SDKTaskSpawner = SDKTaskSpawner(executor: nil)) {
+        self.tasks = tasks
         var base = config.baseURL.trimmingCharacters(in: .whitespaces)
         while base.hasSuffix("/") { base.removeLast() }
         if let url = URL(string: base), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
@@ -91,7 +94,7 @@ struct HTTPTransport: Sendable {
                     }
                 }
                 let clock = self.clock, timeout = self.timeout
-                let deadline = Task {
+                let deadline = tasks.spawn {
                     do { try await clock.sleep(seconds: timeout) } catch { return }
                     exchange.finish(.failure(.networkError(URLError(.timedOut))))
                 }

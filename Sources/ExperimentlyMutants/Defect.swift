@@ -26,6 +26,8 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
     case cancelKeepsRequest = "cancel-keeps-request"
     case upstreamDefects = "upstream-defects"
     case canonicalIdentity = "canonical-identity"
+    case unregisterBeforeCacheWrite = "unregister-before-cache-write"
+    case joinFinishedFlight = "join-finished-flight"
 
     /// What the broken SDK does, in one line.
     public var summary: String {
@@ -55,6 +57,19 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
         case .cancelKeepsRequest: return "cancelling every waiter of a shared request leaves the network request running"
         case .upstreamDefects: return "the six defects of CONTRACT.md section 5 together, as the upstream SDK has them"
         case .canonicalIdentity: return "keys its cache by Swift String, so NFC and NFD spellings of one user id share an entry and a request"
+        case .unregisterBeforeCacheWrite:
+            return "unregisters the in-flight request, then awaits the offline-store write before caching: a call in between sends a second request"
+        case .joinFinishedFlight:
+            return "takes the waiting callers, then awaits the offline-store write before caching, unregistering and answering them: a call joining in between is never answered"
+        }
+    }
+
+    /// Whether the defect is an atomicity violation across an internal `await` (issue 15): only
+    /// interleaving exploration (`explore --interleave`) can reach it on purpose.
+    public var needsInterleaving: Bool {
+        switch self {
+        case .unregisterBeforeCacheWrite, .joinFinishedFlight: return true
+        default: return false
         }
     }
 
@@ -70,6 +85,7 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
         }
     }
 
-    /// The issue number of the defect list this variant implements (issue 6, items 1-19; item 20 from issue 11 section 1).
+    /// The issue number of the defect list this variant implements (issue 6, items 1-19; later
+    /// issues (10, 11, 15) append theirs after them).
     public var item: Int { Defect.allCases.firstIndex(of: self)! + 1 }
 }

@@ -20,6 +20,8 @@ public final class MutantClient: @unchecked Sendable {
     private let session: URLSession
     private let store: OfflineStore?
     private let clock: any ExperimentationClock
+    /// The task executor every task the variant creates prefers (an `any TaskExecutor`), or `nil`.
+    private let taskExecutor: (any Sendable)?
     private let lock = NSLock()
     private var state = State()
 
@@ -68,9 +70,13 @@ public final class MutantClient: @unchecked Sendable {
     /// - Parameters:
     ///   - defect: the defect to have, `nil` for none.
     ///   - config, session, offlineStore, clock: as `ExperimentationClient`'s initializer.
+    ///   - taskExecutor: the task executor (an `any TaskExecutor`) every task the variant creates
+    ///     prefers, like `ExperimentationClient(config:session:offlineStore:clock:taskExecutor:)`;
+    ///     `nil`: the global executor.
     public init(defect: Defect?, config: SdkConfig, session: URLSession, offlineStore: OfflineStore?,
-                clock: any ExperimentationClock) {
+                clock: any ExperimentationClock, taskExecutor: (any Sendable)? = nil) {
         self.defect = defect
+        self.taskExecutor = taskExecutor
         self.config = config
         self.session = session
         self.store = config.enableOfflineFallback ? offlineStore : nil
@@ -229,10 +235,14 @@ public final class MutantClient: @unchecked Sendable {
         if let hit { return hit }
         guard let shared else { throw ExperimentationError.cancelled }
         if starts {
-            let task = Task { [self] in
+            let task = spawn { [self] in
                 let result: Result<Fetched, Error>
                 do { result = .success(try await fetch()) } catch { result = .failure(error) }
-                complete(shared, key: k, user: user, entryKey: key, result: result)
+                if has(.unregisterBeforeCacheWrite) || has(.joinFinishedFlight) {
+                    await completeSplit(shared, key: k, user: user, entryKey: key, result: result)
+                } else {
+                    complete(shared, key: k, user: user, entryKey: key, result: result)
+                }
             }
             locked { _ in shared.task = task }
         }
@@ -275,6 +285,48 @@ public final class MutantClient: @unchecked Sendable {
             shared.result = result
             defer { shared.waiters.removeAll() }
             return Array(shared.waiters.values)
+        }
+        waiters.forEach { $0.resume(with: result) }
+    }
+
+    /// A new task preferring the variant's task executor, if any.
+    private func spawn(_ operation: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let executor = taskExecutor as? any TaskExecutor {
+            return Task(executorPreference: executor, operation: operation)
+        }
+        return Task(operation: operation)
+    }
+
+    /// `complete` with an `await` in the middle (the offline-store write handed to a task and
+    /// awaited): `unregisterBeforeCacheWrite` unregisters before it and caches after it;
+    /// `joinFinishedFlight` takes the waiters before it and caches, unregisters and answers those
+    /// waiters after it, so a caller joining in between is never answered.
+    private func completeSplit(_ shared: Shared, key k: String, user: String, entryKey: String,
+                               result fetched: Result<Fetched, Error>) async {
+        let now = clock.now()
+        let result = fetched.map(\.value)
+        var fresh: Cached?
+        if case .success(let f) = fetched, f.fresh { fresh = f.value }
+        func write(_ s: inout State) {
+            guard case .success(let f) = fetched, f.fresh, shared.epoch == s.epoch else { return }
+            s.order += 1
+            s.entries[k] = Entry(user: user, key: entryKey, value: f.value, expires: now.addingTimeInterval(config.cacheTTL), order: s.order)
+        }
+        let current = locked { s -> Bool in
+            if has(.unregisterBeforeCacheWrite), s.shared[k] === shared { s.shared[k] = nil }
+            return shared.epoch == s.epoch
+        }
+        var taken: [CheckedContinuation<Cached, Error>] = []
+        if has(.joinFinishedFlight) {
+            taken = locked { _ in defer { shared.waiters.removeAll() }; return Array(shared.waiters.values) }
+        }
+        if current, let fresh { await spawn { [self] in persist(fresh, user: user) }.value }
+        let waiters: [CheckedContinuation<Cached, Error>] = locked { s in
+            write(&s)
+            if s.shared[k] === shared { s.shared[k] = nil }
+            shared.result = result
+            defer { shared.waiters.removeAll() }
+            return has(.joinFinishedFlight) ? taken : Array(shared.waiters.values)
         }
         waiters.forEach { $0.resume(with: result) }
     }
@@ -411,7 +463,7 @@ public final class MutantClient: @unchecked Sendable {
                 var deadline: Task<Void, Never>?
                 if !has(.noOwnDeadline) {
                     let clock = self.clock, timeout = config.timeout
-                    deadline = Task {
+                    deadline = spawn {
                         guard (try? await clock.sleep(seconds: timeout)) != nil else { return }
                         gate.finish(.failure(ExperimentationError.networkError(URLError(.timedOut))))
                     }

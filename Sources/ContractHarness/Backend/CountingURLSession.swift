@@ -25,11 +25,21 @@ final class CountingURLSession: URLSession, @unchecked Sendable {
         // The completion keeps the session alive until the task delivered: FoundationNetworking
         // dereferences its session while delivering, and the runner never invalidates it.
         return super.dataTask(with: request) { [self] data, response, error in
-            completionHandler(data, response, error)
-            counter.completed()
+            let answer = Answer(data: data, response: response, error: error)
+            counter.deliver {
+                completionHandler(answer.data, answer.response, answer.error)
+                counter.completed()
+            }
             withExtendedLifetime(self) {}
         }
     }
+}
+/// A completion's arguments, carried to where the delivery gate runs it.
+private struct Answer: @unchecked Sendable {
+    // @unchecked Sendable: immutable, handed from the session's queue to one delivery.
+    let data: Data?
+    let response: URLResponse?
+    let error: (any Error)?
 }
 #endif
 
@@ -42,8 +52,21 @@ final class TaskCounter: @unchecked Sendable {
     private var created = 0
     private var finished = 0
     let onChange: @Sendable () -> Void
+    /// Interleaved runs: runs each completion once the controlled executor runs no job (guarded by `lock`).
+    private var gate: (@Sendable (@escaping @Sendable () -> Void) -> Void)?
 
     init(onChange: @escaping @Sendable () -> Void) { self.onChange = onChange }
+
+    /// Completions go through `gate` from now on (interleaved runs: so an answer never reaches the
+    /// SDK while one of its jobs runs, and every answer resumes a suspended task as a job of its own).
+    func setDeliveryGate(_ gate: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) {
+        lock.withLock { self.gate = gate }
+    }
+
+    /// Runs a completion now, or through the delivery gate.
+    func deliver(_ completion: @escaping @Sendable () -> Void) {
+        if let gate = lock.withLock({ gate }) { gate(completion) } else { completion() }
+    }
 
     func issued() { lock.withLock { created += 1 }; onChange() }
     func completed() { lock.withLock { finished += 1 }; onChange() }

@@ -19,6 +19,7 @@ public enum HarnessCommand {
            contract-harness report VERDICT [--html FILE] [--mermaid FILE]
            contract-harness schema [--out FILE]
            contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE] [--sdk-command CMD]
+           contract-harness explore SCENARIO --interleave [--depth D] [--seed N] [--max-schedules K] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE]
            contract-harness mutants [PATH ...] [--verdict FILE] [--filter TEXT] [--step-timeout-ms N] [--jobs N]
            contract-harness vectors [--sdk-command CMD] [--vectors DIR|FILE] [--timeout SECONDS] [--sdk-name NAME] [--verdict FILE]
            contract-harness generate [--seed S] [--count N] [--from I] [--sdk shipping|faithful|both] [--out DIR] [--write] [--ids equivalent|plain]
@@ -58,6 +59,10 @@ public enum HarnessCommand {
       --max-schedules K  at most K schedules (default: the file's, else 100)
       --out FILE         where the failing schedule goes
       --jobs N           schedules run at once (default 16; each is an independent run)
+      --interleave       instead of moving steps, run them in the file's order and choose which of the SDK's ready
+                         tasks runs next (the SDK's own tasks on a harness executor): depth-first when the choices are
+                         few, else PCT (seeded, depth D, default 3); budget K (default: the file's, else 200). Writes the
+                         first failing interleaving, shrunk, with its "interleaving" choices (SCENARIO-NAME-interleaving.json)
 
     report   Draws a saved verdict (failing scenarios always carry their timeline; all with run --history):
              --html FILE writes the HTML report, --mermaid FILE the Mermaid diagrams (at least one of them).
@@ -622,6 +627,7 @@ public enum HarnessCommand {
     }
 
     static func explore(_ arguments: [String], driver: any SDKDriver) async -> Int32 {
+        if arguments.contains("--interleave") { return await InterleaveCommand.explore(arguments, driver: driver) }
         let options: RunOptions
         let originalDriver = driver
         var driver = driver

@@ -32,8 +32,11 @@ final class ReferenceApp: @unchecked Sendable {
     let client: any DriverClient
     let recorder: Recorder
     private let lock: HarnessLocked<State>
+    /// Interleaved runs: the executor the app's fetch tasks prefer (an `any TaskExecutor`), like the SDK's.
+    let taskExecutor: (any Sendable)?
 
-    init(settings: AppSettings, client: any DriverClient, recorder: Recorder) {
+    init(settings: AppSettings, client: any DriverClient, recorder: Recorder, taskExecutor: (any Sendable)? = nil) {
+        self.taskExecutor = taskExecutor
         self.settings = settings
         self.client = client
         self.recorder = recorder
@@ -109,7 +112,7 @@ final class ReferenceApp: @unchecked Sendable {
             return (s.revision, s.identity, s.lastFetch)
         }
         mark("refresh", ["identity": .string(identity), "revision": .number(Double(rev))])
-        let fetch = Task { [self] in
+        let body: @Sendable () async -> Void = { [self] in
             await previous?.value
             let clears = lock.withLock { $0.clears }
             let outcome = await client.perform(.evaluateFlag(flag: settings.flag, user: UserSpec(id: identity)))
@@ -124,6 +127,12 @@ final class ReferenceApp: @unchecked Sendable {
                  ["identity": .string(identity), "revision": .number(Double(rev)), "flag_on": .bool(on)])
             // The next serialized fetch starts only after this task: the stale value is gone first.
             if !current, case .value = outcome { await undoCacheWrite(identity: identity, revision: rev, clearsAtStart: clears) }
+        }
+        let fetch: Task<Void, Never>
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let executor = taskExecutor as? any TaskExecutor {
+            fetch = Task(executorPreference: executor, operation: body)
+        } else {
+            fetch = Task(operation: body)
         }
         lock.withLock { $0.lastFetch = fetch }
         await fetch.value

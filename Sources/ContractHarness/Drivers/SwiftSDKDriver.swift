@@ -12,17 +12,41 @@ public struct SwiftSDKDriver: SDKDriver {
     public let sdkName: String
     /// The SDK's version.
     public let sdkVersion: String
-    /// Every operation, the reference app, the virtual clock, cancellation, offline-store inspection and hashing.
-    public let capabilities: Set<String> = Set(SDKOperation.allNames + ["app", "virtual_clock", "cancel", "offline_store", "hash"])
-    private let factory: @Sendable (SdkConfig, URLSession, OfflineStore?, any ExperimentationClock) -> any SwiftClientSurface
+    /// Every operation, the reference app, the virtual clock, cancellation, offline-store inspection
+    /// and hashing; `interleaving` when the factory passes the task executor on.
+    public let capabilities: Set<String>
+    private let factory: @Sendable (SdkConfig, URLSession, OfflineStore?, any ExperimentationClock, (any Sendable)?) -> any SwiftClientSurface
 
-    /// Creates the driver for the shipping `ExperimentationClient`.
+    private static let baseCapabilities = Set(SDKOperation.allNames + ["app", "virtual_clock", "cancel", "offline_store", "hash"])
+
+    /// Creates the driver for the shipping `ExperimentationClient` (with the `interleaving`
+    /// capability where task executors exist: its task executor seam gets `DriverContext.taskExecutor`).
     public init() {
         sdkName = "ios"
         sdkVersion = ExperimentlySDKInfo.version
-        factory = { config, session, store, clock in
-            ExperimentationClient(config: config, session: session, offlineStore: store, clock: clock)
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
+            capabilities = Self.baseCapabilities.union(["interleaving"])
+        } else {
+            capabilities = Self.baseCapabilities
         }
+        factory = { config, session, store, clock, executor in
+            if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
+                return ExperimentationClient(config: config, session: session, offlineStore: store, clock: clock,
+                                             taskExecutor: executor as? any TaskExecutor)
+            }
+            return ExperimentationClient(config: config, session: session, offlineStore: store, clock: clock)
+        }
+    }
+
+    /// Creates a driver for another Swift implementation of the client surface whose own tasks
+    /// prefer the given task executor (`DriverContext.taskExecutor`, an `any TaskExecutor` or
+    /// `nil`): it has the `interleaving` capability.
+    public init(name: String, version: String,
+                interleavingFactory: @escaping @Sendable (SdkConfig, URLSession, OfflineStore?, any ExperimentationClock, (any Sendable)?) -> any SwiftClientSurface) {
+        self.sdkName = name
+        self.sdkVersion = version
+        self.capabilities = Self.baseCapabilities.union(["interleaving"])
+        self.factory = interleavingFactory
     }
 
     /// Creates a driver for another Swift implementation of the client surface (used to prove the
@@ -31,7 +55,8 @@ public struct SwiftSDKDriver: SDKDriver {
                 factory: @escaping @Sendable (SdkConfig, URLSession, OfflineStore?, any ExperimentationClock) -> any SwiftClientSurface) {
         self.sdkName = name
         self.sdkVersion = version
-        self.factory = factory
+        self.capabilities = Self.baseCapabilities
+        self.factory = { config, session, store, clock, _ in factory(config, session, store, clock) }
     }
 
     /// Creates an `ExperimentationClient` (or the factory's client) with the scenario's settings, the mock session, the virtual clock and the named offline store.
@@ -43,7 +68,7 @@ public struct SwiftSDKDriver: SDKDriver {
             context.memoryStore.map { $0(name) } ?? SharedDefaults(defaults: UserDefaults(suiteName: context.storeSuite(name)) ?? .standard)
         }
         let offline = defaults.map { OfflineStore(defaults: $0.defaults) }
-        let client = factory(config, context.makeSession(name), offline, context.clock)
+        let client = factory(config, context.makeSession(name), offline, context.clock, context.taskExecutor)
         return SwiftDriverClient(client: client, store: offline, defaults: defaults)
     }
 }

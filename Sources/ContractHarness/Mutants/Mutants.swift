@@ -56,9 +56,10 @@ public enum MutantRun {
 
     /// A driver running `MutantClient` with `defect` (`nil`: the faithful variant).
     public static func driver(_ defect: Defect?) -> SwiftSDKDriver {
-        SwiftSDKDriver(name: "ios-mutant-\(defect?.rawValue ?? "none")", version: ExperimentlySDKInfo.version) { config, session, store, clock in
-            MutantClient(defect: defect, config: config, session: session, offlineStore: store, clock: clock)
-        }
+        SwiftSDKDriver(name: "ios-mutant-\(defect?.rawValue ?? "none")", version: ExperimentlySDKInfo.version,
+                       interleavingFactory: { config, session, store, clock, executor in
+            MutantClient(defect: defect, config: config, session: session, offlineStore: store, clock: clock, taskExecutor: executor)
+        })
     }
 
     /// Runs `scenarios` against the faithful variant and then every defect.
@@ -104,16 +105,40 @@ public enum MutantRun {
             let patient = await Self.results(of: again.map { (nil, $0) }, cap: nil, executable: executable, jobs: jobs, seed: seed)
             for (s, r) in zip(again, patient) where r.status == .passed { baseline[ExactKey(s.name)] = nil }
         }
+        // Interleaving (issue 15): scenarios tagged "interleave" are also explored with
+        // `explore --interleave` (default budget, seed 0) for each variant the suite misses and
+        // each await-atomicity variant (`needsInterleaving`); the faithful variant must explore
+        // them clean. Catches are named "interleave:<scenario>".
+        let interleaved = scenarios.filter { s in s.tags.contains { $0.unicodeScalars.elementsEqual("interleave".unicodeScalars) } }
+        // Exploration runs in this process: only variants the suite misses (which therefore did not
+        // crash on it) and the await-atomicity ones reach it.
+        func explored(_ defect: Defect?) async -> [ExactKey: [String]] {
+            var runner = ScenarioRunner(driver: driver(defect), stepTimeoutCap: stepTimeoutCap, keepsHistory: false)
+            runner.interleaving = nil
+            var failed: [ExactKey: [String]] = [:]
+            for s in interleaved {
+                guard let root = try? JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: s.file)), file: s.file) else { continue }
+                let report = await InterleavingExplorer.explore(root, file: s.file, settings: .of(s), seed: 0, runner: runner)
+                if let f = report.firstFailure { failed[ExactKey("interleave:" + s.name)] = [f.check.hasPrefix("step ") ? "step expect" : f.check] }
+            }
+            return failed
+        }
+        let interleavedBaseline = interleaved.isEmpty ? [:] : await explored(nil)
         var rows: [Row] = []
         for (v, defect) in defects.enumerated() {
-            let failed = failing((v + 1) * scenarios.count)
-            let caught = scenarios.map(\.name).filter { failed[ExactKey($0)] != nil && baseline[ExactKey($0)] == nil }
+            var failed = failing((v + 1) * scenarios.count)
+            if !interleaved.isEmpty, defect.needsInterleaving
+                || !scenarios.contains(where: { failed[ExactKey($0.name)] != nil && baseline[ExactKey($0.name)] == nil }) {
+                failed.merge(await explored(defect)) { a, _ in a }
+            }
+            let caught = (scenarios.map(\.name) + interleaved.map { "interleave:" + $0.name })
+                .filter { failed[ExactKey($0)] != nil && baseline[ExactKey($0)] == nil && interleavedBaseline[ExactKey($0)] == nil }
             let row = Row(defect: defect, caughtBy: caught, failingChecks: Array(Set(caught.flatMap { failed[ExactKey($0)] ?? [] })).sorted())
             rows.append(row)
             progress(row)
         }
         results.removeAll()
-        return Report(rows: rows, baselineFailures: scenarios.map(\.name).filter { baseline[ExactKey($0)] != nil },
+        return Report(rows: rows, baselineFailures: scenarios.map(\.name).filter { baseline[ExactKey($0)] != nil } + interleavedBaseline.keys.map(\.text).sorted(),
                       scenarios: scenarios.map(\.name), durationMilliseconds: ScenarioRunner.elapsed(since: started))
     }
 

@@ -68,6 +68,8 @@ final class Recorder: @unchecked Sendable {
     private(set) var step = -1
     private let clock: VirtualClock?
     private let start: Date
+    /// The interleaving executor's hook (`nil` outside interleaved runs); guarded by `lock`.
+    private var hook: (any WaitHook)?
 
     init(clock: VirtualClock?) {
         self.clock = clock
@@ -75,6 +77,9 @@ final class Recorder: @unchecked Sendable {
     }
 
     func setStep(_ step: Int) { lock.withLock { self.step = step } }
+
+    /// Tells `hook` about every wait and poke from now on (interleaved runs).
+    func setHook(_ hook: any WaitHook) { lock.withLock { self.hook = hook } }
 
     /// Appends an event (its index, step and time are filled in) and wakes waiters.
     @discardableResult
@@ -99,6 +104,7 @@ final class Recorder: @unchecked Sendable {
             return w
         }
         ready.forEach { $0.resume() }
+        lock.withLock { hook }?.poked()
     }
 
     var snapshot: [HistoryEvent] { lock.withLock { events } }
@@ -109,11 +115,22 @@ final class Recorder: @unchecked Sendable {
     /// Waits until `condition` is true or `milliseconds` of real time pass.
     ///
     /// - Returns: `true` when the condition held, `false` on timeout.
-    func wait(milliseconds: Int, until condition: @Sendable () -> Bool) async -> Bool {
+    func wait(milliseconds: Int, until condition: @escaping @Sendable () -> Bool) async -> Bool {
         let deadline = DispatchTime.now() + .milliseconds(milliseconds)
+        let hook = lock.withLock { self.hook }
+        guard let hook else { return await wait(deadline: deadline, until: condition) }
+        hook.waitBegins(condition)
+        let met = await wait(deadline: deadline, until: { condition() }, stuck: { hook.stuck })
+        await hook.waitEnds()
+        return met
+    }
+
+    private func wait(deadline: DispatchTime, until condition: @Sendable () -> Bool, stuck: @Sendable () -> Bool = { false }) async -> Bool {
         while true {
             let seen = lock.withLock { version }
             if condition() { return true }
+            // Interleaved runs: nothing but the runner can change anything, so this is a hang.
+            if stuck() { return false }
             if DispatchTime.now() >= deadline { return false }
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let registered: Bool = lock.withLock {

@@ -65,6 +65,8 @@ public struct ScenarioResult: Sendable, Codable {
     /// failure slices cite, so a report can draw it and highlight what a check cites. Empty when
     /// the runner keeps no history.
     public var events: [HistoryEvent] = []
+    /// The choices of an interleaved run (`nil` when the run was not interleaved).
+    public var interleaving: InterleavingTrace? = nil
 
     /// The first failing check, for the console line.
     public var firstFailure: CheckResult? { checks.first { !$0.passed } }
@@ -74,7 +76,7 @@ extension ScenarioResult {
     /// Decodes a result (the worker protocol's `result` payload): the fields every version has are
     /// required; the later, optional ones (`infeasible`, `exploration`, `crash`, `adapterStderr`)
     /// may be absent, so an older or other-language worker's record still reads. (`events`, the
-    /// recorded history for reports, likewise.)
+    /// recorded history for reports, and `interleaving`, likewise.)
     ///
     /// - Throws: `DecodingError` when a required field is missing or of the wrong type.
     public init(from decoder: any Decoder) throws {
@@ -91,6 +93,7 @@ extension ScenarioResult {
         crash = try c.decodeIfPresent(JSONValue.self, forKey: .crash)
         adapterStderr = try c.decodeIfPresent([String].self, forKey: .adapterStderr) ?? []
         events = try c.decodeIfPresent([HistoryEvent].self, forKey: .events) ?? []
+        interleaving = try c.decodeIfPresent(InterleavingTrace.self, forKey: .interleaving)
     }
 }
 
@@ -107,6 +110,9 @@ public struct ScenarioRunner: Sendable {
     /// `UserDefaults` suites (the explorer and the mutant runs only need each run's verdict, so
     /// they skip the history and keep stores in memory).
     public let keepsHistory: Bool
+    /// Runs every scenario interleaved with this plan (the explorer's); `nil`: a scenario with an
+    /// `interleaving` section replays its choices, any other runs as usual.
+    public var interleaving: InterleavingPlan? = nil
 
     /// Creates a runner.
     public init(driver: any SDKDriver = SwiftSDKDriver(), seed: UInt64 = 0, stepTimeoutCap: Int? = nil, keepsHistory: Bool = true) {
@@ -131,7 +137,8 @@ public struct ScenarioRunner: Sendable {
         if let cap = stepTimeoutCap { scenario.stepTimeoutMilliseconds = min(scenario.stepTimeoutMilliseconds, cap) }
         let execution: ScenarioExecution
         do {
-            execution = try ScenarioExecution(scenario: scenario, driver: driver, keepsHistory: keepsHistory)
+            execution = try ScenarioExecution(scenario: scenario, driver: driver, keepsHistory: keepsHistory,
+                                              interleaving: interleaving ?? scenario.interleaving.map { .replay($0.choices) })
         } catch {
             return ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, source: scenario.source,
                                   status: .error, durationMilliseconds: Self.elapsed(since: started), checks: [],
@@ -203,7 +210,7 @@ final class ScenarioExecution: @unchecked Sendable {
 
     let keepsHistory: Bool
 
-    init(scenario: Scenario, driver: any SDKDriver, keepsHistory: Bool = true) throws {
+    init(scenario: Scenario, driver: any SDKDriver, keepsHistory: Bool = true, interleaving: InterleavingPlan? = nil) throws {
         self.scenario = scenario
         self.keepsHistory = keepsHistory
         self.driver = driver
@@ -213,13 +220,23 @@ final class ScenarioExecution: @unchecked Sendable {
         let recorder = Recorder(clock: clock)
         recorderBox.recorder = recorder
         self.recorder = recorder
-        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
+        let port = try MockBackendPort(fixtures: scenario.fixtures, clock: clock, file: scenario.file,
+                                       clients: scenario.clients.map(\.name))
+        self.port = port
+        var sdkExecutor: (any Sendable)?
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let interleaving {
+            // Interleaved (Interleaving.swift): the SDK's own tasks run on the controlled executor too.
+            let controlled = ControlledExecutor(strategy: interleaving.makeStrategy(), settled: { Self.settled(port) },
+                                                quiet: { Self.quiet(port) }, onChange: { recorder.poke() })
+            recorder.setHook(controlled)
+            port.counter.setDeliveryGate { controlled.afterCurrentJob($0) }
+            self.executor = controlled
+            sdkExecutor = controlled
+        } else if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
             self.executor = OperationExecutor { recorder.poke() }
         } else {
             self.executor = NoExecutorTracking()
         }
-        self.port = try MockBackendPort(fixtures: scenario.fixtures, clock: clock, file: scenario.file,
-                                        clients: scenario.clients.map(\.name))
         port.setObserver { seq, answered in
             guard let seq else { return recorder.poke() }
             recorder.record(answered ? .response : .request, request: RequestRecord.placeholder(seq: seq))
@@ -235,18 +252,18 @@ final class ScenarioExecution: @unchecked Sendable {
         if !keepsHistory {
             memoryStore = { @Sendable name in memoryStores[name] ?? SharedDefaults(defaults: MemoryDefaults()) }
         }
-        let port = self.port
         let listeners = try Self.listeners(for: driver, port: port, clients: scenario.clients.map(\.name))
         self.listeners = listeners
-        let context = DriverContext(makeSession: { port.session(client: $0) }, clock: clock,
+        var context = DriverContext(makeSession: { port.session(client: $0) }, clock: clock,
                                     storeSuite: { suites[$0] ?? "experimently-harness-unknown-\($0)" },
                                     memoryStore: memoryStore,
                                     baseURL: { listeners?.baseURL(client: $0) ?? port.baseURL(client: $0) })
+        context.taskExecutor = sdkExecutor
         for c in scenario.clients {
             clients[c.name] = try driver.makeClient(name: c.name, settings: c.settings, store: c.store, context: context)
         }
         if let a = scenario.app, let client = clients[a.client] {
-            app = ReferenceApp(settings: a, client: client, recorder: recorder)
+            app = ReferenceApp(settings: a, client: client, recorder: recorder, taskExecutor: sdkExecutor)
         }
     }
 
@@ -275,6 +292,9 @@ final class ScenarioExecution: @unchecked Sendable {
                 fail("operations finish", "operations never finished by the end of the scenario: \(describePending())"
                      + (stuck ? " (they wait on parked requests and no step is left to release them)" : ""))
             }
+        }
+        let trace = await drainInterleaving()
+        if aborted == nil {
             // Async steps never awaited: their expectations are checked on the finished outcomes.
             let left = lock.withLock { deferred.sorted { $0.value.index < $1.value.index } }
             for (group, d) in left {
@@ -287,6 +307,7 @@ final class ScenarioExecution: @unchecked Sendable {
             }
         }
         cancelAll()
+        await settleInterleaving()
         enrichHistory()
         if aborted == nil {
             let history = recorder.snapshot
@@ -311,6 +332,7 @@ final class ScenarioExecution: @unchecked Sendable {
                               reason: aborted, smoke: scenario.checks.contains("contract_smoke") ? smoke : nil,
                               history: canonical, historyDigest: keepsHistory ? Self.digest(canonical) : "")
         if keepsHistory { result.events = history }
+        result.interleaving = trace
         return result
     }
 
@@ -431,7 +453,7 @@ final class ScenarioExecution: @unchecked Sendable {
             }
             let met = ended && satisfied(condition)
             if ended && !met { return self.stuck(at: index, waitingFor: nil, what: Self.describe(condition)) + "; " + nearest(condition) }
-            if !met { return "\(Self.describe(condition)) did not happen within \(scenario.stepTimeoutMilliseconds) ms; " + nearest(condition) }
+            if !met { return "\(Self.describe(condition)) did not happen \(hangNote()); " + nearest(condition) }
             return nil
         case .advance(let seconds):
             // The marker goes first: what the advance wakes follows it in the history.
@@ -535,7 +557,7 @@ final class ScenarioExecution: @unchecked Sendable {
     @discardableResult
     func quiesce(step: String) async -> String? {
         let ok = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in quiescent() }
-        return ok ? nil : diagnoseHang() ?? "not quiescent after \(scenario.stepTimeoutMilliseconds) ms: \(describePending())"
+        return ok ? nil : diagnoseHang() ?? "not quiescent \(hangNote("after")): \(describePending())"
     }
 
     /// Waits for every operation of `group`, then checks `expect` against each outcome.
@@ -555,7 +577,7 @@ final class ScenarioExecution: @unchecked Sendable {
             return self.stuck(at: index, waitingFor: labels, what: "operation '\(group)'") + "; pending: \(describePending())"
         }
         guard done else {
-            return diagnoseHang() ?? "operation '\(group)' did not finish within \(scenario.stepTimeoutMilliseconds) ms; pending: \(describePending())"
+            return diagnoseHang() ?? "operation '\(group)' did not finish \(hangNote()); pending: \(describePending())"
         }
         // The async step's own expectation first (it was stated first), then the await's.
         if let started = lock.withLock({ deferred.removeValue(forKey: group) }) {
@@ -597,7 +619,9 @@ final class ScenarioExecution: @unchecked Sendable {
                 recorder.poke()
             }
             let task: Task<Void, Never>
-            if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let executor = executor as? OperationExecutor {
+            if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let executor = executor as? ControlledExecutor {
+                task = executor.launch(label) { Task(executorPreference: executor, operation: run) }
+            } else if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let executor = executor as? OperationExecutor {
                 task = Task(executorPreference: executor, operation: run)
             } else {
                 task = Task(operation: run)
@@ -618,7 +642,8 @@ final class ScenarioExecution: @unchecked Sendable {
         // The mock first: a released request is answered even when no operation waits for it.
         guard port.unsettledRequests == 0 else { return false }
         let waiting = pending()
-        if waiting.isEmpty { return true }
+        // Interleaved runs: the SDK's own tasks are on the executor too, and run before the runner acts.
+        if waiting.isEmpty { return interleavingIdle() }
         guard waiting.allSatisfy(\.entered), executor.isIdle else { return false }
         let parked = port.parkedRequests().filter { !$0.answered && !$0.cancelled }
         if listeners == nil, let outstanding = port.outstandingTasks, outstanding != parked.count { return false }

@@ -35,6 +35,8 @@ public struct Scenario: Sendable {
     public var requires: [String]
     /// Exploration settings (issue 5), kept as written.
     public var explore: JSONValue?
+    /// Interleaving settings and the choices to replay (issue 15, `Interleaving.swift`).
+    public var interleaving: ScenarioInterleaving? = nil
 
     /// The names of the named checks a scenario may list.
     public static let knownChecks = ["stickiness", "fan_out", "exposure_after_display", "no_stale_after_logout",

@@ -96,15 +96,18 @@ public enum ScenarioParser {
         if let explored = r.value("explored"), explored.objectValue == nil {
             throw r.error("explored", expected: "an object (written by contract-harness explore)", found: explored)
         }
+        let interleaving = try r.value("interleaving").map { try ScenarioInterleaving.parse($0, file: file) }
         try r.finish()
         // Every expectation a file states is evaluated; a file that states none checks nothing.
         if checks.isEmpty, !steps.contains(where: \.statesExpectation) {
             throw ScenarioError(file: file, path: "$", expected: "something to check: an \"expect\" on a step, an \"assert\" step or a named check in \"checks\"",
                                 found: "none (a scenario that checks nothing must not pass)")
         }
-        return Scenario(file: file, name: name, description: description, tags: tags, source: source, fixtures: fixtures,
-                        settings: settings, clients: clients.map { ($0.0, $0.1, $0.2) }, app: app, steps: steps,
-                        checks: checks, stepTimeoutMilliseconds: timeout, requires: requires, explore: explore)
+        var scenario = Scenario(file: file, name: name, description: description, tags: tags, source: source, fixtures: fixtures,
+                                settings: settings, clients: clients.map { ($0.0, $0.1, $0.2) }, app: app, steps: steps,
+                                checks: checks, stepTimeoutMilliseconds: timeout, requires: requires, explore: explore)
+        scenario.interleaving = interleaving
+        return scenario
     }
 
     /// Decodes `json` as the mock's `T` to check it; a failure becomes a `ScenarioError` at

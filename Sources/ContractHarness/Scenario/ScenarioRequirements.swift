@@ -9,8 +9,10 @@ extension Scenario {
     /// list in `requires`: the SDK operation names, plus `app` (the reference integration of
     /// CONTRACT.md section 8), `virtual_clock` (the SDK reads the scenario's clock), `cancel`
     /// (an operation's task can be cancelled), `offline_store` (the persisted fallback can be
-    /// read back) and `hash` (`hashUser`, the golden vectors of CONTRACT.md section 6).
-    public static let knownCapabilities: [String] = ["app", "virtual_clock", "cancel", "offline_store", "hash"] + SDKOperation.allNames
+    /// read back), `hash` (`hashUser`, the golden vectors of CONTRACT.md section 6) and
+    /// `interleaving` (the SDK's own tasks prefer the task executor of `DriverContext`, so the
+    /// harness can choose their interleaving; inferred from an `interleaving` section).
+    public static let knownCapabilities: [String] = ["app", "virtual_clock", "cancel", "offline_store", "hash", "interleaving"] + SDKOperation.allNames
 
     /// One capability the scenario needs and why (the JSON path of what needs it).
     public struct Requirement: Sendable, Equatable {
@@ -37,6 +39,7 @@ extension Scenario {
         }
         for (i, name) in requires.enumerated() { need(name, "requires[\(i)]") }
         if app != nil { need("app", "the \"app\" section") }
+        if interleaving != nil { need("interleaving", "the \"interleaving\" section") }
         for (i, step) in steps.enumerated() {
             let at = "$.steps[\(i)]"
             switch step {

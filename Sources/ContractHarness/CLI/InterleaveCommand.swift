@@ -1,0 +1,96 @@
+import Foundation
+import ExperimentlyMock
+import ExperimentlyMutants
+
+/// `contract-harness explore SCENARIO --interleave`: interleaving exploration from the command
+/// line (`Documentation/Explore.md`, Interleaving). Options are those of `explore` plus
+/// `--interleave` and `--depth D` (1...10); `--exhaustive` does not apply.
+enum InterleaveCommand {
+    static func explore(_ arguments: [String], driver: any SDKDriver) async -> Int32 {
+        var rest: [String] = []
+        var depth: Int?
+        var cursor = HarnessCommand.ArgumentCursor(arguments)
+        var options: HarnessCommand.RunOptions
+        var driver = driver
+        do {
+            while let a = cursor.next() {
+                switch a {
+                case "--interleave": continue
+                case "--depth":
+                    let v = try cursor.value(for: a)
+                    guard let d = Int(v), (1...10).contains(d) else {
+                        throw HarnessCommand.UsageError("--depth takes a whole number from 1 to 10, not '\(v)'")
+                    }
+                    depth = d
+                case "--exhaustive":
+                    throw HarnessCommand.UsageError("--exhaustive does not apply to --interleave (few choices are enumerated anyway)")
+                default: rest.append(a)
+                }
+            }
+            options = try HarnessCommand.parseRun(rest)
+            if let m = options.mutant { driver = MutantRun.driver(Defect(rawValue: m)) }
+        } catch let e as HarnessCommand.UsageError {
+            if e.message.isEmpty { print(HarnessCommand.usage); return HarnessCommand.Exit.ok.rawValue }
+            return HarnessCommand.usageError(e.message)
+        } catch { return HarnessCommand.usageError("\(error)") }
+        guard options.paths.count == 1, let file = options.paths.first, file != "scenarios" else {
+            return HarnessCommand.usageError("explore takes exactly one scenario file")
+        }
+        guard driver.capabilities.contains("interleaving") else {
+            return HarnessCommand.usageError("the driver for \(driver.sdkName) lacks the 'interleaving' capability (its SDK's tasks cannot be placed on the harness's executor)")
+        }
+        let root: JSONValue
+        let scenario: Scenario
+        var secrets: [String] = []
+        do {
+            var data = try Data(contentsOf: URL(fileURLWithPath: file))
+            if let text = String(data: data, encoding: .utf8), text.contains("{{seed}}") {
+                data = Data(text.replacingOccurrences(of: "{{seed}}", with: String(options.seed)).utf8)
+            }
+            root = try JSONValue.parse(data, file: file)
+            scenario = try ScenarioParser.parse(data, file: file)
+            secrets = ConfiguredSecrets.keys(of: scenario) + ConfiguredSecrets.keys(in: root)
+        } catch {
+            HarnessCommand.complain(SecretRedactor(secrets: ConfiguredSecrets.keys(files: [file], scenarios: [])).redact("\(error)"))
+            return HarnessCommand.Exit.usage.rawValue
+        }
+        var settings = InterleavingExplorer.Settings.of(scenario)
+        if let depth { settings.depth = depth }
+        if let k = options.maxSchedules { settings.maxSchedules = k }
+        let seed = arguments.contains("--seed") ? options.seed : (scenario.interleaving?.seed ?? options.seed)
+        let redactor = SecretRedactor(secrets: secrets)
+        HarnessCommand.say("explore --interleave \(scenario.name): seed \(seed), depth \(settings.depth), at most \(settings.maxSchedules) runs")
+        let report = await InterleavingExplorer.explore(root, file: file, settings: settings, seed: seed,
+                                                        runner: ScenarioRunner(driver: driver, seed: options.seed, keepsHistory: false),
+                                                        concurrency: min(options.jobs, 8))
+        HarnessCommand.say(String(format: "%@, %d failed, %.0f runs/s", report.mode,
+                                  report.firstFailure == nil ? 0 : 1,
+                                  Double(report.runs) / max(report.durationMilliseconds / 1000, 1e-9)))
+        if let f = report.firstFailure {
+            let out = options.out ?? "\(report.scenario)-interleaving.json"
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            do {
+                try redactor.redact(encoder.encode(f.scenarioJSON) + Data("\n".utf8)).write(to: URL(fileURLWithPath: out), options: .atomic)
+            } catch {
+                FileHandle.standardError.write(Data("contract-harness: cannot write \(out): \(error)\n".utf8))
+                return HarnessCommand.Exit.internalFault.rawValue
+            }
+            HarnessCommand.say(redactor.redact("first failing interleaving: choices \(f.choices) fails '\(f.check)': \(f.result.firstFailure?.message ?? "")"))
+            HarnessCommand.say("written to \(out) (shrunk from \(f.stepsBefore) to \(f.stepsAfter) steps); replay: contract-harness run \(out)"
+                               + (options.mutant.map { " --mutant \($0)" } ?? ""))
+        }
+        if arguments.contains("--verdict") {
+            var result = ScenarioResult(name: scenario.name, file: file, tags: scenario.tags, source: scenario.source,
+                                        status: report.firstFailure == nil ? .passed : .failed, durationMilliseconds: report.durationMilliseconds,
+                                        checks: [CheckResult(name: "explore", passed: report.firstFailure == nil, message: report.firstFailure?.check)],
+                                        reason: nil, smoke: nil, history: [], historyDigest: "")
+            result.exploration = report.json
+            let verdict = Verdict(harnessVersion: HarnessCommand.version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion,
+                                  seed: seed, startedAt: Date(), durationMilliseconds: report.durationMilliseconds, results: [result], invalid: [])
+            try? verdict.write(to: options.verdict, redacting: secrets)
+        }
+        HarnessCommand.say(report.firstFailure == nil ? "1 passed, 0 failed" : "0 passed, 1 failed")
+        return report.firstFailure == nil ? HarnessCommand.Exit.ok.rawValue : HarnessCommand.Exit.failed.rawValue
+    }
+}
