@@ -39,6 +39,11 @@ public enum ScenarioSchema {
     static func enumeration(_ values: [String]) -> JSONValue { .object(["type": .string("string"), "enum": .array(values.map(JSONValue.string))]) }
     static func const(_ value: String) -> JSONValue { .object(["const": .string(value)]) }
 
+    /// Verbs of ``ScenarioParser/verbs`` the schema has no shape for (empty when in step).
+    static var missingVerbs: [String] { ScenarioParser.verbs.filter { shapedVerbs.contains($0) == false } }
+    static let shapedVerbs: Set<String> = ["do", "app", "await", "cancel", "fault", "remove_fault", "release", "wait_for", "advance",
+                                           "fixtures", "assert", "seed_store"]
+
     /// The schema as a JSON value.
     public static var json: JSONValue {
         let label = string
@@ -54,7 +59,8 @@ public enum ScenarioSchema {
             "fault": object(["fault": type("object"), "id": string], required: ["fault", "id"], description: "Adds a mock fault rule (Documentation/ScenarioFormat.md, Faults)."),
             "remove_fault": object(["remove_fault": string], required: ["remove_fault"]),
             "release": object(["release": string, "count": integer(1, 10_000), "all": boolean,
-                               "response": object(["status": integer(100, 599), "json": any, "body": string], required: ["status"])],
+                               "response": object(["status": integer(100, 599), "json": any, "body": string], required: ["status"]),
+                               "transport_error": oneOf([boolean, object(["processed": boolean])])],
                               required: ["release"], description: "Releases requests a hold fault parked."),
             "wait_for": object(["wait_for": oneOf([const("quiescence"),
                                                   object(["held": string, "count": integer(0, 100_000)], required: ["held"]),
@@ -66,6 +72,9 @@ public enum ScenarioSchema {
                 object(["flag_status": object(["key": string, "status": string], required: ["key", "status"])], required: ["flag_status"]),
                 object(["flag_rollout": object(["key": string, "percentage": type("number", ["minimum": .number(0), "maximum": .number(100)])],
                                                required: ["key", "percentage"])], required: ["flag_rollout"]),
+                object(["experiment_allocations": object(["key": string, "allocations": type("object", ["additionalProperties": integer(0, 100)])],
+                                                         required: ["key", "allocations"])], required: ["experiment_allocations"]),
+                object(["experiment_restart": object(["key": string], required: ["key"])], required: ["experiment_restart"]),
             ])], required: ["fixtures"]),
             "assert": object(["assert": oneOf([
                 object(["cache": object(["client": string, "user": string, "assignments": array(string), "flags": array(string)], required: ["user"])], required: ["cache"]),
@@ -73,10 +82,19 @@ public enum ScenarioSchema {
                                             required: ["user"])], required: ["persisted"]),
                 object(["requests": ref("match"), "count": integer(0, 1_000_000), "batch_sizes": array(type("integer"))], required: ["requests"]),
                 object(["app": object(["shown": string, "identity": string, "source": string])], required: ["app"]),
+                object(["cached": object(["client": string, "user": string, "flag": string, "experiment": string, "present": boolean, "value": any],
+                                         required: ["user"])], required: ["cached"]),
+                object(["reported": object(["experiment": string, "variant": type("string_or_null")], required: ["variant"])], required: ["reported"]),
+                object(["exposures": object(["user": string, "experiment": string, "variant_id": string]), "count": integer(0, 1_000_000)],
+                       required: ["exposures", "count"]),
             ])], required: ["assert"]),
+            "seed_store": object(["seed_store": object(["client": string, "user": string, "flag": string, "experiment": string, "json": type("object")],
+                                                       required: ["user", "json"])],
+                                 required: ["seed_store"], description: "Writes an entry into a client's offline store exactly as given."),
         ]
-        // Every verb the parser knows has a shape here, and nothing else.
-        precondition(Set(steps.keys) == Set(ScenarioParser.verbs), "ScenarioSchema: step verbs differ from ScenarioParser.verbs")
+        // Every verb the parser knows has a shape here, and nothing else (ScenarioSchemaTests checks
+        // `missingVerbs` is empty; a verb without a shape gets an open one rather than a crash).
+        for verb in ScenarioParser.verbs where steps[verb] == nil { steps[verb] = object([verb: any], required: [verb]) }
         steps = steps.filter { ScenarioParser.verbs.contains($0.key) }
         let defs: [String: JSONValue] = [
             "settings": object(["timeout": type("number", ["exclusiveMinimum": .number(0)]), "cache_ttl": type("number", ["minimum": .number(0)]),
@@ -86,7 +104,10 @@ public enum ScenarioSchema {
             "event": object(["user": string, "name": string, "type": string, "experiment": string, "flag": string, "value": number,
                              "properties": any, "timestamp": number], required: ["user", "name"]),
             "expect": oneOf([object(["value": any], required: ["value"]),
-                             object(["error": enumeration(errorKinds), "status": type("integer"), "code": type("integer")], required: ["error"])]),
+                             object(["error": enumeration(errorKinds), "status": type("integer"), "code": type("integer")], required: ["error"]),
+                             object(["any_of": array(ref("expect_one"), minItems: 1)], required: ["any_of"])]),
+            "expect_one": oneOf([object(["value": any], required: ["value"]),
+                                 object(["error": enumeration(errorKinds), "status": type("integer"), "code": type("integer")], required: ["error"])]),
             "match": object(["method": string, "path": string, "path_prefix": string, "client": string, "user": string, "body": any,
                              "status": type("integer"), "target": string, "headers": type("object", ["additionalProperties": string]),
                              "body_equals": any, "cancelled": boolean, "response_headers": type("object", ["additionalProperties": string])]),
@@ -107,6 +128,8 @@ public enum ScenarioSchema {
             "requires": array(enumeration(Scenario.knownCapabilities)),
             "explore": object(["steps": array(type("integer", ["minimum": .number(0)]), minItems: 2), "exhaustive": boolean,
                                "max_schedules": integer(1, 1_000_000)], required: ["steps"]),
+            "explored": type("object", ["description": .string("What contract-harness explore found when it wrote this file (a record; not run).")]),
+            "interleaving": object(["seed": type("integer"), "depth": integer(1, 100), "max_schedules": integer(1, 1_000_000), "choices": array(string)]),
         ], required: ["format", "name", "description", "steps"], description: "A contract-harness scenario (Documentation/ScenarioFormat.md).")
         if case .object(var o) = root {
             o["$schema"] = .string("https://json-schema.org/draft/2020-12/schema")

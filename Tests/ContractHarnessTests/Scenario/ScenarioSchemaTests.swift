@@ -19,6 +19,11 @@ final class ScenarioSchemaTests: XCTestCase {
         }
     }
 
+    func testEveryVerbOfTheParserHasAShape() {
+        XCTAssertEqual(ScenarioSchema.missingVerbs, [], "verbs the schema gives only an open shape")
+        XCTAssertEqual(ScenarioSchema.shapedVerbs, Set(ScenarioParser.verbs))
+    }
+
     func testTheCommittedSchemaIsTheGeneratedOne() throws {
         let data = try Data(contentsOf: Self.committed)
         XCTAssertEqual(try JSONValue.parse(data, file: "schema"), ScenarioSchema.json,
