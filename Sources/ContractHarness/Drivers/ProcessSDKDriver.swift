@@ -52,7 +52,8 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
         self.command = command
         sdkName = hello.sdkName
         sdkVersion = hello.sdkVersion
-        capabilities = hello.capabilities
+        // experimently-driver/1 has no message to write into a store, whatever hello declares.
+        capabilities = hello.capabilities.subtracting(["seed_store"])
         state = HarnessLocked(State(connection: connection))
     }
 

@@ -17,7 +17,7 @@ public struct SwiftSDKDriver: SDKDriver {
     public let capabilities: Set<String>
     private let factory: @Sendable (SdkConfig, URLSession, OfflineStore?, any ExperimentationClock, (any Sendable)?) -> any SwiftClientSurface
 
-    private static let baseCapabilities = Set(SDKOperation.allNames + ["app", "virtual_clock", "cancel", "offline_store", "hash"])
+    private static let baseCapabilities = Set(SDKOperation.allNames + ["app", "virtual_clock", "cancel", "offline_store", "hash", "seed_store"])
 
     /// Creates the driver for the shipping `ExperimentationClient` (with the `interleaving`
     /// capability where task executors exist: its task executor seam gets `DriverContext.taskExecutor`).

@@ -176,6 +176,9 @@ final class ScenarioExecution: @unchecked Sendable {
         var barrier = 0
         /// The clock's `wakeups` when the operation started.
         var wakeups = 0
+        /// How many `advance` steps had run when the operation started: an out-of-process SDK's
+        /// timers sleep on its own copy of the clock, which `wakeups` cannot count.
+        var advances = 0
         /// A step asked for its cancellation (a `cancel` of it, `close()` of its client, an app
         /// action on its client): the cancellation travels through the SDK and URLSession where
         /// quiescence cannot see it, so the operation is never judged inert.
@@ -201,6 +204,8 @@ final class ScenarioExecution: @unchecked Sendable {
     private(set) var clients: [String: any DriverClient] = [:]
     private var app: ReferenceApp?
     private var autoLabel = 0
+    /// `advance` steps run so far (guarded by `lock`).
+    private var advances = 0
     private var barriers: [String: Int] = [:]
     /// The `expect` of each async step, by group label, checked when the group is awaited (or,
     /// never awaited, once it finished at the end of the scenario): every expectation is evaluated.
@@ -458,6 +463,7 @@ final class ScenarioExecution: @unchecked Sendable {
         case .advance(let seconds):
             // The marker goes first: what the advance wakes follows it in the history.
             recorder.record(.marker, name: "advance", detail: .number(seconds))
+            lock.withLock { advances += 1 }
             clock.advance(by: seconds)
             if let problem = await driver.clockDidAdvance(clock, clients: Array(clients.values),
                                                           deadlineMilliseconds: scenario.stepTimeoutMilliseconds) { return problem }
@@ -487,9 +493,13 @@ final class ScenarioExecution: @unchecked Sendable {
         let waiting = pending().filter { op in labels?.contains { $0.unicodeScalars.elementsEqual(op.label.unicodeScalars) } ?? true }
         if waiting.isEmpty { return labels == nil }
         let wakeups = clock.wakeups
+        let advancesNow = lock.withLock { advances }
         let requests = port.requests()
         return waiting.allSatisfy { op in
             guard op.wakeups == wakeups, !op.cancelRequested else { return false }
+            // Out of process the SDK's timers are invisible: any advance since it started may
+            // have woken one (its own request deadline), so it is not inert.
+            if listeners != nil, op.advances != advancesNow { return false }
             let own = requests.filter { r in
                 r.client == op.client && r.seq > op.barrier && (op.user == nil || r.users.contains(op.user!))
                     && (op.key == nil || (r.key?.kind == op.key!.kind && r.key?.key == op.key!.key))
@@ -603,7 +613,7 @@ final class ScenarioExecution: @unchecked Sendable {
                detail: JSONValue, body: @escaping @Sendable () async -> OperationOutcome) -> () -> Void {
         lock.withLock {
             ops[ExactKey(label)] = Op(label: label, client: client, name: name, user: user, key: key, barrier: barriers[client] ?? 0,
-                            wakeups: clock.wakeups)
+                            wakeups: clock.wakeups, advances: advances)
             order.append(label)
         }
         recorder.record(.invoke, client: client, label: label, name: name, detail: detail)

@@ -11,8 +11,10 @@ extension Scenario {
     /// (an operation's task can be cancelled), `offline_store` (the persisted fallback can be
     /// read back), `hash` (`hashUser`, the golden vectors of CONTRACT.md section 6) and
     /// `interleaving` (the SDK's own tasks prefer the task executor of `DriverContext`, so the
-    /// harness can choose their interleaving; inferred from an `interleaving` section).
-    public static let knownCapabilities: [String] = ["app", "virtual_clock", "cancel", "offline_store", "hash", "interleaving"] + SDKOperation.allNames
+    /// harness can choose their interleaving; inferred from an `interleaving` section) and
+    /// `seed_store` (the driver can write an entry into a client's offline store as given: the
+    /// `seed_store` step; experimently-driver/1 has no message for it yet).
+    public static let knownCapabilities: [String] = ["app", "virtual_clock", "cancel", "offline_store", "hash", "interleaving", "seed_store"] + SDKOperation.allNames
 
     /// One capability the scenario needs and why (the JSON path of what needs it).
     public struct Requirement: Sendable, Equatable {
@@ -54,7 +56,9 @@ extension Scenario {
                     need("virtual_clock", "a \(action) fault at \(at)")
                 }
             case .expect(.persisted): need("offline_store", "a persisted assertion at \(at)")
-            case .seedStore: need("offline_store", "seed_store at \(at)")
+            case .seedStore:
+                need("offline_store", "seed_store at \(at)")
+                need("seed_store", "seed_store at \(at)")
             default: break
             }
         }
