@@ -284,14 +284,17 @@ enum ServeCommand {
     }
 
     /// The keys to print: `EXPERIMENTLY_API_KEY` is the first `--api-key` without the
-    /// `sdk:ruleset` scope, else the first `--api-key`, else the first valid fixture key without
-    /// the scope, else any valid one; `EXPERIMENTLY_LOCAL_API_KEY` is the first `--api-key`, else
+    /// `sdk:ruleset` scope, else the first valid fixture key without the scope, else the first
+    /// `--api-key`, else any valid one; `EXPERIMENTLY_LOCAL_API_KEY` is the first `--api-key`, else
     /// fixture key, with the scope (nil when none). Throws when no key is valid.
     static func printedKeys(options: Options, fixtures: Fixtures) throws -> (key: String, local: String?) {
         let scope = APIKey.sdkRulesetScope
         let valid = fixtures.apiKeys.filter { !$0.revoked }
-        guard let key = options.apiKeys.first(where: { !$0.hasScope(scope) })?.key ?? options.apiKeys.first?.key
-                ?? valid.first(where: { !$0.hasScope(scope) })?.key ?? valid.first?.key else {
+        // An unscoped key first (the upstream live runner expects EXPERIMENTLY_API_KEY to get 403
+        // on the ruleset): given with --api-key, else from the fixtures; a scoped one only when
+        // there is no other.
+        guard let key = options.apiKeys.first(where: { !$0.hasScope(scope) })?.key ?? valid.first(where: { !$0.hasScope(scope) })?.key
+                ?? options.apiKeys.first?.key ?? valid.first?.key else {
             throw Failure(status: .usage, message: "the fixtures have no API key that is not revoked; add one or pass --api-key KEY")
         }
         let local = options.apiKeys.first(where: { $0.hasScope(scope) })?.key ?? valid.first(where: { $0.hasScope(scope) })?.key

@@ -76,6 +76,20 @@ final class ServeScopedKeysTests: XCTestCase {
         XCTAssertTrue(usage.err.contains("--sdk-command and --sdk-name go together"), usage.err)
     }
 
+    /// `--api-key k:sdk:ruleset` alone: the printed plain key is still an unscoped one (the live
+    /// runner's ruleset row needs a key that gets 403), the scoped key is the local one.
+    func testAScopedKeyAloneLeavesAnUnscopedKeyToPrint() throws {
+        let options = try ServeCommand.parse(["--api-key", "k:sdk:ruleset"])
+        var fixtures = Fixtures.sdkContract
+        fixtures.apiKeys += options.apiKeys
+        let printed = try ServeCommand.printedKeys(options: options, fixtures: fixtures)
+        XCTAssertEqual(printed.key, Fixtures.sdkContractAPIKey)
+        XCTAssertEqual(printed.local, "k")
+        let plain = try ServeCommand.printedKeys(options: try ServeCommand.parse(["--api-key", "ci-key", "--api-key", "srv:sdk:ruleset"]), fixtures: fixtures)
+        XCTAssertEqual(plain.key, "ci-key")
+        XCTAssertEqual(plain.local, "srv")
+    }
+
     func testKeyOptionErrorsAndNonLoopbackHostNeedsAdminToken() throws {
         let noScope = try BoundedRun.run(HarnessCLITests.binary, ["serve", "--port", "0", "--api-key", "k:"], directory: dir, timeout: 30)
         XCTAssertEqual(noScope.status, 64)
