@@ -263,61 +263,20 @@ final class WorkerProcess: @unchecked Sendable {
     ///
     /// - Throws: `SpawnError` when pipes or the process cannot be created.
     init(executable: String) throws {
-        var inPipe: [Int32] = [-1, -1], outPipe: [Int32] = [-1, -1], errPipe: [Int32] = [-1, -1]
-        func makePipe(_ fds: inout [Int32]) -> Bool {
-            guard pipe(&fds) == 0 else { return false }
-            for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-            return true
-        }
-        guard makePipe(&inPipe), makePipe(&outPipe), makePipe(&errPipe) else {
-            for fd in inPipe + outPipe + errPipe where fd >= 0 { closeFD(fd) }
-            throw SpawnError(description: "cannot create pipes: \(String(cString: strerror(errno)))")
-        }
-        #if canImport(Darwin)
-        var actions: posix_spawn_file_actions_t? = nil
-        var attributes: posix_spawnattr_t? = nil
-        #else
-        var actions = posix_spawn_file_actions_t()
-        var attributes = posix_spawnattr_t()
-        #endif
-        posix_spawn_file_actions_init(&actions)
-        posix_spawnattr_init(&attributes)
-        defer {
-            posix_spawn_file_actions_destroy(&actions)
-            posix_spawnattr_destroy(&attributes)
-        }
-        posix_spawn_file_actions_adddup2(&actions, inPipe[0], 0)
-        posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for s in [SIGPIPE, SIGINT, SIGTERM, SIGHUP] { sigaddset(&defaults, s) }
-        var noMask = sigset_t()
-        sigemptyset(&noMask)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setsigmask(&attributes, &noMask)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-        let words = [executable, "__worker"]
-        let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
-        defer { for p in argv { free(p) } }
-        var pid: pid_t = 0
         // Swift's backtracer takes about 0.4 s per crash and fills the stderr tail with frames:
         // off in workers unless asked for, so the tail ends with the fatal error's own line.
         var variables = ProcessInfo.processInfo.environment
         if variables["SWIFT_BACKTRACE"] == nil { variables["SWIFT_BACKTRACE"] = "enable=no" }
-        let environment: [UnsafeMutablePointer<CChar>?] = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { for p in environment { free(p) } }
-        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, environment)
-        closeFD(inPipe[0]); closeFD(outPipe[1]); closeFD(errPipe[1])
-        guard spawned == 0 else {
-            closeFD(inPipe[1]); closeFD(outPipe[0]); closeFD(errPipe[0])
-            throw SpawnError(description: "cannot start \(executable): \(String(cString: strerror(spawned)))")
+        let child: VectorsSubprocess.Spawned
+        do {
+            child = try VectorsSubprocess.spawn(program: executable, arguments: [executable, "__worker"], environment: variables)
+        } catch {
+            throw SpawnError(description: "\(error)")
         }
-        self.pid = pid
-        stdinFD = inPipe[1]
-        stdoutFD = outPipe[0]
-        stderrFD = errPipe[0]
+        self.pid = child.pid
+        stdinFD = child.stdin
+        stdoutFD = child.stdout
+        stderrFD = child.stderr
         for fd in [stdoutFD, stderrFD] { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
     }
 

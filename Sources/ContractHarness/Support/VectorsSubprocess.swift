@@ -132,6 +132,16 @@ enum VectorsSubprocess {
     ///
     /// - Throws: ``SpawnError`` when the pipes or the process cannot be created.
     static func spawn(_ command: String) throws -> Spawned {
+        try spawn(program: "/bin/sh", arguments: ["/bin/sh", "-c", command])
+    }
+
+    /// Starts `program` with `arguments` (`argv`, its own name first) in a process group of its
+    /// own, with default signal handling and no blocked signals, its standard input, output and
+    /// error on pipes; `environment` replaces this process's environment when given. The worker
+    /// pool and the driver adapters start their processes through it.
+    ///
+    /// - Throws: ``SpawnError`` when the pipes or the process cannot be created.
+    static func spawn(program: String, arguments: [String], environment variables: [String: String]? = nil) throws -> Spawned {
         var inPipe: [Int32] = [-1, -1], outPipe: [Int32] = [-1, -1], errPipe: [Int32] = [-1, -1]
         func closeAll() { for fd in inPipe + outPipe + errPipe where fd >= 0 { close(fd) } }
         guard makePipe(&inPipe), makePipe(&outPipe), makePipe(&errPipe) else {
@@ -166,22 +176,28 @@ enum VectorsSubprocess {
         posix_spawnattr_setpgroup(&attributes, 0)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
 
-        let words: [String] = ["/bin/sh", "-c", command]
-        let argv: [UnsafeMutablePointer<CChar>?] = words.map { word in strdup(word) } + [nil]
+        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { word in strdup(word) } + [nil]
         defer { for p in argv { free(p) } }
         var pid: pid_t = 0
+        let given: [UnsafeMutablePointer<CChar>?]? = variables.map { v in v.map { strdup("\($0.key)=\($0.value)") } + [nil] }
+        defer { for p in given ?? [] { free(p) } }
         #if canImport(Darwin)
-        let environment = _NSGetEnviron()!.pointee
+        let inherited = _NSGetEnviron()!.pointee
         #else
-        let environment = environ
+        let inherited = environ
         #endif
-        let spawned = posix_spawn(&pid, "/bin/sh", &actions, &attributes, argv, environment)
+        let spawned: Int32
+        if let given {
+            spawned = given.withUnsafeBufferPointer { env in posix_spawn(&pid, program, &actions, &attributes, argv, UnsafeMutablePointer(mutating: env.baseAddress)) }
+        } else {
+            spawned = posix_spawn(&pid, program, &actions, &attributes, argv, inherited)
+        }
         close(inPipe[0]); inPipe[0] = -1
         close(outPipe[1]); outPipe[1] = -1
         close(errPipe[1]); errPipe[1] = -1
         guard spawned == 0 else {
             closeAll()
-            throw SpawnError(description: "cannot start /bin/sh: \(String(cString: strerror(spawned)))")
+            throw SpawnError(description: "cannot start \(program): \(String(cString: strerror(spawned)))")
         }
         return Spawned(pid: pid, stdin: inPipe[1], stdout: outPipe[0], stderr: errPipe[0])
     }
