@@ -58,7 +58,7 @@ enum GenerateCommand {
                 }
             }
         } catch let e as HarnessCommand.UsageError {
-            FileHandle.standardError.write(Data("contract-harness generate: \(e.message)\n\(usage)\n".utf8))
+            StandardStream.error(Data("contract-harness generate: \(e.message)\n\(usage)\n".utf8))
             return HarnessCommand.Exit.usage.rawValue
         } catch {
             return HarnessCommand.Exit.internalFault.rawValue

@@ -153,7 +153,7 @@ extension HarnessCommand {
         try? v.write(to: options.verdict, redacting: secrets)
         if let junit = options.junit {
             try? v.junit(redacting: secrets, error: "run in progress: the harness has not finished (or was killed)")
-                .write(to: URL(fileURLWithPath: junit), options: .atomic)
+                .writeOutput(to: junit)
         }
     }
 }

@@ -88,6 +88,8 @@ public enum HarnessCommand {
     /// Runs the command line `arguments` (without the program name), printing to standard output
     /// and error, and returns the exit status.
     public static func main(_ arguments: [String], driver: any SDKDriver = SwiftSDKDriver()) async -> Int32 {
+        // A closed output pipe (`| head -1`) loses text, never the run or its verdict.
+        StandardStream.ignoreBrokenPipes()
         guard let command = arguments.first else { return usageError("no command given") }
         switch command {
         case "--help", "-h", "help":
@@ -124,7 +126,7 @@ public enum HarnessCommand {
     }
 
     static func usageError(_ message: String) -> Int32 {
-        FileHandle.standardError.write(Data("contract-harness: \(TerminalText.escape(message))\n(contract-harness --help lists every command and option)\n".utf8))
+        StandardStream.error(Data("contract-harness: \(TerminalText.escape(message))\n(contract-harness --help lists every command and option)\n".utf8))
         return Exit.usage.rawValue
     }
 
@@ -266,12 +268,12 @@ public enum HarnessCommand {
     /// Prints a line and flushes at once (standard output is block-buffered when piped); control
     /// characters in it are escaped (`TerminalText`), so a name cannot fake or hide a line.
     static func say(_ line: String) {
-        FileHandle.standardOutput.write(Data((TerminalText.escape(line) + "\n").utf8))
+        StandardStream.output(Data((TerminalText.escape(line) + "\n").utf8))
     }
 
     /// Writes `contract-harness: LINE` to standard error, escaped like ``say(_:)``.
     static func complain(_ line: String) {
-        FileHandle.standardError.write(Data("contract-harness: \(TerminalText.escape(line))\n".utf8))
+        StandardStream.error(Data("contract-harness: \(TerminalText.escape(line))\n".utf8))
     }
 
     /// Where a verdict goes when the arguments could not be read: the last `--verdict` value, if
@@ -291,7 +293,7 @@ public enum HarnessCommand {
         verdict.extra["error"] = .string(message)
         verdict.extra["ok"] = .bool(false)
         try? verdict.write(to: path, redacting: [])
-        if let junit { try? verdict.junit(redacting: [], error: message).write(to: URL(fileURLWithPath: junit), options: .atomic) }
+        if let junit { try? verdict.junit(redacting: [], error: message).writeOutput(to: junit) }
     }
 
     /// The value after the last `flag` in raw arguments, if any.
@@ -362,13 +364,18 @@ public enum HarnessCommand {
             writeRefusal("bad usage: \(error)", to: verdictPath(in: arguments), junit: rawValue(of: "--junit", in: arguments), driver: driver)
             return usageError("\(error)")
         }
+        // At once, before files are read: a run killed from here on never leaves an earlier run's
+        // verdict looking current (SIGINT/SIGTERM get their handler once the scenarios are known).
+        writeInProgress(Verdict(harnessVersion: version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, seed: options.seed,
+                                startedAt: Date(), durationMilliseconds: 0, results: [], invalid: []),
+                        options: options, secrets: [], planned: files.count)
         var external: ProcessSDKDriver?
         if let command = options.sdkCommand {
             switch await launchDriver(command) {
             case .success(let d): external = d; driver = d
             case .failure(let e):
                 writeRefusal("the SDK adapter cannot be used: \(e)", to: options.verdict, junit: options.junit, driver: driver)
-                FileHandle.standardError.write(Data("contract-harness: the SDK adapter cannot be used: \(e)\n".utf8))
+                StandardStream.error(Data("contract-harness: the SDK adapter cannot be used: \(e)\n".utf8))
                 return Exit.internalFault.rawValue
             }
         }
@@ -409,7 +416,7 @@ public enum HarnessCommand {
             v.extra["error"] = .string(message)
             v.extra["ok"] = .bool(false)
             try? v.write(to: options.verdict, redacting: secrets)
-            if let junit = options.junit { try? v.junit(redacting: secrets, error: message).write(to: URL(fileURLWithPath: junit), options: .atomic) }
+            if let junit = options.junit { try? v.junit(redacting: secrets, error: message).writeOutput(to: junit) }
             say("0 passed, \(invalid.count) failed")
             complain(redactor.redact(message))
             return Exit.usage.rawValue
@@ -430,7 +437,7 @@ public enum HarnessCommand {
             var v = verdict(done + rest)
             v.extra["interrupted"] = .bool(true)
             try? v.write(to: options.verdict, redacting: secrets)
-            if let junit = options.junit { try? v.junit(redacting: secrets).write(to: URL(fileURLWithPath: junit), options: .atomic) }
+            if let junit = options.junit { try? v.junit(redacting: secrets).writeOutput(to: junit) }
             tell("interrupted: \(done.count) of \(selected.count) scenarios finished; verdict written to \(options.verdict)")
         }
         defer { sources.forEach { $0.cancel() } }
@@ -474,12 +481,12 @@ public enum HarnessCommand {
             problem = message
         }
         do { try final.write(to: options.verdict, redacting: secrets) } catch {
-            FileHandle.standardError.write(Data("contract-harness: cannot write the verdict to \(options.verdict): \(error.localizedDescription)\n".utf8))
+            StandardStream.error(Data("contract-harness: cannot write the verdict to \(options.verdict): \(error.localizedDescription)\n".utf8))
             return Exit.internalFault.rawValue
         }
         if let junit = options.junit {
-            do { try final.junit(redacting: secrets, error: problem).write(to: URL(fileURLWithPath: junit), options: .atomic) } catch {
-                FileHandle.standardError.write(Data("contract-harness: cannot write the JUnit file to \(junit): \(error.localizedDescription)\n".utf8))
+            do { try final.junit(redacting: secrets, error: problem).writeOutput(to: junit) } catch {
+                StandardStream.error(Data("contract-harness: cannot write the JUnit file to \(junit): \(error.localizedDescription)\n".utf8))
                 return Exit.internalFault.rawValue
             }
         }
@@ -541,11 +548,32 @@ public enum HarnessCommand {
         } catch {
             return usageError("\(error)")
         }
+        let startedAt = Date()
+        let seed = options.seed
+        @Sendable func mutantsVerdict(_ invalid: [(file: String, error: String)]) -> Verdict {
+            Verdict(harnessVersion: version, sdkName: "ios-mutants", sdkVersion: "", seed: seed, startedAt: startedAt,
+                    durationMilliseconds: Date().timeIntervalSince(startedAt) * 1000, results: [], invalid: invalid)
+        }
+        // A fresh verdict marked in progress first, and one marked interrupted on SIGINT/SIGTERM:
+        // a killed matrix never leaves an earlier verdict looking current.
+        var inProgress = mutantsVerdict([])
+        inProgress.extra["in_progress"] = .bool(true)
+        inProgress.extra["ok"] = .bool(false)
+        try? inProgress.write(to: options.verdict, redacting: [])
+        let verdictPath = options.verdict
+        let sources = onInterrupt { sig in
+            var v = mutantsVerdict([])
+            v.extra["interrupted"] = .bool(true)
+            v.extra["ok"] = .bool(false)
+            v.extra["error"] = .string("interrupted by signal \(sig) before the matrix finished")
+            try? v.write(to: verdictPath, redacting: [])
+            say("interrupted: the mutant matrix did not finish; verdict written to \(verdictPath)")
+        }
+        defer { sources.forEach { $0.cancel() } }
         let files: [String]
         do { files = try discover(options.paths) } catch let e as UsageError { return usageError(e.message) } catch { return usageError("\(error)") }
-        let startedAt = Date()
         let (all, invalid) = load(files, seed: options.seed)
-        for item in invalid { FileHandle.standardError.write(Data("contract-harness: malformed scenario: \(item.error)\n".utf8)) }
+        for item in invalid { StandardStream.error(Data("contract-harness: malformed scenario: \(item.error)\n".utf8)) }
         let scenarios = all.filter { s in
             options.filters.isEmpty || options.filters.contains { f in s.name.contains(f) || s.tags.contains { $0.contains(f) } }
         }
@@ -564,7 +592,7 @@ public enum HarnessCommand {
                               durationMilliseconds: report.durationMilliseconds, results: [], invalid: invalid)
         verdict.extra["mutants"] = report.json
         do { try verdict.write(to: options.verdict, redacting: ConfiguredSecrets.keys(files: files, scenarios: all)) } catch {
-            FileHandle.standardError.write(Data("contract-harness: cannot write the verdict: \(error)\n".utf8))
+            StandardStream.error(Data("contract-harness: cannot write the verdict: \(error)\n".utf8))
             return Exit.internalFault.rawValue
         }
         say("\(caught) passed, \(report.rows.count - caught + report.baselineFailures.count) failed")
@@ -620,7 +648,7 @@ public enum HarnessCommand {
         timer.setEventHandler {
             let p = progress.snapshot
             let seconds = Int(ScenarioRunner.elapsed(since: started) / 1000)
-            FileHandle.standardError.write(Data("explore: \(p.done)/\(p.total) schedules, \(p.failed) failed, \(p.infeasible) infeasible, \(seconds) s (\(p.phase))\n".utf8))
+            StandardStream.error(Data("explore: \(p.done)/\(p.total) schedules, \(p.failed) failed, \(p.infeasible) infeasible, \(seconds) s (\(p.phase))\n".utf8))
         }
         timer.resume()
         return timer
@@ -669,7 +697,7 @@ public enum HarnessCommand {
             switch await launchDriver(command) {
             case .success(let d): external = d; driver = d
             case .failure(let e):
-                FileHandle.standardError.write(Data("contract-harness: the SDK adapter cannot be used: \(e)\n".utf8))
+                StandardStream.error(Data("contract-harness: the SDK adapter cannot be used: \(e)\n".utf8))
                 return Exit.internalFault.rawValue
             }
         }
@@ -703,8 +731,8 @@ public enum HarnessCommand {
             let out = options.out ?? "\(report.scenario)-schedule.json"
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            do { try redactor.redact(encoder.encode(f.scenarioJSON) + Data("\n".utf8)).write(to: URL(fileURLWithPath: out), options: .atomic) } catch {
-                FileHandle.standardError.write(Data("contract-harness: cannot write \(out): \(error)\n".utf8))
+            do { try redactor.redact(encoder.encode(f.scenarioJSON) + Data("\n".utf8)).writeOutput(to: out) } catch {
+                StandardStream.error(Data("contract-harness: cannot write \(out): \(error)\n".utf8))
                 return Exit.internalFault.rawValue
             }
             say(redactor.redact("first failing schedule: order \(f.order) fails '\(f.check)': \(f.result.firstFailure?.message ?? "")"

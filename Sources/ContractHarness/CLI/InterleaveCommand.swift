@@ -71,9 +71,9 @@ enum InterleaveCommand {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
             do {
-                try redactor.redact(encoder.encode(f.scenarioJSON) + Data("\n".utf8)).write(to: URL(fileURLWithPath: out), options: .atomic)
+                try redactor.redact(encoder.encode(f.scenarioJSON) + Data("\n".utf8)).writeOutput(to: out)
             } catch {
-                FileHandle.standardError.write(Data("contract-harness: cannot write \(out): \(error)\n".utf8))
+                StandardStream.error(Data("contract-harness: cannot write \(out): \(error)\n".utf8))
                 return HarnessCommand.Exit.internalFault.rawValue
             }
             HarnessCommand.say(redactor.redact("first failing interleaving: choices \(f.choices) fails '\(f.check)': \(f.result.firstFailure?.message ?? "")"))

@@ -79,7 +79,7 @@ enum LiveCheckCommand {
         let options: Options
         do { options = try parse(arguments, environment: ProcessInfo.processInfo.environment) } catch let e as HarnessCommand.UsageError {
             if e.message.isEmpty { print(usage); return HarnessCommand.Exit.ok.rawValue }
-            FileHandle.standardError.write(Data("contract-harness: \(e.message)\n\n\(usage)\n".utf8))
+            StandardStream.error(Data("contract-harness: \(e.message)\n\n\(usage)\n".utf8))
             return HarnessCommand.Exit.usage.rawValue
         } catch { return HarnessCommand.Exit.internalFault.rawValue }
         let url = options.url!, key = options.apiKey!
@@ -123,7 +123,7 @@ enum LiveCheckCommand {
                     HarnessCommand.say("FAIL sdk \(name): \(describe(result.termination, timeout: options.timeout)): \(String(tail.prefix(300)))")
                 }
             } catch {
-                FileHandle.standardError.write(Data("contract-harness live-check: \(error)\n".utf8))
+                StandardStream.error(Data("contract-harness live-check: \(error)\n".utf8))
                 return HarnessCommand.Exit.internalFault.rawValue
             }
         }

@@ -33,7 +33,7 @@ struct ReportOutputs {
             (mermaid, "Mermaid diagrams", { verdict.mermaid(redacting: secrets) }),
         ]
         for case let (path?, what, render) in outputs {
-            do { try Data(render().utf8).write(to: URL(fileURLWithPath: path), options: .atomic) } catch {
+            do { try Data(render().utf8).writeOutput(to: path) } catch {
                 return "cannot write the \(what) to \(path): \(error.localizedDescription)"
             }
         }
@@ -87,7 +87,7 @@ enum ReportCommand {
             HarnessCommand.complain(failure)
             return HarnessCommand.Exit.internalFault.rawValue
         }
-        let failing = verdict.results.filter { $0.status == .failed }
+        let failing = verdict.results.filter { $0.status == .failed || $0.status == .error || $0.status == .crashed }
         let drawn = failing.filter { !$0.events.isEmpty }.count
         HarnessCommand.say("report: \(verdict.results.count) scenarios, \(failing.count) failing (\(drawn) with a timeline)"
                            + (outputs.html.map { "; HTML \($0)" } ?? "") + (outputs.mermaid.map { "; Mermaid \($0)" } ?? ""))

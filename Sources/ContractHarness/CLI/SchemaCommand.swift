@@ -24,10 +24,10 @@ enum SchemaCommand {
             return HarnessCommand.usageError("\(error)")
         }
         guard let out else {
-            FileHandle.standardOutput.write(Data(ScenarioSchema.text.utf8))
+            StandardStream.output(Data(ScenarioSchema.text.utf8))
             return HarnessCommand.Exit.ok.rawValue
         }
-        do { try Data(ScenarioSchema.text.utf8).write(to: URL(fileURLWithPath: out), options: .atomic) } catch {
+        do { try Data(ScenarioSchema.text.utf8).writeOutput(to: out) } catch {
             HarnessCommand.complain("cannot write the schema to \(out): \(error.localizedDescription)")
             return HarnessCommand.Exit.internalFault.rawValue
         }

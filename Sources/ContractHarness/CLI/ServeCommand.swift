@@ -192,16 +192,16 @@ enum ServeCommand {
         let options: Options
         do { options = try parse(arguments) } catch let e as HarnessCommand.UsageError {
             if e.message.isEmpty { print(usage); return HarnessCommand.Exit.ok.rawValue }
-            FileHandle.standardError.write(Data("contract-harness: \(e.message)\n\n\(usage)\n".utf8))
+            StandardStream.error(Data("contract-harness: \(e.message)\n\n\(usage)\n".utf8))
             return HarnessCommand.Exit.usage.rawValue
         } catch { return HarnessCommand.Exit.internalFault.rawValue }
         do {
             return try await serve(options)
         } catch let f as Failure {
-            FileHandle.standardError.write(Data("contract-harness serve: \(f.message)\n".utf8))
+            StandardStream.error(Data("contract-harness serve: \(f.message)\n".utf8))
             return f.exit
         } catch {
-            FileHandle.standardError.write(Data("contract-harness serve: \(error)\n".utf8))
+            StandardStream.error(Data("contract-harness serve: \(error)\n".utf8))
             return HarnessCommand.Exit.internalFault.rawValue
         }
     }
@@ -233,7 +233,7 @@ enum ServeCommand {
             }
         }
         if let warning = try? checkHost(options.host).warning {
-            FileHandle.standardError.write(Data("contract-harness serve: \(warning)\n".utf8))
+            StandardStream.error(Data("contract-harness serve: \(warning)\n".utf8))
         }
         let server = MockHTTPServer(handler: admin, configuration: .init(host: options.host, port: options.port))
         let signals = SignalWaiter([SIGINT, SIGTERM])
@@ -261,7 +261,7 @@ enum ServeCommand {
         HarnessCommand.say("EXPERIMENTLY_ADMIN_URL=\(url)/__admin")
         if let localKey { HarnessCommand.say("EXPERIMENTLY_LOCAL_API_KEY=\(localKey)") }
         HarnessCommand.say("EXPERIMENTLY_API_KEY=\(key)")
-        FileHandle.standardError.write(Data("contract-harness serve: mock backend at \(url) (\(fixtures.experiments.count) experiments, \(fixtures.flags.count) flags, \(faults.count) fault rules); SIGINT or SIGTERM stops it\n".utf8))
+        StandardStream.error(Data("contract-harness serve: mock backend at \(url) (\(fixtures.experiments.count) experiments, \(fixtures.flags.count) flags, \(faults.count) fault rules); SIGINT or SIGTERM stops it\n".utf8))
 
         let received = await signals.wait()
         // Stop accepting, answer what already arrived (within the grace period), then fail the
@@ -279,7 +279,7 @@ enum ServeCommand {
         }
         let history = backend.requestCount
         let peak = peakResidentMegabytes().map { "; peak resident memory \($0) MB" } ?? ""
-        FileHandle.standardError.write(Data("contract-harness serve: stopped on \(name) after \(history) requests\(options.journal.map { "; journal written to \($0)" } ?? "")\(peak)\n".utf8))
+        StandardStream.error(Data("contract-harness serve: stopped on \(name) after \(history) requests\(options.journal.map { "; journal written to \($0)" } ?? "")\(peak)\n".utf8))
         return HarnessCommand.Exit.ok.rawValue
     }
 

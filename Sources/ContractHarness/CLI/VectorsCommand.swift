@@ -99,7 +99,7 @@ enum VectorsCommand {
         let options: Options
         do { options = try parse(arguments) } catch let e as HarnessCommand.UsageError {
             if e.message.isEmpty { print(usage); return HarnessCommand.Exit.ok.rawValue }
-            FileHandle.standardError.write(Data("contract-harness: \(e.message)\n\n\(usage)\n".utf8))
+            StandardStream.error(Data("contract-harness: \(e.message)\n\n\(usage)\n".utf8))
             return HarnessCommand.Exit.usage.rawValue
         } catch { return HarnessCommand.Exit.internalFault.rawValue }
         // Interrupted (SIGINT, SIGTERM): kill the adapter's process group, write the verdict, exit
@@ -130,8 +130,8 @@ enum VectorsCommand {
         return run(options, interruption: interruption)
     }
 
-    static func say(_ line: String) { FileHandle.standardOutput.write(Data((TerminalText.escape(line) + "\n").utf8)) }
-    static func complain(_ line: String) { FileHandle.standardError.write(Data("contract-harness vectors: \(TerminalText.escape(line))\n".utf8)) }
+    static func say(_ line: String) { StandardStream.output(Data((TerminalText.escape(line) + "\n").utf8)) }
+    static func complain(_ line: String) { StandardStream.error(Data("contract-harness vectors: \(TerminalText.escape(line))\n".utf8)) }
 
     static func run(_ options: Options, interruption: Interruption = Interruption()) -> Int32 {
         let startedAt = Date()
@@ -193,7 +193,7 @@ enum VectorsCommand {
                 complain(failure.reason)
                 if !failure.stderr.isEmpty {
                     complain("its standard error ended with:")
-                    FileHandle.standardError.write(Data((TerminalText.escape(failure.stderr, keepingLineFeeds: true) + "\n").utf8))
+                    StandardStream.error(Data((TerminalText.escape(failure.stderr, keepingLineFeeds: true) + "\n").utf8))
                 }
                 section["program_stderr"] = .string(failure.stderr)
                 return finish(.failed, error: failure.reason)

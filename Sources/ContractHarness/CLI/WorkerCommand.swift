@@ -61,7 +61,7 @@ enum WorkerCommand {
             for await line in lines {
                 guard let kind = try? WorkerProtocol.kind(of: line), kind == "job",
                       let job = try? WorkerProtocol.payload(WorkerJob.self, from: line) else {
-                    FileHandle.standardError.write(Data("contract-harness __worker: ignoring a line that is not a job record\n".utf8))
+                    StandardStream.error(Data("contract-harness __worker: ignoring a line that is not a job record\n".utf8))
                     continue
                 }
                 group.addTask {

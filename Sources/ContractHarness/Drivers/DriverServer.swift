@@ -62,7 +62,7 @@ public final class DriverServer: @unchecked Sendable {
             let request: DriverRequest
             do { request = try decoder.request(line) } catch {
                 status = 1
-                FileHandle.standardError.write(Data("experimently-driver: \(error)\n".utf8))
+                StandardStream.error(Data("experimently-driver: \(error)\n".utf8))
                 continue
             }
             if request.type == .shutdown {

@@ -200,7 +200,11 @@ struct StepContext {
         case "wait_for":
             step = .waitFor(try parseWait(r.value("wait_for")!, path: path + ".wait_for"))
         case "advance":
-            guard let s = try r.optionalNumber("advance"), s >= 0 else { throw r.error("advance", expected: "seconds >= 0", found: r.value("advance")) }
+            // At most ten years of virtual time: beyond about 1e15 s a Date cannot tell t + 10 s
+            // from t, so every deadline would pass at once (and 1e308 overflows the clock).
+            guard let s = try r.optionalNumber("advance"), s >= 0, s <= 315_360_000 else {
+                throw r.error("advance", expected: "seconds from 0 to 315360000 (ten years)", found: r.value("advance"))
+            }
             step = .advance(seconds: s)
         case "fixtures":
             step = .fixtures(try parseFixtureChange(r.value("fixtures")!, path: path + ".fixtures"))

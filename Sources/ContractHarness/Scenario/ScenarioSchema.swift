@@ -66,7 +66,7 @@ public enum ScenarioSchema {
                                                   object(["held": string, "count": integer(0, 100_000)], required: ["held"]),
                                                   object(["requests": ref("match"), "count": integer(0, 100_000)], required: ["requests"])])],
                                required: ["wait_for"]),
-            "advance": object(["advance": type("number", ["minimum": .number(0)])], required: ["advance"], description: "Advances the virtual clock, seconds."),
+            "advance": object(["advance": type("number", ["minimum": .number(0), "maximum": .number(315_360_000)])], required: ["advance"], description: "Advances the virtual clock, seconds."),
             "fixtures": object(["fixtures": oneOf([
                 object(["experiment_status": object(["key": string, "status": string], required: ["key", "status"])], required: ["experiment_status"]),
                 object(["flag_status": object(["key": string, "status": string], required: ["key", "status"])], required: ["flag_status"]),

@@ -50,7 +50,7 @@ struct HTMLReport {
         <style>\(Self.css)</style></head><body>
         <header><h1>contract-harness report</h1>
         <p class="meta">SDK under test <b id="sdk">\(h(verdict.sdkName)) \(h(verdict.sdkVersion))</b>\(verdict.extra["mutant"]?.stringValue.map { " (broken variant <b>\(h($0))</b>)" } ?? "") · harness \(h(verdict.harnessVersion)) · seed \(verdict.seed) · started \(h(Verdict.iso(verdict.startedAt))) · \(String(format: "%.1f", Self.rounded(verdict.durationMilliseconds) / 1000)) s</p>
-        <p class="counts"><span class="badge \(verdict.ok ? "passed" : "failed")">\(verdict.ok ? "OK" : "NOT OK")</span> \(c.passed) passed · \(c.failed) failed · \(c.skipped) skipped · \(c.error) error\(verdict.extra["error"]?.stringValue.map { " · " + h($0) } ?? "")</p>
+        <p class="counts"><span class="badge \(verdict.ok ? "passed" : "failed")">\(verdict.ok ? "OK" : "NOT OK")</span> \(c.passed) passed · \(c.failed) failed · \(verdict.crashedCount) crashed · \(c.skipped) skipped · \(c.error) error\(verdict.extra["error"]?.stringValue.map { " · " + h($0) } ?? "")</p>
         </header>
 
         """
@@ -66,10 +66,11 @@ struct HTMLReport {
 
     /// Whether `r` has a timeline to draw: failing scenarios always, others with `run --history`
     /// (so a report drawn during the run equals one drawn from its saved verdict).
-    func hasTimeline(_ r: ScenarioResult) -> Bool { !r.events.isEmpty && (r.status == .failed || verdict.includesHistory) }
+    func hasTimeline(_ r: ScenarioResult) -> Bool { !r.events.isEmpty && (r.status != .passed && r.status != .skipped || verdict.includesHistory) }
 
     /// Whether `r` gets its own section (a timeline, a failure, or an exploration).
-    func hasSection(_ r: ScenarioResult) -> Bool { hasTimeline(r) || r.status == .failed || r.exploration != nil }
+    /// A scenario that failed, errored or crashed always has one (its checks and reason).
+    func hasSection(_ r: ScenarioResult) -> Bool { hasTimeline(r) || (r.status != .passed && r.status != .skipped) || r.exploration != nil }
 
     var allTags: [String] {
         var seen: [String] = []
@@ -79,7 +80,7 @@ struct HTMLReport {
 
     func filters() -> String {
         var s = "<nav id=\"filters\"><span>show</span>"
-        for status in ["passed", "failed", "skipped", "error"] {
+        for status in ["passed", "failed", "crashed", "skipped", "error"] {
             s += "<label><input type=\"checkbox\" class=\"status-filter\" value=\"\(status)\" checked> <span class=\"badge \(status)\">\(status)</span></label>"
         }
         s += "<label>tag <select id=\"tag-filter\"><option value=\"\">any</option>"
@@ -123,7 +124,7 @@ struct HTMLReport {
     }
 
     func section(_ r: ScenarioResult, number: Int) -> String {
-        let open = r.status == .failed || r.status == .error
+        let open = r.status == .failed || r.status == .error || r.status == .crashed
         var s = "<section class=\"scenario\" id=\"scenario-\(number)\" data-status=\"\(r.status.rawValue)\" data-tags=\"\(tagAttribute(r.tags))\">"
         s += "<details\(open ? " open" : "")><summary><span class=\"badge \(r.status.rawValue)\">\(r.status.rawValue)</span> <span class=\"name\">\(h(r.name))</span> <span class=\"file\">\(h(r.file))</span></summary>\n"
         if let source = r.source { s += "<p class=\"source\">\(h(source))</p>" }
@@ -137,8 +138,13 @@ struct HTMLReport {
             }
             s += "</ol>\n"
         }
+        if r.status == .error || r.status == .crashed, let reason = r.reason {
+            s += "<p class=\"bad\">\(h(reason))</p>"
+            let tail = r.crash?["stderr_tail"]?.arrayValue?.compactMap(\.stringValue) ?? []
+            if !tail.isEmpty { s += "<pre class=\"stderr\">\(tail.map { h($0) }.joined(separator: "\n"))</pre>" }
+        }
         let passed = r.checks.filter(\.passed).map(\.name)
-        if !passed.isEmpty { s += "<p class=\"passed-checks\">held: \(passed.map { h($0) }.joined(separator: ", "))</p>\n" }
+        if !passed.isEmpty { s += "<p class=\"passed-checks\">checks that passed: \(passed.map { h($0) }.joined(separator: ", "))</p>\n" }
         if let e = r.exploration { s += exploration(e) }
         if hasTimeline(r) { s += "<div class=\"timeline\">" + svg(timeline) + "</div>\n" }
         else if r.status == .failed { s += "<p class=\"note\">No timeline recorded for this scenario (a verdict written without histories).</p>" }
@@ -328,7 +334,7 @@ struct HTMLReport {
     h1{font-size:22px;margin:0 0 4px}h2{font-size:18px}h3{font-size:15px;margin:8px 0 4px}
     .meta,.counts{margin:2px 0;color:#444}
     .badge{display:inline-block;padding:0 7px;border-radius:9px;font-size:12px;font-weight:600;color:#fff;background:#888}
-    .badge.passed{background:#2e7d32}.badge.failed{background:#c62828}.badge.skipped{background:#8d6e63}.badge.error{background:#6a1b9a}
+    .badge.passed{background:#2e7d32}.badge.failed{background:#c62828}.badge.skipped{background:#8d6e63}.badge.error{background:#6a1b9a}.badge.crashed{background:#000}
     nav#filters{margin:12px 0;display:flex;gap:14px;align-items:center;flex-wrap:wrap}
     table{border-collapse:collapse;margin:8px 0 16px}th,td{border-bottom:1px solid #e3e6ea;padding:4px 8px;text-align:left;vertical-align:top}
     th{background:#f3f5f7;font-weight:600}td.num{text-align:right;white-space:nowrap}td.failure{color:#8e1c1c;max-width:620px}

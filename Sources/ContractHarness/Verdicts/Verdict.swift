@@ -133,6 +133,6 @@ public struct Verdict: Sendable {
     ///
     /// - Throws: the file system's error when the directory is not writable.
     public func write(to path: String, redacting secrets: [String]) throws {
-        try data(redacting: secrets).write(to: URL(fileURLWithPath: path), options: .atomic)
+        try data(redacting: secrets).writeOutput(to: path)
     }
 }

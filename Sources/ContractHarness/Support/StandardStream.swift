@@ -1,0 +1,58 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Writes to standard output and standard error without ever stopping the process: a closed or
+/// broken pipe (`contract-harness run | head -1`, a CI log collector that went away) loses the
+/// text, never the run or its verdict. `FileHandle.write(_:)` traps on EPIPE on Linux, and SIGPIPE
+/// would end the process; ``ignoreBrokenPipes()`` turns the signal off once for the whole process.
+public enum StandardStream {
+    /// Ignores SIGPIPE for the process: a write to a closed pipe then fails with EPIPE, which the
+    /// writers here drop.
+    public static func ignoreBrokenPipes() { signal(SIGPIPE, SIG_IGN) }
+
+    /// Writes `data` to standard output; errors (EPIPE, EBADF) are dropped.
+    public static func output(_ data: Data) { write(data, to: 1) }
+
+    /// Writes `data` to standard error; errors are dropped.
+    public static func error(_ data: Data) { write(data, to: 2) }
+
+    private static func write(_ data: Data, to fd: Int32) {
+        data.withUnsafeBytes { raw in
+            guard var base = raw.baseAddress else { return }
+            var left = raw.count
+            while left > 0 {
+                #if canImport(Glibc)
+                let n = Glibc.write(fd, base, left)
+                #else
+                let n = Darwin.write(fd, base, left)
+                #endif
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return }
+                base += n
+                left -= n
+            }
+        }
+    }
+}
+
+extension Data {
+    /// Writes the data to `path` as an output of the harness (verdict, JUnit, report, schedule):
+    /// atomically (a temporary file renamed over it) when `path` is a regular file or does not exist
+    /// yet, so a reader never sees half a file; written through otherwise, so `--verdict /dev/null`,
+    /// a FIFO or a symlink gets the bytes and is never replaced by a regular file.
+    ///
+    /// - Throws: the underlying write error (e.g. ENOSPC on `/dev/full`, EACCES), so the caller can
+    ///   exit 70 instead of claiming the output was written.
+    func writeOutput(to path: String) throws {
+        var info = stat()
+        if lstat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG {
+            try write(to: URL(fileURLWithPath: path), options: [])
+        } else {
+            try write(to: URL(fileURLWithPath: path), options: .atomic)
+        }
+    }
+}
