@@ -308,6 +308,7 @@ public enum HarnessCommand {
     ///
     /// - Throws: `UsageError` naming the option and the path.
     static func checkWritable(_ path: String, option: String) throws {
+        guard !path.isEmpty else { throw UsageError("\(option) needs a file name") }
         var isDir: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDir), isDir.boolValue {
             throw UsageError("\(option) \(path) is a folder, not a file")

@@ -16,6 +16,8 @@ public struct SecretRedactor: Sendable {
 
     /// Byte patterns to replace, longest first.
     private let patterns: [[UInt8]]
+    /// The secrets' raw UTF-8 bytes, longest first, for the percent-decoded pass.
+    private let raw: [[UInt8]]
 
     /// A redactor for `secrets` (each API key the run or the fixtures configure).
     public init(secrets: [String]) {
@@ -24,6 +26,8 @@ public struct SecretRedactor: Sendable {
             for spelling in Self.spellings(of: secret) where !spelling.isEmpty { set.insert(spelling) }
         }
         patterns = set.sorted { $0.count != $1.count ? $0.count > $1.count : $0.lexicographicallyPrecedes($1) }
+        raw = Set(secrets.filter { !$0.isEmpty }.map { Array($0.utf8) })
+            .sorted { $0.count != $1.count ? $0.count > $1.count : $0.lexicographicallyPrecedes($1) }
     }
 
     /// True when there is nothing to redact.
@@ -46,7 +50,7 @@ public struct SecretRedactor: Sendable {
     /// True when `text` contains any spelling of a secret.
     public func contains(secretIn text: String) -> Bool {
         let bytes = Array(text.utf8)
-        return patterns.contains { Self.find($0, in: bytes, from: 0) != nil }
+        return patterns.contains { Self.find($0, in: bytes, from: 0) != nil } || redactPercentEncoded(bytes) != bytes
     }
 
     private func redact(bytes: [UInt8]) -> [UInt8] {
@@ -67,7 +71,54 @@ public struct SecretRedactor: Sendable {
             out.append(contentsOf: current[start...])
             current = out
         }
-        return current
+        return redactPercentEncoded(current)
+    }
+
+    /// A last pass over the text percent-decoded (any `%XX`, either case, and `+` as a space): a
+    /// secret spelled with escapes no encoder would choose (`%2D` for `-`) is found too, and the
+    /// original bytes it spans are replaced.
+    private func redactPercentEncoded(_ bytes: [UInt8]) -> [UInt8] {
+        guard bytes.contains(UInt8(ascii: "%")) || bytes.contains(UInt8(ascii: "+")) else { return bytes }
+        func hexValue(_ b: UInt8) -> UInt8? {
+            switch b {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return b - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return b - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): return b - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+        }
+        // The decoded bytes, each with the range of original bytes it came from.
+        var decoded: [UInt8] = []
+        var origin: [Range<Int>] = []
+        var i = 0
+        while i < bytes.count {
+            if bytes[i] == UInt8(ascii: "%"), i + 2 < bytes.count, let h = hexValue(bytes[i + 1]), let l = hexValue(bytes[i + 2]) {
+                decoded.append(h << 4 | l); origin.append(i..<(i + 3)); i += 3
+            } else if bytes[i] == UInt8(ascii: "+") {
+                decoded.append(UInt8(ascii: " ")); origin.append(i..<(i + 1)); i += 1
+            } else {
+                decoded.append(bytes[i]); origin.append(i..<(i + 1)); i += 1
+            }
+        }
+        var cut: [Range<Int>] = []   // original ranges to replace, in order, not overlapping
+        for secret in raw {
+            var from = 0
+            while let hit = Self.find(secret, in: decoded, from: from) {
+                let range = origin[hit].lowerBound..<origin[hit + secret.count - 1].upperBound
+                if !cut.contains(where: { $0.overlaps(range) }) { cut.append(range) }
+                from = hit + secret.count
+            }
+        }
+        guard !cut.isEmpty else { return bytes }
+        var out: [UInt8] = []
+        var at = 0
+        for range in cut.sorted(by: { $0.lowerBound < $1.lowerBound }) {
+            out.append(contentsOf: bytes[at..<range.lowerBound])
+            out.append(contentsOf: Array(Self.mask.utf8))
+            at = range.upperBound
+        }
+        out.append(contentsOf: bytes[at...])
+        return out
     }
 
     private static func find(_ pattern: [UInt8], in bytes: [UInt8], from start: Int) -> Int? {

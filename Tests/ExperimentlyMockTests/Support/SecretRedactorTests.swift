@@ -11,6 +11,11 @@ final class SecretRedactorTests: XCTestCase {
         XCTAssertEqual(r.redact(#"{"key":"k\/\u00e9 y"}"#), #"{"key":"***"}"#)
         XCTAssertEqual(r.redact(#"{"key":"k/\u00E9 y","again":"k/é y"}"#), #"{"key":"***","again":"***"}"#)
         XCTAssertEqual(r.redact(Data("a sdk-contract-key b sdk-contract-key".utf8)), Data("a *** b ***".utf8))
+        // Escapes no encoder would choose, mixed case, are found too (a review found %2D for '-').
+        XCTAssertEqual(r.redact("/x?k=sdk%2Dcontract%2dkey&y=1"), "/x?k=***&y=1")
+        XCTAssertEqual(r.redact("/x?k=%73dk-contract-key"), "/x?k=***")
+        XCTAssertTrue(r.contains(secretIn: "q=sdk%2Dcontract-key"))
+        XCTAssertEqual(r.redact("100% sure + done"), "100% sure + done")
     }
 
     func testExactScalarsAndLongestFirst() {
