@@ -125,7 +125,9 @@ final class HTTPServerEventLoopTests: XCTestCase {
 
     #if os(Linux)
     func testHeldRequestsOnManyConnectionsCostNoThreads() async throws {
-        let (backend, server, port) = try serveBackend()
+        // A read timeout longer than the test: under load, reading 200 answers one by one can leave
+        // a connection idle past the default 2 s, and the server rightly closes it.
+        let (backend, server, port) = try serveBackend(.init(readTimeout: 120, shutdownGracePeriod: 2))
         let log = BoundedEventLog(backend)
         backend.addFault(FaultRule(match: FaultMatch(path: "/api/v1/tracking/assign"), action: .hold(label: "all")))
         let before = threadCount()
