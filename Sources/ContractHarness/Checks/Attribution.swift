@@ -135,7 +135,7 @@ enum Attribution {
     }
 
     static func running(_ o: Operation, _ r: Request) -> Bool {
-        o.client == r.client && o.from < r.index && r.index < o.to
+        o.client.isExactly(r.client) && o.from < r.index && r.index < o.to
     }
 
     static func matches(_ r: Request, _ want: [Entry], _ mode: Mode, ranks: [Rank]? = nil) -> Bool {

@@ -139,7 +139,7 @@ enum Checks {
             let step = c.history[i].step
             for e in c.history[(i + 1)...] {
                 if e.step > step { return e.index }
-                guard e.kind == .complete, let label = e.label, let invoke = invokes[label], invoke.client == client,
+                guard e.kind == .complete, let label = e.label, let invoke = invokes[label], invoke.client.isExactly(client),
                       invoke.name == (key.kind == "flag" ? "evaluateFlag" : "getAssignment") else { continue }
                 guard case .string(let k)? = invoke.detail?[key.kind == "flag" ? "flag" : "experiment"], exact(k) == exact(key.key) else { continue }
                 let u: String?
@@ -311,7 +311,7 @@ enum Checks {
         let windows = c.history.filter { $0.kind == .invoke && ["track", "trackWithStatus", "trackBatch", "app.event"].contains($0.name ?? "") }
             .map { (client: $0.client, from: $0.index, to: $0.label.flatMap { completes[$0] } ?? Int.max) }
         for (event, record) in c.requests where record.path == "/api/v1/tracking/track" {
-            if !windows.contains(where: { $0.client == record.client && $0.from < event.index && event.index < $0.to }) {
+            if !windows.contains(where: { $0.client.isExactly(record.client) && $0.from < event.index && event.index < $0.to }) {
                 problems.append(("a tracking request no operation asked for: \(record.summary)", c.slice(around: [event.index], radius: 3)))
             }
         }
@@ -514,7 +514,7 @@ enum Checks {
         var lastDisplay: (identity: String, flagOn: Bool, index: Int)?
         var exposed: [ExactKey: String] = [:]   // identity (exact) -> variant answered
         for e in c.history {
-            if e.kind == .marker, e.client == app.client {
+            if e.kind == .marker, e.client.isExactly(app.client) {
                 switch e.name {
                 case "display":
                     if case .string(let id)? = e.detail?["identity"] { lastDisplay = (id, e.detail?["flag_on"] == .bool(true), e.index) }
@@ -528,18 +528,18 @@ enum Checks {
                 default: break
                 }
             }
-            if e.kind == .request, let r = e.request, r.client == app.client, r.path == "/api/v1/tracking/assign" {
+            if e.kind == .request, let r = e.request, r.client.isExactly(app.client), r.path == "/api/v1/tracking/assign" {
                 let user = r.users.first ?? "?"
                 if lastDisplay == nil || !lastDisplay!.identity.isExactly(user) || !lastDisplay!.flagOn {
                     problems.append(("assignment (exposure) for '\(user.unambiguous)' requested without a display of '\(user.unambiguous)' with the flag on",
                                      c.slice(around: [e.index], radius: 3)))
                 }
             }
-            if e.kind == .response, let r = e.request, r.client == app.client, r.path == "/api/v1/tracking/assign", r.succeeded,
+            if e.kind == .response, let r = e.request, r.client.isExactly(app.client), r.path == "/api/v1/tracking/assign", r.succeeded,
                case .string(let variant)? = r.response?["variant_name"], let user = r.users.first {
                 exposed[ExactKey(user)] = variant
             }
-            if e.kind == .request, let r = e.request, r.client == app.client {
+            if e.kind == .request, let r = e.request, r.client.isExactly(app.client) {
                 for event in r.events {
                     guard case .string(let source)? = event["metadata"]?["layout_source"], case .string(let user)? = event["user_id"] else { continue }
                     if source == "assignment" && exposed[ExactKey(user)] == nil {
@@ -558,19 +558,19 @@ enum Checks {
         var problems: [(String, [String])] = []
         var retired: [ExactKey: Int] = [:]   // identity (exact) -> logout index
         for e in c.history {
-            if e.kind == .marker, e.client == app.client, e.name == "logout", case .string(let from)? = e.detail?["from"] {
+            if e.kind == .marker, e.client.isExactly(app.client), e.name == "logout", case .string(let from)? = e.detail?["from"] {
                 retired[ExactKey(from)] = e.index
             }
             // Logging in as X again makes X the current identity: what follows is X's by right
             // (found by `contract-harness generate`: login, logout, login as the same user).
-            if e.kind == .marker, e.client == app.client, e.name == "login", case .string(let user)? = e.detail?["identity"] {
+            if e.kind == .marker, e.client.isExactly(app.client), e.name == "login", case .string(let user)? = e.detail?["identity"] {
                 retired[ExactKey(user)] = nil
             }
-            if e.kind == .marker, e.client == app.client, ["shown", "event"].contains(e.name ?? ""),
+            if e.kind == .marker, e.client.isExactly(app.client), ["shown", "event"].contains(e.name ?? ""),
                case .string(let id)? = e.detail?["identity"], let at = retired[ExactKey(id)] {
                 problems.append(("\(e.name!) for '\(id.unambiguous)' after that identity logged out", c.slice(around: [at, e.index], radius: 0)))
             }
-            if e.kind == .request, let r = e.request, r.client == app.client {
+            if e.kind == .request, let r = e.request, r.client.isExactly(app.client) {
                 for user in r.users where retired[ExactKey(user)] != nil {
                     problems.append(("request for '\(user.unambiguous)' received after that identity logged out: \(r.summary)",
                                      c.slice(around: [retired[ExactKey(user)]!, e.index], radius: 0).suffix(12).map { $0 }))

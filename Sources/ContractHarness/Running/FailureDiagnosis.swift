@@ -15,12 +15,12 @@ extension ScenarioExecution {
         for op in pending() where op.barrier > 0 {
             guard let user = op.user, let key = op.key else { continue }
             let same = requests.filter { r in
-                r.client == op.client && r.users.contains { $0.unicodeScalars.elementsEqual(user.unicodeScalars) }
+                r.client.isExactly(op.client) && r.users.contains { $0.unicodeScalars.elementsEqual(user.unicodeScalars) }
                     && r.key?.kind == key.kind && (r.key?.key.unicodeScalars.elementsEqual(key.key.unicodeScalars) ?? false)
             }
             guard !same.contains(where: { $0.seq > op.barrier }),
                   let old = same.last(where: { $0.seq <= op.barrier && !$0.answered }) else { continue }
-            let clear = recorder.snapshot.last { $0.kind == .invoke && $0.client == op.client && ["clearCache", "close"].contains($0.name ?? "") }
+            let clear = recorder.snapshot.last { $0.kind == .invoke && $0.client.isExactly(op.client) && ["clearCache", "close"].contains($0.name ?? "") }
             return "\(op.label) (\(op.name) of user '\(Attribution.show(user))', \(key.kind) '\(Attribution.show(key.key))') started after "
                 + "\(clear?.name ?? "clearCache")() on client '\(op.client)' but sent no request of its own: it waits on request #\(old.seq), "
                 + "sent before the clear (\(old.summary)). CONTRACT.md section 5 (defects 1 and 2): a clear detaches the requests in flight, "

@@ -31,7 +31,7 @@ extension ScenarioExecution {
                 }
                 guard needsRequest else { return false }
                 let found = parked.contains { r in
-                    r.client == name && (user == nil || r.users.contains(user!))
+                    r.client.isExactly(name) && (user == nil || r.users.containsExactly(user!))
                         && (key == nil || (r.key?.kind == key!.kind && r.key?.key == key!.key))
                 }
                 if !found { return false }

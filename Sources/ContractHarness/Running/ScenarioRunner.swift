@@ -501,8 +501,8 @@ final class ScenarioExecution: @unchecked Sendable {
             // have woken one (its own request deadline), so it is not inert.
             if listeners != nil, op.advances != advancesNow { return false }
             let own = requests.filter { r in
-                r.client == op.client && r.seq > op.barrier && (op.user == nil || r.users.contains(op.user!))
-                    && (op.key == nil || (r.key?.kind == op.key!.kind && r.key?.key == op.key!.key))
+                r.client.isExactly(op.client) && r.seq > op.barrier && (op.user == nil || r.users.containsExactly(op.user!))
+                    && (op.key == nil || (r.key?.kind == op.key!.kind && r.key.map { $0.key.isExactly(op.key!.key) } ?? false))
             }
             return !own.isEmpty && own.allSatisfy { $0.parked && !$0.answered && !$0.cancelled }
         }

@@ -16,17 +16,7 @@ final class ConsoleTests: XCTestCase {
     override func tearDownWithError() throws { try? FileManager.default.removeItem(at: dir) }
 
     func harness(_ arguments: [String]) throws -> (status: Int32, out: String) {
-        let p = Process()
-        p.executableURL = HarnessCLITests.binary
-        p.arguments = arguments
-        p.currentDirectoryURL = dir
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self))
+        try HarnessProcess.run(arguments, in: dir)
     }
 
     var race: String { Repository.root.appendingPathComponent("scenarios/defect-1-stale-write-after-clearcache.json").path }

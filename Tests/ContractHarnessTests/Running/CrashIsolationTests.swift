@@ -23,19 +23,7 @@ final class CrashIsolationTests: XCTestCase {
     }
 
     func harness(_ arguments: [String]) throws -> (status: Int32, out: String) {
-        let p = Process()
-        p.executableURL = HarnessCLITests.binary
-        p.arguments = arguments
-        p.currentDirectoryURL = dir
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        // A crash of the supervisor itself shows as a signal: report it as 128 + N like a shell.
-        let status = p.terminationReason == .uncaughtSignal ? 128 + p.terminationStatus : p.terminationStatus
-        return (status, String(decoding: o, as: UTF8.self))
+        try HarnessProcess.run(arguments, in: dir)
     }
 
     func scenarioEntries(_ name: String) throws -> [[String: Any]] {
