@@ -555,7 +555,7 @@ final class ScenarioExecution: @unchecked Sendable {
         }
         infeasible = true
         return "\(what) waits for what only a later step provides (step \(provider) \(Self.verb(scenario.steps[provider]))): "
-            + "this order of the steps is infeasible"
+            + "the scenario deadlocks in this order of its steps (explore counts such an order infeasible; in a file, move that step earlier)"
     }
 
     private func nextLabel() -> String {
