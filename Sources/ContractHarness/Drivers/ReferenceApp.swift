@@ -35,8 +35,13 @@ final class ReferenceApp: @unchecked Sendable {
     /// Interleaved runs: the executor the app's fetch tasks prefer (an `any TaskExecutor`), like the SDK's.
     let taskExecutor: (any Sendable)?
 
-    init(settings: AppSettings, client: any DriverClient, recorder: Recorder, taskExecutor: (any Sendable)? = nil) {
+    /// Markers carry `"app": client` (an app on a client other than the `app` section's), so the
+    /// history says which app decided; the `app` section's own app keeps its markers as they were.
+    let marksClient: Bool
+
+    init(settings: AppSettings, client: any DriverClient, recorder: Recorder, taskExecutor: (any Sendable)? = nil, marksClient: Bool = false) {
         self.taskExecutor = taskExecutor
+        self.marksClient = marksClient
         self.settings = settings
         self.client = client
         self.recorder = recorder
@@ -51,6 +56,8 @@ final class ReferenceApp: @unchecked Sendable {
     var reported: String? { lock.withLock { $0.reported } }
 
     private func mark(_ name: String, _ detail: [String: JSONValue]) {
+        var detail = detail
+        if marksClient { detail["app"] = .string(settings.client) }
         recorder.record(.marker, client: settings.client, name: name, detail: .object(detail))
     }
 
@@ -107,12 +114,27 @@ final class ReferenceApp: @unchecked Sendable {
     /// Bumps the revision, shows the fallback, and fetches the gating flag after any fetch in
     /// progress (serialized); a completion for an older revision is discarded.
     private func refresh() async {
-        let (rev, identity, previous) = lock.withLock { s -> (Int, String, Task<Void, Never>?) in
+        // The fetch starts only once its `refresh` marker is written (`opened`): the new task is
+        // installed as `lastFetch` in the same locked step that reads the previous one, so
+        // concurrent refreshes (`times`) still fetch one after another.
+        let (opened, open) = AsyncStream<Never>.makeStream()
+        let (rev, identity, fetch) = lock.withLock { s -> (Int, String, Task<Void, Never>) in
             s.revision += 1; s.shown = nil; s.source = "fallback"
-            return (s.revision, s.identity, s.lastFetch)
+            let task = makeFetch(revision: s.revision, identity: s.identity, previous: s.lastFetch, opened: opened)
+            s.lastFetch = task
+            return (s.revision, s.identity, task)
         }
         mark("refresh", ["identity": .string(identity), "revision": .number(Double(rev))])
+        open.finish()
+        await fetch.value
+    }
+
+    /// The serialized fetch of the gating flag for `revision`: waits for `opened` to finish and
+    /// for the `previous` fetch, then evaluates the flag; a completion for an older revision is
+    /// discarded (and its cache write undone).
+    private func makeFetch(revision rev: Int, identity: String, previous: Task<Void, Never>?, opened: AsyncStream<Never>) -> Task<Void, Never> {
         let body: @Sendable () async -> Void = { [self] in
+            for await _ in opened {}
             await previous?.value
             let clears = lock.withLock { $0.clears }
             let outcome = await client.perform(.evaluateFlag(flag: settings.flag, user: UserSpec(id: identity)))
@@ -128,14 +150,10 @@ final class ReferenceApp: @unchecked Sendable {
             // The next serialized fetch starts only after this task: the stale value is gone first.
             if !current, case .value = outcome { await undoCacheWrite(identity: identity, revision: rev, clearsAtStart: clears) }
         }
-        let fetch: Task<Void, Never>
         if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let executor = taskExecutor as? any TaskExecutor {
-            fetch = Task(executorPreference: executor, operation: body)
-        } else {
-            fetch = Task(operation: body)
+            return Task(executorPreference: executor, operation: body)
         }
-        lock.withLock { $0.lastFetch = fetch }
-        await fetch.value
+        return Task(operation: body)
     }
 
     /// The view appears: assign (the exposure) only when the current revision's flag is on, and
