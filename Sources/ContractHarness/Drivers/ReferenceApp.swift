@@ -22,6 +22,8 @@ final class ReferenceApp: @unchecked Sendable {
         var shown: String?
         var source = "fallback"
         var lastFetch: Task<Void, Never>?
+        /// The latest logout: the next one waits for it (logouts run one after another).
+        var lastLogout: Task<Void, Never>?
         var reported: String?
         /// Cache clears the app made (logout, undo): a completion whose request started before
         /// one was never written by the SDK (CONTRACT.md section 5.1), so it has nothing to undo.
@@ -71,17 +73,19 @@ final class ReferenceApp: @unchecked Sendable {
             mark("login", ["identity": .string(user), "revision": .number(Double(rev))])
             await refresh()
         case .logout:
-            let (old, new, rev) = lock.withLock { s -> (String, String, Int) in
-                let old = s.identity
-                s.anonymousCount += 1
-                s.identity = "anon-\(s.anonymousCount)"
-                s.revision += 1; s.shown = nil; s.source = "fallback"; s.reported = nil
-                s.clears += 1
-                return (old, s.identity, s.revision)
+            // Logouts of one app run one after another (`times` copies, or an async logout and
+            // another): each switches identity, clears the cache and refetches before the next
+            // begins, so a logout never retires the identity an earlier one is still fetching for.
+            let logout = lock.withLock { s -> Task<Void, Never> in
+                let previous = s.lastLogout
+                let task = spawn { [self] in
+                    await previous?.value
+                    await logOut()
+                }
+                s.lastLogout = task
+                return task
             }
-            mark("logout", ["from": .string(old), "identity": .string(new), "revision": .number(Double(rev))])
-            _ = await client.perform(.clearCache)
-            await refresh()
+            await logout.value
         case .refresh:
             await refresh()
         case .display:
@@ -102,6 +106,29 @@ final class ReferenceApp: @unchecked Sendable {
             mark("state", ["experiment": .string(settings.experiment), "variant": active.map(JSONValue.string) ?? .null])
         }
         return .value(stateJSON)
+    }
+
+    /// One logout: a new anonymous id, a cleared SDK cache, a refetch (CONTRACT.md section 8).
+    private func logOut() async {
+        let (old, new, rev) = lock.withLock { s -> (String, String, Int) in
+            let old = s.identity
+            s.anonymousCount += 1
+            s.identity = "anon-\(s.anonymousCount)"
+            s.revision += 1; s.shown = nil; s.source = "fallback"; s.reported = nil
+            s.clears += 1
+            return (old, s.identity, s.revision)
+        }
+        mark("logout", ["from": .string(old), "identity": .string(new), "revision": .number(Double(rev))])
+        _ = await client.perform(.clearCache)
+        await refresh()
+    }
+
+    /// A task of the app's own, on the harness's executor in interleaved runs (like the SDK's).
+    private func spawn(_ body: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let executor = taskExecutor as? any TaskExecutor {
+            return Task(executorPreference: executor, operation: body)
+        }
+        return Task(operation: body)
     }
 
     var stateJSON: JSONValue {
@@ -136,6 +163,12 @@ final class ReferenceApp: @unchecked Sendable {
         let body: @Sendable () async -> Void = { [self] in
             for await _ in opened {}
             await previous?.value
+            // A fetch superseded while it waited its turn (another refresh, a login or logout
+            // since) is not sent: it would request the flag for an identity that may be gone.
+            guard lock.withLock({ $0.revision == rev }) else {
+                mark("superseded", ["identity": .string(identity), "revision": .number(Double(rev))])
+                return
+            }
             let clears = lock.withLock { $0.clears }
             let outcome = await client.perform(.evaluateFlag(flag: settings.flag, user: UserSpec(id: identity)))
             var on = false
@@ -150,10 +183,7 @@ final class ReferenceApp: @unchecked Sendable {
             // The next serialized fetch starts only after this task: the stale value is gone first.
             if !current, case .value = outcome { await undoCacheWrite(identity: identity, revision: rev, clearsAtStart: clears) }
         }
-        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let executor = taskExecutor as? any TaskExecutor {
-            return Task(executorPreference: executor, operation: body)
-        }
-        return Task(operation: body)
+        return spawn(body)
     }
 
     /// The view appears: assign (the exposure) only when the current revision's flag is on, and
