@@ -22,8 +22,9 @@ final class ReferenceApp: @unchecked Sendable {
         var shown: String?
         var source = "fallback"
         var lastFetch: Task<Void, Never>?
-        /// The latest logout: the next one waits for it (logouts run one after another).
-        var lastLogout: Task<Void, Never>?
+        /// Finishes when the latest logout is done: the next one waits for it (logouts run one
+        /// after another).
+        var lastLogout: AsyncStream<Never>?
         var reported: String?
         /// Cache clears the app made (logout, undo): a completion whose request started before
         /// one was never written by the SDK (CONTRACT.md section 5.1), so it has nothing to undo.
@@ -76,16 +77,16 @@ final class ReferenceApp: @unchecked Sendable {
             // Logouts of one app run one after another (`times` copies, or an async logout and
             // another): each switches identity, clears the cache and refetches before the next
             // begins, so a logout never retires the identity an earlier one is still fetching for.
-            let logout = lock.withLock { s -> Task<Void, Never> in
-                let previous = s.lastLogout
-                let task = spawn { [self] in
-                    await previous?.value
-                    await logOut()
-                }
-                s.lastLogout = task
-                return task
+            // It runs in the action's own task (on the runner's counting executor, so quiescence
+            // sees it), after the previous logout's `done` stream finished.
+            let (done, finish) = AsyncStream<Never>.makeStream()
+            let previous = lock.withLock { s -> AsyncStream<Never>? in
+                defer { s.lastLogout = done }
+                return s.lastLogout
             }
-            await logout.value
+            if let previous { for await _ in previous {} }
+            await logOut()
+            finish.finish()
         case .refresh:
             await refresh()
         case .display:
