@@ -22,6 +22,7 @@ public enum ScenarioParser {
     /// - Throws: `ScenarioError` for invalid JSON or format.
     public static func parse(_ data: Data, file: String) throws -> Scenario {
         let root = try JSONValue.parse(data, file: file)
+        try refuseLargeIntegers(data, file: file)
         var r = try ObjectReader(root, file: file, path: "$")
         let format = try r.string("format")
         guard format == Scenario.format else {
