@@ -116,6 +116,10 @@ final class AppStepsTests: XCTestCase {
         XCTAssertFalse(tabletMarkers.isEmpty)
         XCTAssertTrue(tabletMarkers.allSatisfy { $0.detail?["app"] == .string("tablet") }, "the history says which app: \(tabletMarkers.map(\.line))")
         XCTAssertTrue(result.events.filter { $0.kind == .marker && $0.client == "phone" }.allSatisfy { $0.detail?["app"] == nil })
+        // The report draws each app in its own lane.
+        let timeline = ReportTimeline(result)
+        XCTAssertEqual(timeline.lanes.map(\.title), ["virtual clock", "reference app", "app on tablet", "client phone", "client tablet", "mock backend"])
+        XCTAssertTrue(tabletMarkers.allSatisfy { timeline.lane(of: $0) == .app("tablet") })
 
         let port = try MockBackendPort(fixtures: nil, clock: VirtualClock(), file: "x", clients: ["phone", "tablet"])
         func context(_ history: [HistoryEvent]) -> CheckContext {
