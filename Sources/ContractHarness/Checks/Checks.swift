@@ -508,8 +508,18 @@ enum Checks {
     /// Assignments (exposures) happen only after the view is displayed with the gating flag on,
     /// for the identity displayed; a variant is shown only after a matching assignment; business
     /// events come after the exposure and carry the `layout_source` of what is shown.
+    ///
+    /// Runs per app instance (`Scenario.appClients`): each app's markers and requests are its own
+    /// client's, so two apps on two clients never blame each other.
     static func exposureAfterDisplay(_ c: CheckContext) -> [(String, [String])] {
-        guard let app = c.scenario.app else { return [("the scenario has no app section", [])] }
+        guard c.scenario.app != nil else { return [("the scenario has no app section", [])] }
+        return c.scenario.appClients.flatMap { client in
+            exposureAfterDisplay(c, app: c.scenario.appSettings(client: client)!).map { (appPrefix(c, client) + $0.0, $0.1) }
+        }
+    }
+
+    /// `exposure_after_display` for the app on `app.client`.
+    static func exposureAfterDisplay(_ c: CheckContext, app: AppSettings) -> [(String, [String])] {
         var problems: [(String, [String])] = []
         var lastDisplay: (identity: String, flagOn: Bool, index: Int)?
         var exposed: [ExactKey: String] = [:]   // identity (exact) -> variant answered
@@ -553,8 +563,26 @@ enum Checks {
 
     /// After a logout from identity X, nothing of X is shown, requested, exposed or left in the
     /// app client's cache, and later events carry the new identity, until X logs in again.
+    ///
+    /// Runs per app instance (`Scenario.appClients`): a logout of one app retires the identity
+    /// on that app's client only; another app (another device) may still be that user.
     static func noStaleAfterLogout(_ c: CheckContext) async -> [(String, [String])] {
-        guard let app = c.scenario.app else { return [("the scenario has no app section", [])] }
+        guard c.scenario.app != nil else { return [("the scenario has no app section", [])] }
+        var problems: [(String, [String])] = []
+        for client in c.scenario.appClients {
+            problems += await noStaleAfterLogout(c, app: c.scenario.appSettings(client: client)!).map { (appPrefix(c, client) + $0.0, $0.1) }
+        }
+        return problems
+    }
+
+    /// `"app on 'b': "` for an app on a client other than the `app` section's, else empty.
+    static func appPrefix(_ c: CheckContext, _ client: String) -> String {
+        guard let main = c.scenario.app?.client, !client.isExactly(main) else { return "" }
+        return "app on '\(client.unambiguous)': "
+    }
+
+    /// `no_stale_after_logout` for the app on `app.client`.
+    static func noStaleAfterLogout(_ c: CheckContext, app: AppSettings) async -> [(String, [String])] {
         var problems: [(String, [String])] = []
         var retired: [ExactKey: Int] = [:]   // identity (exact) -> logout index
         for e in c.history {

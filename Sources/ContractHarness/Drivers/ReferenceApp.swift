@@ -22,6 +22,9 @@ final class ReferenceApp: @unchecked Sendable {
         var shown: String?
         var source = "fallback"
         var lastFetch: Task<Void, Never>?
+        /// Finishes when the latest logout is done: the next one waits for it (logouts run one
+        /// after another).
+        var lastLogout: AsyncStream<Never>?
         var reported: String?
         /// Cache clears the app made (logout, undo): a completion whose request started before
         /// one was never written by the SDK (CONTRACT.md section 5.1), so it has nothing to undo.
@@ -35,8 +38,13 @@ final class ReferenceApp: @unchecked Sendable {
     /// Interleaved runs: the executor the app's fetch tasks prefer (an `any TaskExecutor`), like the SDK's.
     let taskExecutor: (any Sendable)?
 
-    init(settings: AppSettings, client: any DriverClient, recorder: Recorder, taskExecutor: (any Sendable)? = nil) {
+    /// Markers carry `"app": client` (an app on a client other than the `app` section's), so the
+    /// history says which app decided; the `app` section's own app keeps its markers as they were.
+    let marksClient: Bool
+
+    init(settings: AppSettings, client: any DriverClient, recorder: Recorder, taskExecutor: (any Sendable)? = nil, marksClient: Bool = false) {
         self.taskExecutor = taskExecutor
+        self.marksClient = marksClient
         self.settings = settings
         self.client = client
         self.recorder = recorder
@@ -51,6 +59,8 @@ final class ReferenceApp: @unchecked Sendable {
     var reported: String? { lock.withLock { $0.reported } }
 
     private func mark(_ name: String, _ detail: [String: JSONValue]) {
+        var detail = detail
+        if marksClient { detail["app"] = .string(settings.client) }
         recorder.record(.marker, client: settings.client, name: name, detail: .object(detail))
     }
 
@@ -64,17 +74,19 @@ final class ReferenceApp: @unchecked Sendable {
             mark("login", ["identity": .string(user), "revision": .number(Double(rev))])
             await refresh()
         case .logout:
-            let (old, new, rev) = lock.withLock { s -> (String, String, Int) in
-                let old = s.identity
-                s.anonymousCount += 1
-                s.identity = "anon-\(s.anonymousCount)"
-                s.revision += 1; s.shown = nil; s.source = "fallback"; s.reported = nil
-                s.clears += 1
-                return (old, s.identity, s.revision)
+            // Logouts of one app run one after another (`times` copies, or an async logout and
+            // another): each switches identity, clears the cache and refetches before the next
+            // begins, so a logout never retires the identity an earlier one is still fetching for.
+            // It runs in the action's own task (on the runner's counting executor, so quiescence
+            // sees it), after the previous logout's `done` stream finished.
+            let (done, finish) = AsyncStream<Never>.makeStream()
+            let previous = lock.withLock { s -> AsyncStream<Never>? in
+                defer { s.lastLogout = done }
+                return s.lastLogout
             }
-            mark("logout", ["from": .string(old), "identity": .string(new), "revision": .number(Double(rev))])
-            _ = await client.perform(.clearCache)
-            await refresh()
+            if let previous { for await _ in previous {} }
+            await logOut()
+            finish.finish()
         case .refresh:
             await refresh()
         case .display:
@@ -97,6 +109,29 @@ final class ReferenceApp: @unchecked Sendable {
         return .value(stateJSON)
     }
 
+    /// One logout: a new anonymous id, a cleared SDK cache, a refetch (CONTRACT.md section 8).
+    private func logOut() async {
+        let (old, new, rev) = lock.withLock { s -> (String, String, Int) in
+            let old = s.identity
+            s.anonymousCount += 1
+            s.identity = "anon-\(s.anonymousCount)"
+            s.revision += 1; s.shown = nil; s.source = "fallback"; s.reported = nil
+            s.clears += 1
+            return (old, s.identity, s.revision)
+        }
+        mark("logout", ["from": .string(old), "identity": .string(new), "revision": .number(Double(rev))])
+        _ = await client.perform(.clearCache)
+        await refresh()
+    }
+
+    /// A task of the app's own, on the harness's executor in interleaved runs (like the SDK's).
+    private func spawn(_ body: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let executor = taskExecutor as? any TaskExecutor {
+            return Task(executorPreference: executor, operation: body)
+        }
+        return Task(operation: body)
+    }
+
     var stateJSON: JSONValue {
         lock.withLock { s in
             .object(["identity": .string(s.identity), "shown": s.shown.map(JSONValue.string) ?? .string("fallback"),
@@ -107,13 +142,34 @@ final class ReferenceApp: @unchecked Sendable {
     /// Bumps the revision, shows the fallback, and fetches the gating flag after any fetch in
     /// progress (serialized); a completion for an older revision is discarded.
     private func refresh() async {
-        let (rev, identity, previous) = lock.withLock { s -> (Int, String, Task<Void, Never>?) in
+        // The fetch starts only once its `refresh` marker is written (`opened`): the new task is
+        // installed as `lastFetch` in the same locked step that reads the previous one, so
+        // concurrent refreshes (`times`) still fetch one after another.
+        let (opened, open) = AsyncStream<Never>.makeStream()
+        let (rev, identity, fetch) = lock.withLock { s -> (Int, String, Task<Void, Never>) in
             s.revision += 1; s.shown = nil; s.source = "fallback"
-            return (s.revision, s.identity, s.lastFetch)
+            let task = makeFetch(revision: s.revision, identity: s.identity, previous: s.lastFetch, opened: opened)
+            s.lastFetch = task
+            return (s.revision, s.identity, task)
         }
         mark("refresh", ["identity": .string(identity), "revision": .number(Double(rev))])
+        open.finish()
+        await fetch.value
+    }
+
+    /// The serialized fetch of the gating flag for `revision`: waits for `opened` to finish and
+    /// for the `previous` fetch, then evaluates the flag; a completion for an older revision is
+    /// discarded (and its cache write undone).
+    private func makeFetch(revision rev: Int, identity: String, previous: Task<Void, Never>?, opened: AsyncStream<Never>) -> Task<Void, Never> {
         let body: @Sendable () async -> Void = { [self] in
+            for await _ in opened {}
             await previous?.value
+            // A fetch superseded while it waited its turn (another refresh, a login or logout
+            // since) is not sent: it would request the flag for an identity that may be gone.
+            guard lock.withLock({ $0.revision == rev }) else {
+                mark("superseded", ["identity": .string(identity), "revision": .number(Double(rev))])
+                return
+            }
             let clears = lock.withLock { $0.clears }
             let outcome = await client.perform(.evaluateFlag(flag: settings.flag, user: UserSpec(id: identity)))
             var on = false
@@ -128,14 +184,7 @@ final class ReferenceApp: @unchecked Sendable {
             // The next serialized fetch starts only after this task: the stale value is gone first.
             if !current, case .value = outcome { await undoCacheWrite(identity: identity, revision: rev, clearsAtStart: clears) }
         }
-        let fetch: Task<Void, Never>
-        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let executor = taskExecutor as? any TaskExecutor {
-            fetch = Task(executorPreference: executor, operation: body)
-        } else {
-            fetch = Task(operation: body)
-        }
-        lock.withLock { $0.lastFetch = fetch }
-        await fetch.value
+        return spawn(body)
     }
 
     /// The view appears: assign (the exposure) only when the current revision's flag is on, and

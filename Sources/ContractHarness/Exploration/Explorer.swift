@@ -386,7 +386,7 @@ public enum Explorer {
         func known(_ list: [String], _ x: String) -> Bool { list.contains { $0.unicodeScalars.elementsEqual(x.unicodeScalars) } }
         for step in s.steps {
             switch step {
-            case .sdk(_, _, let label?, _, _, _), .app(_, let label?, _, _): labels.append(label)
+            case .sdk(_, _, let label?, _, _, _), .app(_, let label?, _, _, _, _): labels.append(label)
             case .await(let label, _), .cancel(let label): if !known(labels, label) { return nil }
             case .addFault(let id, _): faults.append(id)
             case .removeFault(let id), .release(let id, _, _, _), .waitFor(.held(let id, _)): if !known(faults, id) { return nil }

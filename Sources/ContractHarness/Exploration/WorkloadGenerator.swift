@@ -11,7 +11,8 @@ import ExperimentlyMock
 /// `evaluateFlag`, `getAssignment` (sometimes `times` copies), keyed and unkeyed `track` /
 /// `trackWithStatus`, `trackBatch` of 1 to 150 events, `clearCache`, `clearOfflineCache`, clock
 /// steps, and in 40% of workloads reference-app steps (login, logout, refresh, display, event,
-/// report_state) on an `app` client of their own, holds released in random order with the natural answer or a failure (503, 500, 429,
+/// report_state; sometimes `times` copies at once) on an `app` client of their own, in half of
+/// those also on a second app client `app2` (`client` on app steps), holds released in random order with the natural answer or a failure (503, 500, 429,
 /// 404). Every operation is started async and awaited later, and only once nothing it waits on is
 /// still held. A request is held only when the generator knows it will be sent: the first call for
 /// a (client, user, key) since the client's last clear, a keyed track, a keyed `trackBatch`
@@ -89,6 +90,9 @@ public struct WorkloadGenerator: Sendable {
         var counter = 0
         var advanced = 0.0
         var hasApp = false
+        /// The clients running a reference app: `app`, and in half of the app workloads `app2` (a
+        /// second device whose identities may be the same users).
+        var appClients: [String] = []
 
         mutating func label(_ prefix: String) -> String { counter += 1; return "\(prefix)\(counter)" }
 
@@ -111,7 +115,14 @@ public struct WorkloadGenerator: Sendable {
             // Some workloads also drive the reference app (CONTRACT.md section 8) on a client of
             // its own, whose identities no hold matches, so its steps always finish.
             hasApp = random.chance(40)
-            if hasApp { clientsJSON["app"] = .object(["store": .string("s-app")]) }
+            if hasApp {
+                clientsJSON["app"] = .object(["store": .string("s-app")])
+                appClients = ["app"]
+                if random.chance(50) {
+                    appClients.append("app2")
+                    clientsJSON["app2"] = .object(["store": .string("s-app2")])
+                }
+            }
             let length = 8 + random.int(23)
             for _ in 0..<length { step() }
             finish()
@@ -145,6 +156,11 @@ public struct WorkloadGenerator: Sendable {
             case 4: step = ["app": .string("event"), "name": .string("Report Previewed")]
             default: step = ["app": .string("report_state")]
             }
+            // `client` on app steps: the second app, or the default one named explicitly.
+            let client = random.pick(appClients)
+            if client != "app" || random.chance(30) { step["client"] = .string(client) }
+            // `times`: copies of the action at once on one app.
+            if random.chance(20) { step["times"] = .number(Double(2 + random.int(2))) }
             steps.append(.object(step))
         }
 

@@ -202,7 +202,16 @@ final class ScenarioExecution: @unchecked Sendable {
     private var groups: [ExactKey: [String]] = [:]
     private var checks: [CheckResult] = []
     private(set) var clients: [String: any DriverClient] = [:]
+    /// The `app` section's reference app (on its client), created with the clients.
     private var app: ReferenceApp?
+    /// Every reference app by client (the `app` section's included), each created on first use
+    /// (guarded by `lock`).
+    private var apps: [ExactKey: ReferenceApp] = [:]
+    /// Interleaved runs: the executor app fetch tasks prefer (`nil` otherwise); set in `init`.
+    private(set) var appTaskExecutor: (any Sendable)?
+
+    /// Runs `body` on the apps by client under `lock`.
+    func withAppsLocked<T>(_ body: (inout [ExactKey: ReferenceApp]) -> T) -> T { lock.withLock { body(&apps) } }
     private var autoLabel = 0
     /// `advance` steps run so far (guarded by `lock`).
     private var advances = 0
@@ -267,8 +276,11 @@ final class ScenarioExecution: @unchecked Sendable {
         for c in scenario.clients {
             clients[c.name] = try driver.makeClient(name: c.name, settings: c.settings, store: c.store, context: context)
         }
+        appTaskExecutor = sdkExecutor
         if let a = scenario.app, let client = clients[a.client] {
-            app = ReferenceApp(settings: a, client: client, recorder: recorder, taskExecutor: sdkExecutor)
+            let made = ReferenceApp(settings: a, client: client, recorder: recorder, taskExecutor: sdkExecutor)
+            app = made
+            apps[ExactKey(a.client)] = made
         }
     }
 
@@ -280,7 +292,7 @@ final class ScenarioExecution: @unchecked Sendable {
             recorder.setStep(i)
             if let problem = await perform(step, index: i) {
                 aborted = problem
-                fail("step \(i) \(Self.verb(step))", problem)
+                fail("step \(i) \(Self.verb(step, appClient: scenario.app?.client))", problem)
                 break
             }
         }
@@ -367,10 +379,12 @@ final class ScenarioExecution: @unchecked Sendable {
         lock.withLock { checks.append(CheckResult(name: name, passed: true)) }
     }
 
-    static func verb(_ step: Step) -> String {
+    /// A step in a few words; an app step on a client other than `appClient` (the `app`
+    /// section's) names its client.
+    static func verb(_ step: Step, appClient: String? = nil) -> String {
         switch step {
         case .sdk(_, let op, let label, _, _, _): return "do \(op.name)\(label.map { " as \($0)" } ?? "")"
-        case .app(let action, _, _, _): return "app \(action)"
+        case .app(let action, _, _, _, let client, _): return "app \(action)" + (client.isExactly(appClient ?? client) ? "" : " on \(client)")
         case .await(let label, _): return "await \(label)"
         case .cancel(let label): return "cancel \(label)"
         case .addFault(let id, _): return "fault \(id)"
@@ -386,7 +400,7 @@ final class ScenarioExecution: @unchecked Sendable {
 
     /// Runs one step; returns a message when the scenario cannot go on (a hang or a bad step).
     func perform(_ step: Step, index: Int) async -> String? {
-        let name = "step \(index) \(Self.verb(step))"
+        let name = "step \(index) \(Self.verb(step, appClient: scenario.app?.client))"
         switch step {
         case .sdk(let client, let op, let label, let isAsync, let count, let expect):
             let base = label ?? nextLabel()
@@ -408,13 +422,18 @@ final class ScenarioExecution: @unchecked Sendable {
             launches.forEach { $0() }
             if !isAsync { return await finish(group: base, expect: expect, step: name) }
             if let expect { lock.withLock { deferred[base] = (index, name, expect) } }
-        case .app(let action, let label, let isAsync, let expect):
+        case .app(let action, let label, let isAsync, let expect, let client, let count):
             let base = label ?? nextLabel()
-            lock.withLock { groups[ExactKey(base)] = [base] }
-            let app = self.app!
-            requestCancellation { $0.client.unicodeScalars.elementsEqual(app.settings.client.unicodeScalars) }
-            start(label: base, client: app.settings.client, name: "app.\(Self.appName(action))", user: nil,
-                  detail: Self.appArguments(action)) { await app.perform(action) }()
+            // `times`: N copies at once on the same app, labelled as an SDK operation's copies.
+            let labels = count == 1 ? [base] : (1...count).map { "\(base)#\($0)" }
+            lock.withLock { groups[ExactKey(base)] = labels }
+            guard let app = appInstance(on: client) else { return "no reference app can run on client '\(client)'" }
+            requestCancellation { $0.client.unicodeScalars.elementsEqual(client.unicodeScalars) }
+            let launches = labels.map { l in
+                start(label: l, client: client, name: "app.\(Self.appName(action))", user: nil,
+                      detail: Self.appArguments(action)) { await app.perform(action) }
+            }
+            launches.forEach { $0() }
             if !isAsync { return await finish(group: base, expect: expect, step: name) }
             if let expect { lock.withLock { deferred[base] = (index, name, expect) } }
         case .await(let label, let expect):
@@ -554,7 +573,7 @@ final class ScenarioExecution: @unchecked Sendable {
             return "\(what) can never finish: it waits on parked requests and no later step can release them"
         }
         infeasible = true
-        return "\(what) waits for what only a later step provides (step \(provider) \(Self.verb(scenario.steps[provider]))): "
+        return "\(what) waits for what only a later step provides (step \(provider) \(Self.verb(scenario.steps[provider], appClient: scenario.app?.client))): "
             + "the scenario deadlocks in this order of its steps (explore counts such an order infeasible; in a file, move that step earlier)"
     }
 
@@ -795,20 +814,22 @@ final class ScenarioExecution: @unchecked Sendable {
                 if got != sizes { return "expected batch sizes \(sizes), got \(got)" }
             }
             return nil
-        case .app(let shown, let identity, let source):
-            guard let app else { return "no app" }
+        case .app(let shown, let identity, let source, let client):
+            guard let app = appInstance(on: client) else { return "no app" }
+            let prefix = appPrefix(client)
             var problems: [String] = []
-            if let shown, !(app.shown ?? "fallback").isExactly(shown) { problems.append("app shows \((app.shown ?? "fallback").unambiguous), expected \(shown.unambiguous)") }
-            if let identity, !app.identity.isExactly(identity) { problems.append("app identity is \(app.identity.unambiguous), expected \(identity.unambiguous)") }
-            if let source, app.source != source { problems.append("layout_source is \(app.source), expected \(source)") }
+            if let shown, !(app.shown ?? "fallback").isExactly(shown) { problems.append("\(prefix)app shows \((app.shown ?? "fallback").unambiguous), expected \(shown.unambiguous)") }
+            if let identity, !app.identity.isExactly(identity) { problems.append("\(prefix)app identity is \(app.identity.unambiguous), expected \(identity.unambiguous)") }
+            if let source, app.source != source { problems.append("\(prefix)layout_source is \(app.source), expected \(source)") }
             return problems.isEmpty ? nil : problems.joined(separator: "; ")
-        case .reported(let experiment, let variant):
-            guard let app else { return "no app" }
+        case .reported(let experiment, let variant, let client):
+            guard let app = appInstance(on: client) else { return "no app" }
+            let prefix = appPrefix(client)
             if let experiment, !experiment.isExactly(app.settings.experiment) {
-                return "the app reports experiment \(app.settings.experiment.unambiguous), expected \(experiment.unambiguous)"
+                return "\(prefix)the app reports experiment \(app.settings.experiment.unambiguous), expected \(experiment.unambiguous)"
             }
             guard app.reported.isExactly(variant) else {
-                return "the app reports \(app.reported.map { "variant \($0.unambiguous) active" } ?? "no active variant"), expected \(variant.map { "variant \($0.unambiguous)" } ?? "none")"
+                return "\(prefix)the app reports \(app.reported.map { "variant \($0.unambiguous) active" } ?? "no active variant"), expected \(variant.map { "variant \($0.unambiguous)" } ?? "none")"
             }
             return nil
         case .cached(let client, let kind, let user, let key, let present, let value):

@@ -27,6 +27,28 @@ enum DuplicateKeys {
         return scanner.value(path: "$")
     }
 
+    /// The first integer literal (no fraction, no exponent) beyond ±2^53 (9007199254740992) in
+    /// `bytes`, which must already be valid JSON: its JSON path and text; `nil` when there is none.
+    ///
+    /// The backend (FastAPI/pydantic, Python's `json`) keeps such an integer exactly, while the
+    /// harness and the mock hold numbers as doubles (exact only up to 2^53), so a fixture or an
+    /// expectation with one would silently mean another number; scenario files refuse it.
+    static func firstLargeInteger(in bytes: [UInt8]) -> (path: String, text: String)? {
+        var scanner = Scanner(bytes: bytes)
+        _ = scanner.value(path: "$")
+        return scanner.largeInteger
+    }
+
+    /// Whether `token` is an integer literal whose magnitude exceeds 2^53.
+    static func isLargeInteger(_ token: ArraySlice<UInt8>) -> Bool {
+        var digits = token.drop { $0 == UInt8(ascii: "-") }
+        guard !digits.isEmpty, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return false }
+        digits = digits.drop { $0 == 0x30 }
+        let limit = Array("9007199254740992".utf8)
+        if digits.count != limit.count { return digits.count > limit.count }
+        return Array(digits).lexicographicallyPrecedes(limit) == false && Array(digits) != limit
+    }
+
     /// `.key` for identifier-like keys, `["key"]` (JSON-escaped) otherwise.
     static func member(_ key: String) -> String {
         let simple = !key.isEmpty && key.unicodeScalars.allSatisfy { s in
@@ -39,6 +61,8 @@ enum DuplicateKeys {
     private struct Scanner {
         let bytes: [UInt8]
         var i = 0
+        /// The first integer literal beyond ±2^53 seen (see `firstLargeInteger(in:)`).
+        var largeInteger: (path: String, text: String)?
 
         mutating func skipWhitespace() {
             while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x0a || bytes[i] == 0x0d || bytes[i] == 0x09 { i += 1 }
@@ -54,7 +78,11 @@ enum DuplicateKeys {
             case UInt8(ascii: "\""): _ = string(); return nil
             default:
                 // A number or a literal: up to the next delimiter.
+                let start = i
                 while i < bytes.count, ![UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), 0x20, 0x0a, 0x0d, 0x09].contains(bytes[i]) { i += 1 }
+                if largeInteger == nil, DuplicateKeys.isLargeInteger(bytes[start..<i]) {
+                    largeInteger = (path, String(decoding: bytes[start..<i], as: UTF8.self))
+                }
                 return nil
             }
         }

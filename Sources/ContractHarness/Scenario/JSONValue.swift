@@ -10,6 +10,13 @@ extension JSONValue: CustomStringConvertible {
     ///   or the JSON path when one object states a key twice (RFC 8259 section 4: the parsed
     ///   object would silently keep only the last).
     public static func parse(_ data: Data, file: String) throws -> JSONValue {
+        // RFC 8259 section 8.1: a parser MAY ignore a UTF-8 byte-order mark; editors on Windows
+        // write one. A UTF-16 one means the file is not UTF-8 at all.
+        let data = withoutByteOrderMark(data)
+        if data.starts(with: [0xFE, 0xFF]) || data.starts(with: [0xFF, 0xFE]) {
+            throw ScenarioError(file: file, path: "$", expected: "UTF-8 JSON (RFC 8259 section 8.1)",
+                                found: "a UTF-16 byte-order mark: save the file as UTF-8")
+        }
         do {
             let value = try JSONValue.parse(data).value
             if let d = DuplicateKeys.first(in: [UInt8](data)) {
@@ -29,6 +36,12 @@ extension JSONValue: CustomStringConvertible {
         } catch {
             throw ScenarioError(file: file, path: "$", expected: "valid JSON", found: "\(error)")
         }
+    }
+
+    /// `data` without a leading UTF-8 byte-order mark (EF BB BF), which RFC 8259 section 8.1
+    /// lets a parser ignore.
+    static func withoutByteOrderMark(_ data: Data) -> Data {
+        data.starts(with: [0xEF, 0xBB, 0xBF]) ? Data(data.dropFirst(3)) : data
     }
 
     /// Compact JSON text with sorted keys, for messages: a string not in NFC has its non-ASCII

@@ -100,8 +100,10 @@ public enum OutcomeExpectation: Sendable, Equatable {
 public enum Step: Sendable {
     /// An SDK operation on a client; `label` names it for `await`; `count` > 1 starts that many at once.
     case sdk(client: String, operation: SDKOperation, label: String?, async: Bool, count: Int, expect: OutcomeExpectation?)
-    /// An action of the reference app.
-    case app(action: AppAction, label: String?, async: Bool, expect: OutcomeExpectation?)
+    /// An action of the reference app of `client` (each client has its own app instance, created
+    /// on first use; the `app` section's client by default); `count` > 1 starts that many copies
+    /// at once, labelled `label#1`...`label#N`, as `times` does for an SDK operation.
+    case app(action: AppAction, label: String?, async: Bool, expect: OutcomeExpectation?, client: String, count: Int)
     /// Wait for a started operation (or group) and check its outcome.
     case await(label: String, expect: OutcomeExpectation?)
     /// Cancel a started operation's task.
@@ -170,13 +172,14 @@ public enum Expectation: Sendable, Equatable {
     case persisted(client: String, kind: String, user: String, key: String, present: Bool, value: JSONValue?)
     /// The number of requests matching (and optionally the batch sizes, in order).
     case requests(RequestMatch, count: Int?, batchSizes: [Int]?)
-    /// What the app shows and as whom.
-    case app(shown: String?, identity: String?, source: String?)
+    /// What the app of `client` (`nil`: the `app` section's client) shows and as whom.
+    case app(shown: String?, identity: String?, source: String?, client: String?)
     /// Whether the client's memory cache holds (user, key), kind `"flag"` or `"experiment"`, and
     /// for an assignment what it contains (`cached`).
     case cached(client: String, kind: String, user: String, key: String, present: Bool, value: JSONValue?)
-    /// The app's reported state: the variant marked active (`nil`: none) for `experiment` (`nil`: the app's).
-    case reported(experiment: String?, variant: String?)
+    /// The app's reported state: the variant marked active (`nil`: none) for `experiment` (`nil`:
+    /// the app's), of the app on `client` (`nil`: the `app` section's client).
+    case reported(experiment: String?, variant: String?, client: String?)
     /// How many exposures the mock recorded that match (user, experiment, variant id; `nil`: any).
     case exposures(user: String?, experiment: String?, variantID: String?, count: Int)
 }

@@ -128,13 +128,15 @@ extension StepContext {
 }
 
 extension StepContext {
-    /// Parses `{"reported": {"experiment"?, "variant": NAME | null}}`: the reference app's
-    /// reported state (the active variant; `null`: none). `variant` is required.
+    /// Parses `{"reported": {"client"?, "experiment"?, "variant": NAME | null}}`: the reference
+    /// app's reported state (the active variant; `null`: none). `variant` is required; `client`
+    /// names the app instance (default: the `app` section's client).
     ///
     /// - Throws: `ScenarioError` naming the path when `variant` is missing or not a string or null.
     func parseReported(_ value: JSONValue, path: String) throws -> Expectation {
         var r = try ObjectReader(value, file: file, path: path)
         let experiment = try r.optionalString("experiment")
+        let client = try optionalAppClient(&r)
         let variant: String?
         switch r.value("variant") {
         case .string(let s)?: variant = s
@@ -142,7 +144,7 @@ extension StepContext {
         case let other: throw r.error("variant", expected: "the active variant's name, or null for none", found: other)
         }
         try r.finish()
-        return .reported(experiment: experiment, variant: variant)
+        return .reported(experiment: experiment, variant: variant, client: client)
     }
 }
 

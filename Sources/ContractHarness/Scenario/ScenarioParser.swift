@@ -22,6 +22,7 @@ public enum ScenarioParser {
     /// - Throws: `ScenarioError` for invalid JSON or format.
     public static func parse(_ data: Data, file: String) throws -> Scenario {
         let root = try JSONValue.parse(data, file: file)
+        try refuseLargeIntegers(data, file: file)
         var r = try ObjectReader(root, file: file, path: "$")
         let format = try r.string("format")
         guard format == Scenario.format else {
@@ -78,6 +79,7 @@ public enum ScenarioParser {
         // A scenario that does nothing checks nothing, and must not pass (issue 10 section 3).
         guard !rawSteps.isEmpty else { throw r.error("steps", expected: "at least one step", found: .array([])) }
         var ctx = StepContext(file: file, clients: clientNames, hasApp: app != nil)
+        ctx.appClient = app?.client
         let steps = try rawSteps.enumerated().map { i, raw in try ctx.parseStep(raw, path: "$.steps[\(i)]") }
         let checks = try r.optionalStrings("checks") ?? []
         for (i, check) in checks.enumerated() where !Scenario.knownChecks.contains(check) {
@@ -142,6 +144,8 @@ struct StepContext {
     let file: String
     let clients: [String]
     let hasApp: Bool
+    /// The `app` section's client: app steps and app assertions without `client` use its app.
+    var appClient: String? = nil
     /// Labels and fault ids so far, compared exactly (Unicode scalars): NFC and NFD spellings are
     /// two labels.
     var labels: Set<ExactKey> = []
@@ -296,9 +300,10 @@ struct StepContext {
         default: throw r.error("app", expected: "login, logout, refresh, display, event or report_state", found: .string(name))
         }
         let isAsync = try r.optionalBool("async") ?? false
+        let (client, count) = try appClientAndTimes(&r)
         let label = try label(&r)
         if isAsync && label == nil { throw r.error("as", expected: "a label for an action started with \"async\": true", found: nil) }
-        return .app(action: action, label: label, async: isAsync, expect: try parseOutcome(&r))
+        return .app(action: action, label: label, async: isAsync, expect: try parseOutcome(&r), client: client, count: count)
     }
 
     func parseOutcome(_ r: inout ObjectReader) throws -> OutcomeExpectation? {
@@ -420,9 +425,10 @@ struct StepContext {
         } else if let v = r.value("app") {
             guard hasApp else { throw r.error("app", expected: "an \"app\" section in the scenario", found: v) }
             var ar = try ObjectReader(v, file: file, path: path + ".app")
-            result = .app(shown: try ar.optionalString("shown"), identity: try ar.optionalString("identity"), source: try ar.optionalString("source"))
+            result = .app(shown: try ar.optionalString("shown"), identity: try ar.optionalString("identity"), source: try ar.optionalString("source"),
+                          client: try optionalAppClient(&ar))
             try ar.finish()
-            if case .app(nil, nil, nil) = result {
+            if case .app(nil, nil, nil, _) = result {
                 throw ScenarioError(file: file, path: path + ".app", expected: "\"shown\", \"identity\" or \"source\"",
                                     found: "keys \(ar.keys): this assertion checks nothing")
             }

@@ -90,7 +90,7 @@ extension Step {
     /// `true` when the step states something the runner checks: an `expect` or an `assert`.
     var statesExpectation: Bool {
         switch self {
-        case .sdk(_, _, _, _, _, .some), .app(_, _, _, .some), .await(_, .some): return true
+        case .sdk(_, _, _, _, _, .some), .app(_, _, _, .some, _, _), .await(_, .some): return true
         case .expect: return true
         default: return false
         }

@@ -5,14 +5,16 @@ import ExperimentlyMock
 /// renderers: which lane each event belongs to, which request each answer closes, and which
 /// events each failing check cites.
 struct ReportTimeline {
-    /// A lane: the virtual clock, the reference app, one per client, the mock backend.
+    /// A lane: the virtual clock, the reference app (`app(nil)`: the `app` section's; one more
+    /// per other client running an app), one per client, the mock backend.
     enum Lane: Equatable, Hashable {
-        case clock, app, client(String), mock
+        case clock, app(String?), client(String), mock
 
         var title: String {
             switch self {
             case .clock: return "virtual clock"
-            case .app: return "reference app"
+            case .app(nil): return "reference app"
+            case .app(let name?): return "app on \(name)"
             case .client(let name): return "client \(name)"
             case .mock: return "mock backend"
             }
@@ -34,20 +36,27 @@ struct ReportTimeline {
 
     let events: [HistoryEvent]
     let lanes: [Lane]
+    /// Clients running an app other than the `app` section's (their markers carry `"app"`).
+    let otherApps: [String]
     let citations: [Citation]
 
     /// Lays out `result`'s recorded history (`events`).
     init(_ result: ScenarioResult) {
         events = result.events
         var clients: [String] = []
+        var others: [String] = []
+        for e in events where e.kind == .marker {
+            if case .string(let name)? = e.detail?["app"], !others.containsExactly(name) { others.append(name) }
+        }
+        otherApps = others
         var hasApp = false
         for e in events {
             if let c = e.request?.client ?? (Self.isApp(e) ? nil : e.client), !clients.contains(where: { $0.unicodeScalars.elementsEqual(c.unicodeScalars) }) {
                 clients.append(c)
             }
-            if Self.isApp(e) { hasApp = true }
+            if Self.isApp(e), !others.containsExactly(e.client ?? "") { hasApp = true }
         }
-        lanes = [.clock] + (hasApp ? [.app] : []) + clients.map(Lane.client) + [.mock]
+        lanes = [.clock] + (hasApp ? [.app(nil)] : []) + others.map { Lane.app($0) } + clients.map(Lane.client) + [.mock]
         var found: [Citation] = []
         let events = self.events
         for check in result.checks where !check.passed {
@@ -90,11 +99,11 @@ struct ReportTimeline {
     func lane(of e: HistoryEvent) -> Lane {
         switch e.kind {
         case .invoke, .complete:
-            return Self.isApp(e) ? .app : .client(e.client ?? "?")
+            return Self.isApp(e) ? appLane(e) : .client(e.client ?? "?")
         case .request, .response:
             return .client(e.request?.client ?? e.client ?? "?")
         case .marker:
-            if e.client != nil { return .app }
+            if e.client != nil { return appLane(e) }
             switch e.name {
             case "advance": return .clock
             case "cancel":
@@ -103,6 +112,13 @@ struct ReportTimeline {
             default: return .mock
             }
         }
+    }
+
+    /// The lane of an app event: its own app's when its client runs an app other than the
+    /// `app` section's, else the reference app's.
+    func appLane(_ e: HistoryEvent) -> Lane {
+        if let client = e.client, otherApps.containsExactly(client) { return .app(client) }
+        return .app(nil)
     }
 
     /// The index (in `events`) of the answer to the request at `i`, when there is one.

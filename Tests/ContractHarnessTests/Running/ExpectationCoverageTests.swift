@@ -20,6 +20,7 @@ final class ExpectationCoverageTests: XCTestCase {
     static let assign = #"{"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-1"}"#
     static let flag = #"{"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "user-1"}"#
     static let app = #""app": {"flag": "sdk_contract_flag", "experiment": "sdk_contract_ab", "user": "user-1"}, "#
+    static let twoApps = #""clients": {"main": {}, "b": {}}, "app": {"flag": "sdk_contract_flag", "experiment": "sdk_contract_ab", "user": "user-1"}, "#
     /// A request MATCH on the flag evaluation of user-1 that must match exactly once.
     static func match(_ member: String) -> Row {
         Row(covers: ["match.\(member)"], steps: "\(flag), {\"assert\": {\"requests\": {\"\(member)\": %V%}, \"count\": 1}}", right: "", wrong: "")
@@ -140,6 +141,17 @@ final class ExpectationCoverageTests: XCTestCase {
                 extra: app, right: #""bob""#, wrong: #""user-1""#),
             Row(covers: ["assert.app.source"], steps: #"{"app": "refresh"}, {"app": "display"}, {"assert": {"app": {"source": %V%}}}"#,
                 extra: app, right: #""assignment""#, wrong: #""fallback""#),
+            // `times` and `client` on app steps, `client` on app assertions (each client its own app).
+            Row(covers: ["app.sync.times"], steps: #"{"app": "refresh"}, {"app": "display", "times": 2, "expect": {"value": {"shown": %V%}}}"#,
+                extra: app, right: #""control""#, wrong: #""treatment""#),
+            Row(covers: ["app.async.times"], steps: #"{"app": "refresh"}, {"app": "display", "times": 3, "async": true, "as": "d", "expect": {"value": {"shown": %V%}}}, {"await": "d"}"#,
+                extra: app, right: #""control""#, wrong: #""treatment""#),
+            Row(covers: ["app.client"], steps: #"{"app": "login", "client": "b", "user": "user-2"}, {"app": "display", "client": "b", "expect": {"value": {"shown": %V%}}}"#,
+                extra: twoApps, right: #""treatment""#, wrong: #""control""#),
+            Row(covers: ["assert.app.client"], steps: #"{"app": "login", "client": "b", "user": "user-2"}, {"assert": {"app": {"client": %V%, "identity": "user-2"}}}"#,
+                extra: twoApps, right: #""b""#, wrong: #""main""#),
+            Row(covers: ["assert.reported.client"], steps: #"{"app": "login", "client": "b", "user": "user-2"}, {"app": "display", "client": "b"}, {"app": "report_state", "client": "b"}, {"assert": {"reported": {"client": %V%, "variant": "treatment"}}}"#,
+                extra: twoApps, right: #""b""#, wrong: #""main""#),
         ]
         // Every member of a request MATCH, on `evaluateFlag(sdk_contract_flag, user-1)`.
         let matches: [(String, String, String)] = [
@@ -172,6 +184,7 @@ final class ExpectationCoverageTests: XCTestCase {
         keys.formUnion(["login", "logout", "refresh", "display", "event", "report_state"].map { "app.\($0)" })
         keys.formUnion(["expect.value", "expect.error", "expect.status", "expect.code", "await.expect",
                         "do.sync", "do.sync.times", "do.async.awaited", "do.async.never_awaited", "do.async.times", "app.sync", "app.async",
+                        "app.sync.times", "app.async.times", "app.client", "assert.app.client", "assert.reported.client",
                         "assert.cache.assignments", "assert.cache.flags", "assert.persisted.present", "assert.persisted.absent",
                         "assert.persisted.value", "assert.requests.count", "assert.requests.batch_sizes",
                         "assert.app.shown", "assert.app.identity", "assert.app.source",
