@@ -13,8 +13,8 @@ import ExperimentlyMock
 ///   batch: `trackBatch`), in arrival (`seq`) order, with the answer the journal recorded as
 ///   its `expect`; a `clearCache` of that client first when it already asked for the same
 ///   (user, key), so the SDK sends the request again as the recorded client did;
-/// - one fault rule per request a fault hit (`match` = method, path and the request's user,
-///   `when` = `nth` among the mapped requests of that match), with the action rebuilt from the
+/// - one fault rule per request a fault hit, added just before that request's step (`match` =
+///   method, path and the request's user and key, `when` `{"first": 1}`), with the action rebuilt from the
 ///   recorded answer: an answer the fault made is a `respond`; holds, delays, timeouts and
 ///   delayed drops become holds, started `async`, waited for, and released (with the recorded
 ///   answer when it was not a 2xx, with a transport error when none came) in the order the
@@ -344,7 +344,6 @@ public enum JournalScenario {
 
         var steps: [[(String, JSONValue)]] = []
         var seenKeys: Set<ExactKey> = []
-        var matchCounts: [ExactKey: Int] = [:]
         var faults = 0, holds = 0, clears = 0
         // The holds to release, in the order the journal finished them (its array order).
         let releaseOrder = mapped.filter { parkingActions.contains($0.0.faultAction ?? "") }
@@ -392,12 +391,9 @@ public enum JournalScenario {
                 }
                 seenKeys.insert(k)
             }
-            // The match of a fault for this request, and which of its matches this request is.
+            // The match of a fault for this request (added just before it, so its first match).
             var match: [String: JSONValue] = ["method": .string(e.method), "path": .string(e.rawPath)]
             for (k, v) in op.match { match[k] = v }
-            let matchKey = ExactKey(JSONValue.object(match).jsonText)
-            matchCounts[matchKey, default: 0] += 1
-            let nth = matchCounts[matchKey]!
             let parked = parkingActions.contains(e.faultAction ?? "")
             if let action = e.faultAction {
                 let rule: JSONValue?
@@ -409,7 +405,7 @@ public enum JournalScenario {
                     if rule == nil { notes.append("\(e.label): its \(action) fault gave no answer to copy; no fault") }
                 }
                 if let rule {
-                    steps.append([("fault", .object(["match": .object(match), "when": .object(["nth": .number(Double(nth))]), "action": rule])),
+                    steps.append([("fault", .object(["match": .object(match), "when": .object(["first": .number(1)]), "action": rule])),
                                   ("id", .string("f\(e.seq)"))])
                     faults += 1
                 }
