@@ -425,8 +425,9 @@ public enum JournalScenario {
         releaseSteps(before: nil)
 
         let clientsPhrase = multi ? "\(clientNames.count) clients (one per client connection: merge those that were one SDK client)" : "one client"
-        var description = "Skeleton from the serve journal \(URL(fileURLWithPath: file).lastPathComponent): \(mapped.count) of \(entries.count) requests as SDK operations in arrival order on \(clientsPhrase), the recorded answers as expectations, \(faults) fault rules rebuilt from the answers they gave, \(holds) holds released in the order the journal finished them"
-        if clears > 0 { description += ", \(clears) clearCache steps where the recorded client asked again for what it had asked before" }
+        func count(_ n: Int, _ thing: String) -> String { "\(n) \(thing)\(n == 1 ? "" : "s")" }
+        var description = "Skeleton from the serve journal \(URL(fileURLWithPath: file).lastPathComponent): \(mapped.count) of \(count(entries.count, "request")) as SDK operations in arrival order on \(clientsPhrase), the recorded answers as expectations, \(count(faults, "fault rule")) rebuilt from the answers they gave, \(count(holds, "hold")) released in the order the journal finished them"
+        if clears > 0 { description += ", \(count(clears, "clearCache step")) where the recorded client asked again for what it had asked before" }
         description += ". Edit it to state what the SDK should have done."
         if !notes.isEmpty { description += " Not mapped: " + notes.joined(separator: "; ") + "." }
 

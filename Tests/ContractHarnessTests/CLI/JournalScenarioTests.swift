@@ -123,6 +123,63 @@ final class JournalScenarioTests: XCTestCase {
         }
     }
 
+    /// The text of the fenced block after `<!-- tested: NAME -->` in CrossSDK.md.
+    static func block(_ name: String, in doc: String) throws -> String {
+        let marker = try XCTUnwrap(doc.range(of: "<!-- tested: \(name) -->\n```"), "CrossSDK.md lost the block '\(name)'")
+        let rest = doc[marker.upperBound...]
+        let start = try XCTUnwrap(rest.firstIndex(of: "\n"))
+        let body = rest[rest.index(after: start)...]
+        let end = try XCTUnwrap(body.range(of: "\n```\n"))
+        return String(body[..<end.lowerBound]) + "\n"
+    }
+
+    /// CrossSDK.md's worked example, exactly as written: the Python SDK's test with its defect
+    /// against a real serve, the skeleton the doc shows, and the edited scenario that passes the
+    /// Swift SDK and the Python SDK without the defect and fails both broken ones.
+    func testCrossSDKWorkedExampleRunsAsWritten() throws {
+        let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        let interpreter = URL(fileURLWithPath: try XCTUnwrap(python, "python3 is not installed (.ci/run installs it)"))
+        let doc = try String(contentsOf: Repository.root.appendingPathComponent("Documentation/CrossSDK.md"), encoding: .utf8)
+        let script = dir.appendingPathComponent("late_answer_test.py")
+        try Data(try Self.block("from-journal-python", in: doc).utf8).write(to: script)
+
+        let serve = try ServeProcess(["--journal", "journal.json"], directory: dir)
+        var environment = ProcessInfo.processInfo.environment
+        environment["EXPERIMENTLY_API_URL"] = serve.url
+        environment["EXPERIMENTLY_ADMIN_URL"] = serve.url + "/__admin"
+        environment["EXPERIMENTLY_API_KEY"] = serve.key
+        environment["EXPERIMENTLY_EXAMPLE_DEFECT"] = "stale-write-after-clear"
+        let test = try BoundedRun.run(interpreter, [script.path], environment: environment, directory: Repository.root, timeout: 60)
+        XCTAssertEqual(serve.stop(SIGTERM), 0, serve.stderrText)
+        XCTAssertEqual(test.status, 0, test.err)
+        XCTAssertEqual(test.out, "cached for user-1 after the clear: ['sdk_contract_ab']\n", test.err)
+
+        let made = try HarnessProcess.run(["scenario", "--from-journal", "journal.json", "--clients", "one", "--name", "late-assignment-after-clear"], in: dir)
+        XCTAssertEqual(made.status, 0)
+        XCTAssertEqual(made.out, try Self.block("from-journal-skeleton", in: doc), "CrossSDK.md shows another skeleton than the command writes")
+        let skeleton = dir.appendingPathComponent("late.json")
+        try Data(made.out.utf8).write(to: skeleton)
+        XCTAssertEqual(try HarnessProcess.run(["run", skeleton.path, "--verdict", dir.appendingPathComponent("v0.json").path], in: dir).status, 0)
+
+        let edited = dir.appendingPathComponent("late-edited.json")
+        try Data(try Self.block("from-journal-edited", in: doc).utf8).write(to: edited)
+        let verdict = dir.appendingPathComponent("v.json").path
+        let shipping = try HarnessProcess.run(["run", edited.path, "--verdict", verdict], in: dir)
+        XCTAssertEqual(shipping.status, 0, shipping.out)
+        let mutant = try HarnessProcess.run(["run", edited.path, "--verdict", verdict, "--mutant", "stale-write-after-clear"], in: dir)
+        XCTAssertEqual(mutant.status, 1, mutant.out)
+        let caught = "step 7 assert: expected 0 request(s) matching /api/v1/tracking/batch, saw 1"
+        XCTAssertTrue(mutant.out.contains(caught), mutant.out)
+        let driver = ["run", edited.path, "--verdict", verdict, "--sdk-command", "\(interpreter.path) Examples/python-sdk/driver.py"]
+        environment["EXPERIMENTLY_EXAMPLE_DEFECT"] = nil
+        let fixed = try BoundedRun.run(HarnessCLITests.binary, driver, environment: environment, directory: Repository.root, timeout: 120)
+        XCTAssertEqual(fixed.status, 0, fixed.out + fixed.err)
+        environment["EXPERIMENTLY_EXAMPLE_DEFECT"] = "stale-write-after-clear"
+        let broken = try BoundedRun.run(HarnessCLITests.binary, driver, environment: environment, directory: Repository.root, timeout: 120)
+        XCTAssertEqual(broken.status, 1, broken.out + broken.err)
+        XCTAssertTrue(broken.out.contains(caught), broken.out)
+    }
+
     func testBadJournalsExitSixtyFourNamingFileAndPath() throws {
         func convert(_ text: String) throws -> (status: Int32, err: String) {
             let file = dir.appendingPathComponent("bad.json")
