@@ -7,7 +7,8 @@ import ExperimentlyMock
 ///
 /// Exit status: 0 written; 64 bad usage, a journal that is not valid JSON, not
 /// `experimently-journal/1`, or has a malformed entry (the message names the file and the JSON
-/// path), or a fixtures file that is not a JSON object; 70 the skeleton cannot be written or
+/// path), or a fixtures file that is not fixtures (named with its JSON path); 70 the skeleton
+/// cannot be written or
 /// (a bug) does not parse.
 enum ScenarioCommand {
     static func main(_ arguments: [String]) -> Int32 {
@@ -65,7 +66,12 @@ enum ScenarioCommand {
             return HarnessCommand.Exit.usage.rawValue
         }
         // The skeleton must be a scenario the harness runs: the strict parser is the judge.
-        do { _ = try ScenarioParser.parse(Data(text.utf8), file: out ?? "<skeleton>") } catch {
+        do { _ = try ScenarioParser.parse(Data(text.utf8), file: out ?? "<skeleton>") } catch let e as ScenarioError where fixturesFile != nil && e.path.hasPrefix("$.fixtures") {
+            // The fixtures file, not the journal, is what is wrong: name it with its own path.
+            let inner = ScenarioError(file: fixturesFile!, path: "$" + e.path.dropFirst("$.fixtures".count), expected: e.expected, found: e.found)
+            HarnessCommand.complain("\(inner)")
+            return HarnessCommand.Exit.usage.rawValue
+        } catch {
             HarnessCommand.complain("internal fault: the skeleton does not parse: \(error)")
             return HarnessCommand.Exit.internalFault.rawValue
         }

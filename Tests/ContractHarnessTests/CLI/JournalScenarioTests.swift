@@ -212,5 +212,29 @@ final class JournalScenarioTests: XCTestCase {
         }
         let missing = try HarnessProcess.run(["scenario"], in: dir)
         XCTAssertEqual(missing.status, 64)
+        // --fixtures: copied into the skeleton; a fixtures file that is not an object is refused.
+        let journal = dir.appendingPathComponent("ok.json")
+        let assign = #"{"seq":1,"received_at":"2026-01-01T00:00:00.000Z","method":"POST","path":"/api/v1/tracking/assign","headers":[],"body":"","json":{"experiment_key":"e","user_id":"u"},"response":{"status":404,"headers":[],"body":""},"outcome":"respond","cancelled":false}"#
+        try Data(#"{"format": "experimently-journal/1", "history": [\#(assign)]}"#.utf8).write(to: journal)
+        let fixtures = dir.appendingPathComponent("fixtures.json")
+        try Data(#"{"api_keys": [{"key": "k"}], "experiments": [], "flags": []}"#.utf8).write(to: fixtures)
+        let made = try HarnessProcess.run(["scenario", "--from-journal", journal.path, "--fixtures", fixtures.path], in: dir)
+        XCTAssertEqual(made.status, 0)
+        XCTAssertTrue(made.out.contains(#""fixtures": {"api_keys":[{"key":"k"}],"experiments":[],"flags":[]}"#), made.out)
+        XCTAssertTrue(made.out.contains(#""expect": {"error":"experimentNotFound"}"#), made.out)
+        try Data("[1]".utf8).write(to: fixtures)
+        XCTAssertEqual(try HarnessProcess.run(["scenario", "--from-journal", journal.path, "--fixtures", fixtures.path], in: dir).status, 64)
+        try Data(#"{"experiments": []}"#.utf8).write(to: fixtures)
+        let p = Process()
+        p.executableURL = HarnessCLITests.binary
+        p.arguments = ["scenario", "--from-journal", journal.path, "--fixtures", fixtures.path]
+        let err = Pipe()
+        p.standardError = err
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 64, text)
+        XCTAssertTrue(text.contains("fixtures.json: at $: expected mock fixtures"), text)
     }
 }
