@@ -198,7 +198,7 @@ public enum JournalScenario {
             return .success(Operation(verb: "evaluateFlag", arguments: [("flag", .string(flag)), ("user", user(id, context: context))],
                                       cacheKey: "flag\u{0}\(id)\u{0}\(flag)", match: match, expect: expectFlag(e)))
         }
-        if path == "/api/v1/tracking/assign", e.method == "POST" {
+        if path.isExactly("/api/v1/tracking/assign"), e.method == "POST" {
             guard let key = e.json?["experiment_key"]?.stringValue, let id = e.json?["user_id"]?.stringValue else {
                 return .failure(Reason("the body has no experiment_key and user_id"))
             }
@@ -206,14 +206,14 @@ public enum JournalScenario {
                                       cacheKey: "experiment\u{0}\(id)\u{0}\(key)",
                                       match: ["body": .object(["user_id": .string(id), "experiment_key": .string(key)])], expect: expectAssignment(e)))
         }
-        if path == "/api/v1/tracking/track", e.method == "POST" {
+        if path.isExactly("/api/v1/tracking/track"), e.method == "POST" {
             guard let json = e.json, let event = event(json) else { return .failure(Reason("the body is not an event with user_id and event_name")) }
             var match: [String: JSONValue] = [:]
             if let u = json["user_id"] { match["body"] = .object(["user_id": u]) }
             return .success(Operation(verb: "trackWithStatus", arguments: [("event", event)], cacheKey: nil, match: match,
                                       expect: .object(["value": .bool(succeeded(e))])))
         }
-        if path == "/api/v1/tracking/batch", e.method == "POST" {
+        if path.isExactly("/api/v1/tracking/batch"), e.method == "POST" {
             guard case .array(let list)? = e.json?["events"], !list.isEmpty else { return .failure(Reason("the body has no events")) }
             let events = list.compactMap(event)
             guard events.count == list.count else { return .failure(Reason("an event without user_id or event_name")) }
