@@ -122,13 +122,15 @@ final class DocumentationCommandsTests: XCTestCase {
             "the worked example: JournalScenarioTests run it as written",
     ]
 
-    /// The binary to run: the release one when it is built and not older than the debug one.
-    static var binaryFolder: URL {
+    /// Where the binaries are looked up, in order: the release folder when its `contract-harness`
+    /// is built and not older than the debug one, then the debug folder (for what the release
+    /// build lacks, e.g. `contract-smoke` after `./run.sh`).
+    static var binaryFolders: [URL] {
         let debug = HarnessCLITests.binary
         let release = Repository.root.appendingPathComponent(".build/release/contract-harness")
         func modified(_ url: URL) -> Date? { (try? FileManager.default.attributesOfItem(atPath: url.path))?[.modificationDate] as? Date }
-        if let r = modified(release), let d = modified(debug), r >= d { return release.deletingLastPathComponent() }
-        return debug.deletingLastPathComponent()
+        if let r = modified(release), let d = modified(debug), r >= d { return [release.deletingLastPathComponent(), debug.deletingLastPathComponent()] }
+        return [debug.deletingLastPathComponent()]
     }
 
     /// The shell command that runs `text` with the built binaries.
@@ -175,7 +177,7 @@ final class DocumentationCommandsTests: XCTestCase {
             try FileManager.default.copyItem(at: Repository.root.appendingPathComponent(folder), to: sandbox.appendingPathComponent(folder))
         }
         var environment = ProcessInfo.processInfo.environment
-        environment["PATH"] = Self.binaryFolder.path + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
+        environment["PATH"] = (Self.binaryFolders.map(\.path) + [environment["PATH"] ?? "/usr/bin:/bin"]).joined(separator: ":")
         // A verdict to draw for `report verdict.json`.
         _ = try BoundedRun.run(URL(fileURLWithPath: "/bin/sh"), ["-c", "contract-harness run scenarios/contract-smoke.json"],
                                environment: environment, directory: sandbox, timeout: 60)
