@@ -18,6 +18,7 @@ public enum HarnessCommand {
                                 [--jobs N] [--watch] [--sdk-command CMD] [--skip TEXT] [--skip-from FILE] [--list] [--step-timeout-ms N]
            contract-harness report VERDICT [--html FILE] [--mermaid FILE]
            contract-harness schema [--out FILE]
+           contract-harness scenario --from-journal JOURNAL [--out FILE] [--name NAME] [--fixtures FILE] [--clients peer|one]
            contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE] [--sdk-command CMD]
            contract-harness explore SCENARIO --interleave [--depth D] [--seed N] [--max-schedules K] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE]
            contract-harness mutants [PATH ...] [--verdict FILE] [--filter TEXT] [--step-timeout-ms N] [--jobs N]
@@ -70,6 +71,10 @@ public enum HarnessCommand {
     schema   Prints the JSON Schema of the scenario format (committed as Documentation/scenario.schema.json),
              or writes it to --out FILE.
 
+    scenario Turns a serve journal (--journal FILE) into a scenario skeleton that `run` runs: clients by connection
+             (--clients one: a single client), the SDK operations in arrival order with their answers as expectations,
+             the faults they met, holds released in the journal's order (Documentation/CrossSDK.md). To stdout or --out FILE.
+
     mutants  Runs the suite against the faithful variant of a second client implementation and against every
              deliberately broken variant (Documentation/Mutants.md); prints which scenarios caught which variant
              and the share caught; exit 0 when every variant is caught and the faithful one passes everything.
@@ -120,6 +125,8 @@ public enum HarnessCommand {
             return ReportCommand.main(Array(arguments.dropFirst()))
         case "schema":
             return SchemaCommand.main(Array(arguments.dropFirst()))
+        case "scenario":
+            return ScenarioCommand.main(Array(arguments.dropFirst()))
         default:
             return usageError("unknown command '\(command)'")
         }
@@ -579,8 +586,12 @@ public enum HarnessCommand {
             options.filters.isEmpty || options.filters.contains { f in s.name.contains(f) || s.tags.contains { $0.contains(f) } }
         }
         say("mutants: \(scenarios.count) scenarios x \(Defect.allCases.count + 1) variants (step limit \(cap) ms)")
+        let counters = Explorer.Progress()
+        let ticker = progressTicker(counters, command: "mutants", unit: "runs")
+        defer { ticker.cancel() }
         let report = await MutantRun.run(scenarios, stepTimeoutCap: cap, executable: WorkerPool.selfExecutable,
-                                         jobs: arguments.contains("--jobs") ? options.jobs : cores, seed: options.seed) { row in
+                                         jobs: arguments.contains("--jobs") ? options.jobs : cores, seed: options.seed,
+                                         counters: counters) { row in
             let by = row.caughtBy.prefix(4).joined(separator: ", ") + (row.caughtBy.count > 4 ? ", +\(row.caughtBy.count - 4) more" : "")
             say(String(format: "%@ %2d %-32@ %@", row.caught ? "CAUGHT " : "MISSED ", row.defect.item, row.defect.rawValue as NSString,
                        row.caught ? "by \(row.caughtBy.count): \(by)" : "by no scenario: \(row.defect.summary)"))
@@ -640,16 +651,17 @@ public enum HarnessCommand {
         return ScenarioRunner(driver: shipping, seed: options.seed, keepsHistory: false)
     }
 
-    /// Prints a progress line to stderr once a second while an exploration runs; cancel the
+    /// Prints a progress line to stderr once a second while an exploration (or the mutant matrix,
+    /// `command` "mutants", `unit` "runs": one run per variant and scenario) runs; cancel the
     /// returned timer when it ends.
-    static func progressTicker(_ progress: Explorer.Progress) -> DispatchSourceTimer {
+    static func progressTicker(_ progress: Explorer.Progress, command: String = "explore", unit: String = "schedules") -> DispatchSourceTimer {
         let started = DispatchTime.now()
         let timer = DispatchSource.makeTimerSource(queue: .global())
         timer.schedule(deadline: .now() + .seconds(1), repeating: .seconds(1))
         timer.setEventHandler {
             let p = progress.snapshot
             let seconds = Int(ScenarioRunner.elapsed(since: started) / 1000)
-            StandardStream.error(Data("explore: \(p.done)/\(p.total) schedules, \(p.failed) failed, \(p.infeasible) infeasible, \(seconds) s (\(p.phase))\n".utf8))
+            StandardStream.error(Data("\(command): \(p.done)/\(p.total) \(unit), \(p.failed) failed, \(p.infeasible) infeasible, \(seconds) s (\(p.phase))\n".utf8))
         }
         timer.resume()
         return timer

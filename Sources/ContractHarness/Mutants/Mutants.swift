@@ -74,14 +74,18 @@ public enum MutantRun {
     ///   - jobs: worker processes at once (with `executable`).
     ///   - seed: replaces `{{seed}}` in the files (with `executable`).
     ///   - progress: called with each variant's row, in `Defect` order.
+    ///   - counters: live counters (runs in all, runs done, runs failed, phase) for the progress
+    ///     lines `HarnessCommand.progressTicker` prints; a run is one (variant, scenario) pair.
     public static func run(_ scenarios: [Scenario], defects: [Defect] = Defect.allCases, stepTimeoutCap: Int = 1500,
-                           executable: String? = nil, jobs: Int = 2, seed: UInt64 = 0,
+                           executable: String? = nil, jobs: Int = 2, seed: UInt64 = 0, counters: Explorer.Progress? = nil,
                            progress: (Row) -> Void = { _ in }) async -> Report {
         let started = DispatchTime.now()
         // Scenario names compare exactly (Unicode scalars), like every other label.
         let variants: [Defect?] = [nil] + defects.map { Optional($0) }
         let pairs = variants.flatMap { d in scenarios.map { (d, $0) } }
-        var results = await results(of: pairs, cap: stepTimeoutCap, executable: executable, jobs: jobs, seed: seed)
+        counters?.start(total: pairs.count)
+        counters?.phase("running every variant")
+        var results = await results(of: pairs, cap: stepTimeoutCap, executable: executable, jobs: jobs, seed: seed, counters: counters)
         func failing(_ offset: Int) -> [ExactKey: [String]] {
             var failed: [ExactKey: [String]] = [:]
             for (i, s) in scenarios.enumerated() {
@@ -102,6 +106,7 @@ public enum MutantRun {
         // a scenario from catching variants.
         if !baseline.isEmpty {
             let again = scenarios.filter { baseline[ExactKey($0.name)] != nil }
+            counters?.phase("confirming \(again.count) baseline failures with the files' own limits")
             let patient = await Self.results(of: again.map { (nil, $0) }, cap: nil, executable: executable, jobs: jobs, seed: seed)
             for (s, r) in zip(again, patient) where r.status == .passed { baseline[ExactKey(s.name)] = nil }
         }
@@ -123,6 +128,7 @@ public enum MutantRun {
             }
             return failed
         }
+        if !interleaved.isEmpty { counters?.phase("exploring interleavings of \(interleaved.count) scenarios") }
         let interleavedBaseline = interleaved.isEmpty ? [:] : await explored(nil)
         var rows: [Row] = []
         for (v, defect) in defects.enumerated() {
@@ -143,11 +149,13 @@ public enum MutantRun {
     }
 
     /// Runs each (variant, scenario) pair: in worker processes when `executable` is given, else here.
-    static func results(of pairs: [(Defect?, Scenario)], cap: Int?, executable: String?, jobs: Int, seed: UInt64) async -> [ScenarioResult] {
+    static func results(of pairs: [(Defect?, Scenario)], cap: Int?, executable: String?, jobs: Int, seed: UInt64,
+                        counters: Explorer.Progress? = nil) async -> [ScenarioResult] {
         guard let executable else {
             var out: [ScenarioResult] = []
             for (defect, s) in pairs {
                 out.append(await ScenarioRunner(driver: driver(defect), stepTimeoutCap: cap, keepsHistory: false).run(s))
+                counters?.finished(out.last)
             }
             return out
         }
@@ -162,7 +170,13 @@ public enum MutantRun {
                       stepTimeoutCap: cap, keepsHistory: false, explore: nil)
         }
         let deadlines = pairs.map { HarnessCommand.hardDeadline($0.1, cap: cap, exploring: false) }
-        let outcomes = await WorkerPool(executable: executable, jobs: work, deadlines: deadlines, slots: jobs).run()
+        let outcomes = await WorkerPool(executable: executable, jobs: work, deadlines: deadlines, slots: jobs) { _, outcome in
+            switch outcome {
+            case .result(let r): counters?.finished(r)
+            case .crashed: counters?.finishedCrashed()
+            case .notRun: break
+            }
+        }.run()
         return zip(pairs, outcomes).map { pair, outcome in
             switch outcome {
             case .result(let r): return r

@@ -175,29 +175,49 @@ struct HTMLReport {
     static let rowHeight = 24.0
     static let top = 56.0
     static let gutter = 120.0
-    static let noteWidth = 430.0
-
-    static func laneWidth(_ lane: ReportTimeline.Lane) -> Double {
+    /// A lane's width in pixels: clients share what a 1400 px window leaves them (at least 220,
+    /// at most 420 each), so an operation's name, key and user fit when the lanes allow it.
+    static func laneWidth(_ lane: ReportTimeline.Lane, in t: ReportTimeline) -> Double {
         switch lane {
         case .clock: return 110
-        case .app: return 270
-        case .client: return 250
-        case .mock: return 470
+        case .app: return 250
+        case .mock: return 560
+        case .client:
+            let clients = t.lanes.filter { if case .client = $0 { return true } else { return false } }.count
+            let fixed = gutter + t.lanes.reduce(0.0) { sum, l in if case .client = l { return sum } else { return sum + laneWidth(l, in: t) } }
+            return min(420, max(220, (1290 - fixed) / Double(max(1, clients))))
         }
     }
 
+    /// Height of a failing check's note of `lines` lines.
+    static func noteHeight(_ lines: [String]) -> Double { Double(lines.count) * 15 + 12 }
+
     func svg(_ t: ReportTimeline) -> String {
+        func laneWidth(_ lane: ReportTimeline.Lane) -> Double { Self.laneWidth(lane, in: t) }
         var x: [ReportTimeline.Lane: Double] = [:]
         var cursor = Self.gutter
         for lane in t.lanes {
             x[lane] = cursor + 14
-            cursor += Self.laneWidth(lane)
+            cursor += laneWidth(lane)
         }
         let lanesRight = cursor
-        let width = lanesRight + Self.noteWidth
-        func y(_ i: Int) -> Double { Self.top + Double(i) * Self.rowHeight + Self.rowHeight / 2 }
-        let rowsBottom = Self.top + Double(t.events.count) * Self.rowHeight + 8
+        let width = lanesRight + 10
         let row = Dictionary(t.events.enumerated().map { ($1.index, $0) }, uniquingKeysWith: { a, _ in a })
+        // Each failing check's note goes right below the row where it was decided, across the
+        // lanes and wrapped to their width (so it is never cut off at the window's edge); the
+        // rows below move down to make room. Row -1: before the first event.
+        let columns = Int((lanesRight - 36 - 24) / 6.7)
+        var notesAfter: [Int: [(ReportTimeline.Citation, [String])]] = [:]
+        for c in t.citations {
+            let r = c.anchor.flatMap { row[$0] } ?? -1
+            notesAfter[r, default: []].append((c, Self.wrap("✗\(c.number) \(c.check.name): \(c.check.message ?? "")", columns: columns)))
+        }
+        func notesHeight(_ r: Int) -> Double { (notesAfter[r] ?? []).reduce(0) { $0 + Self.noteHeight($1.1) + 6 } }
+        var shift: [Double] = []
+        var room = notesHeight(-1)
+        for i in t.events.indices { shift.append(room); room += notesHeight(i) }
+        func y(_ i: Int) -> Double { Self.top + Double(i) * Self.rowHeight + Self.rowHeight / 2 + (shift.indices.contains(i) ? shift[i] : room) }
+        let rowsBottom = Self.top + Double(t.events.count) * Self.rowHeight + 8 + room
         var body = ""
         var back = ""
 
@@ -213,8 +233,8 @@ struct HTMLReport {
         for lane in t.lanes {
             let lx = x[lane]!
             back += "<line class=\"lifeline\" x1=\"\(lx)\" y1=\"\(Self.top - 8)\" x2=\"\(lx)\" y2=\"\(rowsBottom)\"/>"
-            body += "<g class=\"lane-head\" data-lane=\"\(h(lane.title))\"><rect x=\"\(left + 2)\" y=\"6\" width=\"\(Self.laneWidth(lane) - 4)\" height=\"30\" rx=\"4\"/><text x=\"\(left + 10)\" y=\"26\">\(h(lane.title))</text></g>"
-            left += Self.laneWidth(lane)
+            body += "<g class=\"lane-head\" data-lane=\"\(h(lane.title))\"><rect x=\"\(left + 2)\" y=\"6\" width=\"\(laneWidth(lane) - 4)\" height=\"30\" rx=\"4\"/><text x=\"\(left + 10)\" y=\"26\">\(h(Self.clip(lane.caption, laneWidth(lane) - 12, pixelsPerCharacter: 7.3)))</text></g>"
+            left += laneWidth(lane)
         }
         body += "<text class=\"gutter-head\" x=\"4\" y=\"26\">check</text><text class=\"gutter-head\" x=\"40\" y=\"26\">event</text>"
         // Operation spans (invocation to completion), side by side when they overlap in a lane,
@@ -256,40 +276,39 @@ struct HTMLReport {
                 let cls = e.kind == .request ? "arrow-request" : (ok ? "arrow-answer" : "arrow-failed")
                 let (x1, x2) = e.kind == .request ? (lx + 5, mx - 7) : (mx - 5, lx + 7)
                 body += "<line class=\"\(cls)\" x1=\"\(x1)\" y1=\"\(yy)\" x2=\"\(x2)\" y2=\"\(yy)\" marker-end=\"url(#arrowhead)\"/>"
-                body += "<text class=\"mock-text\" x=\"\(mx + 10)\" y=\"\(yy + 4)\">\(h(Self.clip(text, Self.laneWidth(.mock) - 14)))</text>"
+                body += "<text class=\"mock-text\" x=\"\(mx + 10)\" y=\"\(yy + 4)\">\(h(Self.clip(text, laneWidth(.mock) - 14)))</text>"
             case .invoke, .complete:
                 let dx = e.kind == .invoke ? offset[i] ?? 0 : (t.events[..<i].lastIndex { $0.kind == .invoke && $0.label == e.label }.flatMap { offset[$0] } ?? 0)
                 body += "<circle class=\"dot\" cx=\"\(lx + dx)\" cy=\"\(yy)\" r=\"4\"/>"
-                body += "<text x=\"\(lx + dx + 10)\" y=\"\(yy + 4)\">\(h(Self.clip(text, Self.laneWidth(lane) - 24 - dx)))</text>"
+                body += "<text x=\"\(lx + dx + 10)\" y=\"\(yy + 4)\">\(h(Self.clip(text, laneWidth(lane) - 24 - dx)))</text>"
             case .marker:
                 body += "<rect class=\"mark\" x=\"\(lx - 4)\" y=\"\(yy - 4)\" width=\"8\" height=\"8\"/>"
-                body += "<text x=\"\(lx + 10)\" y=\"\(yy + 4)\">\(h(Self.clip(text, Self.laneWidth(lane) - 24)))</text>"
+                body += "<text x=\"\(lx + 10)\" y=\"\(yy + 4)\">\(h(Self.clip(text, laneWidth(lane) - 24)))</text>"
+                // The app's logout (or undo) clears its SDK client's cache: drawn on that lane too.
+                if let c = ReportTimeline.clearedClient(e), let cx = x[.client(c)] {
+                    let clear = ReportTimeline.clearText(e)
+                    body += "<g class=\"cache-clear\"><line class=\"clear-link\" x1=\"\(cx - 24)\" y1=\"\(yy)\" x2=\"\(cx - 7)\" y2=\"\(yy)\"/>"
+                    body += "<rect class=\"clear\" x=\"\(cx - 5)\" y=\"\(yy - 5)\" width=\"10\" height=\"10\"/>"
+                    body += "<text x=\"\(cx + 10)\" y=\"\(yy + 4)\">\(h(Self.clip(clear, laneWidth(.client(c)) - 24)))</text></g>"
+                }
             }
             body += "</g>"
         }
-        // Each failing check: a line where it was decided, its message beside the lanes, and a
-        // link from the message to every event it cites.
-        var noteBottom = Self.top
-        let noteX = lanesRight + 14
-        for c in t.citations {
-            let anchorY = c.anchor.flatMap { row[$0] }.map { y($0) + Self.rowHeight / 2 } ?? Self.top
-            back += "<line class=\"decided\" x1=\"\(Self.gutter)\" y1=\"\(anchorY)\" x2=\"\(lanesRight)\" y2=\"\(anchorY)\"/>"
-            let lines = Self.wrap("✗\(c.number) \(c.check.name): \(c.check.message ?? "")", columns: Int((Self.noteWidth - 40) / 6.7))
-            let top = max(anchorY - 12, noteBottom + 6)
-            let height = Double(lines.count) * 15 + 10
-            back += "<line class=\"note-link\" x1=\"\(lanesRight - 30)\" y1=\"\(anchorY)\" x2=\"\(noteX)\" y2=\"\(top + 12)\"/>"
-            for index in c.indices where c.indices.count <= 8 {
-                guard let r = row[index] else { continue }
-                back += "<line class=\"cite-link\" x1=\"\(lanesRight)\" y1=\"\(y(r))\" x2=\"\(noteX)\" y2=\"\(top + 12)\"/>"
+        // Each failing check: a line where it was decided and its message right below it.
+        for (r, notes) in notesAfter.sorted(by: { $0.key < $1.key }) {
+            var top = (r < 0 ? Self.top - 8 : y(r) + Self.rowHeight / 2) + 3
+            for (c, lines) in notes {
+                let height = Self.noteHeight(lines)
+                back += "<line class=\"decided\" x1=\"0\" y1=\"\(top - 1)\" x2=\"\(lanesRight)\" y2=\"\(top - 1)\"/>"
+                body += "<g class=\"note\" data-check=\"\(h(c.check.name))\"><rect x=\"36\" y=\"\(top + 2)\" width=\"\(lanesRight - 42)\" height=\"\(height)\" rx=\"4\"/>"
+                for (k, line) in lines.enumerated() {
+                    body += "<text x=\"\(44.0)\" y=\"\(top + 19 + Double(k) * 15)\"\(k == 0 ? " class=\"note-head\"" : "")>\(h(line))</text>"
+                }
+                body += "</g>"
+                top += height + 6
             }
-            body += "<g class=\"note\" data-check=\"\(h(c.check.name))\"><rect x=\"\(noteX)\" y=\"\(top)\" width=\"\(Self.noteWidth - 24)\" height=\"\(height)\" rx=\"4\"/>"
-            for (k, line) in lines.enumerated() {
-                body += "<text x=\"\(noteX + 8)\" y=\"\(top + 17 + Double(k) * 15)\"\(k == 0 ? " class=\"note-head\"" : "")>\(h(line))</text>"
-            }
-            body += "</g>"
-            noteBottom = top + height
         }
-        let height = max(rowsBottom, noteBottom + 10)
+        let height = rowsBottom
         return """
         <svg class="lanes" xmlns="http://www.w3.org/2000/svg" width="\(width)" height="\(height)" viewBox="0 0 \(width) \(height)">\
         <defs><marker id="arrowhead" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="context-stroke"/></marker></defs>\
@@ -305,9 +324,9 @@ struct HTMLReport {
         t == t.rounded() ? String(format: "%.0f s", t) : String(format: "%.3g s", t)
     }
 
-    /// `text` cut to what fits `pixels` of 11 px monospace, with an ellipsis.
-    static func clip(_ text: String, _ pixels: Double) -> String {
-        let n = max(4, Int(pixels / 6.7))
+    /// `text` cut to what fits `pixels` of 11 px monospace (`pixelsPerCharacter`), with an ellipsis.
+    static func clip(_ text: String, _ pixels: Double, pixelsPerCharacter: Double = 6.7) -> String {
+        let n = max(4, Int(pixels / pixelsPerCharacter))
         return text.count > n ? String(text.prefix(n - 1)) + "…" : text
     }
 
@@ -354,7 +373,7 @@ struct HTMLReport {
     .arrow-failed{stroke:#c62828;stroke-width:1.6;stroke-dasharray:5 3}
     .mock-text{fill:#333}.event.cited text{fill:#b71c1c;font-weight:700}
     .cited-row{fill:#ffebee}.cite-mark{fill:#c62828;font-weight:700}.decided{stroke:#c62828;stroke-width:1.5;stroke-dasharray:6 3}.cite-link{stroke:#e57373;stroke-width:.8}
-    .note rect{fill:#fff5f5;stroke:#c62828}.note text{fill:#7f0000}.note .note-head{font-weight:700}.note-link{stroke:#c62828}
+    .note rect{fill:#fff5f5;stroke:#c62828}.note text{fill:#7f0000}.note .note-head{font-weight:700}.cache-clear .clear{fill:#6a1b9a}.cache-clear .clear-link{stroke:#6a1b9a;stroke-dasharray:2 3}.cache-clear text{fill:#4a148c;font-weight:600}
     pre{background:#f6f8fa;padding:8px;overflow:auto;font-size:12px}
     .hidden{display:none}
     """

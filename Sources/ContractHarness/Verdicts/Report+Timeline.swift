@@ -10,6 +10,7 @@ struct ReportTimeline {
     enum Lane: Equatable, Hashable {
         case clock, app(String?), client(String), mock
 
+        /// The lane's id (`data-lane` in the HTML, the Mermaid participant).
         var title: String {
             switch self {
             case .clock: return "virtual clock"
@@ -17,6 +18,17 @@ struct ReportTimeline {
             case .app(let name?): return "app on \(name)"
             case .client(let name): return "client \(name)"
             case .mock: return "mock backend"
+            }
+        }
+
+        /// The lane's heading in the HTML report: what its events are.
+        var caption: String {
+            switch self {
+            case .clock: return "virtual clock"
+            case .app(nil): return "reference app"
+            case .app(let name?): return "reference app on client \(name)"
+            case .client(let name): return "SDK client \(name)"
+            case .mock: return "mock backend: received, held, released, answered"
             }
         }
     }
@@ -51,7 +63,9 @@ struct ReportTimeline {
         otherApps = others
         var hasApp = false
         for e in events {
-            if let c = e.request?.client ?? (Self.isApp(e) ? nil : e.client), !clients.contains(where: { $0.unicodeScalars.elementsEqual(c.unicodeScalars) }) {
+            // An app marker that clears the SDK cache (logout, undo) is drawn on its client's lane too.
+            if let c = e.request?.client ?? (Self.isApp(e) && Self.clearedClient(e) == nil ? nil : e.client),
+               !clients.contains(where: { $0.unicodeScalars.elementsEqual(c.unicodeScalars) }) {
                 clients.append(c)
             }
             if Self.isApp(e), !others.containsExactly(e.client ?? "") { hasApp = true }
@@ -84,6 +98,19 @@ struct ReportTimeline {
     static func citedIndex(_ line: String) -> Int? {
         guard line.hasPrefix("["), let close = line.firstIndex(of: "]") else { return nil }
         return Int(line[line.index(after: line.startIndex)..<close])
+    }
+
+    /// The client whose SDK cache the reference app cleared at this marker (a `logout` clears
+    /// it, CONTRACT.md section 8; an `undo` clears what a discarded answer may have cached), or nil.
+    static func clearedClient(_ e: HistoryEvent) -> String? {
+        guard e.kind == .marker, let c = e.client, ["logout", "undo"].contains(e.name ?? "") else { return nil }
+        return c
+    }
+
+    /// The text drawn on the client's lane where the app cleared its cache.
+    static func clearText(_ e: HistoryEvent) -> String {
+        let from = e.detail?["from"]?.stringValue.map { " of \($0)" } ?? ""
+        return e.name == "logout" ? "clearCache: logout\(from)" : "clearCache: app undo"
     }
 
     /// `true` for what the reference app did: its operations (`app.*`) and its markers.
@@ -136,17 +163,19 @@ struct ReportTimeline {
     /// The citations that cite the event at history index `index`.
     func citing(_ index: Int) -> [Citation] { citations.filter { $0.indices.contains(index) } }
 
-    /// A short text for an event in its lane.
+    /// A short text for an event in its lane: an operation by its name, key and user (and its
+    /// label), a request by seq, method and path (and how it was parked), an answer by seq and
+    /// what it answered (after a release when it was held).
     static func text(_ e: HistoryEvent) -> String {
         switch e.kind {
         case .invoke:
-            return "▶ \(e.label ?? "") \(e.name ?? "")" + (e.detail.map { $0 == .null ? "" : " \(brief($0))" } ?? "")
+            return "▶ \(operation(e))\(labelled(e))"
         case .complete:
-            return "■ \(e.label ?? "") → \(e.outcome.map(brief) ?? "")"
+            let name = (e.name ?? "").hasPrefix("app.") ? String((e.name ?? "").dropFirst(4)) : (e.name ?? "")
+            return "■ \(name)\(labelled(e)) → \(e.outcome.map(brief) ?? "")"
         case .request:
             guard let r = e.request else { return "request" }
-            let path = r.path.hasPrefix("/api/v1/") ? String(r.path.dropFirst(7)) : r.path
-            var s = "#\(r.seq) \(r.method) \(path)"
+            var s = "#\(r.seq) \(r.method) \(shortPath(r.path))"
             if let u = r.users.first { s += " user=\(u)" }
             switch (r.fault, e.detail?["parked"]?.stringValue) {
             case (let f?, "hold"?): s += ", held by fault \(f)"
@@ -158,10 +187,42 @@ struct ReportTimeline {
             return s
         case .response:
             guard let r = e.request else { return "answer" }
-            return "#\(r.seq) " + (r.cancelled ? "cancelled by the client" : r.status.map { "answered \($0)" } ?? "no answer (connection dropped)")
+            let what = r.cancelled ? "cancelled by the client" : r.status.map { "answered \($0)" } ?? "no answer (connection dropped)"
+            return "#\(r.seq) \(what) (\(r.method) \(shortPath(r.path))\(r.fault.map { ", fault \($0)" } ?? ""))"
         case .marker:
+            if e.name == "release", let fault = e.detail?["fault"]?.stringValue {
+                let count = e.detail?["count"].map { $0 == .null ? "all" : short($0) } ?? "1"
+                return "released \(count) held by fault \(fault)"
+            }
             return "\(e.name ?? "marker")" + (e.detail.map { $0 == .null ? "" : " \(brief($0))" } ?? "")
         }
+    }
+
+    /// ` as LABEL` unless the label only repeats the operation's name.
+    static func labelled(_ e: HistoryEvent) -> String {
+        guard let label = e.label, !label.isEmpty else { return "" }
+        let name = e.name ?? ""
+        return label.isExactly(name) || ("app." + label).isExactly(name) ? "" : " as \(label)"
+    }
+
+    /// `/api/v1/...` without its prefix.
+    static func shortPath(_ path: String) -> String { path.hasPrefix("/api/v1/") ? String(path.dropFirst(7)) : path }
+
+    /// An operation as `name key user=U`: `getAssignment sdk_contract_ab user=user-1`,
+    /// `track page_view user=u`, `app.login user=user-1`.
+    static func operation(_ e: HistoryEvent) -> String {
+        var s = e.name ?? "operation"
+        guard case .object(let o)? = e.detail else { return s }
+        for key in ["flag", "experiment", "key"] { if let k = o[key] { s += " \(short(k))" } }
+        if case .object(let event)? = o["event"] {
+            if let n = event["name"] { s += " \(short(n))" }
+            if let k = event["experiment"] ?? event["flag"] { s += " key=\(short(k))" }
+            if let u = event["user"] { s += " user=\(short(u))" }
+        }
+        if case .array(let events)? = o["events"] { s += " \(events.count) events" }
+        if let u = o["user"] { s += " user=\(short(u["id"] ?? u))" }
+        if let n = o["name"] { s += " \(short(n))" }
+        return s
     }
 
     /// A value in at most 60 characters: an outcome's `value`/`error` unwrapped, objects compacted.
@@ -181,7 +242,7 @@ struct ReportTimeline {
         return text.count > 60 ? String(text.prefix(59)) + "…" : text
     }
 
-    private static func short(_ v: JSONValue) -> String {
+    static func short(_ v: JSONValue) -> String {
         if case .string(let s) = v { return s }
         return v.jsonText
     }

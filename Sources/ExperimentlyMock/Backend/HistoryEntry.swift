@@ -95,10 +95,12 @@ public struct HistoryEntry: Codable, Sendable, Equatable {
     public var bodySize: Int? = nil
     /// The lowercase hex MD5 of the whole request body when `body` holds only a prefix.
     public var bodyMD5: String? = nil
+    /// The client's `address:port` over TCP (``MockRequest/peer``), nil in process.
+    public var peer: String? = nil
 
     enum CodingKeys: String, CodingKey {
         case seq, receivedAt = "received_at", answeredAt = "answered_at", method, path, query, headers, body, json, route, note, fault, hold, response, outcome, cancelled
-        case bodySize = "body_size", bodyMD5 = "body_md5"
+        case bodySize = "body_size", bodyMD5 = "body_md5", peer
     }
 }
 

@@ -159,7 +159,8 @@ public final class MockBackend: MockRequestHandler, Sendable {
                 json: kept?.size == nil ? incoming.json : nil,
                 route: nil, note: nil,
                 fault: decision.map { AppliedFault(id: $0.id, name: $0.name, action: $0.action.kind, occurrence: $0.occurrence) },
-                hold: nil, response: nil, outcome: nil, cancelled: false, bodySize: kept?.size, bodyMD5: kept?.md5).redacted(by: redactor))
+                hold: nil, response: nil, outcome: nil, cancelled: false, bodySize: kept?.size, bodyMD5: kept?.md5,
+                peer: request.peer).redacted(by: redactor))
             if let kept, kept.size != nil {
                 // Streaming: a large body is remembered for fault reports by its prefix only.
                 s.seen.append(IncomingRequest(MockRequest(method: request.method, target: request.target, headers: request.headers, body: kept.body)))

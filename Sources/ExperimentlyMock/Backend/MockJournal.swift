@@ -132,6 +132,7 @@ public final class MockJournal: @unchecked Sendable { // `buffer`, `fd`, `entrie
     static func entryJSON(_ e: HistoryEntry, redactor: SecretRedactor) -> String {
         var o = "{\"seq\":\(e.seq),\"received_at\":\"\(iso(e.receivedAt))\""
         if let a = e.answeredAt { o += ",\"answered_at\":\"\(iso(a))\"" }
+        if let p = e.peer { o += ",\"peer\":" + JSONValue.string(p).jsonText }
         o += ",\"method\":" + JSONValue.string(e.method).jsonText
         o += ",\"path\":" + JSONValue.string(e.path).jsonText
         if let q = e.query { o += ",\"query\":" + JSONValue.string(q).jsonText }

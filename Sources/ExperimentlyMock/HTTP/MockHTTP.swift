@@ -14,6 +14,10 @@ public struct MockRequest: Sendable, Equatable {
     public var headers: [(name: String, value: String)]
     /// The request body bytes (empty when there is none).
     public var body: Data
+    /// The client's address and port (`127.0.0.1:54321`) when the request came over TCP, so a
+    /// journal tells the connections (and so the clients) apart; `nil` in process. Not part of
+    /// equality.
+    public var peer: String? = nil
 
     /// Creates a request.
     public init(method: String, target: String, headers: [(name: String, value: String)] = [], body: Data = Data()) {

@@ -38,9 +38,19 @@ final class CIWorkflowTests: XCTestCase {
         return found
     }
 
+    /// The usage text that lists each command's options (also used by DocumentationCommandsTests).
+    static let usages = ["run": HarnessCommand.usage, "mutants": HarnessCommand.usage, "report": HarnessCommand.usage,
+                         "explore": HarnessCommand.usage, "schema": HarnessCommand.usage, "scenario": HarnessCommand.usage,
+                         "serve": ServeCommand.usage, "vectors": VectorsCommand.usage, "live-check": LiveCheckCommand.usage,
+                         "generate": GenerateCommand.usage]
+
+    /// `true` when `usage` lists `option` (followed by a space, `]` or a line end).
+    static func lists(_ usage: String, _ option: String) -> Bool {
+        usage.contains(option + " ") || usage.contains(option + "]") || usage.contains(option + "\n")
+    }
+
     func testTheWorkflowsParseAndUseOnlyOptionsThatExist() throws {
-        let usages = ["run": HarnessCommand.usage, "mutants": HarnessCommand.usage, "report": HarnessCommand.usage,
-                      "explore": HarnessCommand.usage, "schema": HarnessCommand.usage, "serve": ServeCommand.usage, "vectors": VectorsCommand.usage]
+        let usages = Self.usages
         var commands: Set<String> = []
         var uploads: [String] = []
         for name in Self.files {
@@ -61,7 +71,7 @@ final class CIWorkflowTests: XCTestCase {
                             let usage = try XCTUnwrap(usages[call.command], "\(name): unknown command contract-harness \(call.command)")
                             commands.insert(call.command)
                             for option in call.options {
-                                XCTAssertTrue(usage.contains(option + " ") || usage.contains(option + "]") || usage.contains(option + "\n"),
+                                XCTAssertTrue(Self.lists(usage, option),
                                               "\(name): contract-harness \(call.command) has no option \(option)")
                             }
                         }

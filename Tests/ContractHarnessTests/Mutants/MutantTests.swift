@@ -31,4 +31,21 @@ final class MutantTests: XCTestCase {
             XCTAssertTrue(failing.contains(check), "no broken variant fails '\(check)'")
         }
     }
+
+    /// The counters the once-a-second progress line of `mutants` prints (the ticker `explore`
+    /// uses) count every (variant, scenario) run and the failing ones, and end at the total.
+    func testProgressCountersCountEveryRun() async throws {
+        let folder = ExplorerTests.repository.appendingPathComponent("scenarios")
+        let files = ["s4-single-flight-50-concurrent-flag-calls.json", "s4-cache-is-per-user.json"].map { folder.appendingPathComponent($0).path }
+        let (scenarios, invalid) = HarnessCommand.load(files, seed: 0)
+        XCTAssertTrue(invalid.isEmpty, "\(invalid)")
+        let counters = Explorer.Progress()
+        let report = await MutantRun.run(scenarios, defects: [.noSingleFlight], stepTimeoutCap: 1500, counters: counters)
+        let seen = counters.snapshot
+        XCTAssertEqual(seen.total, 4, "2 scenarios x (faithful + 1 variant)")
+        XCTAssertEqual(seen.done, 4)
+        XCTAssertEqual(seen.failed, 1, "no-single-flight fails the single-flight scenario only")
+        XCTAssertEqual(report.rows.map(\.caught), [true])
+        XCTAssertEqual(seen.phase, "running every variant")
+    }
 }

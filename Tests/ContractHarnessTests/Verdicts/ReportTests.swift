@@ -35,13 +35,41 @@ final class ReportTests: XCTestCase {
         XCTAssertTrue(html.contains("class=\"event response cited\""), "the late answer is highlighted")
         XCTAssertTrue(html.contains("class=\"hold\""), "the hold is drawn from receipt to release")
         XCTAssertTrue(html.contains(">#1 POST /tracking/assign user=user-2, held by fault held"))
-        XCTAssertTrue(html.contains(">#1 answered 200<"))
-        XCTAssertTrue(html.contains("release fault=held count=1"))
+        // Labels say what each event is: the answer names its request, the release its hold,
+        // an operation its name, key and user (and its label when that adds something).
+        XCTAssertTrue(html.contains(">#1 answered 200 (POST /tracking/assign, fault held)<"), html)
+        XCTAssertTrue(html.contains(">released 1 held by fault held<"))
+        XCTAssertTrue(html.contains(">▶ getAssignment sdk_contract_ab user=user-2 as late<"))
+        XCTAssertTrue(html.contains(">SDK client main<") && html.contains(">mock backend: received, held, released, answered<"))
+        // The failing checks' notes sit below the row they were decided at, wrapped to the
+        // lanes' width: the drawing is no wider than its lanes (nothing cut at a 1400 px window).
+        let width = try XCTUnwrap(html.range(of: "<svg class=\"lanes\" xmlns=\"http://www.w3.org/2000/svg\" width=\"")
+            .map { html[$0.upperBound...].prefix { $0 != "\"" } }.flatMap { Double($0) })
+        XCTAssertLessThanOrEqual(width, 1300, "one client: the lanes and notes fit a 1400 px window")
         XCTAssertTrue(html.contains("class=\"arrow-request\"") && html.contains("class=\"arrow-answer\""))
         // Self-contained: nothing is fetched.
         XCTAssertNil(html.range(of: "src=\"http"))
         XCTAssertNil(html.range(of: "href=\"http"))
         XCTAssertNil(html.range(of: "@import"))
+    }
+
+    /// The reference app's logout clears its SDK client's cache: drawn on that client's lane, at
+    /// the logout, not only in the app's lane.
+    func testAppLogoutCacheClearIsDrawnOnTheClientsLane() async throws {
+        let v = try await Self.verdict(mutant: .staleWriteAfterClear, files: ["app-logout-while-flag-fetch-pending.json"])
+        XCTAssertEqual(v.results.first?.status, .failed)
+        let html = v.html(redacting: [])
+        XCTAssertTrue(html.contains("data-lane=\"client main\""))
+        let clear = try XCTUnwrap(html.range(of: "<g class=\"cache-clear\">"), "the logout's cache clear is not drawn")
+        XCTAssertTrue(html[clear.upperBound...].prefix(400).contains(">clearCache: logout of user-1<"))
+        // In the row of the app's logout marker.
+        let row = try XCTUnwrap(html.range(of: ">logout identity=anon-2 revision=3<"))
+        XCTAssertLessThan(row.lowerBound, clear.lowerBound)
+        XCTAssertNil(html[row.upperBound..<clear.lowerBound].range(of: "<g class=\"event"), "drawn in the logout's own row")
+        // Without the defect the same scenario passes and draws the clear as well (with --history).
+        let passing = try await Self.verdict(mutant: nil, files: ["app-logout-while-flag-fetch-pending.json"], history: true)
+        XCTAssertEqual(passing.results.first?.status, .passed)
+        XCTAssertTrue(passing.html(redacting: []).contains("<g class=\"cache-clear\">"))
     }
 
     func testTheSDKsPassingRunHighlightsNothing() async throws {

@@ -538,6 +538,7 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
             let now = monotonicSeconds()
             let c = LoopConnection(id: id, fd: fd, machine: HTTP1ConnectionStateMachine(
                 limits: configuration.limits, readTimeout: configuration.readTimeout, idleTimeout: configuration.idleTimeout, now: now))
+            c.peer = Self.peerName(fd)
             connections[id] = c
             poller.set(fd, id: id, read: true, write: false, adding: true)
             server.count { $0.acceptedConnections += 1; $0.openConnections += 1 }
@@ -562,6 +563,20 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
         server.count { $0.refusedConnections += 1 } // before the close the client may observe
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, sendFlags | dontWait) }
         close(fd)
+    }
+
+    /// The IPv4 address and port of the connection's other end (`127.0.0.1:54321`), nil when
+    /// `getpeername` fails or the address is not IPv4 (the server listens on IPv4 only).
+    private static func peerName(_ fd: Int32) -> String? {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) }
+        }
+        guard ok == 0, Int32(address.sin_family) == AF_INET else { return nil }
+        let host = UInt32(bigEndian: address.sin_addr.s_addr)
+        let port = UInt16(bigEndian: address.sin_port)
+        return "\(host >> 24).\((host >> 16) & 255).\((host >> 8) & 255).\(host & 255):\(port)"
     }
 
     private func configureAccepted(_ fd: Int32) {
@@ -612,8 +627,10 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
                 let id = c.id
                 let handler = self.handler
                 let server = self.server
+                var request = parsed.request
+                request.peer = c.peer
                 c.task = Task {
-                    let outcome = await handler.handle(parsed.request)
+                    let outcome = await handler.handle(request)
                     server.wake { $0.outcomes.append((id, outcome)) }
                 }
             case .cancelRequest:
@@ -746,6 +763,8 @@ private final class LoopConnection {
     var task: Task<Void, Never>?
     var scheduled: Double?
     var version = 0
+    /// The client's `address:port`, for the journal (`MockRequest.peer`).
+    var peer: String?
 
     init(id: UInt64, fd: Int32, machine: HTTP1ConnectionStateMachine) {
         self.id = id

@@ -1,0 +1,466 @@
+import Foundation
+import ExperimentlyMock
+
+/// Turns a `serve` journal (format `experimently-journal/1`, `Documentation/CrossSDK.md`, "The
+/// journal") into a scenario skeleton (`experimently-scenario/1`) that replays what the journal
+/// shows against an SDK driver: `contract-harness scenario --from-journal JOURNAL`.
+///
+/// What the skeleton holds (`Documentation/CrossSDK.md`, "From a journal to a scenario"):
+/// - clients: one per client connection (the journal's `peer`, `address:port`), named
+///   `port-N`; one client `main` when the journal has no `peer` or with ``ClientGrouping/one``;
+/// - one `do` step per request whose route is an SDK operation of CONTRACT.md section 1
+///   (evaluate: `evaluateFlag`, assign: `getAssignment`, keyed track: `trackWithStatus`,
+///   batch: `trackBatch`), in arrival (`seq`) order, with the answer the journal recorded as
+///   its `expect`; a `clearCache` of that client first when it already asked for the same
+///   (user, key), so the SDK sends the request again as the recorded client did;
+/// - one fault rule per request a fault hit, added just before that request's step (`match` =
+///   method, path and the request's user and key, `when` `{"first": 1}`), with the action rebuilt from the
+///   recorded answer: an answer the fault made is a `respond`; holds, delays, timeouts and
+///   delayed drops become holds, started `async`, waited for, and released (with the recorded
+///   answer when it was not a 2xx, with a transport error when none came) in the order the
+///   journal finished them, each followed by its `await`;
+/// - every request it could not map (no SDK operation, a body it cannot read) in `description`.
+///
+/// The config turns the offline fallback off, so an error answer is expected as the error.
+/// Errors: ``ScenarioError`` naming the journal file and the JSON path of what is wrong.
+public enum JournalScenario {
+    /// How requests are attributed to clients.
+    public enum ClientGrouping: String, Sendable, CaseIterable {
+        /// One client per client connection (`peer`); one client when no entry has a peer.
+        case peer
+        /// Every request on one client `main`.
+        case one
+    }
+
+    /// One history entry, as the converter reads it.
+    struct Entry {
+        var seq: Int
+        var position: Int
+        var peer: String?
+        var method: String
+        var rawPath: String
+        var query: String?
+        var json: JSONValue?
+        var faultAction: String?
+        var response: (status: Int, headers: [(String, String)], body: Data)?
+        var outcome: String?
+        var cancelled: Bool
+        var receivedAt: String
+        var answeredAt: String?
+
+        var path: String { rawPath.removingPercentEncoding ?? rawPath }
+        var label: String { "#\(seq) \(method) \(rawPath)\(query.map { "?" + $0 } ?? "")" }
+
+        /// The decoded query parameters (`+` read as a space, as HTML forms write it).
+        var queryItems: [String: String] {
+            var items: [String: String] = [:]
+            for part in (query ?? "").split(separator: "&") {
+                let pair = part.split(separator: "=", maxSplits: 1).map { String($0).replacingOccurrences(of: "+", with: " ") }
+                let name = pair[0].removingPercentEncoding ?? pair[0]
+                if items[name] == nil { items[name] = pair.count > 1 ? (pair[1].removingPercentEncoding ?? pair[1]) : "" }
+            }
+            return items
+        }
+    }
+
+    /// The SDK operation a request stands for.
+    struct Operation {
+        var verb: String
+        var arguments: [(String, JSONValue)]
+        /// (kind, user, key) for the cache and single-flight: a repeat needs a `clearCache` first.
+        var cacheKey: String?
+        /// The fault `match` members beyond method and path (the request's user and key).
+        var match: [String: JSONValue]
+        var expect: JSONValue?
+    }
+
+    /// The skeleton as JSON text (one step a line), checked with ``ScenarioParser`` before it is
+    /// returned.
+    ///
+    /// - Parameters:
+    ///   - data: the journal's bytes; `file` its name for messages.
+    ///   - name: the scenario's name (default `from-journal-<file name>`).
+    ///   - fixtures: the fixtures `serve` ran with (`--fixtures`), copied into the skeleton;
+    ///     `nil`: the reference set, as `serve` without `--fixtures`.
+    /// - Throws: ``ScenarioError`` (file, JSON path) when the journal is not valid JSON, not
+    ///   format `experimently-journal/1`, or an entry lacks a field or has one of the wrong kind;
+    ///   also when the journal is unfinished (serve still running or killed).
+    public static func skeleton(journal data: Data, file: String, name: String? = nil, grouping: ClientGrouping = .peer,
+                                fixtures: JSONValue? = nil) throws -> String {
+        let root: JSONValue
+        do { root = try JSONValue.parse(data, file: file) } catch var error as ScenarioError {
+            if error.path == "$", String(decoding: data.prefix(64), as: UTF8.self).contains("experimently-journal/1") {
+                error.found += " (an unfinished journal: serve completes it when it exits on SIGINT or SIGTERM)"
+            }
+            throw error
+        }
+        let entries = try read(root, file: file)
+        return try build(entries, file: file, name: name ?? defaultName(file), grouping: grouping, fixtures: fixtures)
+    }
+
+    // MARK: Reading
+
+    static func read(_ root: JSONValue, file: String) throws -> [Entry] {
+        func fail(_ path: String, _ expected: String, _ found: JSONValue?) -> ScenarioError {
+            ScenarioError(file: file, path: path, expected: expected, found: found.map { ObjectReader.brief($0) } ?? "nothing (the member is missing)")
+        }
+        guard case .object(let top) = root else { throw fail("$", "a journal object", root) }
+        guard top["format"]?.stringValue == "experimently-journal/1" else {
+            throw fail("$.format", "\"experimently-journal/1\" (a `contract-harness serve --journal` file)", top["format"])
+        }
+        guard case .array(let history)? = top["history"] else { throw fail("$.history", "an array of requests", top["history"]) }
+        var entries: [Entry] = []
+        for (i, item) in history.enumerated() {
+            let at = "$.history[\(i)]"
+            guard case .object(let o) = item else { throw fail(at, "a request object", item) }
+            func string(_ key: String) throws -> String {
+                guard let s = o[key]?.stringValue else { throw fail("\(at).\(key)", "a string", o[key]) }
+                return s
+            }
+            func optionalString(_ key: String) throws -> String? {
+                guard let v = o[key] else { return nil }
+                guard let s = v.stringValue else { throw fail("\(at).\(key)", "a string", v) }
+                return s
+            }
+            func integer(_ value: JSONValue?, _ path: String) throws -> Int {
+                guard let n = value?.numberValue, n == n.rounded(), abs(n) < 1e15 else { throw fail(path, "an integer", value) }
+                return Int(n)
+            }
+            var entry = Entry(seq: try integer(o["seq"], "\(at).seq"), position: i, peer: try optionalString("peer"),
+                              method: try string("method"), rawPath: try string("path"), query: try optionalString("query"),
+                              json: o["json"], faultAction: nil, response: nil, outcome: try optionalString("outcome"),
+                              cancelled: false, receivedAt: try string("received_at"), answeredAt: try optionalString("answered_at"))
+            if let c = o["cancelled"] {
+                guard case .bool(let b) = c else { throw fail("\(at).cancelled", "true or false", c) }
+                entry.cancelled = b
+            }
+            if let f = o["fault"] {
+                guard let action = f["action"]?.stringValue else { throw fail("\(at).fault.action", "the fault's action kind (a string)", f["action"] ?? f) }
+                entry.faultAction = action
+            }
+            if let r = o["response"] {
+                guard case .object(let ro) = r else { throw fail("\(at).response", "a response object", r) }
+                let status = try integer(ro["status"], "\(at).response.status")
+                var headers: [(String, String)] = []
+                if let h = ro["headers"] {
+                    guard case .array(let list) = h else { throw fail("\(at).response.headers", "an array of {name, value}", h) }
+                    for (j, field) in list.enumerated() {
+                        guard let n = field["name"]?.stringValue, let v = field["value"]?.stringValue else {
+                            throw fail("\(at).response.headers[\(j)]", "{\"name\": string, \"value\": string}", field)
+                        }
+                        headers.append((n, v))
+                    }
+                }
+                var body = Data()
+                if let b = ro["body"] {
+                    guard let text = b.stringValue, let decoded = Data(base64Encoded: text) else {
+                        throw fail("\(at).response.body", "base64 text", b)
+                    }
+                    body = decoded
+                }
+                entry.response = (status, headers, body)
+            }
+            entries.append(entry)
+        }
+        return entries
+    }
+
+    static func defaultName(_ file: String) -> String {
+        let base = URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent.lowercased()
+        let kebab = base.unicodeScalars.map { ("a"..."z").contains($0) || ("0"..."9").contains($0) ? String($0) : "-" }.joined()
+        let trimmed = kebab.split(separator: "-").joined(separator: "-")
+        return "from-journal" + (trimmed.isEmpty ? "" : "-" + trimmed)
+    }
+
+    // MARK: Mapping
+
+    /// The operation `e` stands for, or why there is none.
+    static func operation(_ e: Entry) -> Result<Operation, Reason> {
+        let path = e.path
+        let evaluate = "/api/v1/feature-flags/evaluate/"
+        func user(_ id: String, context: JSONValue?) -> JSONValue {
+            if case .object(let c)? = context, !c.isEmpty { return .object(["id": .string(id), "attributes": .object(c)]) }
+            return .string(id)
+        }
+        if path.hasExactPrefix(evaluate), ["GET", "POST"].contains(e.method) {
+            let flag = String(path.unicodeScalars.dropFirst(evaluate.unicodeScalars.count))
+            let id: String?
+            var context: JSONValue?
+            if e.method == "GET" {
+                id = e.queryItems["user_id"]
+                if let c = e.queryItems["context"] { context = try? JSONValue.parse(Data(c.utf8)).value }
+            } else {
+                id = e.json?["user_id"]?.stringValue
+                context = e.json?["context"]
+            }
+            guard let id, !flag.isEmpty else { return .failure(Reason("no flag key or user_id")) }
+            let match: [String: JSONValue] = e.method == "GET" ? ["query": .object(["user_id": .string(id)])] : ["body": .object(["user_id": .string(id)])]
+            return .success(Operation(verb: "evaluateFlag", arguments: [("flag", .string(flag)), ("user", user(id, context: context))],
+                                      cacheKey: "flag\u{0}\(id)\u{0}\(flag)", match: match, expect: expectFlag(e)))
+        }
+        if path.isExactly("/api/v1/tracking/assign"), e.method == "POST" {
+            guard let key = e.json?["experiment_key"]?.stringValue, let id = e.json?["user_id"]?.stringValue else {
+                return .failure(Reason("the body has no experiment_key and user_id"))
+            }
+            return .success(Operation(verb: "getAssignment", arguments: [("experiment", .string(key)), ("user", user(id, context: e.json?["context"]))],
+                                      cacheKey: "experiment\u{0}\(id)\u{0}\(key)",
+                                      match: ["body": .object(["user_id": .string(id), "experiment_key": .string(key)])], expect: expectAssignment(e)))
+        }
+        if path.isExactly("/api/v1/tracking/track"), e.method == "POST" {
+            guard let json = e.json, let event = event(json) else { return .failure(Reason("the body is not an event with user_id and event_name")) }
+            var match: [String: JSONValue] = [:]
+            if let u = json["user_id"] { match["body"] = .object(["user_id": u]) }
+            return .success(Operation(verb: "trackWithStatus", arguments: [("event", event)], cacheKey: nil, match: match,
+                                      expect: .object(["value": .bool(succeeded(e))])))
+        }
+        if path.isExactly("/api/v1/tracking/batch"), e.method == "POST" {
+            guard case .array(let list)? = e.json?["events"], !list.isEmpty else { return .failure(Reason("the body has no events")) }
+            let events = list.compactMap(event)
+            guard events.count == list.count else { return .failure(Reason("an event without user_id or event_name")) }
+            var ok = succeeded(e)
+            if ok, let body = responseJSON(e), let failures = body["failure_count"]?.numberValue, failures > 0 { ok = false }
+            return .success(Operation(verb: "trackBatch", arguments: [("events", .array(events))], cacheKey: nil, match: [:],
+                                      expect: .object(["value": .bool(ok)])))
+        }
+        switch path {
+        case "/health": return .failure(Reason("a health check, no SDK operation"))
+        case "/api/v1/sdk/ruleset": return .failure(Reason("the local-evaluation ruleset (a server-side SDK), no operation of CONTRACT.md section 1"))
+        case "/api/v1/tracking/assign/batch": return .failure(Reason("a batch assignment (a server-side SDK), no operation of CONTRACT.md section 1"))
+        default:
+            if path.hasExactPrefix("/api/v1/tracking/assignments/") || path.hasExactPrefix("/api/v1/feature-flags/user/") {
+                return .failure(Reason("a list read the contract's SDK answers from its cache (getAssignments/getEvaluatedFlags send no request)"))
+            }
+            return .failure(Reason("no SDK operation sends \(e.method) \(path)"))
+        }
+    }
+
+    /// Why a request has no step.
+    struct Reason: Error { let text: String; init(_ text: String) { self.text = text } }
+
+    /// A wire event (`event_type`, `event_name`, `user_id`, keys, `value`, `metadata`) as a
+    /// scenario event; `timestamp` is left to the SDK.
+    static func event(_ json: JSONValue) -> JSONValue? {
+        guard let user = json["user_id"]?.stringValue, let name = json["event_name"]?.stringValue else { return nil }
+        var o: [String: JSONValue] = ["user": .string(user), "name": .string(name)]
+        if let t = json["event_type"]?.stringValue, !t.isExactly(name) { o["type"] = .string(t) }
+        if let k = json["experiment_key"]?.stringValue { o["experiment"] = .string(k) }
+        if let k = json["feature_flag_key"]?.stringValue { o["flag"] = .string(k) }
+        if case .number? = json["value"] { o["value"] = json["value"] }
+        if case .object(let m)? = json["metadata"], !m.isEmpty { o["properties"] = .object(m) }
+        return .object(o)
+    }
+
+    static func succeeded(_ e: Entry) -> Bool { e.outcome == "respond" && (e.response.map { (200..<300).contains($0.status) } ?? false) }
+
+    static func responseJSON(_ e: Entry) -> JSONValue? {
+        guard let body = e.response?.body, !body.isEmpty else { return nil }
+        return try? JSONValue.parse(body).value
+    }
+
+    /// The expectation of an evaluate or assign from its recorded answer; nil when the client
+    /// cancelled it (the SDK under test gives no outcome to compare).
+    static func expectation(_ e: Entry, notFound: String, value: ([String: JSONValue]) -> JSONValue?) -> JSONValue? {
+        if e.cancelled { return nil }
+        guard e.outcome == "respond", let r = e.response else { return .object(["error": .string("networkError")]) }
+        if r.status == 404 { return .object(["error": .string(notFound)]) }
+        guard (200..<300).contains(r.status) else { return .object(["error": .string("serverError"), "status": .number(Double(r.status))]) }
+        guard case .object(let o)? = responseJSON(e), let v = value(o) else { return .object(["error": .string("decodingError")]) }
+        return .object(["value": v])
+    }
+
+    static func expectFlag(_ e: Entry) -> JSONValue? {
+        expectation(e, notFound: "flagNotFound") { o in
+            guard let key = o["key"]?.stringValue, case .bool(let enabled)? = o["enabled"] else { return nil }
+            return .object(["key": .string(key), "enabled": .bool(enabled)])
+        }
+    }
+
+    static func expectAssignment(_ e: Entry) -> JSONValue? {
+        expectation(e, notFound: "experimentNotFound") { o in
+            guard let name = o["variant_name"]?.stringValue, let user = o["user_id"]?.stringValue else { return nil }
+            var v: [String: JSONValue] = ["user_id": .string(user), "variant_name": .string(name)]
+            for key in ["experiment_key", "variant_id", "is_control", "assigned"] { if let x = o[key], x != .null { v[key] = x } }
+            return .object(v)
+        }
+    }
+
+    /// The fault action that gives the recorded answer when the request is not parked.
+    static func respondAction(_ e: Entry) -> JSONValue? {
+        switch e.outcome {
+        case "respond"?:
+            guard let r = e.response else { return nil }
+            return .object(["respond": response(r)])
+        case "drop_before_response"?: return .object(["drop_before_response": .object([:])])
+        case "drop_mid_body"?:
+            return .object(["drop_mid_body": .object(["body_bytes": .number(Double(max(0, (e.response?.body.count ?? 2) / 2)))])])
+        default: return nil
+        }
+    }
+
+    /// `{"status", "json" | "body", "headers"?}` of a recorded answer (headers only those the
+    /// SDK reads besides the body: `Retry-After`, and `Content-Type` when it is not JSON).
+    static func response(_ r: (status: Int, headers: [(String, String)], body: Data)) -> JSONValue {
+        var o: [String: JSONValue] = ["status": .number(Double(r.status))]
+        var headers: [String: JSONValue] = [:]
+        let contentType = r.headers.first { $0.0.caseInsensitiveCompare("Content-Type") == .orderedSame }?.1
+        if let json = try? JSONValue.parse(r.body).value, !r.body.isEmpty, contentType?.lowercased().hasPrefix("application/json") ?? true {
+            o["json"] = json
+        } else {
+            o["body"] = .string(String(decoding: r.body, as: UTF8.self))
+            if let contentType { headers["Content-Type"] = .string(contentType) }
+        }
+        if let retry = r.headers.first(where: { $0.0.caseInsensitiveCompare("Retry-After") == .orderedSame })?.1 { headers["Retry-After"] = .string(retry) }
+        if !headers.isEmpty { o["headers"] = .object(headers) }
+        return .object(o)
+    }
+
+    // MARK: Building
+
+    static let parkingActions: Set<String> = ["hold", "delay", "timeout", "delay_then_drop"]
+
+    static func build(_ all: [Entry], file: String, name: String, grouping: ClientGrouping, fixtures: JSONValue?) throws -> String {
+        let entries = all.sorted { $0.seq < $1.seq }
+        var notes: [String] = []
+        var mapped: [(Entry, Operation)] = []
+        for e in entries {
+            switch operation(e) {
+            case .success(let op): mapped.append((e, op))
+            case .failure(let reason): notes.append("\(e.label): \(reason.text)")
+            }
+        }
+        // Clients: by connection when the journal records it.
+        var ports: [String] = []
+        if grouping == .peer {
+            for (e, _) in mapped { if let p = e.peer, !ports.containsExactly(p) { ports.append(p) } }
+        }
+        let multi = ports.count > 1
+        func client(_ e: Entry) -> String? {
+            guard multi, let p = e.peer else { return nil }
+            return "port-" + (p.split(separator: ":").last.map(String.init) ?? p)
+        }
+        var clientNames: [String] = []
+        for (e, _) in mapped { if let c = client(e), !clientNames.containsExactly(c) { clientNames.append(c) } }
+        if multi, mapped.contains(where: { $0.0.peer == nil }) { clientNames.append("main") }
+
+        var steps: [[(String, JSONValue)]] = []
+        var seenKeys: Set<ExactKey> = []
+        var faults = 0, holds = 0, clears = 0
+        // The holds to release, in the order the journal finished them (its array order).
+        let releaseOrder = mapped.filter { parkingActions.contains($0.0.faultAction ?? "") }
+            .sorted { a, b in
+                switch (a.0.answeredAt, b.0.answeredAt) {
+                case (nil, nil): return a.0.seq < b.0.seq
+                case (nil, _): return false
+                case (_, nil): return true
+                default: return a.0.position < b.0.position
+                }
+            }
+        var pendingReleases = releaseOrder
+        var started: Set<Int> = []
+
+        func releaseSteps(before time: String?) {
+            while let next = pendingReleases.first, started.contains(next.0.seq) {
+                if let time, let answered = next.0.answeredAt, answered > time { break }
+                if time != nil, next.0.answeredAt == nil { break }
+                pendingReleases.removeFirst()
+                let (e, op) = next
+                var release: [(String, JSONValue)] = [("release", .string("f\(e.seq)"))]
+                if e.outcome == "respond", let r = e.response, !(200..<300).contains(r.status) {
+                    release.append(("response", response(r)))
+                } else if e.outcome != "respond" {
+                    release.append(("transport_error", .bool(true)))
+                    if e.outcome == nil { notes.append("\(e.label): never answered (released at the end with a transport error)") }
+                }
+                steps.append(release)
+                var wait: [(String, JSONValue)] = [("await", .string("r\(e.seq)"))]
+                if let x = op.expect { wait.append(("expect", x)) }
+                steps.append(wait)
+            }
+        }
+
+        for (e, op) in mapped {
+            releaseSteps(before: e.receivedAt)
+            let who = client(e) ?? (multi ? "main" : nil)
+            var clientArgument: [(String, JSONValue)] = []
+            if let who { clientArgument = [("client", .string(who))] }
+            if let key = op.cacheKey {
+                let k = ExactKey((who ?? "") + "\u{0}" + key)
+                if seenKeys.contains(k) {
+                    steps.append([("do", .string("clearCache"))] + clientArgument)
+                    clears += 1
+                }
+                seenKeys.insert(k)
+            }
+            // The match of a fault for this request (added just before it, so its first match).
+            var match: [String: JSONValue] = ["method": .string(e.method), "path": .string(e.rawPath)]
+            for (k, v) in op.match { match[k] = v }
+            let parked = parkingActions.contains(e.faultAction ?? "")
+            if let action = e.faultAction {
+                let rule: JSONValue?
+                if parked {
+                    rule = .object(["hold": .object([:])])
+                    if action != "hold" { notes.append("\(e.label): its \(action) fault is a hold here, released where the journal finished it") }
+                } else {
+                    rule = respondAction(e)
+                    if rule == nil { notes.append("\(e.label): its \(action) fault gave no answer to copy; no fault") }
+                }
+                if let rule {
+                    steps.append([("fault", .object(["match": .object(match), "when": .object(["first": .number(1)]), "action": rule])),
+                                  ("id", .string("f\(e.seq)"))])
+                    faults += 1
+                }
+            }
+            if e.cancelled { notes.append("\(e.label): the client cancelled it; no expectation") }
+            var step: [(String, JSONValue)] = [("do", .string(op.verb))] + clientArgument + op.arguments
+            if parked {
+                steps.append(step + [("as", .string("r\(e.seq)")), ("async", .bool(true))])
+                steps.append([("wait_for", .object(["held": .string("f\(e.seq)"), "count": .number(1)]))])
+                holds += 1
+            } else {
+                if let x = op.expect { step.append(("expect", x)) }
+                steps.append(step)
+            }
+            started.insert(e.seq)
+        }
+        releaseSteps(before: nil)
+
+        let clientsPhrase = multi ? "\(clientNames.count) clients (one per client connection: merge those that were one SDK client)" : "one client"
+        func count(_ n: Int, _ thing: String) -> String { "\(n) \(thing)\(n == 1 ? "" : "s")" }
+        var description = "Skeleton from the serve journal \(URL(fileURLWithPath: file).lastPathComponent): \(mapped.count) of \(count(entries.count, "request")) as SDK operations in arrival order on \(clientsPhrase), the recorded answers as expectations, \(count(faults, "fault rule")) rebuilt from the answers they gave, \(count(holds, "hold")) released in the order the journal finished them"
+        if clears > 0 { description += ", \(count(clears, "clearCache step")) where the recorded client asked again for what it had asked before" }
+        description += ". Edit it to state what the SDK should have done."
+        if !notes.isEmpty { description += " Not mapped: " + notes.joined(separator: "; ") + "." }
+
+        var top: [(String, JSONValue)] = [
+            ("format", .string("experimently-scenario/1")), ("name", .string(name)), ("description", .string(description)),
+            ("tags", .array([.string("from-journal")])), ("source", .string("serve journal \(URL(fileURLWithPath: file).lastPathComponent)")),
+        ]
+        if let fixtures { top.append(("fixtures", fixtures)) }
+        top.append(("config", .object(["offline_fallback": .bool(false)])))
+        if multi {
+            top.append(("clients", .object(Dictionary(uniqueKeysWithValues: clientNames.map { ($0, JSONValue.object(["store": .string($0)])) }))))
+        }
+        guard !steps.isEmpty else {
+            throw ScenarioError(file: file, path: "$.history", expected: "at least one request of an SDK operation (evaluate, assign, track, batch)",
+                                found: entries.isEmpty ? "no requests" : "only requests no SDK operation sends: " + notes.joined(separator: "; "))
+        }
+        var text = "{\n"
+        for (k, v) in top { text += "  " + JSONValue.string(k).jsonText + ": " + ascii(v.jsonText) + ",\n" }
+        text += "  \"steps\": [\n"
+        text += steps.map { step in "    {" + step.map { JSONValue.string($0.0).jsonText + ": " + ascii($0.1.jsonText) }.joined(separator: ", ") + "}" }
+            .joined(separator: ",\n")
+        text += "\n  ],\n  \"checks\": [\"stickiness\", \"single_flight\", \"no_stale_write\"]\n}\n"
+        return text
+    }
+
+    /// JSON text with every non-ASCII scalar escaped (`\u00e9`, surrogate pairs above the BMP), so
+    /// no editor can normalise an identity's spelling (NFC and NFD stay distinct users).
+    static func ascii(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            if scalar.isASCII { out.unicodeScalars.append(scalar); continue }
+            for unit in String(scalar).utf16 { out += String(format: "\\u%04x", unit) }
+        }
+        return out
+    }
+}
