@@ -21,7 +21,11 @@ struct IncomingRequest: Sendable {
         raw = request
         // Fast paths (the common request has an upper-case method and no escapes): no copies.
         method = request.method.utf8.contains { $0 &- 0x61 < 26 } ? request.method.uppercased() : request.method
-        let path = request.rawPath
+        // One scan for the `?` (rawPath and rawQuery each scan the target).
+        let target = request.target
+        let mark = target.utf8.firstIndex(of: UInt8(ascii: "?"))
+        let path = mark.map { String(target[..<$0]) } ?? target
+        let rawQuery = mark.map { target[target.index(after: $0)...] }
         rawPath = path
         var parts = Self.split(path[...], on: UInt8(ascii: "/"), omittingEmpty: false)
         if parts.first?.isEmpty == true { parts.removeFirst() }
@@ -31,8 +35,8 @@ struct IncomingRequest: Sendable {
             return String(validating: bytes, as: UTF8.self) ?? String(decoding: bytes, as: UTF8.self)
         }
         var pairs: [(name: String, value: String?)] = []
-        if let query = request.rawQuery, !query.isEmpty {
-            for item in Self.split(query[...], on: UInt8(ascii: "&"), omittingEmpty: true) {
+        if let query = rawQuery, !query.isEmpty {
+            for item in Self.split(query, on: UInt8(ascii: "&"), omittingEmpty: true) {
                 let eq = item.utf8.firstIndex(of: UInt8(ascii: "="))
                 let rawName = eq.map { item[..<$0] } ?? item
                 let rawValue = eq.map { item[item.index(after: $0)...] } ?? Substring("")
