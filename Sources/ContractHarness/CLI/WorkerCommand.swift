@@ -59,8 +59,7 @@ enum WorkerCommand {
         }
         await withTaskGroup(of: Void.self) { group in
             for await line in lines {
-                guard let kind = try? WorkerProtocol.kind(of: line), kind == "job",
-                      let job = try? WorkerProtocol.payload(WorkerJob.self, from: line) else {
+                guard let job = WorkerProtocol.record(WorkerJob.self, kind: "job", from: line) else {
                     StandardStream.error(Data("contract-harness __worker: ignoring a line that is not a job record\n".utf8))
                     continue
                 }

@@ -208,9 +208,15 @@ final class WorkerPool: @unchecked Sendable {
                 continue
             case .line(let data):
                 do {
-                    let kind = try WorkerProtocol.kind(of: data)
-                    guard kind == "result" else { continue }
-                    let r = try WorkerProtocol.payload(WorkerResult.self, from: data)
+                    // The common case in one decode; anything else is examined for its error.
+                    let r: WorkerResult
+                    if let decoded = WorkerProtocol.record(WorkerResult.self, kind: "result", from: data) {
+                        r = decoded
+                    } else {
+                        let kind = try WorkerProtocol.kind(of: data)
+                        guard kind == "result" else { continue }
+                        r = try WorkerProtocol.payload(WorkerResult.self, from: data)
+                    }
                     guard inFlight.removeValue(forKey: r.id) != nil else { continue }
                     finish(r.id, .result(r.result))
                     if r.retire == true { draining = true }

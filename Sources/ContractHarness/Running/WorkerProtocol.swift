@@ -67,6 +67,15 @@ enum WorkerProtocol {
         return json
     }
 
+    /// The payload of a line that is a current-version record of `kind`, decoded in one pass
+    /// (`kind(of:)` then `payload(_:from:)` decode the line twice); `nil` for anything else, which
+    /// the caller then examines with `kind(of:)` for its error.
+    static func record<P: Codable & Sendable>(_ type: P.Type, kind: String, from line: Data) -> P? {
+        guard let record = try? JSONDecoder().decode(Record<P>.self, from: line), record.version == version,
+              record.kind.unicodeScalars.elementsEqual(kind.unicodeScalars) else { return nil }
+        return record.payload
+    }
+
     /// A malformed or unknown-version record.
     struct BadRecord: Error, CustomStringConvertible {
         let description: String
