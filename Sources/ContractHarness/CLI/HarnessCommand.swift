@@ -21,7 +21,7 @@ public enum HarnessCommand {
            contract-harness scenario --from-journal JOURNAL [--out FILE] [--name NAME] [--fixtures FILE] [--clients peer|one]
            contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE] [--sdk-command CMD]
            contract-harness explore SCENARIO --interleave [--depth D] [--seed N] [--max-schedules K] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE]
-           contract-harness mutants [PATH ...] [--verdict FILE] [--filter TEXT] [--step-timeout-ms N] [--jobs N]
+           contract-harness mutants [PATH ...] [--verdict FILE] [--filter TEXT] [--step-timeout-ms N] [--jobs N] [--full]
            contract-harness vectors [--sdk-command CMD] [--vectors DIR|FILE] [--timeout SECONDS] [--sdk-name NAME] [--verdict FILE]
            contract-harness generate [--seed S] [--count N] [--from I] [--sdk shipping|faithful|both] [--out DIR] [--write] [--ids equivalent|plain]
            contract-harness serve [--port N] [--host ADDR] [--fixtures FILE] [--api-key KEY[:SCOPES]]... [--faults FILE] [--journal FILE] [--admin-token T]
@@ -80,6 +80,8 @@ public enum HarnessCommand {
              and the share caught; exit 0 when every variant is caught and the faithful one passes everything.
       --step-timeout-ms N  caps each step's time limit (default 1500) so hanging variants fail fast
       --jobs N             worker processes at once (default: the number of cores)
+      --full               run every scenario against every variant and list every scenario that catches
+                           each (default: stop a variant at its first catch in scenario order)
 
     generate Generates seeded random concurrent workloads (operations, holds released in random order, clears, clock
              steps, several clients and users) and runs them in-process against the shipping SDK and the faithful
@@ -537,10 +539,12 @@ public enum HarnessCommand {
     static func mutants(_ arguments: [String]) async -> Int32 {
         var options: RunOptions
         var cap = 1500
+        var full = false
         do {
             var rest: [String] = []
             var cursor = ArgumentCursor(arguments)
             while let a = cursor.next() {
+                if a == "--full" { full = true; continue }
                 guard a == "--step-timeout-ms" else { rest.append(a); continue }
                 guard let n = Int(try cursor.value(for: a)), n > 0 else {
                     throw UsageError("--step-timeout-ms takes a positive whole number of milliseconds")
@@ -585,16 +589,17 @@ public enum HarnessCommand {
         let scenarios = all.filter { s in
             options.filters.isEmpty || options.filters.contains { f in s.name.contains(f) || s.tags.contains { $0.contains(f) } }
         }
-        say("mutants: \(scenarios.count) scenarios x \(Defect.allCases.count + 1) variants (step limit \(cap) ms)")
+        say("mutants: \(scenarios.count) scenarios x \(Defect.allCases.count + 1) variants (step limit \(cap) ms)"
+            + (full ? ", every pair" : ", each variant until its first catch (--full: every pair)"))
         let counters = Explorer.Progress()
         let ticker = progressTicker(counters, command: "mutants", unit: "runs")
         defer { ticker.cancel() }
         let report = await MutantRun.run(scenarios, stepTimeoutCap: cap, executable: WorkerPool.selfExecutable,
-                                         jobs: arguments.contains("--jobs") ? options.jobs : cores, seed: options.seed,
+                                         jobs: arguments.contains("--jobs") ? options.jobs : cores, seed: options.seed, full: full,
                                          counters: counters) { row in
             let by = row.caughtBy.prefix(4).joined(separator: ", ") + (row.caughtBy.count > 4 ? ", +\(row.caughtBy.count - 4) more" : "")
             say(String(format: "%@ %2d %-32@ %@", row.caught ? "CAUGHT " : "MISSED ", row.defect.item, row.defect.rawValue as NSString,
-                       row.caught ? "by \(row.caughtBy.count): \(by)" : "by no scenario: \(row.defect.summary)"))
+                       row.caught ? (full ? "by \(row.caughtBy.count): \(by)" : "first by \(by)") : "by no scenario: \(row.defect.summary)"))
         }
         for name in report.baselineFailures { say("BASELINE FAIL \(name): fails against the faithful variant") }
         let caught = report.rows.filter(\.caught).count

@@ -59,8 +59,7 @@ enum WorkerCommand {
         }
         await withTaskGroup(of: Void.self) { group in
             for await line in lines {
-                guard let kind = try? WorkerProtocol.kind(of: line), kind == "job",
-                      let job = try? WorkerProtocol.payload(WorkerJob.self, from: line) else {
+                guard let job = WorkerProtocol.record(WorkerJob.self, kind: "job", from: line) else {
                     StandardStream.error(Data("contract-harness __worker: ignoring a line that is not a job record\n".utf8))
                     continue
                 }
@@ -81,13 +80,40 @@ enum WorkerCommand {
             || result.checks.contains { !$0.passed && ($0.name == "operations finish" || $0.name == "lifecycle") }
     }
 
+    /// The explored file of schedule jobs, parsed once per worker: the last text and its parse.
+    /// Behind a `HarnessLocked` (jobs run concurrently).
+    private static let lastParsed = HarnessLocked<(text: String, file: String, scenario: Scenario)?>(nil)
+
+    /// `text` parsed as the scenario file `file`, reusing the last parse when the text and file
+    /// are the same bytes.
+    ///
+    /// - Throws: the parser's `ScenarioError` when `text` is not a valid scenario.
+    static func parsedOnce(_ text: String, file: String) throws -> Scenario {
+        if let last = lastParsed.withLock({ $0 }), last.text.utf8.elementsEqual(text.utf8), last.file.utf8.elementsEqual(file.utf8) {
+            return last.scenario
+        }
+        let scenario = try ScenarioParser.parse(Data(text.utf8), file: file)
+        lastParsed.withLock { $0 = (text, file, scenario) }
+        return scenario
+    }
+
     /// Runs one job in this process.
     static func run(_ job: WorkerJob) async -> ScenarioResult {
         let driver: SwiftSDKDriver = job.mutant.map { MutantRun.driver(Defect(rawValue: $0)) } ?? SwiftSDKDriver()
         let runner = ScenarioRunner(driver: driver, seed: job.seed, stepTimeoutCap: job.stepTimeoutCap, keepsHistory: job.keepsHistory)
-        let scenario: Scenario
+        var scenario: Scenario
         do {
-            scenario = try ScenarioParser.parse(Data(job.scenario.utf8), file: job.file)
+            if let schedule = job.schedule {
+                scenario = try parsedOnce(job.scenario, file: job.file)
+                let settings = Explorer.Settings(steps: schedule.steps, maxSchedules: 1, exhaustive: false)
+                guard let permuted = Explorer.permuted(scenario, settings: settings, order: schedule.order) else {
+                    throw ScenarioError(file: job.file, path: "$.steps", expected: "an order of the movable steps that is well-formed",
+                                        found: "order \(schedule.order) of steps \(schedule.steps)")
+                }
+                scenario = permuted
+            } else {
+                scenario = try ScenarioParser.parse(Data(job.scenario.utf8), file: job.file)
+            }
         } catch {
             return ScenarioResult(name: (job.file as NSString).lastPathComponent, file: job.file, tags: [], source: nil, status: .error,
                                   durationMilliseconds: 0, checks: [], reason: "\(error)", smoke: nil, history: [], historyDigest: "")

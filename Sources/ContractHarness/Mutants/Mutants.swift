@@ -73,23 +73,37 @@ public enum MutantRun {
     ///     (only safe for variants that cannot crash).
     ///   - jobs: worker processes at once (with `executable`).
     ///   - seed: replaces `{{seed}}` in the files (with `executable`).
+    ///   - full: run every (variant, scenario) pair and list every scenario that catches each
+    ///     variant; `false`: stop each variant at its first catch in scenario order (the
+    ///     scenarios before it all run, so the catch named is the same one `full` lists first, and
+    ///     which variants are caught does not change); its `caughtBy` and `failingChecks` are
+    ///     that scenario's alone (plus the interleaving catches).
     ///   - progress: called with each variant's row, in `Defect` order.
     ///   - counters: live counters (runs in all, runs done, runs failed, phase) for the progress
     ///     lines `HarnessCommand.progressTicker` prints; a run is one (variant, scenario) pair.
     public static func run(_ scenarios: [Scenario], defects: [Defect] = Defect.allCases, stepTimeoutCap: Int = 1500,
-                           executable: String? = nil, jobs: Int = 2, seed: UInt64 = 0, counters: Explorer.Progress? = nil,
+                           executable: String? = nil, jobs: Int = 2, seed: UInt64 = 0, full: Bool = true,
+                           counters: Explorer.Progress? = nil,
                            progress: (Row) -> Void = { _ in }) async -> Report {
         let started = DispatchTime.now()
         // Scenario names compare exactly (Unicode scalars), like every other label.
         let variants: [Defect?] = [nil] + defects.map { Optional($0) }
         let pairs = variants.flatMap { d in scenarios.map { (d, $0) } }
         counters?.start(total: pairs.count)
-        counters?.phase("running every variant")
-        var results = await results(of: pairs, cap: stepTimeoutCap, executable: executable, jobs: jobs, seed: seed, counters: counters)
+        var results: [ScenarioResult?]
+        if full {
+            counters?.phase("running every variant")
+            results = await Self.results(of: pairs, cap: stepTimeoutCap, executable: executable, jobs: jobs, seed: seed, counters: counters)
+        } else {
+            // The faithful variant first: a scenario that fails on it catches nothing.
+            counters?.phase("running the faithful variant")
+            results = await Self.results(of: Array(pairs.prefix(scenarios.count)), cap: stepTimeoutCap, executable: executable, jobs: jobs,
+                                         seed: seed, counters: counters)
+        }
         func failing(_ offset: Int) -> [ExactKey: [String]] {
             var failed: [ExactKey: [String]] = [:]
             for (i, s) in scenarios.enumerated() {
-                let r = results[offset + i]
+                guard let r = results[offset + i] else { continue }
                 if r.status == .failed || r.status == .error || r.status == .crashed {
                     failed[ExactKey(s.name)] = r.checks.filter { !$0.passed }.map { check in
                         // "step 5 assert" and "step 3 do getAssignment as x expect" are expectations.
@@ -108,7 +122,26 @@ public enum MutantRun {
             let again = scenarios.filter { baseline[ExactKey($0.name)] != nil }
             counters?.phase("confirming \(again.count) baseline failures with the files' own limits")
             let patient = await Self.results(of: again.map { (nil, $0) }, cap: nil, executable: executable, jobs: jobs, seed: seed)
-            for (s, r) in zip(again, patient) where r.status == .passed { baseline[ExactKey(s.name)] = nil }
+            for (s, r) in zip(again, patient) where r?.status == .passed { baseline[ExactKey(s.name)] = nil }
+        }
+        if !full {
+            // Each variant's scenarios run in order until one catches it (fails where the faithful
+            // variant passed); the rest of that variant's scenarios are not dispatched.
+            let n = scenarios.count
+            let disqualified = scenarios.map { baseline[ExactKey($0.name)] != nil }
+            let firstCatch = HarnessLocked<[Int: Int]>([:])   // variant offset -> lowest catching scenario index
+            let rest = Array(pairs.dropFirst(n))
+            counters?.phase("running each variant until its first catch")
+            let ran = await Self.results(of: rest, cap: stepTimeoutCap, executable: executable, jobs: jobs, seed: seed,
+                                         counters: counters, skip: { id in firstCatch.withLock { caught in caught[id / n].map { id % n > $0 } ?? false } },
+                                         onResult: { id, r in
+                guard !disqualified[id % n], r.status == .failed || r.status == .error || r.status == .crashed else { return }
+                firstCatch.withLock { caught in caught[id / n] = min(caught[id / n] ?? Int.max, id % n) }
+            })
+            // Results past a variant's first catch (in flight when it was found) are dropped, so
+            // what is reported does not depend on timing.
+            let catches = firstCatch.withLock { $0 }
+            results += ran.enumerated().map { id, r in catches[id / n].map { id % n > $0 } == true ? nil : r }
         }
         // Interleaving (issue 15): scenarios tagged "interleave" are also explored with
         // `explore --interleave` (default budget, seed 0) for each variant the suite misses and
@@ -148,14 +181,25 @@ public enum MutantRun {
                       scenarios: scenarios.map(\.name), durationMilliseconds: ScenarioRunner.elapsed(since: started))
     }
 
-    /// Runs each (variant, scenario) pair: in worker processes when `executable` is given, else here.
+    /// Scenarios a matrix worker process runs at once: a scenario mostly waits (on quiescence, a
+    /// held answer, a step limit a broken variant runs into), so several share a process.
+    static let scenariosPerWorker = 4
+
+    /// Runs each (variant, scenario) pair: in worker processes when `executable` is given, else
+    /// here. A pair for which `skip(position)` is `true` when its turn comes is not run (`nil`);
+    /// `onResult` is called as each pair finishes (from a pool thread); `counters` counts each
+    /// finished run for the progress lines.
     static func results(of pairs: [(Defect?, Scenario)], cap: Int?, executable: String?, jobs: Int, seed: UInt64,
-                        counters: Explorer.Progress? = nil) async -> [ScenarioResult] {
+                        counters: Explorer.Progress? = nil, skip: (@Sendable (Int) -> Bool)? = nil,
+                        onResult: @escaping @Sendable (Int, ScenarioResult) -> Void = { _, _ in }) async -> [ScenarioResult?] {
         guard let executable else {
-            var out: [ScenarioResult] = []
-            for (defect, s) in pairs {
-                out.append(await ScenarioRunner(driver: driver(defect), stepTimeoutCap: cap, keepsHistory: false).run(s))
-                counters?.finished(out.last)
+            var out: [ScenarioResult?] = []
+            for (i, (defect, s)) in pairs.enumerated() {
+                if skip?(i) == true { out.append(nil); continue }
+                let r = await ScenarioRunner(driver: driver(defect), stepTimeoutCap: cap, keepsHistory: false).run(s)
+                onResult(i, r)
+                counters?.finished(r)
+                out.append(r)
             }
             return out
         }
@@ -170,18 +214,21 @@ public enum MutantRun {
                       stepTimeoutCap: cap, keepsHistory: false, explore: nil)
         }
         let deadlines = pairs.map { HarnessCommand.hardDeadline($0.1, cap: cap, exploring: false) }
-        let outcomes = await WorkerPool(executable: executable, jobs: work, deadlines: deadlines, slots: jobs) { _, outcome in
+        let pool = WorkerPool(executable: executable, jobs: work, deadlines: deadlines, slots: jobs, perWorker: scenariosPerWorker) { id, outcome in
             switch outcome {
-            case .result(let r): counters?.finished(r)
-            case .crashed: counters?.finishedCrashed()
+            case .result(let r): onResult(id, r); counters?.finished(r)
+            case .crashed(let report, let ms): onResult(id, HarnessCommand.crashedResult(pairs[id].1, report, milliseconds: ms)); counters?.finishedCrashed()
             case .notRun: break
             }
-        }.run()
+        }
+        if let skip { pool.skipping(skip) }
+        let outcomes = await pool.run()
         return zip(pairs, outcomes).map { pair, outcome in
             switch outcome {
             case .result(let r): return r
             case .crashed(let report, let ms): return HarnessCommand.crashedResult(pair.1, report, milliseconds: ms)
             case .notRun:
+                if skip != nil { return nil }
                 return ScenarioResult(name: pair.1.name, file: pair.1.file, tags: pair.1.tags, source: pair.1.source, status: .error,
                                       durationMilliseconds: 0, checks: [], reason: "not run", smoke: nil, history: [], historyDigest: "")
             }

@@ -47,6 +47,8 @@ final class WorkerPool: @unchecked Sendable {
     private var queue: [Int]
     private var suspects: [Int] = []
     private var limit = Int.max
+    /// Asked (inside `lock`) before each job is dispatched: `true` leaves it `.notRun`.
+    private var skip: (@Sendable (Int) -> Bool)?
     private var outcomes: [Outcome?]
     private var groups: Set<pid_t> = []
     private var running = 0
@@ -83,6 +85,13 @@ final class WorkerPool: @unchecked Sendable {
     /// No job after `id` is dispatched from now on (`--fail-fast`); those not yet dispatched end `.notRun`.
     func stop(after id: Int) {
         lock.withLock { limit = min(limit, id) }
+    }
+
+    /// From now on each job is dispatched only when `predicate(id)` is `false`; the others end
+    /// `.notRun` (the mutant matrix stops a variant at its first catch). `predicate` is called
+    /// with the pool's lock held: it must not call back into the pool.
+    func skipping(_ predicate: @escaping @Sendable (Int) -> Bool) {
+        lock.withLock { skip = predicate }
     }
 
     /// Kills every worker's process group (the run was interrupted); outcomes after that are not
@@ -126,7 +135,7 @@ final class WorkerPool: @unchecked Sendable {
             }
             while let i = queue.first {
                 queue.removeFirst()
-                if i > limit { outcomes[i] = .notRun; continue }
+                if i > limit || skip?(i) == true { outcomes[i] = .notRun; continue }
                 return .job(i, alone: false)
             }
             return inFlight == 0 && suspects.isEmpty ? .done : .wait
@@ -167,7 +176,7 @@ final class WorkerPool: @unchecked Sendable {
                             continue
                         }
                     }
-                    worker!.send(WorkerProtocol.line("job", jobs[id]))
+                    worker!.send(WorkerProtocol.jobLine(jobs[id]))
                     inFlight[id] = DispatchTime.now().uptimeNanoseconds
                     alone = isAlone
                     continue
@@ -199,9 +208,15 @@ final class WorkerPool: @unchecked Sendable {
                 continue
             case .line(let data):
                 do {
-                    let kind = try WorkerProtocol.kind(of: data)
-                    guard kind == "result" else { continue }
-                    let r = try WorkerProtocol.payload(WorkerResult.self, from: data)
+                    // The common case in one decode; anything else is examined for its error.
+                    let r: WorkerResult
+                    if let decoded = WorkerProtocol.record(WorkerResult.self, kind: "result", from: data) {
+                        r = decoded
+                    } else {
+                        let kind = try WorkerProtocol.kind(of: data)
+                        guard kind == "result" else { continue }
+                        r = try WorkerProtocol.payload(WorkerResult.self, from: data)
+                    }
                     guard inFlight.removeValue(forKey: r.id) != nil else { continue }
                     finish(r.id, .result(r.result))
                     if r.retire == true { draining = true }

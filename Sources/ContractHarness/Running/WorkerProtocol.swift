@@ -36,6 +36,46 @@ enum WorkerProtocol {
         return data
     }
 
+    /// A `job` record line: the same record as `line("job", job)`, with the scenario's text
+    /// encoded once per distinct text (an exploration sends one file with every schedule; encoding
+    /// its text per job was half of the supervisor's time).
+    static func jobLine(_ job: WorkerJob) -> Data {
+        var rest = job
+        rest.scenario = ""
+        let line = self.line("job", rest)
+        // With sorted keys the empty scenario is written `"scenario":""` once (a quote inside
+        // another string is escaped, so these bytes can only be the key and its value).
+        guard !job.scenario.isEmpty, let text = encodedText(job.scenario), let range = line.range(of: Data(#""scenario":"""#.utf8)) else {
+            return self.line("job", job)
+        }
+        var spliced = line
+        spliced.replaceSubrange(range, with: Data(#""scenario":"#.utf8) + text)
+        return spliced
+    }
+
+    /// The last scenario text and its JSON string encoding (quotes included). Behind a
+    /// `HarnessLocked` (pool slots send jobs from several threads).
+    private static let lastEncoded = HarnessLocked<(text: String, json: Data)?>(nil)
+
+    /// `text` as a JSON string, as `line` writes it (`nil` if it cannot be encoded).
+    private static func encodedText(_ text: String) -> Data? {
+        if let last = lastEncoded.withLock({ $0 }), last.text.utf8.elementsEqual(text.utf8) { return last.json }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let json = try? encoder.encode(text) else { return nil }
+        lastEncoded.withLock { $0 = (text, json) }
+        return json
+    }
+
+    /// The payload of a line that is a current-version record of `kind`, decoded in one pass
+    /// (`kind(of:)` then `payload(_:from:)` decode the line twice); `nil` for anything else, which
+    /// the caller then examines with `kind(of:)` for its error.
+    static func record<P: Codable & Sendable>(_ type: P.Type, kind: String, from line: Data) -> P? {
+        guard let record = try? JSONDecoder().decode(Record<P>.self, from: line), record.version == version,
+              record.kind.unicodeScalars.elementsEqual(kind.unicodeScalars) else { return nil }
+        return record.payload
+    }
+
     /// A malformed or unknown-version record.
     struct BadRecord: Error, CustomStringConvertible {
         let description: String
@@ -81,6 +121,18 @@ struct WorkerJob: Codable, Sendable, Equatable {
     var keepsHistory: Bool
     /// `run --explore`: explore a scenario that has an `explore` section instead of running it once.
     var explore: ExploreJob?
+    /// One schedule of an exploration: `scenario` is then the explored file's JSON (the same text
+    /// for every schedule, parsed once per worker) and the run is that file with its movable
+    /// steps in this order (`Explorer.permuted`). `nil`: run `scenario` as it is.
+    var schedule: ScheduleJob? = nil
+
+    /// Which order of the movable steps to run.
+    struct ScheduleJob: Codable, Sendable, Equatable {
+        /// The movable step indices (`Explorer.Settings.steps`).
+        var steps: [Int]
+        /// The order they are placed in.
+        var order: [Int]
+    }
 
     /// The `run --explore` options a worker needs.
     struct ExploreJob: Codable, Sendable, Equatable {

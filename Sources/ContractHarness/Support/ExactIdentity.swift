@@ -50,6 +50,8 @@ extension String {
     /// So NFC é reads `é`, NFD é reads `e\u{301}`, the Angstrom sign reads `\u{212B}`, Hangul
     /// jamo read `\u{1112}\u{1161}\u{11AB}`.
     var unambiguous: String {
+        // ASCII text is NFC: shown as it is without Foundation's normalization.
+        if utf8.allSatisfy({ $0 < 0x80 }) { return self }
         if precomposedStringWithCanonicalMapping.isExactly(self) { return self }
         var out = ""
         for scalar in unicodeScalars {

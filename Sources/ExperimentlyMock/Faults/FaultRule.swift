@@ -93,6 +93,23 @@ public struct FaultMatch: Codable, Sendable, Equatable {
         body = try c.decodeIfPresent([String: JSONValue].self, forKey: .body)
     }
 
+    /// Whether `request` matches this pattern: the same test as `mismatches(request).isEmpty`,
+    /// without writing the phrases (every request is tested against every rule).
+    func matches(_ request: IncomingRequest) -> Bool {
+        if let method, method.uppercased() != request.method { return false }
+        let rawPath = request.raw.rawPath
+        if let path, !path.isExactly(rawPath) { return false }
+        if let pathPrefix, !rawPath.unicodeScalars.starts(with: pathPrefix.unicodeScalars) { return false }
+        for (name, value) in query ?? [:] {
+            guard case .some(let actual) = request.query(name), actual.map({ $0.isExactly(value) }) ?? false else { return false }
+        }
+        if let body {
+            let json = request.json
+            for (name, value) in body where json?[name] != value { return false }
+        }
+        return true
+    }
+
     /// What differs between this pattern and `request`, one phrase per field; empty when it matches.
     /// Paths, query values and body strings compare exactly (Unicode scalars, not canonical
     /// equivalence: a rule for NFC é never fires for NFD é).

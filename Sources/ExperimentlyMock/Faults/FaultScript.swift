@@ -74,7 +74,7 @@ public struct FaultScript: Sendable {
 
     mutating func decide(_ request: IncomingRequest, now: Date) -> FaultDecision? {
         var decision: FaultDecision?
-        for i in entries.indices where entries[i].rule.match.mismatches(request).isEmpty {
+        for i in entries.indices where entries[i].rule.match.matches(request) {
             entries[i].matched += 1
             let n = entries[i].matched
             let fires: Bool

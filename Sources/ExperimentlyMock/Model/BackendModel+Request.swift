@@ -21,29 +21,58 @@ struct IncomingRequest: Sendable {
         raw = request
         // Fast paths (the common request has an upper-case method and no escapes): no copies.
         method = request.method.utf8.contains { $0 &- 0x61 < 26 } ? request.method.uppercased() : request.method
-        let path = request.rawPath
-        rawPath = path
-        var parts = Self.split(path[...], on: UInt8(ascii: "/"), omittingEmpty: false)
-        if parts.first?.isEmpty == true { parts.removeFirst() }
-        segments = parts.map { part in
-            guard part.utf8.contains(UInt8(ascii: "%")) else { return String(part) }
-            guard let bytes = PercentDecoding.decode(part, plusAsSpace: false) else { return String(part) }
-            return String(validating: bytes, as: UTF8.self) ?? String(decoding: bytes, as: UTF8.self)
-        }
+        // One pass over the target's UTF-8 bytes: the `?`, the path segments and the query
+        // pairs (Substring slicing and index checks were a third of BackendModel.respond).
+        // Every separator is an ASCII byte, never inside a multi-byte scalar, so each piece
+        // is whole UTF-8; pieces with escapes go through PercentDecoding as before.
+        var target = request.target
+        var path = ""
+        var parts: [String] = []
         var pairs: [(name: String, value: String?)] = []
-        if let query = request.rawQuery, !query.isEmpty {
-            for item in Self.split(query[...], on: UInt8(ascii: "&"), omittingEmpty: true) {
-                let eq = item.utf8.firstIndex(of: UInt8(ascii: "="))
-                let rawName = eq.map { item[..<$0] } ?? item
-                let rawValue = eq.map { item[item.index(after: $0)...] } ?? Substring("")
-                func plain(_ s: Substring) -> Bool { !s.utf8.contains { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") } }
-                let name = plain(rawName) ? String(rawName)
-                    : PercentDecoding.decode(rawName, plusAsSpace: true).flatMap { String(validating: $0, as: UTF8.self) } ?? String(rawName)
-                let value = plain(rawValue) ? String(rawValue)
-                    : PercentDecoding.decode(rawValue, plusAsSpace: true).flatMap { String(validating: $0, as: UTF8.self) }
+        target.withUTF8 { bytes in
+            let end = bytes.count
+            var mark = end
+            for i in 0..<end where bytes[i] == UInt8(ascii: "?") { mark = i; break }
+            func text(_ from: Int, _ to: Int) -> String { String(decoding: UnsafeBufferPointer(rebasing: bytes[from..<to]), as: UTF8.self) }
+            func has(_ from: Int, _ to: Int, _ byte: UInt8, or other: UInt8? = nil) -> Bool {
+                for i in from..<to where bytes[i] == byte || bytes[i] == other { return true }
+                return false
+            }
+            path = mark == end ? request.target : text(0, mark)
+            // Segments: split at every "/" keeping empty pieces, then drop a leading empty one.
+            var start = 0
+            var first = true
+            func segment(_ from: Int, _ to: Int) {
+                defer { first = false }
+                if first && from == to { return }
+                let raw = text(from, to)
+                guard has(from, to, UInt8(ascii: "%")) else { parts.append(raw); return }
+                guard let decoded = PercentDecoding.decode(raw[...], plusAsSpace: false) else { parts.append(raw); return }
+                parts.append(String(validating: decoded, as: UTF8.self) ?? String(decoding: decoded, as: UTF8.self))
+            }
+            for i in 0..<mark where bytes[i] == UInt8(ascii: "/") { segment(start, i); start = i + 1 }
+            segment(start, mark)
+            // Query pairs: split at "&" omitting empty pieces; name and value at the first "=".
+            guard mark < end else { return }
+            func pair(_ from: Int, _ to: Int) {
+                guard from < to else { return }
+                var eq = to
+                for i in from..<to where bytes[i] == UInt8(ascii: "=") { eq = i; break }
+                let valueStart = eq < to ? eq + 1 : to
+                let name = has(from, eq, UInt8(ascii: "%"), or: UInt8(ascii: "+"))
+                    ? { let raw = text(from, eq); return PercentDecoding.decode(raw[...], plusAsSpace: true).flatMap { String(validating: $0, as: UTF8.self) } ?? raw }()
+                    : text(from, eq)
+                let value = has(valueStart, to, UInt8(ascii: "%"), or: UInt8(ascii: "+"))
+                    ? PercentDecoding.decode(text(valueStart, to)[...], plusAsSpace: true).flatMap { String(validating: $0, as: UTF8.self) }
+                    : text(valueStart, to)
                 pairs.append((name, value))
             }
+            var itemStart = mark + 1
+            for i in (mark + 1)..<end where bytes[i] == UInt8(ascii: "&") { pair(itemStart, i); itemStart = i + 1 }
+            pair(itemStart, end)
         }
+        rawPath = path
+        segments = parts
         queryPairs = pairs
         if request.body.isEmpty {
             body = nil

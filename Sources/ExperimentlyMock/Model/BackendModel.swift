@@ -15,7 +15,7 @@ public struct BackendModel: Sendable {
     public internal(set) var state = BackendStateSnapshot()
 
     /// Fixed rate windows per (API key, exact raw path): UTF-8 bytes, so compared exactly.
-    private var rateWindows: [[UInt8]: (start: Date, count: Int)] = [:]
+    private var rateWindows: [RateWindowKey: (start: Date, count: Int)] = [:]
     /// Index into `state.assignments` per (experiment key, user id), compared by Unicode scalars:
     /// NFC and NFD spellings of one name are two users (CONTRACT.md section 2, assign).
     var stickyIndex: [[ExactKey]: Int] = [:]
@@ -68,7 +68,7 @@ public struct BackendModel: Sendable {
         if key.isEmpty {
             return Self.detail(401, "API key missing", extra: [("WWW-Authenticate", "APIKey")])
         }
-        guard let apiKey = fixtures.apiKeys.first(where: { Array($0.key.unicodeScalars) == Array(key.unicodeScalars) && !$0.revoked }) else {
+        guard let apiKey = fixtures.apiKeys.first(where: { $0.key.unicodeScalars.elementsEqual(key.unicodeScalars) && !$0.revoked }) else {
             return Self.detail(401, "Invalid API Key", extra: [("WWW-Authenticate", "APIKey")])
         }
         switch route {
@@ -117,11 +117,9 @@ public struct BackendModel: Sendable {
         let limit = config.limit(forPath: path)
         let window = TimeInterval(max(1, config.windowSeconds))
         // Exact bytes: the client (API key) and the raw path are identity data.
-        let counterKey = Array(client.utf8) + [0] + Array(path.utf8)
-        var entry = rateWindows[counterKey] ?? (start: now, count: 0)
-        if now.timeIntervalSince(entry.start) >= window || now < entry.start { entry = (start: now, count: 0) }
-        entry.count += 1
-        rateWindows[counterKey] = entry
+        let counterKey = RateWindowKey(client: client, path: path)
+        // One dictionary lookup: the entry is updated in place.
+        let entry = Self.count(in: &rateWindows[counterKey, default: (start: now, count: 0)], now: now, window: window)
         guard entry.count > limit else {
             return (nil, [("X-RateLimit-Limit", String(limit)), ("X-RateLimit-Remaining", String(limit - entry.count)),
                           ("X-RateLimit-Window", String(config.windowSeconds))])
@@ -132,6 +130,14 @@ public struct BackendModel: Sendable {
             ("X-RateLimit-Remaining", "0"),
             ("X-RateLimit-Window", String(config.windowSeconds)),
         ]), [])
+    }
+
+    /// Counts one request in `entry`'s fixed window (a new window when `window` seconds passed
+    /// since its start, or the clock went back) and returns it.
+    private static func count(in entry: inout (start: Date, count: Int), now: Date, window: TimeInterval) -> (start: Date, count: Int) {
+        if now.timeIntervalSince(entry.start) >= window || now < entry.start { entry = (start: now, count: 0) }
+        entry.count += 1
+        return entry
     }
 
     // MARK: Flags
@@ -345,4 +351,27 @@ struct ModelAnswer: Sendable {
     var route: String?
     /// When no route matched: the nearest route and what differed.
     var note: String?
+}
+
+/// A rate window's key: the API key's and the raw path's UTF-8 bytes with a 0 between them
+/// (exact bytes: both are identity data, never compared as Strings). Hashed as one block of
+/// bytes, not byte by byte as `[UInt8]`'s `Hashable` does.
+struct RateWindowKey: Hashable, Sendable {
+    let bytes: [UInt8]
+
+    init(client: String, path: String) {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(client.utf8.count + 1 + path.utf8.count)
+        bytes.append(contentsOf: client.utf8)
+        bytes.append(0)
+        bytes.append(contentsOf: path.utf8)
+        self.bytes = bytes
+    }
+
+    static func == (lhs: RateWindowKey, rhs: RateWindowKey) -> Bool { lhs.bytes == rhs.bytes }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(bytes.count)
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
 }

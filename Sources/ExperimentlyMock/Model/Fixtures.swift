@@ -336,6 +336,9 @@ public struct RateLimit: Codable, Sendable, Equatable {
 
     /// The SDK path prefixes that get ``limit`` (upstream `SDK_PATH_PREFIXES`).
     public static let sdkPathPrefixes = ["/api/v1/tracking/", "/api/v1/feature-flags/evaluate/", "/api/v1/feature-flags/user/", "/api/v1/sdk/"]
+    /// `sdkPathPrefixes` and the batch-assign path as UTF-8 bytes (compared byte by byte).
+    private static let sdkPathPrefixBytes = sdkPathPrefixes.map { Array($0.utf8) }
+    private static let assignBatchPathBytes = Array("/api/v1/tracking/assign/batch".utf8)
 
     /// Creates a limit (defaults 6000 / 300 / 60 per 60 s, CONTRACT.md section 2).
     public init(limit: Int = 6000, windowSeconds: Int = 60, otherLimit: Int = 300, assignBatchLimit: Int = 60) {
@@ -345,9 +348,12 @@ public struct RateLimit: Codable, Sendable, Equatable {
     /// The budget for the raw request path `path`.
     public func limit(forPath path: String) -> Int {
         // Byte comparisons: the raw path is matched exactly, never by String equivalence.
-        if path.utf8.elementsEqual("/api/v1/tracking/assign/batch".utf8) { return assignBatchLimit }
-        if Self.sdkPathPrefixes.contains(where: { path.utf8.starts(with: $0.utf8) }) { return limit }
-        return otherLimit
+        var path = path
+        return path.withUTF8 { bytes in
+            if bytes.elementsEqual(Self.assignBatchPathBytes) { return assignBatchLimit }
+            if Self.sdkPathPrefixBytes.contains(where: { bytes.starts(with: $0) }) { return limit }
+            return otherLimit
+        }
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {

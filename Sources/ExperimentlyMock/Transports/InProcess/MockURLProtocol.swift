@@ -177,14 +177,37 @@ public final class MockURLProtocol: URLProtocol {
     static func loadingQueue(of task: URLSessionTask?) -> DispatchQueue? {
         #if canImport(FoundationNetworking)
         guard let task else { return nil }
-        var mirror: Mirror? = Mirror(reflecting: task)
-        while let current = mirror {
-            if let queue = current.children.first(where: { $0.label == "workQueue" })?.value as? DispatchQueue { return queue }
-            mirror = current.superclassMirror
+        let type = ObjectIdentifier(Swift.type(of: task))
+        // Where the property sits (superclass depth, child offset) is found once per task class
+        // and then read directly: walking every child's label and value was most of the cost.
+        if let place = workQueuePlaces.withLock({ $0[type] }) {
+            guard let place else { return nil }
+            var mirror: Mirror? = Mirror(reflecting: task)
+            for _ in 0..<place.depth { mirror = mirror?.superclassMirror }
+            if let children = mirror?.children, place.offset < children.count {
+                let child = children[children.index(children.startIndex, offsetBy: place.offset)]
+                if child.label == "workQueue", let queue = child.value as? DispatchQueue { return queue }
+            }
         }
+        var mirror: Mirror? = Mirror(reflecting: task)
+        var depth = 0
+        while let current = mirror {
+            if let offset = current.children.firstIndex(where: { $0.label == "workQueue" }).map({ current.children.distance(from: current.children.startIndex, to: $0) }),
+               let queue = current.children[current.children.index(current.children.startIndex, offsetBy: offset)].value as? DispatchQueue {
+                workQueuePlaces.withLock { $0[type] = (depth, offset) }
+                return queue
+            }
+            mirror = current.superclassMirror
+            depth += 1
+        }
+        workQueuePlaces.withLock { $0[type] = .some(nil) }
         #endif
         return nil
     }
+
+    /// Per task class: where `loadingQueue(of:)` found `workQueue` (superclass depth, child
+    /// offset), or `nil` when the class has none. Behind a `MockLocked` (tasks start on many queues).
+    private static let workQueuePlaces = MockLocked<[ObjectIdentifier: (depth: Int, offset: Int)?]>([:])
 
     /// Marks the load cancelled in history; the backend keeps the request (a hold stays releasable).
     public override func stopLoading() {

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Issue 15 section 3 ("Faster"): the four figures in one command, release build.
+#   1. explorer throughput: `explore Benchmarks/explore-three-holds-and-logout.json --exhaustive`
+#      (720 orders), schedules/s (target >= 2,000);
+#   2. in-process round trip (URLSession -> URLProtocol -> mock -> back) against a bare echo
+#      URLProtocol in the same run: the ratio (target <= 1.2x);
+#   3. `BackendModel.respond` alone, median per flag GET (target < 3 us);
+#   4. the whole mutant matrix (`contract-harness mutants`, every variant), seconds (target < 5 s).
+# Each is measured RUNS times (default 3). The machine is shared: compare figures of one run, and
+# with COMPARE=DIR (a directory holding an older build's contract-harness and experimently-bench)
+# each measurement runs the old build right after the new one, so both see the same load.
+# Usage: Benchmarks/section3.sh [RUNS]     Env: COMPARE=DIR, SKIP_BUILD=1, MUTANTS_ARGS (e.g. --full)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS="${1:-3}"
+if [ -z "${SKIP_BUILD:-}" ]; then
+    swift build -c release --product contract-harness >&2
+    swift build -c release --product experimently-bench >&2
+fi
+NEW="$(swift build -c release --show-bin-path)"
+BUILDS=("$NEW")
+if [ -n "${COMPARE:-}" ]; then BUILDS+=("$COMPARE"); fi
+label() { if [ "$1" = "$NEW" ]; then echo "this build"; else echo "compare ($1)"; fi; }
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+echo "== 1. explorer: 720 orders, --exhaustive (target >= 2000 schedules/s)"
+for _ in $(seq 1 "$RUNS"); do
+    for b in "${BUILDS[@]}"; do
+        line="$("$b/contract-harness" explore Benchmarks/explore-three-holds-and-logout.json --exhaustive --out "$tmp/s.json" 2>/dev/null | sed -n 2p)"
+        echo "  $(label "$b"): $line"
+    done
+done
+
+echo "== 2./3. in-process round trip vs echo URLProtocol (target <= 1.20x); BackendModel.respond alone (target < 3 us)"
+for _ in $(seq 1 "$RUNS"); do
+    for b in "${BUILDS[@]}"; do
+        "$b/experimently-bench" mock-inprocess | sed "s|^|  $(label "$b"): |"
+        "$b/experimently-bench" mock-model 100000 | sed "s|^|  $(label "$b"): |"
+    done
+done
+
+echo "== 4. mutant matrix (target < 5 s)"
+for _ in $(seq 1 "$RUNS"); do
+    for b in "${BUILDS[@]}"; do
+        # An older build may not know an option: then it runs without.
+        line="$("$b/contract-harness" mutants ${MUTANTS_ARGS:-} --verdict "$tmp/m.json" 2>&1 | grep -E '^caught ' || true)"
+        echo "  $(label "$b"): $line"
+    done
+done

@@ -1,0 +1,81 @@
+import XCTest
+import Foundation
+import ExperimentlyMock
+import ExperimentlyMutants
+@testable import ContractHarness
+
+/// The harness's speed-ups (issue 15 section 3) change nothing reported: a schedule sent as the
+/// explored file plus its order runs exactly as the fixed file did, a job line with its scenario
+/// text encoded once decodes to the same job, and the mutant matrix stopped at each variant's first
+/// catch names the same first catch and catches the same variants as the full matrix.
+final class SpeedPathTests: XCTestCase {
+    static let benchmark = Repository.root.appendingPathComponent("Benchmarks/explore-three-holds-and-logout.json").path
+
+    func testAScheduleJobRunsLikeItsFixedFile() async throws {
+        let root = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: Self.benchmark)), file: Self.benchmark)
+        let settings = try XCTUnwrap(try Explorer.settings(of: root, file: Self.benchmark))
+        let (orders, _) = Explorer.schedules(of: settings.steps, max: 720, exhaustive: true, seed: 0)
+        let text = String(decoding: root.serialized(), as: UTF8.self)
+        // The first, the last and a few in between: different steps move.
+        for order in [orders[0], orders[1], orders[119], orders[400], orders[719]] {
+            let fixed = Explorer.fixed(root, settings: settings, order: order, suffix: "", note: "")
+            let asFile = WorkerJob(id: 0, file: Self.benchmark, scenario: String(decoding: fixed.serialized(), as: UTF8.self), seed: 0,
+                                   mutant: nil, stepTimeoutCap: 1500, keepsHistory: true, explore: nil)
+            var asSchedule = asFile
+            asSchedule.scenario = text
+            asSchedule.schedule = WorkerJob.ScheduleJob(steps: settings.steps, order: order)
+            let a = await WorkerCommand.run(asFile), b = await WorkerCommand.run(asSchedule)
+            XCTAssertEqual(a.status, .passed, "\(order): \(a.checks.filter { !$0.passed })")
+            XCTAssertEqual(b.status, a.status, "\(order)")
+            XCTAssertEqual(b.name, a.name)
+            XCTAssertEqual(b.checks.map(\.name), a.checks.map(\.name), "\(order)")
+            XCTAssertEqual(b.history.map(\.kind), a.history.map(\.kind), "\(order)")
+            XCTAssertFalse(a.historyDigest.isEmpty)
+            XCTAssertEqual(b.historyDigest, a.historyDigest, "\(order)")
+        }
+        // An order that is not well-formed is an error naming the order, not a crash.
+        var bad = WorkerJob(id: 0, file: Self.benchmark, scenario: text, seed: 0, mutant: nil, stepTimeoutCap: 1500, keepsHistory: false, explore: nil)
+        bad.schedule = WorkerJob.ScheduleJob(steps: [3, 4], order: [14, 3])
+        let r = await WorkerCommand.run(bad)
+        XCTAssertEqual(r.status, .error)
+        XCTAssertTrue(r.reason?.contains("order [14, 3]") == true, r.reason ?? "")
+    }
+
+    func testAJobLineDecodesToTheSameJob() throws {
+        let tricky = #"{"name": "a \"quoted\" \\ path/with/slashes", "scenario": "", "é": "e\u0301", "tab": "\t"}"#
+        let jobs = [
+            WorkerJob(id: 7, file: #"dir/"scenario":"".json"#, scenario: tricky, seed: UInt64.max, mutant: "none",
+                      stepTimeoutCap: 1500, keepsHistory: false, explore: nil, schedule: .init(steps: [1, 2], order: [2, 1])),
+            WorkerJob(id: 8, file: "f.json", scenario: tricky, seed: 0, mutant: nil, stepTimeoutCap: nil, keepsHistory: true,
+                      explore: .init(maxSchedules: 3, exhaustive: true)),
+            WorkerJob(id: 9, file: "f.json", scenario: "", seed: 1, mutant: nil, stepTimeoutCap: nil, keepsHistory: true, explore: nil),
+        ]
+        for job in jobs {
+            let line = WorkerProtocol.jobLine(job)
+            XCTAssertEqual(line.last, 0x0A)
+            XCTAssertEqual(try WorkerProtocol.kind(of: line.dropLast()), "job")
+            XCTAssertEqual(try WorkerProtocol.payload(WorkerJob.self, from: line.dropLast()), job)
+            XCTAssertEqual(line, WorkerProtocol.line("job", job), "the same bytes as the record written whole")
+        }
+    }
+
+    func testStoppingAtTheFirstCatchNamesTheSameFirstCatch() async throws {
+        let names = ["defect-4-unassigned-never-fanned-out", "field-experiment-stops-mid-run", "s4-fanout-is-per-user",
+                     "s4-fanout-skips-expired-and-unassigned"]
+        let files = names.map { Repository.root.appendingPathComponent("scenarios/\($0).json").path }
+        let (scenarios, invalid) = HarnessCommand.load(files, seed: 0)
+        XCTAssertTrue(invalid.isEmpty, "\(invalid)")
+        let defects: [Defect] = [.fanOutToExpired, .fanOutToIneligible, .fanOutToOtherUsers, .hashBigEndian]
+        let full = await MutantRun.run(scenarios, defects: defects, stepTimeoutCap: 1500, full: true)
+        let first = await MutantRun.run(scenarios, defects: defects, stepTimeoutCap: 1500, full: false)
+        XCTAssertEqual(full.baselineFailures, [])
+        XCTAssertEqual(first.baselineFailures, [])
+        XCTAssertEqual(first.rows.map(\.caught), full.rows.map(\.caught))
+        // Both outcomes occur, and one variant is caught by more than one scenario in full.
+        XCTAssertEqual(full.rows.map(\.caught), [true, true, true, false])
+        XCTAssertTrue(full.rows.contains { $0.caughtBy.count > 1 }, "\(full.rows.map(\.caughtBy))")
+        for (f, e) in zip(full.rows, first.rows) {
+            XCTAssertEqual(e.caughtBy, Array(f.caughtBy.prefix(1)), f.defect.rawValue)
+        }
+    }
+}
