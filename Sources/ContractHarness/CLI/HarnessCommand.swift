@@ -320,13 +320,15 @@ public enum HarnessCommand {
         }
     }
 
-    /// Runs `handler` (then exits with 130 for SIGINT, 143 for SIGTERM) when the process is
+    /// Kills every process group this process started (workers, adapters: `ChildProcessGroups`),
+    /// runs `handler` (then exits with 130 for SIGINT, 143 for SIGTERM) when the process is
     /// interrupted; returns the sources to keep alive.
     static func onInterrupt(_ handler: @escaping @Sendable (_ signal: Int32) -> Void) -> [any DispatchSourceSignal] {
         [(SIGINT, Int32(130)), (SIGTERM, Int32(143))].map { sig, status in
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             source.setEventHandler {
+                ChildProcessGroups.killAll()
                 handler(sig)
                 exit(status)
             }
@@ -704,17 +706,22 @@ public enum HarnessCommand {
         }
         let exploreVerdict = arguments.contains("--verdict") ? options.verdict : nil
         let interruptedDriver = driver
+        let progress = Explorer.Progress()
+        let interruptSecrets = secrets
         let sources = onInterrupt { sig in
+            let p = progress.snapshot
             if let path = exploreVerdict {
-                writeRefusal("explore interrupted by signal \(sig) before it finished", to: path, driver: interruptedDriver)
+                writeInterrupted("explore interrupted by signal \(sig) before it finished", to: path, driver: interruptedDriver, seed: options.seed,
+                                 extra: ["explore_progress": .object(["done": .number(Double(p.done)), "total": .number(Double(p.total)),
+                                                                      "failed": .number(Double(p.failed)), "infeasible": .number(Double(p.infeasible))])],
+                                 secrets: interruptSecrets)
             }
-            say("interrupted: explore stopped before it finished")
+            say("interrupted: explore stopped after \(p.done) of \(p.total) schedules" + (exploreVerdict.map { "; verdict written to \($0)" } ?? ""))
         }
         defer { sources.forEach { $0.cancel() } }
         say("explore \(root["name"]?.stringValue ?? file): seed \(options.seed), steps \(settings.steps) may move, at most \(settings.maxSchedules) schedules\(settings.exhaustive ? ", in order" : "")")
         // Schedules run in worker processes, so one that crashes the SDK is reported, not fatal.
         let isolation = workerExecutable(for: originalDriver).map { Explorer.Isolation(executable: $0, mutant: options.mutant, slots: cores) }
-        let progress = Explorer.Progress()
         let ticker = progressTicker(progress)
         let report = await Explorer.explore(root, file: file, settings: settings, seed: options.seed,
                                             runner: ScenarioRunner(driver: driver, seed: options.seed, keepsHistory: false),

@@ -171,8 +171,9 @@ public protocol DriverClient: Sendable {
     /// or `nil` when none is stored. Asynchronous: an out-of-process driver asks its adapter.
     func persisted(kind: String, user: String, key: String) async -> JSONValue?
     /// Writes `json` as the persisted value for (user, key) into the client's offline store,
-    /// exactly as given (the `seed_store` step); returns what went wrong, or `nil`.
-    func seedPersisted(kind: String, user: String, key: String, json: JSONValue) -> String?
+    /// exactly as given (the `seed_store` step); returns what went wrong, or `nil`. Asynchronous:
+    /// an out-of-process driver sends `seed_store` to its adapter and waits for the answer.
+    func seedPersisted(kind: String, user: String, key: String, json: JSONValue) async -> String?
 }
 
 public extension DriverClient {
