@@ -17,7 +17,10 @@ VERSION = "0.1.0"
 BATCH_LIMIT = 100
 
 # A deliberately broken variant, to show the harness catches it out of process too:
-# EXPERIMENTLY_EXAMPLE_DEFECT=stale-write-after-clear writes responses that started before a clear.
+# EXPERIMENTLY_EXAMPLE_DEFECT=stale-write-after-clear writes responses that started before a clear;
+# EXPERIMENTLY_EXAMPLE_DEFECT=strict-offline-entries ignores persisted entries lacking a field this
+# version writes (an assignment without `assigned`, a flag without `config`), as if an app update
+# had lost the offline store an earlier version left.
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 
 # What the calling thread works for (set by a driver), recorded with each virtual deadline.
@@ -80,6 +83,9 @@ class OfflineStore:
         with self._lock:
             entry = self._values.get((kind, user, key))
         if entry is None:
+            return None
+        if DEFECT == "strict-offline-entries" and isinstance(entry, dict) \
+                and not all(f in entry for f in (("key", "enabled", "config") if kind == "flag" else ("assigned", "configuration"))):
             return None
         try:
             return _flag_value(entry, key) if kind == "flag" else _assignment_value(entry, key, user)
