@@ -322,19 +322,9 @@ public enum HarnessCommand {
 
     /// Kills every process group this process started (workers, adapters: `ChildProcessGroups`),
     /// runs `handler` (then exits with 130 for SIGINT, 143 for SIGTERM) when the process is
-    /// interrupted; returns the sources to keep alive.
-    static func onInterrupt(_ handler: @escaping @Sendable (_ signal: Int32) -> Void) -> [any DispatchSourceSignal] {
-        [(SIGINT, Int32(130)), (SIGTERM, Int32(143))].map { sig, status in
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler {
-                ChildProcessGroups.killAll()
-                handler(sig)
-                exit(status)
-            }
-            source.resume()
-            return source
-        }
+    /// interrupted; returns the registrations to cancel when the command is done (`InterruptSignals`).
+    static func onInterrupt(_ handler: @escaping @Sendable (_ signal: Int32) -> Void) -> [InterruptSignals.Registration] {
+        [InterruptSignals.register(handler)]
     }
 
     /// Results so far, shared with the signal handler (an `NSLock` guards it).
@@ -474,6 +464,8 @@ public enum HarnessCommand {
             if options.failFast && (r.status == .failed || r.status == .error || r.status == .crashed) { stop = true }
         }
         await external?.shutdown()
+        // Interrupted: the handler writes the verdict and exits; what its kills did is no result.
+        await ChildProcessGroups.parkIfInterrupted()
         var final = verdict(workerResults ?? progress.snapshot)
         var problem: String?
         let counts = final.counts
@@ -587,6 +579,7 @@ public enum HarnessCommand {
             say(String(format: "%@ %2d %-32@ %@", row.caught ? "CAUGHT " : "MISSED ", row.defect.item, row.defect.rawValue as NSString,
                        row.caught ? "by \(row.caughtBy.count): \(by)" : "by no scenario: \(row.defect.summary)"))
         }
+        await ChildProcessGroups.parkIfInterrupted()   // the handler writes the verdict and exits
         for name in report.baselineFailures { say("BASELINE FAIL \(name): fails against the faithful variant") }
         let caught = report.rows.filter(\.caught).count
         say(String(format: "caught %d of %d variants (%.0f%%) in %.1f s", caught, report.rows.count, report.shareCaught * 100,
@@ -729,6 +722,7 @@ public enum HarnessCommand {
                                             concurrency: options.jobs, isolation: external == nil ? isolation : nil, progress: progress)
         ticker.cancel()
         await external?.shutdown()
+        await ChildProcessGroups.parkIfInterrupted()   // the handler writes the verdict and exits
         say(String(format: "%d schedules (%@), %d failed, %d infeasible, %.0f schedules/s", report.schedules.count,
                    report.mode, report.failed, report.infeasible, report.schedulesPerSecond)
             + (report.crashed > 0 ? " (\(report.crashed) crashed)" : "")

@@ -21,14 +21,15 @@ final class InterruptTests: XCTestCase {
         try? FileManager.default.removeItem(at: dir)
     }
 
-    /// A scenario whose last step waits a minute: login-b's flag fetch is serialized behind user-a's
+    /// A scenario whose last step waits ten minutes (longer than the test waits for an exit, so a
+    /// command that only ends once its children are done fails here): login-b's flag fetch is serialized behind user-a's
     /// held one, so the `wait_for` can never be met and is never decided early (an operation with
     /// no request of its own yet is not inert). `explore` may swap the two fault steps (2 schedules).
     func hangingScenario() throws -> String {
         let file = dir.appendingPathComponent("hangs.json")
         try Data("""
-        {"format": "experimently-scenario/1", "name": "interrupt-hangs", "description": "waits a minute for a hold never reached",
-         "step_timeout_ms": 60000, "app": {"flag": "sdk_contract_flag", "experiment": "sdk_contract_ab"},
+        {"format": "experimently-scenario/1", "name": "interrupt-hangs", "description": "waits ten minutes for a hold never reached",
+         "step_timeout_ms": 600000, "app": {"flag": "sdk_contract_flag", "experiment": "sdk_contract_ab"},
          "steps": [
           {"fault": {"match": {"path": "/api/v1/feature-flags/evaluate/sdk_contract_flag", "query": {"user_id": "user-a"}}, "action": {"hold": {}}}, "id": "held-a"},
           {"fault": {"match": {"path": "/api/v1/feature-flags/evaluate/sdk_contract_flag", "query": {"user_id": "user-b"}}, "action": {"hold": {}}}, "id": "held-b"},
@@ -80,14 +81,34 @@ final class InterruptTests: XCTestCase {
     }
 
     func testMutantsKillsItsWorkersOnSIGINT() throws {
-        let v = try interrupt(["mutants", try hangingScenario(), "--step-timeout-ms", "60000"],
+        let v = try interrupt(["mutants", try hangingScenario(), "--step-timeout-ms", "600000"],
                               gate: "mutants: 1 scenarios", signal: SIGINT, status: 130)
         XCTAssertTrue(v["error"]?.stringValue?.contains("interrupted by signal \(SIGINT)") == true, "\(v)")
     }
 
     func testRunKillsItsAdapterOnSIGTERM() throws {
+        // The gate is the run's header line: its handler is installed by then (the verdict lists the scenario).
         let v = try interrupt(["run", try hangingScenario(), "--sdk-command", Self.pythonDriver],
-                              gate: "sdk: python-example", signal: SIGTERM, status: 143)
+                              gate: ": SDK python-example", signal: SIGTERM, status: 143)
         XCTAssertEqual(v["scenarios"]?.arrayValue?.first?["status"], .string("error"))
+    }
+
+    /// Interrupted while the adapter starts (before the command's own handler): the adapter is
+    /// killed all the same and the exit is 143; the verdict is the one marked in progress.
+    func testRunInterruptedWhileItsAdapterStartsKillsIt() throws {
+        let slow = "exec python3 -c 'import sys; sys.stderr.write(\"starting\\n\"); sys.stderr.flush(); sys.stdin.readline()'"
+        let p = try HarnessProcess.Started(["run", try hangingScenario(), "--sdk-command", slow, "--verdict", "v.json"], in: dir)
+        var children: [Int32] = []
+        let deadline = Date(timeIntervalSinceNow: 60)
+        while children.isEmpty && Date() < deadline {
+            children = p.children
+            if children.isEmpty { usleep(2000) }   // polling for a condition, not ordering
+        }
+        XCTAssertFalse(children.isEmpty, p.output)
+        let groups = Set(children.compactMap { HarnessProcess.stat($0)?.group })
+        XCTAssertEqual(p.stop(SIGTERM), 143, p.output)
+        XCTAssertEqual(HarnessProcess.survivors(inGroups: groups), [], p.output)
+        let verdict = try JSONValue.parse(Data(contentsOf: dir.appendingPathComponent("v.json"))).value
+        XCTAssertEqual(verdict["in_progress"], .bool(true), "\(verdict)")
     }
 }

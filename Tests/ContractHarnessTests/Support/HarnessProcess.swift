@@ -33,6 +33,7 @@ extension HarnessProcess {
         private let arrived = NSCondition()
         private var text = ""
         private var ended = 0
+        private let exited = DispatchSemaphore(value: 0)
 
         /// Starts `contract-harness ARGUMENTS` in `directory` (standard output and error both read).
         init(_ arguments: [String], in directory: URL) throws {
@@ -53,6 +54,7 @@ extension HarnessProcess {
                     }
                 }.start()
             }
+            process.terminationHandler = { [exited] _ in exited.signal() }
             try process.run()
         }
 
@@ -77,15 +79,13 @@ extension HarnessProcess {
             return all.compactMap(Int32.init).filter { HarnessProcess.stat($0)?.parent == process.processIdentifier }
         }
 
-        /// Sends `signal` and waits (at most 60 s, then SIGKILL) for the exit; the status as a shell reports it.
+        /// Sends `signal` and waits (at most 30 s, then SIGKILL) for the exit; the status as a
+        /// shell reports it (-1 when even SIGKILL was not seen to end it within 30 s).
         func stop(_ signal: Int32) -> Int32 {
             kill(process.processIdentifier, signal)
-            let exited = DispatchSemaphore(value: 0)
-            let watcher = Thread { [self] in process.waitUntilExit(); exited.signal() }
-            watcher.start()
-            if exited.wait(timeout: .now() + 60) == .timedOut {
+            if exited.wait(timeout: .now() + 30) == .timedOut {
                 kill(process.processIdentifier, SIGKILL)
-                exited.wait()
+                if exited.wait(timeout: .now() + 30) == .timedOut { return -1 }
             }
             return process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
         }
