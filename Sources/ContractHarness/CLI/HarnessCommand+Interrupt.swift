@@ -18,9 +18,9 @@ extension HarnessCommand {
 }
 
 /// The one place SIGINT and SIGTERM are handled for `run`, `explore` and `mutants`: two dispatch
-/// signal sources, installed once and never cancelled (libdispatch on Linux delivers a signal to
-/// one source only, and cancelling one stops the delivery to the others), and the handler of the
-/// command now running (`HarnessCommand.onInterrupt`).
+/// signal sources, installed once and never cancelled (measured here: with a second source for the
+/// same signal, the handler of the later one never ran), and the handler of the command now
+/// running (`HarnessCommand.onInterrupt`).
 ///
 /// On a signal: every process group the command started is killed (`ChildProcessGroups`), the
 /// current handler runs (it writes the verdict), and the process exits 130 (SIGINT) or 143

@@ -21,7 +21,9 @@ import FoundationNetworking
 /// has its own `VirtualClock`; a `clock` request moves it and answers once the operations it woke
 /// have finished or suspended again (the executor is idle), so their replies come first. Clients
 /// talk to their `base_url` over real loopback HTTP (`URLSession`); offline stores live in memory,
-/// one per store id. Replies are written whole, one line each, under a lock.
+/// one per store id, and `seed_store` writes into one through a live client of that store
+/// (`DriverClient.seedPersisted`). A line that is not a request but has a readable `id` gets an
+/// error reply. Replies are written whole, one line each, under a lock.
 public final class DriverServer: @unchecked Sendable {
     // @unchecked Sendable: mutable state lives in `state` (a HarnessLocked); the rest is `let`.
     private struct Scope {
