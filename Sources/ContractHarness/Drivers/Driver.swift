@@ -177,8 +177,9 @@ public protocol DriverClient: Sendable {
 }
 
 public extension DriverClient {
-    /// Default: a driver that cannot reach its SDK's store says so.
-    func seedPersisted(kind: String, user: String, key: String, json: JSONValue) -> String? {
+    /// Default: a driver that cannot reach its SDK's store says so. (Asynchronous like the
+    /// requirement, so that no synchronous overload shadows a client's own implementation.)
+    func seedPersisted(kind: String, user: String, key: String, json: JSONValue) async -> String? {
         "this driver cannot write into an offline store (seed_store)"
     }
 }
