@@ -120,6 +120,21 @@ final class DriverSeedStoreTests: XCTestCase {
         }
     }
 
+    /// The command line of the issue: `contract-harness run --sdk-command experimently-driver
+    /// scenarios/field-offline-store-from-earlier-sdk-version.json` passes (exit 0, `PASS`).
+    func testRunSDKCommandPassesTheScenarioThroughTheBinary() throws {
+        let swiftDriver = HarnessCLITests.binary.deletingLastPathComponent().appendingPathComponent("experimently-driver").path
+        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: HarnessCLITests.binary.path)
+                          && FileManager.default.isExecutableFile(atPath: swiftDriver), "contract-harness or experimently-driver not built")
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("seed-store-run-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let r = try HarnessProcess.run(["run", "--sdk-command", swiftDriver, Self.scenarioFile, "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(r.status, 0, r.out)
+        XCTAssertTrue(r.out.contains("PASS  field-offline-store-from-earlier-sdk-version"), r.out)
+        XCTAssertTrue(r.out.contains("1 passed, 0 failed"), r.out)
+    }
+
     /// A client that ignores what an earlier version persisted (the Python example with
     /// `strict-offline-entries`) fails the scenario out of process; an adapter without the
     /// capability gets it skipped, naming `seed_store`.
