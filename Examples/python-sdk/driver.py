@@ -13,7 +13,7 @@ import experimently as sdk  # noqa: E402
 PROTOCOL = "experimently-driver/1"
 OPERATIONS = ["evaluateFlag", "getAssignment", "track", "trackWithStatus", "trackBatch", "clearCache",
               "clearOfflineCache", "close", "getAssignments", "getEvaluatedFlags", "hashUser"]
-CAPABILITIES = OPERATIONS + ["hash", "offline_store", "app", "virtual_clock", "cancel"]
+CAPABILITIES = OPERATIONS + ["hash", "offline_store", "app", "virtual_clock", "cancel", "seed_store"]
 
 out_lock = threading.Lock()
 
@@ -151,6 +151,31 @@ def perform(rid, client, op):
             running.pop(rid, None)
 
 
+def seed_entries(message):
+    """The store id and entries of a seed_store request, checked; raises ValueError naming the JSON path."""
+    store = message.get("store")
+    if not isinstance(store, str) or not store:
+        raise ValueError("seed_store: at $.store: expected the id of the store to write (a non-empty text), found %s" % json.dumps(store))
+    entries = message.get("entries")
+    if not isinstance(entries, list) or not entries:
+        raise ValueError("seed_store: at $.entries: expected a non-empty array of {kind, user, key, value}, found %s"
+                         % json.dumps(entries))
+    checked = []
+    for i, e in enumerate(entries):
+        at = "$.entries[%d]" % i
+        if not isinstance(e, dict):
+            raise ValueError("seed_store: at %s: expected an object, found %s" % (at, json.dumps(e)))
+        if e.get("kind") not in ("flag", "experiment"):
+            raise ValueError("seed_store: at %s.kind: expected \"flag\" or \"experiment\", found %s" % (at, json.dumps(e.get("kind"))))
+        for field in ("user", "key"):
+            if not isinstance(e.get(field), str) or not e[field]:
+                raise ValueError("seed_store: at %s.%s: expected a non-empty text, found %s" % (at, field, json.dumps(e.get(field))))
+        if not isinstance(e.get("value"), dict):
+            raise ValueError("seed_store: at %s.value: expected the persisted object, found %s" % (at, json.dumps(e.get("value"))))
+        checked.append((e["kind"], e["user"], e["key"], e["value"]))
+    return store, checked
+
+
 def handle(message):
     rid, kind = message.get("id"), message.get("type")
     if kind == "hello":
@@ -217,6 +242,18 @@ def handle(message):
                 for sid in [k for k in stores if k not in live]:
                     del stores[sid]
         reply(rid) if entry is not None else reply(rid, error="no client %r" % message.get("client"))
+    elif kind == "seed_store":
+        # Entries as an earlier version of this client left them: the answer's JSON object, which
+        # the client reads back with the defaults it gives a fresh answer (experimently.OfflineStore).
+        try:
+            store_id, entries = seed_entries(message)
+        except ValueError as e:
+            return reply(rid, error=str(e))
+        with state_lock:
+            store = stores.setdefault(store_id, sdk.OfflineStore())
+        for k, user, key, value in entries:
+            store.save_raw(k, user, key, value)
+        reply(rid, {"seeded": len(entries)})
     elif kind == "shutdown":
         reply(rid)
         return "stop"

@@ -17,7 +17,10 @@ VERSION = "0.1.0"
 BATCH_LIMIT = 100
 
 # A deliberately broken variant, to show the harness catches it out of process too:
-# EXPERIMENTLY_EXAMPLE_DEFECT=stale-write-after-clear writes responses that started before a clear.
+# EXPERIMENTLY_EXAMPLE_DEFECT=stale-write-after-clear writes responses that started before a clear;
+# EXPERIMENTLY_EXAMPLE_DEFECT=strict-offline-entries ignores persisted entries lacking a field this
+# version writes (an assignment without `assigned`, a flag without `config`), as if an app update
+# had lost the offline store an earlier version left.
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 
 # What the calling thread works for (set by a driver), recorded with each virtual deadline.
@@ -54,7 +57,16 @@ class SystemClock:
 
 
 class OfflineStore:
-    """Persisted successes per (kind, user id, key); shared by clients that name the same store."""
+    """Persisted successes per (kind, user id, key); shared by clients that name the same store.
+
+    Each entry is the JSON object of the answer it came from (CONTRACT.md section 1: a flag
+    `{key, enabled, config}`, an assignment `{experiment_key, user_id, variant_id, variant_name,
+    is_control, configuration, assigned}`). `load` reads an entry as the client reads an answer,
+    with the same defaults, so an entry an earlier version wrote without a field added later
+    (`assigned`, `config`) is still served (`assigned` true, `config` None); an entry that cannot be
+    read (no `variant_name`, not an object) is absent. `save_raw` writes an entry exactly as given
+    (what an earlier version left; the driver's `seed_store`).
+    """
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -64,9 +76,21 @@ class OfflineStore:
         with self._lock:
             self._values[(kind, user, key)] = value
 
+    def save_raw(self, kind, user, key, value):
+        self.save(kind, user, key, value)
+
     def load(self, kind, user, key):
         with self._lock:
-            return self._values.get((kind, user, key))
+            entry = self._values.get((kind, user, key))
+        if entry is None:
+            return None
+        if DEFECT == "strict-offline-entries" and isinstance(entry, dict) \
+                and not all(f in entry for f in (("key", "enabled", "config") if kind == "flag" else ("assigned", "configuration"))):
+            return None
+        try:
+            return _flag_value(entry, key) if kind == "flag" else _assignment_value(entry, key, user)
+        except ExperimentationError:
+            return None
 
     def remove(self, kind, user, key):
         with self._lock:
@@ -275,13 +299,7 @@ class ExperimentationClient:
                 raise ExperimentationError("flagNotFound", "Flag not found: %s" % flag_key, status=404)
             if not 200 <= status < 300:
                 raise ExperimentationError("serverError", body.decode("utf-8", "replace"), status=status)
-            o = _decode_object(body)
-            k = o.get("key")
-            enabled = o.get("enabled", False)
-            if (k is not None and not isinstance(k, str)) or not isinstance(enabled, bool):
-                raise ExperimentationError("decodingError", "unexpected flag fields")
-            config = o.get("config")
-            return {"key": k or flag_key, "enabled": enabled, "config": config if isinstance(config, dict) else None}
+            return _flag_value(_decode_object(body), flag_key)
         return self._shared("flag", user_id, flag_key, fetch, waiter_box)
 
     def get_assignment(self, experiment_key, user_id, attributes=None, waiter_box=None):
@@ -294,17 +312,7 @@ class ExperimentationClient:
                 raise ExperimentationError("experimentNotFound", "Experiment not found: %s" % experiment_key, status=404)
             if not 200 <= status < 300:
                 raise ExperimentationError("serverError", body.decode("utf-8", "replace"), status=status)
-            o = _decode_object(body)
-            ek, name = o.get("experiment_key"), o.get("variant_name")
-            if not isinstance(ek, str) or not isinstance(name, str):
-                raise ExperimentationError("decodingError", "experiment_key and variant_name are required")
-            uid, vid, config = o.get("user_id"), o.get("variant_id"), o.get("configuration")
-            is_control, assigned = o.get("is_control", False), o.get("assigned", True)
-            return {"experiment_key": ek or experiment_key, "user_id": uid if isinstance(uid, str) and uid else user_id,
-                    "variant_id": vid if isinstance(vid, str) else None, "variant_name": name,
-                    "is_control": is_control if isinstance(is_control, bool) else False,
-                    "configuration": config if isinstance(config, dict) else None,
-                    "assigned": assigned if isinstance(assigned, bool) else True}
+            return _assignment_value(_decode_object(body), experiment_key, user_id)
         return self._shared("experiment", user_id, experiment_key, fetch, waiter_box)
 
     # -- tracking (CONTRACT.md section 4; section 5.4 and 5.5) --
@@ -431,6 +439,36 @@ def hash_user(user_id, flag_key):
 
 def _encode(value):
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _flag_value(o, flag_key):
+    """A flag answer (or persisted entry) as the client returns it; a missing `enabled` is false,
+    a missing or non-object `config` None."""
+    if not isinstance(o, dict):
+        raise ExperimentationError("decodingError", "a flag is a JSON object")
+    k = o.get("key")
+    enabled = o.get("enabled", False)
+    if (k is not None and not isinstance(k, str)) or not isinstance(enabled, bool):
+        raise ExperimentationError("decodingError", "unexpected flag fields")
+    config = o.get("config")
+    return {"key": k or flag_key, "enabled": enabled, "config": config if isinstance(config, dict) else None}
+
+
+def _assignment_value(o, experiment_key, user_id):
+    """An assignment answer (or persisted entry) as the client returns it; `experiment_key` and
+    `variant_name` are required, a missing `is_control` is false, a missing `assigned` true."""
+    if not isinstance(o, dict):
+        raise ExperimentationError("decodingError", "an assignment is a JSON object")
+    ek, name = o.get("experiment_key"), o.get("variant_name")
+    if not isinstance(ek, str) or not isinstance(name, str):
+        raise ExperimentationError("decodingError", "experiment_key and variant_name are required")
+    uid, vid, config = o.get("user_id"), o.get("variant_id"), o.get("configuration")
+    is_control, assigned = o.get("is_control", False), o.get("assigned", True)
+    return {"experiment_key": ek or experiment_key, "user_id": uid if isinstance(uid, str) and uid else user_id,
+            "variant_id": vid if isinstance(vid, str) else None, "variant_name": name,
+            "is_control": is_control if isinstance(is_control, bool) else False,
+            "configuration": config if isinstance(config, dict) else None,
+            "assigned": assigned if isinstance(assigned, bool) else True}
 
 
 def _decode_object(body):

@@ -9,6 +9,8 @@ extension HarnessCommand {
     ///
     /// - Returns: the driver, or the message saying why the adapter cannot be used.
     static func launchDriver(_ command: String) async -> Result<ProcessSDKDriver, DriverProtocolError> {
+        // Before the command registers its own SIGINT/SIGTERM handler, a signal still kills the adapter.
+        InterruptSignals.install()
         do {
             let driver = try await ProcessSDKDriver.launch(command: command)
             say("sdk: \(driver.sdkName) \(driver.sdkVersion) via \(DriverWire.version) (\(command))")

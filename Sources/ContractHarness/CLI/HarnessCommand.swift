@@ -329,19 +329,11 @@ public enum HarnessCommand {
         }
     }
 
-    /// Runs `handler` (then exits with 130 for SIGINT, 143 for SIGTERM) when the process is
-    /// interrupted; returns the sources to keep alive.
-    static func onInterrupt(_ handler: @escaping @Sendable (_ signal: Int32) -> Void) -> [any DispatchSourceSignal] {
-        [(SIGINT, Int32(130)), (SIGTERM, Int32(143))].map { sig, status in
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler {
-                handler(sig)
-                exit(status)
-            }
-            source.resume()
-            return source
-        }
+    /// Kills every process group this process started (workers, adapters: `ChildProcessGroups`),
+    /// runs `handler` (then exits with 130 for SIGINT, 143 for SIGTERM) when the process is
+    /// interrupted; returns the registrations to cancel when the command is done (`InterruptSignals`).
+    static func onInterrupt(_ handler: @escaping @Sendable (_ signal: Int32) -> Void) -> [InterruptSignals.Registration] {
+        [InterruptSignals.register(handler)]
     }
 
     /// Results so far, shared with the signal handler (an `NSLock` guards it).
@@ -481,6 +473,8 @@ public enum HarnessCommand {
             if options.failFast && (r.status == .failed || r.status == .error || r.status == .crashed) { stop = true }
         }
         await external?.shutdown()
+        // Interrupted: the handler writes the verdict and exits; what its kills did is no result.
+        await ChildProcessGroups.parkIfInterrupted()
         var final = verdict(workerResults ?? progress.snapshot)
         var problem: String?
         let counts = final.counts
@@ -601,6 +595,7 @@ public enum HarnessCommand {
             say(String(format: "%@ %2d %-32@ %@", row.caught ? "CAUGHT " : "MISSED ", row.defect.item, row.defect.rawValue as NSString,
                        row.caught ? (full ? "by \(row.caughtBy.count): \(by)" : "first by \(by)") : "by no scenario: \(row.defect.summary)"))
         }
+        await ChildProcessGroups.parkIfInterrupted()   // the handler writes the verdict and exits
         for name in report.baselineFailures { say("BASELINE FAIL \(name): fails against the faithful variant") }
         let caught = report.rows.filter(\.caught).count
         say(String(format: "caught %d of %d variants (%.0f%%) in %.1f s", caught, report.rows.count, report.shareCaught * 100,
@@ -721,17 +716,22 @@ public enum HarnessCommand {
         }
         let exploreVerdict = arguments.contains("--verdict") ? options.verdict : nil
         let interruptedDriver = driver
+        let progress = Explorer.Progress()
+        let interruptSecrets = secrets
         let sources = onInterrupt { sig in
+            let p = progress.snapshot
             if let path = exploreVerdict {
-                writeRefusal("explore interrupted by signal \(sig) before it finished", to: path, driver: interruptedDriver)
+                writeInterrupted("explore interrupted by signal \(sig) before it finished", to: path, driver: interruptedDriver, seed: options.seed,
+                                 extra: ["explore_progress": .object(["done": .number(Double(p.done)), "total": .number(Double(p.total)),
+                                                                      "failed": .number(Double(p.failed)), "infeasible": .number(Double(p.infeasible))])],
+                                 secrets: interruptSecrets)
             }
-            say("interrupted: explore stopped before it finished")
+            say("interrupted: explore stopped after \(p.done) of \(p.total) schedules" + (exploreVerdict.map { "; verdict written to \($0)" } ?? ""))
         }
         defer { sources.forEach { $0.cancel() } }
         say("explore \(root["name"]?.stringValue ?? file): seed \(options.seed), steps \(settings.steps) may move, at most \(settings.maxSchedules) schedules\(settings.exhaustive ? ", in order" : "")")
         // Schedules run in worker processes, so one that crashes the SDK is reported, not fatal.
         let isolation = workerExecutable(for: originalDriver).map { Explorer.Isolation(executable: $0, mutant: options.mutant, slots: cores) }
-        let progress = Explorer.Progress()
         let ticker = progressTicker(progress)
         let report = await Explorer.explore(root, file: file, settings: settings, seed: options.seed,
                                             runner: ScenarioRunner(driver: driver, seed: options.seed, keepsHistory: false),
@@ -739,6 +739,7 @@ public enum HarnessCommand {
                                             concurrency: options.jobs, isolation: external == nil ? isolation : nil, progress: progress)
         ticker.cancel()
         await external?.shutdown()
+        await ChildProcessGroups.parkIfInterrupted()   // the handler writes the verdict and exits
         say(String(format: "%d schedules (%@), %d failed, %d infeasible, %.0f schedules/s", report.schedules.count,
                    report.mode, report.failed, report.infeasible, report.schedulesPerSecond)
             + (report.crashed > 0 ? " (\(report.crashed) crashed)" : "")

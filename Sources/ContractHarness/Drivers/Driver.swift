@@ -171,13 +171,15 @@ public protocol DriverClient: Sendable {
     /// or `nil` when none is stored. Asynchronous: an out-of-process driver asks its adapter.
     func persisted(kind: String, user: String, key: String) async -> JSONValue?
     /// Writes `json` as the persisted value for (user, key) into the client's offline store,
-    /// exactly as given (the `seed_store` step); returns what went wrong, or `nil`.
-    func seedPersisted(kind: String, user: String, key: String, json: JSONValue) -> String?
+    /// exactly as given (the `seed_store` step); returns what went wrong, or `nil`. Asynchronous:
+    /// an out-of-process driver sends `seed_store` to its adapter and waits for the answer.
+    func seedPersisted(kind: String, user: String, key: String, json: JSONValue) async -> String?
 }
 
 public extension DriverClient {
-    /// Default: a driver that cannot reach its SDK's store says so.
-    func seedPersisted(kind: String, user: String, key: String, json: JSONValue) -> String? {
+    /// Default: a driver that cannot reach its SDK's store says so. (Asynchronous like the
+    /// requirement, so that no synchronous overload shadows a client's own implementation.)
+    func seedPersisted(kind: String, user: String, key: String, json: JSONValue) async -> String? {
         "this driver cannot write into an offline store (seed_store)"
     }
 }

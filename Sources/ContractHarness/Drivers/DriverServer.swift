@@ -21,7 +21,9 @@ import FoundationNetworking
 /// has its own `VirtualClock`; a `clock` request moves it and answers once the operations it woke
 /// have finished or suspended again (the executor is idle), so their replies come first. Clients
 /// talk to their `base_url` over real loopback HTTP (`URLSession`); offline stores live in memory,
-/// one per store id. Replies are written whole, one line each, under a lock.
+/// one per store id, and `seed_store` writes into one through a live client of that store
+/// (`DriverClient.seedPersisted`). A line that is not a request but has a readable `id` gets an
+/// error reply. Replies are written whole, one line each, under a lock.
 public final class DriverServer: @unchecked Sendable {
     // @unchecked Sendable: mutable state lives in `state` (a HarnessLocked); the rest is `let`.
     private struct Scope {
@@ -63,6 +65,9 @@ public final class DriverServer: @unchecked Sendable {
             do { request = try decoder.request(line) } catch {
                 status = 1
                 StandardStream.error(Data("experimently-driver: \(error)\n".utf8))
+                // A request with a readable id (an unknown type, a mistyped field) gets its error
+                // reply, so the harness is not left waiting for it.
+                if let id = DriverMessageDecoder.id(in: line) { fail(id, "\(error)") }
                 continue
             }
             if request.type == .shutdown {
@@ -178,9 +183,32 @@ public final class DriverServer: @unchecked Sendable {
             }
             entry.session.finishTasksAndInvalidate()
             reply(DriverReply(id: r.id, result: .object([:])))
+        case .seedStore:
+            await seedStore(r)
         case .shutdown:
             break
         }
+    }
+
+    /// `seed_store`: writes each entry through a live client of the named store (its
+    /// `DriverClient.seedPersisted`, for the shipping SDK the `OfflineStore` key and bytes an
+    /// earlier version wrote); answers `{"seeded": N}`, or an error naming the JSON path of a
+    /// malformed entry, or saying that no client uses the store.
+    private func seedStore(_ r: DriverRequest) async {
+        let store: String, entries: [DriverSeedEntry]
+        do { (store, entries) = try DriverSeedEntry.request(r) } catch { return fail(r.id, "\(error)") }
+        let exact = Array(store.unicodeScalars)
+        guard let client = state.withLock({ s in
+            s.clients.values.first { $0.store.map { Array($0.unicodeScalars) == exact } ?? false }?.client
+        }) else {
+            return fail(r.id, "seed_store: no client uses store '\(store)' (create_client with that \"store\" first)")
+        }
+        for (i, e) in entries.enumerated() {
+            if let problem = await client.seedPersisted(kind: e.kind, user: e.user, key: e.key, json: e.value) {
+                return fail(r.id, "seed_store: at $.entries[\(i)]: \(problem)")
+            }
+        }
+        reply(DriverReply(id: r.id, result: .object(["seeded": .number(Double(entries.count))])))
     }
 
     private func createClient(_ r: DriverRequest) {

@@ -16,8 +16,10 @@ public enum DriverWire {
     /// Capabilities beyond the operations: the reference app runs over the adapter's client
     /// (`app`), the SDK reads the harness's clock (`virtual_clock`), `cancel` requests stop a running
     /// operation (`cancel`), `persisted` inspects the offline store (`offline_store`), `hashUser`
-    /// is exposed (`hash`).
-    public static let capabilityNames = ["app", "virtual_clock", "cancel", "offline_store", "hash"]
+    /// is exposed (`hash`), `seed_store` writes entries into an offline store as an earlier SDK
+    /// version left them (`seed_store`; a later addition to version 1: the harness sends it only
+    /// to an adapter that declares it, so adapters written before it stay valid).
+    public static let capabilityNames = ["app", "virtual_clock", "cancel", "offline_store", "hash", "seed_store"]
 }
 
 /// A request from the harness to an adapter (one JSON Lines message).
@@ -25,6 +27,7 @@ public struct DriverRequest: Sendable, Equatable, Codable {
     /// What is asked.
     public enum Kind: String, Sendable, Codable, CaseIterable {
         case hello, createClient = "create_client", perform, persisted, clock, cancel, closeClient = "close_client", shutdown
+        case seedStore = "seed_store"
     }
 
     /// The request's id; the reply carries it.
@@ -41,8 +44,10 @@ public struct DriverRequest: Sendable, Equatable, Codable {
     /// `create_client`: the client's settings.
     public var settings: DriverClientSettings?
     /// `create_client`: the offline store's id; clients naming the same id share the persisted
-    /// values (a relaunch); absent: the client persists nothing.
+    /// values (a relaunch); absent: the client persists nothing. `seed_store`: the store written.
     public var store: String?
+    /// `seed_store`: the entries to write, `[{"kind", "user", "key", "value"}]` (see `DriverSeedEntry`).
+    public var entries: JSONValue?
     /// `create_client`, `clock`: the time on the scope's clock, seconds since 1970.
     public var now: Double?
     /// `perform`: the operation (`{"name": ..., arguments...}`, see `DriverOperation`).
@@ -217,6 +222,14 @@ public struct DriverMessageDecoder: Sendable {
         return reply
     }
 
+    /// The `id` of a line that is a JSON object with a whole-number `id`, even when it is not a
+    /// valid request (so an adapter can still answer it with an error); `nil` otherwise.
+    public static func id(in line: Data) -> Int? {
+        guard let value = try? JSONValue.parse(line).value, case .number(let n)? = value["id"],
+              n == n.rounded(), abs(n) < 1e15 else { return nil }
+        return Int(n)
+    }
+
     /// The line as text for error messages, cut at 300 characters.
     static func quote(_ line: Data) -> String {
         let text = String(decoding: line, as: UTF8.self)
@@ -309,5 +322,82 @@ public enum DriverOperation {
             throw DriverProtocolError("a perform result needs \"value\" or \"error\": \(json.jsonText)")
         }
         return .value(value)
+    }
+}
+
+/// One entry of a `seed_store` request: what an earlier version of the SDK persisted in its
+/// offline store for (user, key), written into a store before the SDK under test reads it
+/// (Documentation/DriverProtocol.md, `seed_store`; the scenario step `seed_store`,
+/// Documentation/ScenarioFormat.md).
+///
+/// Wire form: `{"kind": "flag" | "experiment", "user": USER_ID, "key": FLAG_OR_EXPERIMENT_KEY,
+/// "value": OBJECT}`. `value` is the persisted object in the shape of the backend's answer it was
+/// made from (CONTRACT.md section 1): a flag `{"key", "enabled", "config"}`, an assignment
+/// `{"experiment_key", "user_id", "variant_id", "variant_name", "is_control", "configuration",
+/// "assigned"}`, possibly lacking fields an earlier version did not write (`assigned`, `config`).
+/// The adapter stores it as its SDK's store would hold that object; the SDK then reads it with the
+/// defaults it applies to an answer lacking those fields.
+public struct DriverSeedEntry: Sendable, Equatable {
+    /// `flag` or `experiment` (as in `persisted`).
+    public var kind: String
+    /// The user id (compared exactly, by Unicode scalars).
+    public var user: String
+    /// The flag or experiment key.
+    public var key: String
+    /// The persisted object, exactly as given.
+    public var value: JSONValue
+
+    /// Creates an entry.
+    public init(kind: String, user: String, key: String, value: JSONValue) {
+        self.kind = kind
+        self.user = user
+        self.key = key
+        self.value = value
+    }
+
+    /// The wire form.
+    public var json: JSONValue {
+        .object(["kind": .string(kind), "user": .string(user), "key": .string(key), "value": value])
+    }
+
+    /// The store and the entries of a `seed_store` request, checked.
+    ///
+    /// - Throws: `DriverProtocolError` naming the JSON path of the first thing wrong (`$.store`,
+    ///   `$.entries`, `$.entries[1].kind`, ...) and what was found there.
+    public static func request(_ request: DriverRequest) throws -> (store: String, entries: [DriverSeedEntry]) {
+        func wrong(_ path: String, _ expected: String, _ found: JSONValue?) -> DriverProtocolError {
+            DriverProtocolError("seed_store: at \(path): expected \(expected), found \(found.map { Self.describe($0) } ?? "nothing")")
+        }
+        guard let store = request.store, !store.isEmpty else {
+            throw wrong("$.store", "the id of the store to write (a non-empty text, as in create_client)", request.store.map { .string($0) })
+        }
+        guard case .array(let items)? = request.entries, !items.isEmpty else {
+            throw wrong("$.entries", "a non-empty array of {\"kind\", \"user\", \"key\", \"value\"}", request.entries)
+        }
+        return (store, try items.enumerated().map { i, item in
+            let at = "$.entries[\(i)]"
+            guard case .object(let o) = item else { throw wrong(at, "an object {\"kind\", \"user\", \"key\", \"value\"}", item) }
+            guard case .string(let kind)? = o["kind"], ["flag", "experiment"].contains(where: { $0.unicodeScalars.elementsEqual(kind.unicodeScalars) }) else {
+                throw wrong(at + ".kind", "\"flag\" or \"experiment\"", o["kind"])
+            }
+            guard case .string(let user)? = o["user"], !user.isEmpty else { throw wrong(at + ".user", "the user id (a non-empty text)", o["user"]) }
+            guard case .string(let key)? = o["key"], !key.isEmpty else { throw wrong(at + ".key", "the \(kind) key (a non-empty text)", o["key"]) }
+            guard case .object? = o["value"] else {
+                throw wrong(at + ".value", "the persisted object (a JSON object, as the earlier SDK version stored it)", o["value"])
+            }
+            return DriverSeedEntry(kind: kind, user: user, key: key, value: o["value"]!)
+        })
+    }
+
+    /// A short description of a JSON value for error messages.
+    static func describe(_ value: JSONValue) -> String {
+        switch value {
+        case .null: return "null"
+        case .bool(let b): return "the boolean \(b)"
+        case .number(let n): return "the number \(n)"
+        case .string(let t): return "the text \"\(t.count > 60 ? String(t.prefix(60)) + "…" : t)\""
+        case .array(let a): return "an array of \(a.count)"
+        case .object: return "an object"
+        }
     }
 }

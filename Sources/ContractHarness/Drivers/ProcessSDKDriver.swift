@@ -52,8 +52,7 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
         self.command = command
         sdkName = hello.sdkName
         sdkVersion = hello.sdkVersion
-        // experimently-driver/1 has no message to write into a store, whatever hello declares.
-        capabilities = hello.capabilities.subtracting(["seed_store"])
+        capabilities = hello.capabilities
         state = HarnessLocked(State(connection: connection))
     }
 
@@ -117,7 +116,8 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
         request.now = context.clock.now().timeIntervalSince1970
         let created = info.connection.send(request, scope: info.id)
         return ProcessDriverClient(id: request.client!, scope: info.id, clockKey: key, connection: info.connection,
-                                   created: created, cancels: capabilities.contains("cancel"))
+                                   created: created, cancels: capabilities.contains("cancel"), store: request.store,
+                                   seeds: capabilities.contains("seed_store"))
     }
 
     /// Sends `clock` with the scope's new time and waits for the adapter's acknowledgement, which
@@ -166,14 +166,39 @@ final class ProcessDriverClient: DriverClient, Sendable {
     let connection: DriverConnection
     let created: ReplySlot
     let cancels: Bool
+    /// The adapter's id of the client's offline store (`s<N>.<store>`), `nil` when it has none.
+    let store: String?
+    /// Whether the adapter declared `seed_store`.
+    let seeds: Bool
 
-    init(id: String, scope: String, clockKey: ObjectIdentifier, connection: DriverConnection, created: ReplySlot, cancels: Bool) {
+    init(id: String, scope: String, clockKey: ObjectIdentifier, connection: DriverConnection, created: ReplySlot, cancels: Bool,
+         store: String? = nil, seeds: Bool = false) {
         self.id = id
         self.scope = scope
         self.clockKey = clockKey
         self.connection = connection
         self.created = created
         self.cancels = cancels
+        self.store = store
+        self.seeds = seeds
+    }
+
+    /// How long the adapter has to answer `seed_store`, milliseconds.
+    static let seedDeadlineMilliseconds = 10_000
+
+    /// Sends `seed_store` with one entry for the client's store and waits (at most
+    /// `seedDeadlineMilliseconds`) for the adapter to take it.
+    func seedPersisted(kind: String, user: String, key: String, json: JSONValue) async -> String? {
+        guard seeds else { return "the adapter does not declare seed_store" }
+        guard let store else { return "the client has no offline store (give it a \"store\")" }
+        if case .failure(let f) = await created.value() { return "create_client: \(f.message)" }
+        var request = DriverRequest(id: 0, type: .seedStore)
+        request.store = store
+        request.entries = .array([DriverSeedEntry(kind: kind, user: user, key: key, value: json).json])
+        switch await connection.send(request, scope: scope).value(deadlineMilliseconds: Self.seedDeadlineMilliseconds) {
+        case .success: return nil
+        case .failure(let f): return "the adapter did not take seed_store: \(f.message)"
+        }
     }
 
     func perform(_ operation: SDKOperation) async -> OperationOutcome {
@@ -472,7 +497,12 @@ final class DriverConnection: Sendable {
         exited.withLock { status in
             if let status { return status }
             var raw: Int32 = 0
-            if waitpid(child.pid, &raw, WNOHANG) == child.pid { status = raw }
+            if waitpid(child.pid, &raw, WNOHANG) == child.pid {
+                status = raw
+                // Anything else the adapter's group started goes with it (Documentation/DriverProtocol.md).
+                kill(-child.pid, SIGKILL)
+                ChildProcessGroups.reaped(child.pid)
+            }
             return status
         }
     }
@@ -498,7 +528,10 @@ final class DriverConnection: Sendable {
     }
 
     /// Standard output closed: the adapter is gone (or going); every waiting request fails.
+    /// Unless the command was interrupted (`ChildProcessGroups.killAll()` killed it): then the
+    /// process is exiting and the killed adapter's requests are left waiting, never reported as a crash.
     private func ended() {
+        ChildProcessGroups.parkThreadIfInterrupted()
         let deadline = DispatchTime.now() + .milliseconds(500)
         var status = reap()
         // The exit status, and the last of standard error, for the crash report (bounded).

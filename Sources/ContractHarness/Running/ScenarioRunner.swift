@@ -488,7 +488,7 @@ final class ScenarioExecution: @unchecked Sendable {
                                                           deadlineMilliseconds: scenario.stepTimeoutMilliseconds) { return problem }
         case .seedStore(let client, let kind, let user, let key, let json):
             guard let c = clients[client] else { return "no client \(client)" }
-            if let problem = c.seedPersisted(kind: kind, user: user, key: key, json: json) { return problem }
+            if let problem = await c.seedPersisted(kind: kind, user: user, key: key, json: json) { return problem }
             recorder.record(.marker, client: client, name: "seed_store",
                             detail: .object(["kind": .string(kind), "user": .string(user), "key": .string(key), "json": json]))
         case .fixtures(let change):

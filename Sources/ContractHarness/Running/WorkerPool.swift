@@ -101,7 +101,7 @@ final class WorkerPool: @unchecked Sendable {
     }
 
     /// Whether `killAll()` was called.
-    var isInterrupted: Bool { lock.withLock { interrupted } }
+    var isInterrupted: Bool { lock.withLock { interrupted } || ChildProcessGroups.isInterrupted }
 
     /// Runs every job; returns the outcomes by job position.
     func run() async -> [Outcome] {
@@ -119,6 +119,9 @@ final class WorkerPool: @unchecked Sendable {
                 thread.start()
             }
         }
+        // Interrupted: the command's handler writes the verdict and exits; the killed workers'
+        // outcomes must not flow on as crashes.
+        await ChildProcessGroups.parkIfInterrupted()
         return lock.withLock { outcomes.map { $0 ?? .notRun } }
     }
 
@@ -143,7 +146,9 @@ final class WorkerPool: @unchecked Sendable {
     }
 
     private func finish(_ id: Int, _ outcome: Outcome) {
-        let report = lock.withLock { () -> Bool in outcomes[id] = outcome; return !interrupted }
+        // After an interrupt (this pool's `killAll()` or the command's, `ChildProcessGroups`) the
+        // workers were killed, not crashed: nothing more is reported.
+        let report = lock.withLock { () -> Bool in outcomes[id] = outcome; return !interrupted } && !ChildProcessGroups.isInterrupted
         if report { onOutcome(id, outcome) }
     }
 
@@ -381,7 +386,7 @@ final class WorkerProcess: @unchecked Sendable {
         while true {
             let r = waitpid(pid, &status, WNOHANG)
             if r == pid { break }
-            if r < 0 && errno != EINTR { reaped = (nil, nil); return reaped! }
+            if r < 0 && errno != EINTR { reaped = (nil, nil); ChildProcessGroups.reaped(pid); return reaped! }
             if DispatchTime.now().uptimeNanoseconds > deadline { kill(-pid, SIGKILL) }
             usleep(1000)
         }
@@ -389,6 +394,7 @@ final class WorkerProcess: @unchecked Sendable {
         reaped = signal == 0 ? (nil, (status >> 8) & 0xff) : (signal, nil)
         // Anything else the group started goes with it.
         kill(-pid, SIGKILL)
+        ChildProcessGroups.reaped(pid)
         return reaped!
     }
 

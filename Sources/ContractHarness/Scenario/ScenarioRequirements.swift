@@ -13,7 +13,7 @@ extension Scenario {
     /// `interleaving` (the SDK's own tasks prefer the task executor of `DriverContext`, so the
     /// harness can choose their interleaving; inferred from an `interleaving` section) and
     /// `seed_store` (the driver can write an entry into a client's offline store as given: the
-    /// `seed_store` step; experimently-driver/1 has no message for it yet).
+    /// `seed_store` step; out of process, the `seed_store` message of experimently-driver/1).
     public static let knownCapabilities: [String] = ["app", "virtual_clock", "cancel", "offline_store", "hash", "interleaving", "seed_store"] + SDKOperation.allNames
 
     /// One capability the scenario needs and why (the JSON path of what needs it).

@@ -74,7 +74,7 @@ enum VectorsSubprocess {
         var buffer = [UInt8](repeating: 0, count: 65536)
 
         while termination == nil {
-            if !reaped, waitpid(pid, &status, WNOHANG) == pid { reaped = true }
+            if !reaped, waitpid(pid, &status, WNOHANG) == pid { reaped = true; ChildProcessGroups.reaped(pid) }
             if reaped && outFD < 0 && errFD < 0 { break }
             let now = DispatchTime.now().uptimeNanoseconds
             if now >= deadline { termination = .timedOut; break }
@@ -109,7 +109,7 @@ enum VectorsSubprocess {
         for fd in [stdinFD, outFD, errFD] where fd >= 0 { close(fd) }
         if termination != nil {
             kill(-pid, SIGKILL)
-            if !reaped { while waitpid(pid, &status, 0) < 0 && errno == EINTR {} }
+            if !reaped { while waitpid(pid, &status, 0) < 0 && errno == EINTR {}; ChildProcessGroups.reaped(pid) }
         } else {
             let signal = status & 0x7f
             termination = signal == 0 ? .exited((status >> 8) & 0xff) : .signaled(signal)
@@ -186,19 +186,25 @@ enum VectorsSubprocess {
         #else
         let inherited = environ
         #endif
-        let spawned: Int32
-        if let given {
-            spawned = given.withUnsafeBufferPointer { env in posix_spawn(&pid, program, &actions, &attributes, argv, UnsafeMutablePointer(mutating: env.baseAddress)) }
-        } else {
-            spawned = posix_spawn(&pid, program, &actions, &attributes, argv, inherited)
+        var spawned: Int32 = 0
+        // Registered under ChildProcessGroups' lock: an interrupted command kills it, or never starts it.
+        do {
+            _ = try ChildProcessGroups.spawning {
+                if let given {
+                    spawned = given.withUnsafeBufferPointer { env in posix_spawn(&pid, program, &actions, &attributes, argv, UnsafeMutablePointer(mutating: env.baseAddress)) }
+                } else {
+                    spawned = posix_spawn(&pid, program, &actions, &attributes, argv, inherited)
+                }
+                guard spawned == 0 else { throw SpawnError(description: "cannot start \(program): \(String(cString: strerror(spawned)))") }
+                return pid
+            }
+        } catch {
+            closeAll()
+            throw SpawnError(description: "\(error)")
         }
         close(inPipe[0]); inPipe[0] = -1
         close(outPipe[1]); outPipe[1] = -1
         close(errPipe[1]); errPipe[1] = -1
-        guard spawned == 0 else {
-            closeAll()
-            throw SpawnError(description: "cannot start \(program): \(String(cString: strerror(spawned)))")
-        }
         return Spawned(pid: pid, stdin: inPipe[1], stdout: outPipe[0], stderr: errPipe[0])
     }
 

@@ -49,8 +49,8 @@ struct LimitedDriver: SDKDriver {
             lacking.contains("offline_store") ? nil : await inner.persisted(kind: kind, user: user, key: key)
         }
 
-        func seedPersisted(kind: String, user: String, key: String, json: JSONValue) -> String? {
-            lacking.contains("offline_store") ? "no offline store" : inner.seedPersisted(kind: kind, user: user, key: key, json: json)
+        func seedPersisted(kind: String, user: String, key: String, json: JSONValue) async -> String? {
+            lacking.contains("offline_store") ? "no offline store" : await inner.seedPersisted(kind: kind, user: user, key: key, json: json)
         }
     }
 }
