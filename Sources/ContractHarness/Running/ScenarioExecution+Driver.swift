@@ -32,7 +32,7 @@ extension ScenarioExecution {
                 guard needsRequest else { return false }
                 let found = parked.contains { r in
                     r.client.isExactly(name) && (user == nil || r.users.containsExactly(user!))
-                        && (key == nil || (r.key?.kind == key!.kind && r.key?.key == key!.key))
+                        && (key == nil || (r.key?.kind == key!.kind && r.key?.key.isExactly(key!.key) == true))
                 }
                 if !found { return false }
             }
