@@ -6,7 +6,9 @@ import Foundation
 /// journal) and never rate limited. It sits at the handler level, so any transport that takes a
 /// ``MockRequestHandler`` (the loopback TCP server) serves it without change.
 ///
-/// Routes (JSON in and out; errors are `{"error": "<what was wrong>"}`):
+/// Routes (JSON in and out; errors are `{"error": "<what was wrong>"}`; a JSON body with a key
+/// written twice in one object is refused with 400 naming the key and its JSON path,
+/// ``JSONDuplicateKey``):
 /// - `POST /__admin/faults`: body a fault rule as in `--faults` (``FaultRule``); 201 `{"id": N}`.
 /// - `GET /__admin/faults`: `{"faults": [{"id", "rule"}]}` in the order they apply.
 /// - `DELETE /__admin/faults/{id}`: 200 `{"removed": id}`; 404 when no such rule.
@@ -88,6 +90,9 @@ public final class MockAdmin: MockRequestHandler, Sendable {
     // MARK: Faults
 
     private func addFault(_ request: MockRequest) -> MockResponse {
+        if let duplicate = JSONDuplicateKey.first(in: request.body) {
+            return Self.error(400, "the body is not a fault rule (the --faults format): \(duplicate); each key may appear once per object")
+        }
         do {
             let rule = try JSONDecoder().decode(FaultRule.self, from: request.body)
             let id = backend.addFault(rule)
@@ -169,6 +174,9 @@ public final class MockAdmin: MockRequestHandler, Sendable {
         var override: MockResponse?
         if !request.body.isEmpty {
             // The optional override is the `respond` action of a fault rule.
+            if let duplicate = JSONDuplicateKey.first(in: request.body) {
+                return Self.error(400, "the override is not a response {\"status\", \"headers\", \"json\" | \"body\"}: \(duplicate); each key may appear once per object")
+            }
             let wrapped = Data("{\"respond\":".utf8) + request.body + Data("}".utf8)
             do {
                 guard case .respond(let status, let headers, let body) = try JSONDecoder().decode(FaultAction.self, from: wrapped) else {
