@@ -99,6 +99,9 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
     private var boundPort: UInt16?
     private var loopRunning = false
     private var stats = Statistics()
+    /// Test seam (guarded by `condition`; set before `start()`): the event loop uses the
+    /// `poll(2)` fallback even where epoll exists, so both readiness paths are tested on Linux.
+    var forcesPoll = false
     /// Outcomes delivered by handler tasks, and the shutdown request, for the loop thread.
     private let inbox = MockLocked(Inbox())
 
@@ -185,7 +188,7 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
         setNonBlocking(pipeFDs[0])
         setNonBlocking(pipeFDs[1])
         let poller: SocketPoller
-        do { poller = try SocketPoller() } catch {
+        do { poller = try SocketPoller(usingPoll: forcesPoll) } catch {
             close(fd); close(pipeFDs[0]); close(pipeFDs[1])
             throw error
         }
