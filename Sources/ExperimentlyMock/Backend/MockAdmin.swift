@@ -61,6 +61,9 @@ public final class MockAdmin: MockRequestHandler, Sendable {
         guard path.utf8.starts(with: Self.prefix.utf8) || path.utf8.elementsEqual("/__admin".utf8) else {
             return await backend.handle(request)
         }
+        // An admin request the transport can no longer answer (pipelined behind one the
+        // shutdown left unanswered) is not acted on.
+        if request.connection?.unanswerable == true { return .respond(Self.error(503, "the server is shutting down")) }
         return .respond(await admin(request, path: path))
     }
 

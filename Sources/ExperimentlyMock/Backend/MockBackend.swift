@@ -116,13 +116,16 @@ public final class MockBackend: MockRequestHandler, Sendable {
     /// while idle"); the caller would then never see the drop the scenario scripted. The resend
     /// is recognised by all of: the same listener, another connection, the identical request
     /// (method, target, every header in order, body), at most ``window`` seconds of real
-    /// (monotonic) time after the drop, and each trap catches one resend. A client that sends
+    /// (monotonic) time after the drop, and each trap catches one resend. At most ``limit``
+    /// traps are kept, for requests with bodies up to ``maxBodyBytes``. A client that sends
     /// its requests on fresh connections (or gets its answers) never meets a trap.
     struct TransportRetryTrap: Sendable {
         /// Real seconds a trap waits for the resend (curl resends within milliseconds).
         static let window = 2.0
         /// Most traps kept at once (the oldest go first).
-        static let limit = 64
+        static let limit = 16
+        /// Requests with a larger body set no trap (memory stays bounded under `serve`).
+        static let maxBodyBytes = 64 * 1024
         let request: MockRequest
         let connection: MockConnectionInfo
         let original: Int
@@ -284,7 +287,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
                 case .timeout: e.outcome = "timeout"
                 }
             }
-            if outcome == .dropBeforeResponse, let reused, !s.isShutDown {
+            if outcome == .dropBeforeResponse, let reused, !s.isShutDown, ticket.incoming.raw.body.count <= TransportRetryTrap.maxBodyBytes {
                 s.retryTraps.append(TransportRetryTrap(request: ticket.incoming.raw, connection: reused,
                                                        original: ticket.transportRetryOf ?? ticket.seq, fault: entry?.fault, at: mono))
                 if s.retryTraps.count > TransportRetryTrap.limit { s.retryTraps.removeFirst() }

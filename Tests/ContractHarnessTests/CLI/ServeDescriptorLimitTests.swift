@@ -12,74 +12,6 @@ import XCTest
 /// are closed: `accept` fails with EMFILE and the reserved descriptor takes them), does not spin
 /// while the table is full, and gives every descriptor back when the clients leave.
 final class ServeDescriptorLimitTests: XCTestCase {
-    /// A plain blocking loopback client (connect, send, read with a deadline).
-    private final class Client {
-        let fd: Int32
-        init?(port: UInt16) {
-            #if canImport(Darwin)
-            fd = socket(AF_INET, SOCK_STREAM, 0)
-            #else
-            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            #endif
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = port.bigEndian
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let rc = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            if rc != 0 { close(fd); return nil }
-        }
-        deinit { close(fd) }
-
-        /// Whether bytes (or end of stream) are waiting, without blocking.
-        var readable: Bool {
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            return poll(&p, 1, 0) == 1
-        }
-
-        func send(_ text: String) {
-            let bytes = Array(text.utf8)
-            _ = bytes.withUnsafeBytes { Foundation.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        }
-
-        /// Everything until the server closes or `timeout` seconds pass.
-        func readAll(timeout: Double = 5) -> String {
-            var out: [UInt8] = []
-            let end = Date(timeIntervalSinceNow: timeout)
-            while end.timeIntervalSinceNow > 0 {
-                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                guard poll(&p, 1, Int32(end.timeIntervalSinceNow * 1000)) == 1 else { break }
-                var buffer = [UInt8](repeating: 0, count: 4096)
-                let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                if n <= 0 { break }
-                out += buffer[0..<n]
-            }
-            return String(decoding: out, as: UTF8.self)
-        }
-
-        /// One response's head and `Content-Length` body.
-        func readResponse(timeout: Double = 5) -> String {
-            var out: [UInt8] = []
-            let end = Date(timeIntervalSinceNow: timeout)
-            while end.timeIntervalSinceNow > 0 {
-                let text = String(decoding: out, as: UTF8.self)
-                if let head = text.range(of: "\r\n\r\n") {
-                    let length = text[..<head.lowerBound].split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
-                        .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
-                    if text.utf8.count - text.utf8.distance(from: text.startIndex, to: head.upperBound) >= length { return text }
-                }
-                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                guard poll(&p, 1, Int32(end.timeIntervalSinceNow * 1000)) == 1 else { break }
-                var buffer = [UInt8](repeating: 0, count: 4096)
-                let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                if n <= 0 { break }
-                out += buffer[0..<n]
-            }
-            return String(decoding: out, as: UTF8.self)
-        }
-    }
-
     private func descriptors(_ pid: Int32) -> Int {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
     }
@@ -117,10 +49,10 @@ final class ServeDescriptorLimitTests: XCTestCase {
 
         // Connect one at a time until the server's table is full; each connection is either kept
         // (the server holds one more descriptor) or refused (503, then closed).
-        var kept: [Client] = [], refused: [Client] = []
+        var kept: [LoopbackClient] = [], refused: [LoopbackClient] = []
         while refused.count < 10 {
             let before = descriptors(pid)
-            let c = try XCTUnwrap(Client(port: port))
+            let c = try XCTUnwrap(LoopbackClient(port: port))
             var settled = false
             for _ in 0..<2500 where !settled {
                 if c.readable { refused.append(c); settled = true } else if descriptors(pid) > before { kept.append(c); settled = true } else { usleep(2000) }
@@ -153,12 +85,80 @@ final class ServeDescriptorLimitTests: XCTestCase {
         var back = false
         for _ in 0..<2500 where !back { if descriptors(pid) == baseline { back = true } else { usleep(2000) } }
         XCTAssertTrue(back, "descriptors leaked: \(descriptors(pid)) open, \(baseline) at start")
-        let after = try XCTUnwrap(Client(port: port))
+        let after = try XCTUnwrap(LoopbackClient(port: port))
         after.send("GET /health HTTP/1.1\r\nHost: h\r\n\r\n")
         XCTAssertTrue(after.readResponse().hasPrefix("HTTP/1.1 200 "), "serves again")
 
         kill(pid, SIGTERM)
         process.waitUntilExit()
         XCTAssertEqual(process.terminationStatus, 0)
+    }
+}
+
+/// A plain blocking loopback client (connect, send, read with a deadline).
+final class LoopbackClient {
+    let fd: Int32
+    init?(port: UInt16) {
+        #if canImport(Darwin)
+        fd = socket(AF_INET, SOCK_STREAM, 0)
+        #else
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #endif
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        if rc != 0 { close(fd); return nil }
+    }
+    deinit { close(fd) }
+
+    /// Whether bytes (or end of stream) are waiting, without blocking.
+    var readable: Bool {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&p, 1, 0) == 1
+    }
+
+    func send(_ text: String) {
+        let bytes = Array(text.utf8)
+        _ = bytes.withUnsafeBytes { Foundation.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// Everything until the server closes or `timeout` seconds pass.
+    func readAll(timeout: Double = 5) -> String {
+        var out: [UInt8] = []
+        let end = Date(timeIntervalSinceNow: timeout)
+        while end.timeIntervalSinceNow > 0 {
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, Int32(end.timeIntervalSinceNow * 1000)) == 1 else { break }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            out += buffer[0..<n]
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// One response's head and `Content-Length` body.
+    func readResponse(timeout: Double = 5) -> String {
+        var out: [UInt8] = []
+        let end = Date(timeIntervalSinceNow: timeout)
+        while end.timeIntervalSinceNow > 0 {
+            let text = String(decoding: out, as: UTF8.self)
+            if let head = text.range(of: "\r\n\r\n") {
+                let length = text[..<head.lowerBound].split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                    .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
+                if text.utf8.count - text.utf8.distance(from: text.startIndex, to: head.upperBound) >= length { return text }
+            }
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, Int32(end.timeIntervalSinceNow * 1000)) == 1 else { break }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            out += buffer[0..<n]
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 }

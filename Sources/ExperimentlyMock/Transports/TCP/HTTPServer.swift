@@ -525,7 +525,8 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
         for (id, outcome) in inbox.outcomes {
             guard let c = connections[id], c.task != nil else { continue }
             c.task = nil
-            if outcome == .dropBeforeResponse, let request = c.inFlightRequest, let info = request.connection, info.index > 0, !shuttingDown {
+            if outcome == .dropBeforeResponse, let request = c.inFlightRequest, let info = request.connection, info.index > 0, !shuttingDown,
+               request.body.count <= MockBackend.TransportRetryTrap.maxBodyBytes {
                 retryTraps.removeAll { now - $0.at > MockBackend.TransportRetryTrap.window }
                 retryTraps.append((request, c.id, now))
                 if retryTraps.count > MockBackend.TransportRetryTrap.limit { retryTraps.removeFirst() }
