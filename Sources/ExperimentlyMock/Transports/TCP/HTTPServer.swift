@@ -22,7 +22,13 @@ import Foundation
 /// `{"detail": "..."}` body, then that connection is closed; the server keeps serving others.
 /// `SIGPIPE` is never raised (`MSG_NOSIGNAL` on Linux, `SO_NOSIGPIPE` on Apple platforms).
 /// A client that closes or resets its connection while its request is with the handler cancels
-/// that request's `Task` (`MockBackend` marks the request `cancelled` in history). Every
+/// that request's `Task` (`MockBackend` marks the request `cancelled` in history; a request a
+/// `timeout` fault keeps silent then ends). Each request reaches the handler with its
+/// ``MockConnectionInfo`` (listener, connection, place on it). A request dropped before any
+/// answer on a reused keep-alive connection arms a short trap: the complete head of the same
+/// request on another connection is a client transport's silent resend (libcurl resends the head
+/// of a POST without its body) and is dispatched whole with the original body, so `MockBackend`
+/// can give it the same drop and journal it as the same attempt. Every
 /// accepted socket is answered or closed: over `maxConnections`, or when descriptors run out,
 /// the newcomer gets a 503 and is closed.
 public final class MockHTTPServer: @unchecked Sendable { // mutable state guarded by `condition`; loop state owned by the loop thread
