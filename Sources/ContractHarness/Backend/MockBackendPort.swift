@@ -59,11 +59,13 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
                 case .received(let seq): s.open.insert(seq); return (s.observer, seq, false)
                 case .parked(let seq, let why):
                     switch why {
-                    case .hold: s.parkedUntil[seq] = .some(nil)
+                    case .hold, .silent: s.parkedUntil[seq] = .some(nil)
                     case .delay(let seconds), .timeout(let seconds): s.parkedUntil[seq] = clock.now().addingTimeInterval(seconds)
                     }
                     switch why {
                     case .hold: s.parkedHow[seq] = "hold"
+                    // A timeout fault over TCP: parked until the client gives up (closes).
+                    case .silent: s.parkedHow[seq] = "timeout until the client gives up"
                     case .delay(let seconds): s.parkedHow[seq] = "delay \(seconds) s"
                     case .timeout(let seconds): s.parkedHow[seq] = "timeout \(seconds) s"
                     }
@@ -254,7 +256,9 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
     func requests() -> [RequestRecord] {
         let (parked, finished) = state.withLock { (parkedNow($0), $0.finishedRecords) }
         var fresh: [Int: RequestRecord] = [:]
-        let records = backend.history.map { e -> RequestRecord in
+        // A transport's silent retry is the same request attempt as its original (the mock
+        // journals it with `transport_retry_of`): not a request of the SDK's own.
+        let records = backend.history.filter { $0.transportRetryOf == nil }.map { e -> RequestRecord in
             if e.outcome != nil, var r = finished[e.seq] {
                 r.parked = parked.contains(e.seq)
                 r.cancelled = e.cancelled

@@ -109,6 +109,10 @@ enum ServeCommand {
         do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
             throw Failure(status: .usage, message: "\(what) file \(path) cannot be read (\(error.localizedDescription))")
         }
+        // JSONDecoder keeps one of two equal keys silently: refused, naming the path.
+        if let duplicate = JSONDuplicateKey.first(in: data) {
+            throw Failure(status: .usage, message: "malformed \(what) file \(path): \(duplicate); each key may appear once per object")
+        }
         do { return try JSONDecoder().decode(T.self, from: data) } catch let error as DecodingError {
             throw Failure(status: .usage, message: "malformed \(what) file \(path): \(describe(error))")
         } catch {

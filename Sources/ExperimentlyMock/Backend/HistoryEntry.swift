@@ -97,14 +97,19 @@ public struct HistoryEntry: Codable, Sendable, Equatable {
     public var bodyMD5: String? = nil
     /// The client's `address:port` over TCP (``MockRequest/peer``), nil in process.
     public var peer: String? = nil
+    /// Set when this entry is a transport's silent retry of request `transportRetryOf` (the
+    /// same request attempt resent on another connection after the mock dropped it on a reused
+    /// keep-alive connection, as curl does): it got the same drop, was not processed and did
+    /// not count for any fault rule. Nil for every other request.
+    public var transportRetryOf: Int? = nil
 
     enum CodingKeys: String, CodingKey {
         case seq, receivedAt = "received_at", answeredAt = "answered_at", method, path, query, headers, body, json, route, note, fault, hold, response, outcome, cancelled
-        case bodySize = "body_size", bodyMD5 = "body_md5", peer
+        case bodySize = "body_size", bodyMD5 = "body_md5", peer, transportRetryOf = "transport_retry_of"
     }
 }
 
-/// A request currently parked on a hold fault.
+/// A request currently parked on a hold fault, or silent on a timeout fault over TCP (``action``).
 public struct HeldRequest: Codable, Sendable, Equatable {
     /// The hold id to pass to ``MockBackend/release(_:with:)``.
     public var id: HoldID
@@ -120,8 +125,30 @@ public struct HeldRequest: Codable, Sendable, Equatable {
     public var label: String?
     /// The fault rule that parked it.
     public var fault: FaultID
+    /// The fault action that parked it: `hold` (until released), or `timeout` (a timeout fault
+    /// over TCP: the connection stays silent until the client gives up or the server shuts
+    /// down; it cannot be released). Missing in JSON written before it existed: `hold`.
+    public var action: String = "hold"
 
-    enum CodingKeys: String, CodingKey { case id, seq, method, path, userID = "user_id", label, fault }
+    enum CodingKeys: String, CodingKey { case id, seq, method, path, userID = "user_id", label, fault, action }
+
+    /// True for a request parked by a timeout fault over TCP (``action`` `timeout`).
+    public var isSilentTimeout: Bool { action == "timeout" }
+}
+
+extension HeldRequest {
+    /// Decodes a held request; `action` defaults to `hold` when absent (older journals).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(HoldID.self, forKey: .id)
+        seq = try c.decode(Int.self, forKey: .seq)
+        method = try c.decode(String.self, forKey: .method)
+        path = try c.decode(String.self, forKey: .path)
+        userID = try c.decodeIfPresent(String.self, forKey: .userID)
+        label = try c.decodeIfPresent(String.self, forKey: .label)
+        fault = try c.decode(FaultID.self, forKey: .fault)
+        action = try c.decodeIfPresent(String.self, forKey: .action) ?? "hold"
+    }
 }
 
 /// What the mock reports to an observer, synchronously, as requests move through it.
@@ -134,6 +161,11 @@ public enum MockEvent: Sendable, Equatable {
         case delay(seconds: TimeInterval)
         /// In an in-process timeout of this many seconds of the mock clock.
         case timeout(seconds: TimeInterval)
+        /// A timeout fault over TCP: silent (no byte is sent) until the client gives up (closes
+        /// or resets the connection, then `cancelled` and `answered` with outcome `timeout`
+        /// follow) or the backend shuts down; listed in ``MockBackend/heldRequests`` under this
+        /// id with action `timeout`, and not releasable.
+        case silent(HoldID)
     }
     /// A request arrived and got sequence number `seq`.
     case received(seq: Int)

@@ -6,21 +6,26 @@ import Foundation
 /// journal) and never rate limited. It sits at the handler level, so any transport that takes a
 /// ``MockRequestHandler`` (the loopback TCP server) serves it without change.
 ///
-/// Routes (JSON in and out; errors are `{"error": "<what was wrong>"}`):
+/// Routes (JSON in and out; errors are `{"error": "<what was wrong>"}`; a JSON body with a key
+/// written twice in one object is refused with 400 naming the key and its JSON path,
+/// ``JSONDuplicateKey``):
 /// - `POST /__admin/faults`: body a fault rule as in `--faults` (``FaultRule``); 201 `{"id": N}`.
 /// - `GET /__admin/faults`: `{"faults": [{"id", "rule"}]}` in the order they apply.
 /// - `DELETE /__admin/faults/{id}`: 200 `{"removed": id}`; 404 when no such rule.
-/// - `GET /__admin/holds`: `{"holds": [{"seq", "hold", "fault", "method", "target", "label",
-///   "user_id"}]}` in the order parked; with `?count=N&timeout_ms=T` it first waits (suspended,
+/// - `GET /__admin/holds`: `{"holds": [{"seq", "hold", "fault", "action", "method", "target",
+///   "label", "user_id"}]}` in the order parked (`action` is `hold`, or `timeout` for a request
+///   a timeout fault keeps silent until its client gives up); with `?count=N&timeout_ms=T` it first waits (suspended,
 ///   no thread blocked) until N requests are parked, answering 408 with the holds so far when T
 ///   milliseconds (default 5000, at most 600000) pass first.
 /// - `POST /__admin/holds/{seq}/release`: releases the request with history sequence `seq`:
 ///   the backend answers it naturally, or with the optional body `{"status", "headers", "json"
 ///   | "body"}` (the `respond` action of a fault rule); 200 `{"released": seq}`, 404 when that
-///   request is not parked.
+///   request is not parked, 409 when it is silent on a timeout fault (only its client giving
+///   up, or shutdown, ends it).
 /// - `GET /__admin/requests`: `{"requests": [...]}` the history so far (each `{seq, method,
 ///   target, route, note, fault, hold, headers, body, response: {status, headers, body},
-///   outcome, cancelled, received_at, answered_at}`), every configured secret redacted.
+///   outcome, cancelled, transport_retry_of, received_at, answered_at}`), every configured
+///   secret redacted.
 /// - `POST /__admin/reset`: back to the start (the fixtures and faults it was created with, no
 ///   history, no sticky assignments, exposures, events or rate counters); 409 while requests
 ///   are in flight.
@@ -56,6 +61,9 @@ public final class MockAdmin: MockRequestHandler, Sendable {
         guard path.utf8.starts(with: Self.prefix.utf8) || path.utf8.elementsEqual("/__admin".utf8) else {
             return await backend.handle(request)
         }
+        // An admin request the transport can no longer answer (pipelined behind one the
+        // shutdown left unanswered) is not acted on.
+        if request.connection?.unanswerable == true { return .respond(Self.error(503, "the server is shutting down")) }
         return .respond(await admin(request, path: path))
     }
 
@@ -85,6 +93,9 @@ public final class MockAdmin: MockRequestHandler, Sendable {
     // MARK: Faults
 
     private func addFault(_ request: MockRequest) -> MockResponse {
+        if let duplicate = JSONDuplicateKey.first(in: request.body) {
+            return Self.error(400, "the body is not a fault rule (the --faults format): \(duplicate); each key may appear once per object")
+        }
         do {
             let rule = try JSONDecoder().decode(FaultRule.self, from: request.body)
             let id = backend.addFault(rule)
@@ -120,6 +131,7 @@ public final class MockAdmin: MockRequestHandler, Sendable {
             let target = h.path + (entry?.query.map { "?" + $0 } ?? "")
             return .object([
                 "seq": .number(Double(h.seq)), "hold": .number(Double(h.id.rawValue)), "fault": .number(Double(h.fault.rawValue)),
+                "action": .string(h.action),
                 "method": .string(h.method), "target": .string(target),
                 "label": h.label.map { .string($0) } ?? .null, "user_id": h.userID.map { .string($0) } ?? .null,
             ])
@@ -165,6 +177,9 @@ public final class MockAdmin: MockRequestHandler, Sendable {
         var override: MockResponse?
         if !request.body.isEmpty {
             // The optional override is the `respond` action of a fault rule.
+            if let duplicate = JSONDuplicateKey.first(in: request.body) {
+                return Self.error(400, "the override is not a response {\"status\", \"headers\", \"json\" | \"body\"}: \(duplicate); each key may appear once per object")
+            }
             let wrapped = Data("{\"respond\":".utf8) + request.body + Data("}".utf8)
             do {
                 guard case .respond(let status, let headers, let body) = try JSONDecoder().decode(FaultAction.self, from: wrapped) else {
@@ -179,6 +194,9 @@ public final class MockAdmin: MockRequestHandler, Sendable {
         }
         guard let hold = backend.heldRequests.first(where: { $0.seq == seq }) else {
             return Self.error(404, "request \(seq) is not parked on a hold; parked: \(backend.heldRequests.map { String($0.seq) }.joined(separator: ", "))")
+        }
+        if hold.isSilentTimeout {
+            return Self.error(409, "request \(seq) is silent on a timeout fault, not held: it ends when its client gives up (closes the connection) or at shutdown")
         }
         guard backend.release(hold.id, with: override) else { return Self.error(404, "request \(seq) was released meanwhile") }
         return Self.json(200, .object(["released": .number(Double(seq))]))
@@ -199,6 +217,7 @@ public final class MockAdmin: MockRequestHandler, Sendable {
                 "fault": e.fault.map { .number(Double($0.id.rawValue)) } ?? .null,
                 "hold": e.hold.map { .number(Double($0.rawValue)) } ?? .null,
                 "outcome": e.outcome.map { .string($0) } ?? .null, "cancelled": .bool(e.cancelled),
+                "transport_retry_of": e.transportRetryOf.map { .number(Double($0)) } ?? .null,
                 "received_at": .string(MockISODate.format(e.receivedAt)),
                 "answered_at": e.answeredAt.map { .string(MockISODate.format($0)) } ?? .null,
             ]

@@ -18,13 +18,14 @@ public final class MockBackend: MockRequestHandler, Sendable {
 
     /// How the request reached the backend; decides how a timeout fault behaves.
     enum Transport: Sendable {
-        /// Return `.timeout` at once; the TCP server keeps the connection silent.
+        /// Park silently (a ``HeldRequest`` with action `timeout`) until the client gives up
+        /// (the calling task is cancelled) or shutdown, then return `.timeout`.
         case tcp
         /// Wait the request's timeout on the mock clock, then return `.timeout` (the URLProtocol fails the load).
         case inProcess(timeoutSeconds: TimeInterval)
     }
 
-    enum HoldResolution: Sendable { case natural, override(MockResponse), drop(processed: Bool), shutdown }
+    enum HoldResolution: Sendable { case natural, override(MockResponse), drop(processed: Bool), shutdown, clientGone }
 
     struct Hold {
         var info: HeldRequest
@@ -51,6 +52,9 @@ public final class MockBackend: MockRequestHandler, Sendable {
         var holdWaiters: [HoldWaiter] = []
         var nextHoldWaiter = 0
         var droppedExposures = 0
+        /// Requests dropped before any answer on a reused keep-alive connection, for a short
+        /// while: a transport's silent resend of one of them is the same attempt (``TransportRetryTrap``).
+        var retryTraps: [TransportRetryTrap] = []
 
         /// Changes the history entry `seq` wherever it lives; returns it, or nil when unknown.
         @discardableResult
@@ -100,7 +104,43 @@ public final class MockBackend: MockRequestHandler, Sendable {
         let decision: FaultDecision?
         let refused: MockResponse?
         let receivedAt: Date
+        /// Set when the request is a transport's silent retry of this earlier request.
+        var transportRetryOf: Int? = nil
     }
+
+    /// A request the backend dropped before any answer on a reused keep-alive connection.
+    ///
+    /// HTTP clients built on libcurl (FoundationNetworking's URLSession on Linux among them)
+    /// resend such a request at once, on another connection, without telling the caller
+    /// (libcurl `Curl_retry_request`: nothing received on a reused connection means "it died
+    /// while idle"); the caller would then never see the drop the scenario scripted. The resend
+    /// is recognised by all of: the same listener, another connection, the identical request
+    /// (method, target, every header in order, body), at most ``window`` seconds of real
+    /// (monotonic) time after the drop, and each trap catches one resend. At most ``limit``
+    /// traps are kept, for requests with bodies up to ``maxBodyBytes``. A client that sends
+    /// its requests on fresh connections (or gets its answers) never meets a trap.
+    struct TransportRetryTrap: Sendable {
+        /// Real seconds a trap waits for the resend (curl resends within milliseconds).
+        static let window = 2.0
+        /// Most traps kept at once (the oldest go first).
+        static let limit = 16
+        /// Requests with a larger body set no trap (memory stays bounded under `serve`).
+        static let maxBodyBytes = 64 * 1024
+        let request: MockRequest
+        let connection: MockConnectionInfo
+        let original: Int
+        let fault: AppliedFault?
+        let at: Double
+
+        func catches(_ retry: MockRequest, now: Double) -> Bool {
+            guard let c = retry.connection, c.listener == connection.listener, c.connection != connection.connection,
+                  now - at <= Self.window else { return false }
+            return retry == request
+        }
+    }
+
+    /// Real (monotonic) seconds, for the transport-retry window only; never the mock clock.
+    static func monotonicSeconds() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 
     private let box: MockLocked<State>
 
@@ -120,13 +160,19 @@ public final class MockBackend: MockRequestHandler, Sendable {
     // MARK: Handling
 
     /// Answers one request as a TCP transport needs it: applies the fault script, may suspend
-    /// for a delay or hold, records history, and returns what to send (a `timeout` fault returns
-    /// ``MockOutcome/timeout`` at once: the transport stays silent).
+    /// for a delay or hold, records history, and returns what to send.
+    ///
+    /// A `timeout` fault parks the request silently: it is listed in ``heldRequests`` (action
+    /// `timeout`, not releasable), reported to the observer as ``MockEvent/Parked/silent(_:)``,
+    /// and ends when the client gives up (the calling task is cancelled) or at ``shutdown()``;
+    /// then it returns ``MockOutcome/timeout`` (the transport sends nothing) and history records
+    /// outcome `timeout`. With `processed: true` the backend handled it on arrival, as in process
+    /// (Documentation/ScenarioFormat.md, "Faults").
     ///
     /// When the calling `Task` is cancelled (the TCP server cancels it when the client closes or
     /// resets the connection while the request is parked), the request is marked `cancelled` in
     /// history, as ``MockURLProtocol`` does on `stopLoading`; it keeps running in the backend
-    /// (a hold stays releasable, a delay runs its course).
+    /// (a hold stays releasable, a delay runs its course), except a silent timeout, which ends.
     public func handle(_ request: MockRequest) async -> MockOutcome {
         let ticket = begin(request)
         if let outcome = completeImmediately(ticket) { return outcome }
@@ -135,21 +181,39 @@ public final class MockBackend: MockRequestHandler, Sendable {
             await Task { await self.complete(ticket, transport: .tcp) }.value
         } onCancel: {
             self.markCancelled(seq: ticket.seq)
+            self.endSilentTimeout(seq: ticket.seq)
         }
+    }
+
+    /// Ends the silent timeout park of request `seq` (its client gave up); no-op otherwise.
+    private func endSilentTimeout(seq: Int) {
+        let continuation = box.withLock { s -> CheckedContinuation<HoldResolution, Never>? in
+            guard let i = s.holds.firstIndex(where: { $0.info.seq == seq && $0.info.isSilentTimeout }) else { return nil }
+            return s.holds.remove(at: i).continuation
+        }
+        continuation?.resume(returning: .clientGone)
     }
 
     /// Registers `request` in history and decides its fault, synchronously.
     func begin(_ request: MockRequest) -> Ticket {
         let now = clock.now()
         let incoming = IncomingRequest(request)
+        let mono = request.connection == nil ? 0 : Self.monotonicSeconds()
         let (ticket, observer) = box.withLock { s -> (Ticket, (@Sendable (MockEvent) -> Void)?) in
             let seq = s.historyBase + s.history.count + 1
             s.inFlight += 1
             var decision: FaultDecision?
             var refused: MockResponse?
-            if s.isShutDown {
+            var trap: TransportRetryTrap?
+            if request.connection.map({ !$0.unanswerable }) ?? false, !s.retryTraps.isEmpty {
+                s.retryTraps.removeAll { mono - $0.at > TransportRetryTrap.window }
+                if let i = s.retryTraps.firstIndex(where: { $0.catches(request, now: mono) }) { trap = s.retryTraps.remove(at: i) }
+            }
+            if s.isShutDown || request.connection?.unanswerable == true {
+                // After shutdown, and for a request the transport can no longer answer (see
+                // MockConnectionInfo.unanswerable): journaled, never processed.
                 refused = BackendModel.detail(503, "mock backend shut down")
-            } else {
+            } else if trap == nil {
                 decision = s.script.decide(incoming, now: now)
             }
             let kept = s.stream.map { HistoryStream.keep(request.body, prefix: $0.retention.bodyPrefixBytes) }
@@ -158,9 +222,14 @@ public final class MockBackend: MockRequestHandler, Sendable {
                 headers: MockBackend.recordedHeaders(request.headers), body: kept?.body ?? request.body,
                 json: kept?.size == nil ? incoming.json : nil,
                 route: nil, note: nil,
-                fault: decision.map { AppliedFault(id: $0.id, name: $0.name, action: $0.action.kind, occurrence: $0.occurrence) },
+                fault: trap?.fault ?? decision.map { AppliedFault(id: $0.id, name: $0.name, action: $0.action.kind, occurrence: $0.occurrence) },
                 hold: nil, response: nil, outcome: nil, cancelled: false, bodySize: kept?.size, bodyMD5: kept?.md5,
-                peer: request.peer).redacted(by: redactor))
+                peer: request.peer, transportRetryOf: trap?.original).redacted(by: redactor))
+            if let trap {
+                // The same attempt: answered with the same drop, not seen by the fault script,
+                // no observer events (it is not a request of its own).
+                return (Ticket(seq: seq, incoming: incoming, decision: nil, refused: refused, receivedAt: now, transportRetryOf: trap.original), nil)
+            }
             if let kept, kept.size != nil {
                 // Streaming: a large body is remembered for fault reports by its prefix only.
                 s.seen.append(IncomingRequest(MockRequest(method: request.method, target: request.target, headers: request.headers, body: kept.body)))
@@ -192,6 +261,10 @@ public final class MockBackend: MockRequestHandler, Sendable {
 
     private func record(_ ticket: Ticket, _ outcome: MockOutcome) {
         let answeredAt = clock.now()
+        // A drop before any answer on a reused keep-alive connection: a retrying transport
+        // resends it (see TransportRetryTrap).
+        let reused = ticket.incoming.raw.connection.flatMap { $0.index > 0 ? $0 : nil }
+        let mono = outcome == .dropBeforeResponse && reused != nil ? Self.monotonicSeconds() : 0
         let (observer, streamed) = box.withLock { s -> ((@Sendable (MockEvent) -> Void)?, (HistoryStream, HistoryEntry)?) in
             s.inFlight -= 1
             let prefix = s.stream?.retention.bodyPrefixBytes
@@ -214,6 +287,11 @@ public final class MockBackend: MockRequestHandler, Sendable {
                 case .timeout: e.outcome = "timeout"
                 }
             }
+            if outcome == .dropBeforeResponse, let reused, !s.isShutDown, ticket.incoming.raw.body.count <= TransportRetryTrap.maxBodyBytes {
+                s.retryTraps.append(TransportRetryTrap(request: ticket.incoming.raw, connection: reused,
+                                                       original: ticket.transportRetryOf ?? ticket.seq, fault: entry?.fault, at: mono))
+                if s.retryTraps.count > TransportRetryTrap.limit { s.retryTraps.removeFirst() }
+            }
             var streamed: (HistoryStream, HistoryEntry)?
             if let stream = s.stream, let entry {
                 s.detached[ticket.seq] = nil
@@ -222,7 +300,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
                 s.trimHistory(window: stream.retention.window)
                 s.trimState(window: stream.retention.stateWindow)
             }
-            return (s.observer, streamed)
+            return (ticket.transportRetryOf == nil ? s.observer : nil, streamed)
         }
         if let (stream, entry) = streamed {
             stream.sink(entry)
@@ -261,7 +339,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
             case .drop(let processed):
                 if processed { _ = natural(ticket) }
                 return .dropBeforeResponse
-            case .shutdown: return .dropBeforeResponse
+            case .shutdown, .clientGone: return .dropBeforeResponse
             }
         case .delayThenDrop(let seconds, let processed):
             let deadline = clock.now().addingTimeInterval(seconds)
@@ -271,11 +349,15 @@ public final class MockBackend: MockRequestHandler, Sendable {
             return .dropBeforeResponse
         case .timeout(let processed):
             if processed { _ = natural(ticket) }
-            if case .inProcess(let seconds) = transport {
+            switch transport {
+            case .inProcess(let seconds):
                 // The request's timeout counts from its arrival (URLRequest.timeoutInterval).
                 let deadline = ticket.receivedAt.addingTimeInterval(seconds)
                 emit(.parked(seq: ticket.seq, .timeout(seconds: seconds)))
                 try? await clock.sleep(until: deadline)
+            case .tcp:
+                // The mock cannot know the client's deadline: parked until the client gives up.
+                _ = await park(ticket, label: nil, fault: decision.id, silent: true)
             }
             return .timeout
         default:
@@ -286,6 +368,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
     /// The outcome of every fault that needs no waiting; nil for delay, hold and timeout.
     private func immediateOutcome(_ ticket: Ticket) -> MockOutcome? {
         if let refused = ticket.refused { return .respond(refused) }
+        if ticket.transportRetryOf != nil { return .dropBeforeResponse }
         guard let decision = ticket.decision else { return .respond(natural(ticket)) }
         switch decision.action {
         case .delay, .hold, .timeout, .delayThenDrop:
@@ -346,24 +429,35 @@ public final class MockBackend: MockRequestHandler, Sendable {
         ])
     }
 
-    private func park(_ ticket: Ticket, label: String?, fault: FaultID) async -> HoldResolution {
+    /// Parks the request on a hold (`silent`: on a timeout fault over TCP, until its client
+    /// gives up) and suspends until it is resolved.
+    private func park(_ ticket: Ticket, label: String?, fault: FaultID, silent: Bool = false) async -> HoldResolution {
         await withCheckedContinuation { (continuation: CheckedContinuation<HoldResolution, Never>) in
-            let registered = box.withLock { s -> HoldID? in
-                if s.isShutDown { return nil }
+            let registered = box.withLock { s -> Parking in
+                if s.isShutDown { return .early(.shutdown) }
+                // The client may have given up before the park was registered (the cancellation
+                // handler found nothing to end): a silent timeout ends at once.
+                if silent, s.updateEntry(ticket.seq, { _ in })?.cancelled == true { return .early(.clientGone) }
                 let id = HoldID(rawValue: s.nextHold)
                 s.nextHold += 1
                 let userID = ticket.incoming.query("user_id").flatMap { $0 } ?? ticket.incoming.json?["user_id"]?.stringValue
                 s.holds.append(Hold(info: HeldRequest(id: id, seq: ticket.seq, method: ticket.incoming.method, path: ticket.incoming.rawPath,
-                                                      userID: userID, label: label, fault: fault),
+                                                      userID: userID, label: label, fault: fault, action: silent ? "timeout" : "hold"),
                                     continuation: continuation))
                 s.updateEntry(ticket.seq) { $0.hold = id }
-                return id
+                return .parked(id)
             }
-            guard let id = registered else { continuation.resume(returning: .shutdown); return }
-            resumeHoldWaiters()
-            emit(.parked(seq: ticket.seq, .hold(id)))
+            switch registered {
+            case .early(let resolution): continuation.resume(returning: resolution)
+            case .parked(let id):
+                resumeHoldWaiters()
+                emit(.parked(seq: ticket.seq, silent ? .silent(id) : .hold(id)))
+            }
         }
     }
+
+    /// Whether a park registered, or was resolved before it could (shutdown, client gone).
+    private enum Parking { case parked(HoldID), early(HoldResolution) }
 
     private func emit(_ event: MockEvent) {
         box.withLock { $0.observer }?(event)
@@ -459,16 +553,18 @@ public final class MockBackend: MockRequestHandler, Sendable {
     /// The fault rules in the order they apply.
     public var faults: [(id: FaultID, rule: FaultRule)] { box.withLock { $0.script.rules } }
 
-    /// Requests currently parked on holds, in the order they were parked.
+    /// Requests currently parked on holds, in the order they were parked; requests silent on a
+    /// timeout fault over TCP are among them with action `timeout`.
     public var heldRequests: [HeldRequest] { box.withLock { $0.holds.map(\.info) } }
 
     /// Releases a held request: the backend answers it now (natural response) unless `override`
     /// is given. Holds may be released in any order. Returns false when `hold` is not parked
-    /// (never was, already released, or shut down).
+    /// (never was, already released, or shut down) or is a silent timeout (action `timeout`:
+    /// only its client giving up or shutdown ends it).
     @discardableResult
     public func release(_ hold: HoldID, with override: MockResponse? = nil) -> Bool {
         let continuation = box.withLock { s -> CheckedContinuation<HoldResolution, Never>? in
-            guard let i = s.holds.firstIndex(where: { $0.info.id == hold }) else { return nil }
+            guard let i = s.holds.firstIndex(where: { $0.info.id == hold && !$0.info.isSilentTimeout }) else { return nil }
             return s.holds.remove(at: i).continuation
         }
         guard let continuation else { return false }
@@ -479,11 +575,11 @@ public final class MockBackend: MockRequestHandler, Sendable {
     /// Releases a held request with a transport failure: the connection closes (TCP) / the load
     /// fails with URLError(.networkConnectionLost) (in-process) before any response byte;
     /// `processed` says whether the backend still handled it (state changes). Returns false when
-    /// `hold` is not parked.
+    /// `hold` is not parked or is a silent timeout.
     @discardableResult
     public func releaseFailing(_ hold: HoldID, processed: Bool = false) -> Bool {
         let continuation = box.withLock { s -> CheckedContinuation<HoldResolution, Never>? in
-            guard let i = s.holds.firstIndex(where: { $0.info.id == hold }) else { return nil }
+            guard let i = s.holds.firstIndex(where: { $0.info.id == hold && !$0.info.isSilentTimeout }) else { return nil }
             return s.holds.remove(at: i).continuation
         }
         guard let continuation else { return false }
@@ -561,11 +657,12 @@ public final class MockBackend: MockRequestHandler, Sendable {
 
     /// Shuts the backend down: reports holds never released and one-shot faults never used up
     /// (with the nearest request and what differed), then fails those holds with a dropped
-    /// connection. Later requests get 503. Calling it twice reports nothing new.
+    /// connection and ends silent timeouts (outcome `timeout`). Later requests get 503. Calling it twice reports nothing new.
     @discardableResult
     public func shutdown() -> ShutdownReport {
         let (report, continuations) = box.withLock { s -> (ShutdownReport, [CheckedContinuation<HoldResolution, Never>]) in
-            let report = ShutdownReport(unreleasedHolds: s.holds.map(\.info),
+            // A silent timeout is not a hold anyone forgot: its client never gave up.
+            let report = ShutdownReport(unreleasedHolds: s.holds.map(\.info).filter { !$0.isSilentTimeout },
                                         unusedFaults: s.isShutDown ? [] : s.script.unusedOneShots(seen: s.seen),
                                         inFlight: s.inFlight)
             s.isShutDown = true

@@ -160,6 +160,7 @@ public final class MockJournal: @unchecked Sendable { // `buffer`, `fd`, `entrie
             o += "}"
         }
         if let outcome = e.outcome { o += ",\"outcome\":" + JSONValue.string(outcome).jsonText }
+        if let original = e.transportRetryOf { o += ",\"transport_retry_of\":\(original)" }
         o += ",\"cancelled\":\(e.cancelled)}"
         return redactor.redact(o)
     }

@@ -129,6 +129,17 @@ public struct MockHTTPRequestParser: Sendable {
     /// The number of received bytes not yet consumed by a parsed request.
     public var bufferedByteCount: Int { buffer.count - start }
 
+    /// The request whose head is complete while its body is still arriving (method, target,
+    /// headers, and the body bytes so far), or nil in any other state.
+    public var headAwaitingBody: MockRequest? {
+        switch state {
+        case .body, .chunkSize, .chunkData, .chunkDataEnd, .trailers:
+            return MockRequest(method: head.method, target: head.target, headers: head.headers, body: Data(body))
+        default:
+            return nil
+        }
+    }
+
     /// Appends received bytes; call `next()` afterwards.
     public mutating func feed<Bytes: Collection>(_ bytes: Bytes) where Bytes.Element == UInt8 {
         if case .failed = state { return }

@@ -18,13 +18,18 @@ public struct MockRequest: Sendable, Equatable {
     /// journal tells the connections (and so the clients) apart; `nil` in process. Not part of
     /// equality.
     public var peer: String? = nil
+    /// Where the request arrived over TCP (set by `MockHTTPServer`); nil in process. Not part
+    /// of equality: it describes the carrier, not the request.
+    public var connection: MockConnectionInfo?
 
     /// Creates a request.
-    public init(method: String, target: String, headers: [(name: String, value: String)] = [], body: Data = Data()) {
+    public init(method: String, target: String, headers: [(name: String, value: String)] = [], body: Data = Data(),
+                connection: MockConnectionInfo? = nil) {
         self.method = method
         self.target = target
         self.headers = headers
         self.body = body
+        self.connection = connection
     }
 
     /// The raw (still percent-encoded) path part of `target`.
@@ -46,9 +51,36 @@ public struct MockRequest: Sendable, Equatable {
 
     /// Equal method, target, body, and header names and values in order.
     public static func == (lhs: MockRequest, rhs: MockRequest) -> Bool {
-        lhs.method == rhs.method && lhs.target == rhs.target && lhs.body == rhs.body
-            && lhs.headers.map(\.name) == rhs.headers.map(\.name)
-            && lhs.headers.map(\.value) == rhs.headers.map(\.value)
+        // Byte-exact (never Swift String ==, which is canonical equivalence): two requests whose
+        // targets or headers differ only by NFC/NFD are different requests.
+        lhs.method.utf8.elementsEqual(rhs.method.utf8) && lhs.target.utf8.elementsEqual(rhs.target.utf8) && lhs.body == rhs.body
+            && lhs.headers.count == rhs.headers.count
+            && zip(lhs.headers, rhs.headers).allSatisfy { $0.name.utf8.elementsEqual($1.name.utf8) && $0.value.utf8.elementsEqual($1.value.utf8) }
+    }
+}
+
+/// Where a request arrived over loopback TCP: the listener, the connection and the request's
+/// place on it. ``MockBackend`` uses it to recognise a transport's silent retry of a request it
+/// dropped on a reused keep-alive connection (Documentation/CrossSDK.md, "Transport retries").
+public struct MockConnectionInfo: Sendable, Equatable {
+    /// The listening server, unique within the process.
+    public var listener: Int
+    /// The connection's number on that listener, increasing in accept order.
+    public var connection: UInt64
+    /// How many requests the connection carried before this one (0: a fresh connection).
+    public var index: Int
+    /// True when the transport can no longer answer the request: it arrived complete before
+    /// the server's shutdown but is pipelined behind a request the shutdown left unanswered, or
+    /// was still buffered at the forced close. The handler sees it only to journal it;
+    /// ``MockBackend`` records it answered 503 `mock backend shut down` without processing it.
+    public var unanswerable: Bool
+
+    /// Creates the description of one request's connection.
+    public init(listener: Int, connection: UInt64, index: Int, unanswerable: Bool = false) {
+        self.listener = listener
+        self.connection = connection
+        self.index = index
+        self.unanswerable = unanswerable
     }
 }
 

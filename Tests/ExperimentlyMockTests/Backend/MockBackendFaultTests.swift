@@ -135,7 +135,17 @@ final class MockBackendFaultTests: XCTestCase {
         for r in rules { backend.addFault(try decodeRule(r)) }
         let flagBody = #"{"config":null,"enabled":true,"key":"sdk_contract_flag","reason":"rollout"}"#
         var outcomes: [MockOutcome] = []
-        for i in 0..<7 { outcomes.append(await backend.handle(i == 1 ? Req.assign("user-1") : Req.flag("u"))) }
+        for i in 0..<7 {
+            let request = i == 1 ? Req.assign("user-1") : Req.flag("u")
+            guard i < 2 else { outcomes.append(await backend.handle(request)); continue }
+            // A timeout (the TCP form) parks until the client gives up: the task is cancelled.
+            let task = Task { await backend.handle(request) }
+            await backend.waitForHolds(1)
+            XCTAssertEqual(backend.heldRequests.map(\.action), ["timeout"])
+            task.cancel()
+            outcomes.append(await task.value)
+            XCTAssertEqual(backend.heldRequests, [])
+        }
         XCTAssertEqual(outcomes[0], .timeout)
         XCTAssertEqual(outcomes[1], .timeout)
         XCTAssertEqual(backend.state.assignments.map(\.userID), ["user-1"], "processed:true reaches the model")

@@ -110,6 +110,41 @@ final class HTTP1ConnectionStateMachineTests: XCTestCase {
         XCTAssertEqual(second.last, .lingerAfterWriting(seconds: 2))
     }
 
+    func testRequestsPipelinedBehindOneLeftUnansweredAtShutdownAreHandedOverForTheJournal() {
+        func unanswerable(_ actions: [Machine.Action]) -> [String] {
+            actions.compactMap { if case .dispatchUnanswerable(let p) = $0 { return "\(p.request.method) \(p.request.target)" }; return nil }
+        }
+        let pipelined = bytes("GET /1 HTTP/1.1\r\nHost: h\r\n\r\nGET /2 HTTP/1.1\r\nHost: h\r\n\r\nGET /3 HTTP/1.1\r\nHost: h\r\n\r\nGET /4 HT")
+        // A hold dropped by the backend's shutdown: /2 and /3 arrived whole, /4 did not.
+        var dropped = machine()
+        XCTAssertEqual(dispatched(dropped.received(pipelined, now: 100)), ["GET /1"])
+        XCTAssertEqual(dropped.shutdown(now: 100), [])
+        let a = dropped.answered(.dropBeforeResponse, now: 100)
+        XCTAssertEqual(unanswerable(a), ["GET /2", "GET /3"])
+        XCTAssertEqual(a.last, .closeNow)
+        XCTAssertEqual(written(a), "", "nothing can be sent after a request that got no answer")
+
+        // A silent timeout ended at shutdown: the same.
+        var silent = machine()
+        _ = silent.received(pipelined, now: 100)
+        _ = silent.shutdown(now: 100)
+        let b = silent.answered(.timeout, now: 100)
+        XCTAssertEqual(unanswerable(b), ["GET /2", "GET /3"])
+        XCTAssertEqual(b.last, .closeNow)
+
+        // The forced close at the end of the grace period, the request still with the handler.
+        var forced = machine()
+        _ = forced.received(pipelined, now: 100)
+        _ = forced.shutdown(now: 100)
+        XCTAssertEqual(unanswerable(forced.drainBufferedRequests()), [], "not while a request is in flight")
+        XCTAssertEqual(unanswerable(forced.drainBufferedRequests(force: true)), ["GET /2", "GET /3"])
+
+        // Without shutdown a drop discards what is pipelined (the client sees the reset).
+        var running = machine()
+        _ = running.received(pipelined, now: 100)
+        XCTAssertEqual(running.answered(.dropBeforeResponse, now: 100), [.closeNow])
+    }
+
     func testOutcomesMapToTheWire() {
         var drop = machine()
         _ = drop.received(bytes("GET / HTTP/1.1\r\nHost: h\r\n\r\n"), now: 100)

@@ -261,35 +261,132 @@ final class HTTPServerBackendFaultTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(elapsed, 0.95, "the server said nothing for the whole interval")
         XCTAssertLessThan(elapsed, 4)
 
+        // Parked (silent) until URLSession gave up and closed the connection: then cancelled.
+        guard case .silent? = await log.parked(1) else { return XCTFail("the timed-out request was not parked: \(log.all)") }
         let answered = await log.answered(1)
         XCTAssertEqual(answered?.outcome, "timeout")
         XCTAssertNil(answered?.status)
         let entry = s.backend.history[0]
         XCTAssertEqual(entry.fault, AppliedFault(id: rule, name: "silent", action: "timeout", occurrence: 1))
         XCTAssertEqual(entry.outcome, "timeout")
+        XCTAssertTrue(entry.cancelled, "the client gave up")
         XCTAssertNil(entry.response)
         XCTAssertNil(entry.route, "processed:false never reaches the model")
+        XCTAssertEqual(s.backend.inFlightCount, 0)
+        XCTAssertEqual(s.backend.heldRequests, [])
+    }
+
+    func testTimeoutOverTCPParksTheRequestUntilTheClientCloses() async throws {
+        let s = try serve()
+        let log = BoundedEventLog(s.backend)
+        let rule = s.backend.addFault(try decodeRule(#"{"match":{"path":"/api/v1/tracking/assign"},"action":{"timeout":{"processed":true}}}"#))
 
         // processed:true over a raw socket: the backend acted (an assignment and an exposure),
-        // the connection stays open and silent.
+        // the request is parked, silent, listed among the held requests, not releasable.
         let raw = try RawClient(port: s.port)
         let body = #"{"experiment_key":"sdk_contract_ab","user_id":"user-1"}"#
         raw.send("POST /api/v1/tracking/assign HTTP/1.1\r\nHost: h\r\nX-API-Key: \(Fixtures.sdkContractAPIKey)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
-        let answered2 = await log.answered(2)
-        XCTAssertEqual(answered2?.outcome, "timeout")
+        guard case .silent(let id)? = await log.parked(1) else { return XCTFail("not parked: \(log.all)") }
+        XCTAssertEqual(s.backend.heldRequests, [HeldRequest(id: id, seq: 1, method: "POST", path: "/api/v1/tracking/assign", userID: "user-1",
+                                                            label: nil, fault: rule, action: "timeout")])
+        XCTAssertEqual(s.backend.inFlightCount, 1, "parked inside the backend")
+        XCTAssertFalse(s.backend.release(id), "a silent timeout is not released")
+        XCTAssertFalse(s.backend.releaseFailing(id))
         XCTAssertTrue(raw.staysSilent(for: 0.2))
         XCTAssertEqual(s.backend.state.assignments.map(\.userID), ["user-1"])
         XCTAssertEqual(s.backend.state.exposures.count, 1)
-        XCTAssertEqual(s.backend.history[1].outcome, "timeout")
-        XCTAssertEqual(s.backend.history[1].route, "POST /api/v1/tracking/assign")
+        XCTAssertEqual(s.backend.history[0].route, "POST /api/v1/tracking/assign")
+        XCTAssertNil(s.backend.history[0].outcome, "not answered while parked")
 
-        // The server keeps serving.
-        let fine = try await fetch(session, s.flag("fine"))
+        // The client gives up (a reset): cancelled, then answered with outcome timeout.
+        raw.reset()
+        let cancelled = await log.wait { $0 == .cancelled(seq: 1) }
+        XCTAssertNotNil(cancelled)
+        let answered = await log.answered(1)
+        XCTAssertEqual(answered?.outcome, "timeout")
+        XCTAssertEqual(s.backend.history[0].outcome, "timeout")
+        XCTAssertTrue(s.backend.history[0].cancelled)
+        XCTAssertEqual(s.backend.heldRequests, [])
+
+        // The server keeps serving, and a parked timeout at shutdown ends without a report.
+        let fine = try await fetch(newSession(), s.flag("fine"))
         XCTAssertEqual(fine.status, 200)
+        let raw2 = try RawClient(port: s.port)
+        raw2.send("POST /api/v1/tracking/assign HTTP/1.1\r\nHost: h\r\nX-API-Key: \(Fixtures.sdkContractAPIKey)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+        guard case .silent? = await log.parked(3) else { return XCTFail("not parked: \(log.all)") }
+        let report = s.backend.shutdown()
+        XCTAssertTrue(report.isClean, "a silent timeout is not an unreleased hold: \(report)")
+        let answered3 = await log.answered(3)
+        XCTAssertEqual(answered3?.outcome, "timeout")
+        XCTAssertTrue(raw2.staysSilent(for: 0.05), "a timeout outcome sends nothing")
+        await s.server.shutdown()
+        XCTAssertEqual(raw2.readToEnd(), [], "closed at shutdown without a byte")
         XCTAssertEqual(s.backend.history.count, 3, "no retries on the wire")
     }
 
     // MARK: drops
+
+    /// libcurl (URLSession on Linux) resends at once, on a new connection, a request whose reused
+    /// keep-alive connection closed before any answer byte; the mock gives the resend the same
+    /// drop, so the client sees the transport error the fault scripted.
+    func testURLSessionsSilentRetryOfADropOnAReusedConnectionGetsTheSameDrop() async throws {
+        let s = try serve()
+        let session = newSession()
+        let warm = try await fetch(session, s.flag("warm"))
+        XCTAssertEqual(warm.status, 200)
+        let rule = s.backend.addFault(try decodeRule(#"{"name":"reset","match":{"path":"/api/v1/tracking/assign"},"when":{"first":1},"action":{"drop_before_response":{}}}"#))
+        let code = await fetchError(session, s.assign("user-1"))
+        XCTAssertNotNil(code, "the drop reaches the client as a transport error")
+        let history = s.backend.history
+        XCTAssertEqual(history.count, 3, "the request and curl's silent resend: \(history.map { "\($0.seq) \($0.path) \($0.outcome ?? "-")" })")
+        XCTAssertEqual(history[1].fault, AppliedFault(id: rule, name: "reset", action: "drop_before_response", occurrence: 1))
+        XCTAssertNil(history[1].transportRetryOf)
+        XCTAssertEqual(history[2].transportRetryOf, 2, "journaled as the same attempt")
+        XCTAssertEqual(history[2].fault, history[1].fault, "the same fault, not counted again")
+        XCTAssertEqual(history[2].outcome, "drop_before_response")
+        XCTAssertNil(history[2].route, "never processed")
+        XCTAssertEqual(s.backend.state.assignments.count, 0)
+        // The next call is a new attempt: the rule is used up, the answer is natural.
+        let next = try await fetch(session, s.assign("user-1"))
+        XCTAssertEqual(next.status, 200)
+        XCTAssertNil(s.backend.history[3].transportRetryOf)
+    }
+
+    func testOnlyAnIdenticalResendOfADropOnAReusedConnectionIsTakenForATransportRetry() async throws {
+        let s = try serve()
+        let log = BoundedEventLog(s.backend)
+        s.backend.addFault(try decodeRule(#"{"match":{"path":"/api/v1/tracking/assign"},"when":{"first":2},"action":{"drop_before_response":{}}}"#))
+        let body = #"{"experiment_key":"sdk_contract_ab","user_id":"user-1"}"#
+        let assign = "POST /api/v1/tracking/assign HTTP/1.1\r\nHost: h\r\nX-API-Key: \(Fixtures.sdkContractAPIKey)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+
+        // A drop on a fresh connection: a resend is a new attempt (a client that sends each
+        // request on its own connection never meets the mechanism).
+        let fresh = try RawClient(port: s.port)
+        fresh.send(assign)
+        XCTAssertEqual(fresh.readToEnd(), [])
+        // A drop on a reused connection, then a different request, then the identical one.
+        let reused = try RawClient(port: s.port)
+        reused.send("GET /health HTTP/1.1\r\nHost: h\r\n\r\n")
+        XCTAssertEqual(reused.readResponse()?.status, 200)
+        reused.send(assign)
+        XCTAssertEqual(reused.readToEnd(), [])
+        let other = try RawClient(port: s.port)
+        other.send(assign.replacingOccurrences(of: "Host: h", with: "Host: other"))
+        XCTAssertEqual(other.readResponse()?.status, 200, "another request (another Host) is not the resend")
+        let resend = try RawClient(port: s.port)
+        resend.send(assign)
+        XCTAssertEqual(resend.readToEnd(), [], "the identical resend gets the same drop")
+        let again = try RawClient(port: s.port)
+        again.send(assign)
+        XCTAssertEqual(again.readResponse()?.status, 200, "a trap catches one resend")
+
+        let history = s.backend.history
+        XCTAssertEqual(history.map(\.transportRetryOf), [nil, nil, nil, nil, 3, nil])
+        XCTAssertEqual(history.map(\.outcome), ["drop_before_response", "respond", "drop_before_response", "respond", "drop_before_response", "respond"])
+        XCTAssertEqual(history.map { $0.fault?.occurrence }, [1, nil, 2, nil, 2, nil])
+        XCTAssertFalse(log.all.contains { if case .received(5) = $0 { return true }; return false }, "no observer events for the resend")
+        XCTAssertEqual(s.backend.inFlightCount, 0)
+    }
 
     func testDropBeforeResponseClosesWithoutAByte() async throws {
         let s = try serve()

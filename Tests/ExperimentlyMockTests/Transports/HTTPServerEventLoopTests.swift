@@ -87,6 +87,44 @@ final class HTTPServerEventLoopTests: XCTestCase {
         XCTAssertEqual(backend.history.map(\.outcome), Array(repeating: "respond", count: 7), "every request answered and recorded")
     }
 
+    func testShutdownJournalsRequestsPipelinedBehindHeldRequests() async throws {
+        let (backend, server, port) = try serveBackend()
+        backend.addFault(FaultRule(match: FaultMatch(path: "/api/v1/tracking/assign"), action: .hold(label: "held")))
+        // 20 connections, each with a held request and two complete requests pipelined behind it
+        // (plus the start of a fourth that never completes); 10 idle keep-alive connections.
+        let n = 20
+        let held = try (0..<n).map { i -> RawClient in
+            let c = try RawClient(port: port)
+            c.send(assign("u\(i)") + "GET /health HTTP/1.1\r\nHost: h\r\n\r\n" + "GET /api/v1/feature-flags/evaluate/sdk_contract_flag?user_id=p\(i) HTTP/1.1\r\nHost: h\r\nX-API-Key: \(Fixtures.sdkContractAPIKey)\r\n\r\n" + "GET /hea")
+            return c
+        }
+        await backend.waitForHolds(n)
+        let idle = try (0..<10).map { _ in try RawClient(port: port) }
+        for c in idle {
+            c.send("GET /health HTTP/1.1\r\nHost: h\r\n\r\n")
+            XCTAssertEqual(c.readResponse()?.status, 200)
+        }
+        // As `serve` does: the server stops accepting, then the backend shuts down and drops the holds.
+        let done = TestGate()
+        Task {
+            await server.shutdown()
+            done.open()
+        }
+        XCTAssertTrue(eventually { (try? RawClient(port: port)) == nil }, "stops accepting")
+        let report = backend.shutdown()
+        XCTAssertEqual(report.unreleasedHolds.count, n)
+        for c in held { XCTAssertEqual(c.readToEnd(), [], "the held request is dropped: nothing can be answered behind it") }
+        await done.wait()
+        let history = backend.history
+        XCTAssertEqual(history.count, 10 + 3 * n, "every complete request that arrived is journaled")
+        let pipelined = history.filter { $0.path != "/api/v1/tracking/assign" && $0.response?.status != 200 }
+        XCTAssertEqual(pipelined.count, 2 * n)
+        XCTAssertTrue(pipelined.allSatisfy { $0.outcome == "respond" && $0.response?.status == 503 && $0.route == nil },
+                      "journaled with the shutdown's 503, never processed: \(pipelined.prefix(2))")
+        XCTAssertEqual(history.filter { $0.outcome == "drop_before_response" }.count, n)
+        XCTAssertEqual(backend.inFlightCount, 0)
+    }
+
     func testMethodsAreCaseSensitiveAndAbsoluteFormTargetsAreServed() throws {
         let (backend, _, port) = try serveBackend()
         let lower = try RawClient(port: port)

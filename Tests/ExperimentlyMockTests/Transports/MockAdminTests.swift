@@ -104,6 +104,49 @@ final class MockAdminTests: XCTestCase {
         XCTAssertTrue(unknown.text.contains("POST /__admin/reset"), unknown.text)
     }
 
+    func testDuplicateKeysInAFaultRuleOrAnOverrideAre400NamingThePath() async throws {
+        let (s, session) = try serve()
+        let dup = try await fetch(session, admin(s, "POST", "faults",
+            json: #"{"match": {"path": "/health"}, "action": {"respond": {"status": 503, "status": 200}}}"#))
+        XCTAssertEqual(dup.status, 400)
+        XCTAssertEqual(dup.header("Content-Type"), "application/json")
+        let error = try json(dup)["error"]?.stringValue ?? ""
+        XCTAssertTrue(error.contains(#"duplicate key "status" at $.action.respond.status"#), error)
+        XCTAssertTrue(s.backend.faults.isEmpty, "nothing was added")
+        let top = try await fetch(session, admin(s, "POST", "faults", json: #"{"action": {"timeout": {}}, "action": {"hold": {}}}"#))
+        XCTAssertEqual(top.status, 400)
+        XCTAssertTrue(top.text.contains(#"at $.action"#), top.text)
+
+        // The release override is JSON too.
+        s.backend.addFault(FaultRule(match: FaultMatch(path: "/health"), action: .hold(label: nil)))
+        let task = Task { try await fetch(session, s.request("/health", key: nil)) }
+        await s.backend.waitForHolds(1)
+        let badOverride = try await fetch(session, admin(s, "POST", "holds/1/release", json: #"{"status": 500, "json": {"a": 1, "a": 2}}"#))
+        XCTAssertEqual(badOverride.status, 400)
+        XCTAssertTrue(badOverride.text.contains(#"at $.json.a"#), badOverride.text)
+        XCTAssertEqual(s.backend.heldRequests.count, 1, "still held")
+        let released = try await fetch(session, admin(s, "POST", "holds/1/release"))
+        XCTAssertEqual(released.status, 200)
+        let answer = try await task.value
+        XCTAssertEqual(answer.status, 200)
+    }
+
+    func testATimeoutParkedOverTCPIsListedWithItsActionAndIsNotReleasable() async throws {
+        let (s, session) = try serve()
+        s.backend.addFault(try decodeRule(#"{"match": {"path": "/health"}, "action": {"timeout": {}}}"#))
+        let raw = try RawClient(port: s.port)
+        raw.send("GET /health HTTP/1.1\r\nHost: h\r\n\r\n")
+        let holds = try json(try await fetch(session, admin(s, "GET", "holds?count=1&timeout_ms=5000")))
+        XCTAssertEqual(holds["holds"]?.arrayValue?.first?["action"], "timeout")
+        XCTAssertEqual(holds["holds"]?.arrayValue?.first?["seq"], 1)
+        let release = try await fetch(session, admin(s, "POST", "holds/1/release"))
+        XCTAssertEqual(release.status, 409)
+        XCTAssertTrue(release.text.contains("timeout fault"), release.text)
+        raw.reset()
+        XCTAssertTrue(eventually { s.backend.history.first?.outcome == "timeout" })
+        XCTAssertEqual(s.backend.history.first?.cancelled, true)
+    }
+
     func testRequestsJournalIsRedactedAndAdminIsNeitherJournaledNorRateLimited() async throws {
         var f = Fixtures.sdkContract
         f.rateLimit = RateLimit(limit: 1, otherLimit: 1)

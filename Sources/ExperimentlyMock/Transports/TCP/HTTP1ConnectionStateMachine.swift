@@ -16,7 +16,10 @@ import Foundation
 /// closed silently after `idleTimeout` seconds. A peer that closes while its request is still
 /// with the handler cancels that request (`cancelRequest`). After `shutdown`, idle connections
 /// close at once and requests already received completely are still answered, the last one with
-/// `Connection: close`.
+/// `Connection: close`; when the request in flight ends without an answer after shutdown began
+/// (a hold dropped by the backend's shutdown, a timeout), the complete requests pipelined behind
+/// it are handed over as `dispatchUnanswerable` before the close, so that none is lost from the
+/// journal (``drainBufferedRequests()`` does the same at the forced close).
 struct HTTP1ConnectionStateMachine: Sendable {
     /// What the owner of the socket must do, in order.
     enum Action: Sendable, Equatable {
@@ -24,6 +27,11 @@ struct HTTP1ConnectionStateMachine: Sendable {
         case write([UInt8])
         /// Hand this request to the handler; its outcome comes back as `answered`.
         case dispatch(MockHTTPParsedRequest)
+        /// Hand this request to the handler only so that it is journaled: it arrived before
+        /// shutdown, pipelined behind a request the shutdown left unanswered (dropped, or a
+        /// timeout), so its answer can never be sent (HTTP/1.1 answers in order); the outcome
+        /// is discarded.
+        case dispatchUnanswerable(MockHTTPParsedRequest)
         /// The peer left while a request was with the handler: cancel it (the backend marks the
         /// request cancelled); its outcome, if it ever comes, is dropped.
         case cancelRequest
@@ -85,6 +93,24 @@ struct HTTP1ConnectionStateMachine: Sendable {
 
     /// True while a request is with the handler.
     var hasRequestInFlight: Bool { inFlight != nil }
+
+    /// The request whose head arrived while its body has not (yet) completely, when nothing is
+    /// in flight; nil otherwise.
+    var requestHeadAwaitingBody: MockRequest? {
+        guard phase == .open, inFlight == nil else { return nil }
+        return parser.headAwaitingBody
+    }
+
+    /// Dispatches `request` in place of the one whose head arrived (``requestHeadAwaitingBody``):
+    /// a transport's silent resend of a request the server already had whole, whose body the
+    /// transport does not send again (see `MockHTTPServer`, transport retries). The connection
+    /// closes after the answer; later input is ignored.
+    mutating func dispatchResend(_ request: MockRequest) -> [Action] {
+        guard phase == .open, inFlight == nil else { return [] }
+        let parsed = MockHTTPParsedRequest(request: request, minorVersion: 1, keepAlive: false)
+        inFlight = parsed
+        return [.dispatch(parsed)]
+    }
 
     /// True when the connection holds no request at all (nothing in flight, nothing buffered).
     var isIdle: Bool { inFlight == nil && parser.isIdle && phase == .open }
@@ -173,19 +199,26 @@ struct HTTP1ConnectionStateMachine: Sendable {
             }
             return actions + pump(now: now)
         case .dropBeforeResponse:
+            let behind = shuttingDown ? drainBufferedRequests() : []
             phase = .closed
-            return [.closeNow]
+            return behind + [.closeNow]
         case .dropMidBody(let response, let bodyBytes):
             let (valid, _) = MockHTTPServer.validate(response)
             var head = MockHTTPServer.serialize(valid, closing: true, headOnly: true)
             head += valid.body.prefix(max(0, min(bodyBytes, valid.body.count)))
+            let behind = shuttingDown ? drainBufferedRequests() : []
             phase = .closing
-            return [.write(head), .closeAfterWriting]
+            return behind + [.write(head), .closeAfterWriting]
         case .timeout:
             phase = .silent
             var actions: [Action] = []
             if readingPaused { readingPaused = false; actions.append(.resumeReading) }
-            if shuttingDown { phase = .closed; return [.closeNow] }
+            if shuttingDown {
+                phase = .open
+                let behind = drainBufferedRequests()
+                phase = .closed
+                return behind + [.closeNow]
+            }
             return actions
         }
     }
@@ -230,6 +263,24 @@ struct HTTP1ConnectionStateMachine: Sendable {
             return [.closeNow]
         default:
             return []
+        }
+    }
+
+    /// Takes every complete request still buffered (stopping at the first incomplete or
+    /// malformed one) as `dispatchUnanswerable` actions: used at shutdown when the connection
+    /// closes before they can be answered, so that each is still journaled. Nothing while a
+    /// request is in flight (those behind it wait for its answer) unless `force`, nor once the
+    /// connection is closing.
+    mutating func drainBufferedRequests(force: Bool = false) -> [Action] {
+        // `force` (the forced close at the end of the grace period): also behind a request in flight.
+        guard phase == .open, force || inFlight == nil else { return [] }
+        var actions: [Action] = []
+        while true {
+            switch parser.next() {
+            case .request(let parsed): actions.append(.dispatchUnanswerable(parsed))
+            case .sendContinue: continue
+            case .needMore, .error: return actions
+            }
         }
     }
 

@@ -22,7 +22,13 @@ import Foundation
 /// `{"detail": "..."}` body, then that connection is closed; the server keeps serving others.
 /// `SIGPIPE` is never raised (`MSG_NOSIGNAL` on Linux, `SO_NOSIGPIPE` on Apple platforms).
 /// A client that closes or resets its connection while its request is with the handler cancels
-/// that request's `Task` (`MockBackend` marks the request `cancelled` in history). Every
+/// that request's `Task` (`MockBackend` marks the request `cancelled` in history; a request a
+/// `timeout` fault keeps silent then ends). Each request reaches the handler with its
+/// ``MockConnectionInfo`` (listener, connection, place on it). A request dropped before any
+/// answer on a reused keep-alive connection arms a short trap: the complete head of the same
+/// request on another connection is a client transport's silent resend (libcurl resends the head
+/// of a POST without its body) and is dispatched whole with the original body, so `MockBackend`
+/// can give it the same drop and journal it as the same attempt. Every
 /// accepted socket is answered or closed: over `maxConnections`, or when descriptors run out,
 /// the newcomer gets a 503 and is closed.
 public final class MockHTTPServer: @unchecked Sendable { // mutable state guarded by `condition`; loop state owned by the loop thread
@@ -88,6 +94,10 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
 
     /// The settings this server was created with.
     public let configuration: Configuration
+    /// This server's number in the process, passed to the handler in each request's
+    /// ``MockRequest/connection`` (``MockConnectionInfo/listener``).
+    let serial = MockHTTPServer.serials.withLock { n -> Int in n += 1; return n }
+    private static let serials = MockLocked(0)
     private let handler: any MockRequestHandler
     private let condition = NSCondition()
     // Guarded by `condition`.
@@ -95,6 +105,9 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
     private var boundPort: UInt16?
     private var loopRunning = false
     private var stats = Statistics()
+    /// Test seam (guarded by `condition`; set before `start()`): the event loop uses the
+    /// `poll(2)` fallback even where epoll exists, so both readiness paths are tested on Linux.
+    var forcesPoll = false
     /// Outcomes delivered by handler tasks, and the shutdown request, for the loop thread.
     private let inbox = MockLocked(Inbox())
 
@@ -181,7 +194,7 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
         setNonBlocking(pipeFDs[0])
         setNonBlocking(pipeFDs[1])
         let poller: SocketPoller
-        do { poller = try SocketPoller() } catch {
+        do { poller = try SocketPoller(usingPoll: forcesPoll) } catch {
             close(fd); close(pipeFDs[0]); close(pipeFDs[1])
             throw error
         }
@@ -198,7 +211,11 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
 
     /// Stops the server: stops accepting, closes idle connections, answers the requests already
     /// received (the last response on each connection says `Connection: close`) within
-    /// `shutdownGracePeriod` seconds, then closes the rest by force and returns.
+    /// `shutdownGracePeriod` seconds, then closes the rest by force and returns. A complete
+    /// request that can no longer be answered (pipelined behind one the shutdown leaves
+    /// unanswered, or still buffered at the forced close) is handed to the handler marked
+    /// ``MockConnectionInfo/unanswerable`` so that it is journaled; `shutdown()` waits for
+    /// those (at most one more second).
     ///
     /// Blocks the calling thread for at most the grace period plus a short bounded drain; from
     /// async code the `async` overload is chosen, which waits on a separate thread. Calling it
@@ -247,6 +264,8 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
     /// What other threads hand to the loop thread (guarded by `inbox`'s lock).
     fileprivate struct Inbox {
         var outcomes: [(connection: UInt64, outcome: MockOutcome)] = []
+        /// Unanswerable requests (see `dispatchUnanswerable`) whose handler returned.
+        var unanswerableDone = 0
         var shutdownRequested = false
         var wakeFD: Int32 = -1
         var wakePending = false
@@ -270,6 +289,7 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
         inbox.withLock { box in
             let taken = box
             box.outcomes = []
+            box.unanswerableDone = 0
             box.wakePending = false
             return taken
         }
@@ -428,6 +448,18 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
     private var deadlines = DeadlineHeap()
     private var shuttingDown = false
     private var graceEnd = Double.infinity
+    /// Unanswerable requests still with the handler (the loop waits for them at shutdown, so
+    /// that they are journaled before `shutdown()` returns).
+    private var unanswerable = 0
+    /// Set once the grace period ended and the remaining connections were closed by force;
+    /// then the loop waits at most until `drainEnd` for unanswerable requests.
+    private var forcedClose = false
+    private var drainEnd = Double.infinity
+    /// Requests dropped before any answer on a reused keep-alive connection, for
+    /// `MockBackend.TransportRetryTrap.window` seconds: a complete head of the same request on
+    /// another connection is the transport's silent resend (libcurl resends the head of a POST
+    /// but not its body, so it never completes), dispatched whole with the original body.
+    private var retryTraps: [(request: MockRequest, connection: UInt64, at: Double)] = []
     private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
 
     init(server: MockHTTPServer, poller: SocketPoller, listenFD: Int32, wakeRead: Int32, wakeWrite: Int32) {
@@ -448,7 +480,7 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
             let now = monotonicSeconds()
             var timeout: Int32 = -1
             var next = deadlines.peek ?? .infinity
-            if shuttingDown { next = min(next, graceEnd) }
+            if shuttingDown { next = min(next, forcedClose ? drainEnd : graceEnd) }
             if next.isFinite { timeout = Int32(min(max(0, (next - now) * 1000), 60_000).rounded(.up)) }
             let ready = poller.wait(timeoutMilliseconds: timeout)
             for event in ready {
@@ -464,14 +496,19 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
             processInbox()
             fireDeadlines()
             if shuttingDown {
-                if connections.isEmpty { break }
-                if monotonicSeconds() >= graceEnd {
+                if connections.isEmpty && unanswerable == 0 { break }
+                let now = monotonicSeconds()
+                if now >= graceEnd && !forcedClose {
+                    forcedClose = true
+                    drainEnd = now + 1
                     for c in Array(connections.values) {
+                        // What arrived complete is still journaled, though never answered.
+                        if c.isOpen { apply(c.machine.drainBufferedRequests(force: true), to: c) }
                         if c.task != nil { c.task?.cancel(); c.task = nil }
                         closeConnection(c)
                     }
-                    break
                 }
+                if forcedClose && (unanswerable == 0 || now >= drainEnd) { break }
             }
         }
         if listenFD >= 0 { poller.remove(listenFD); close(listenFD) }
@@ -494,8 +531,16 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
         for (id, outcome) in inbox.outcomes {
             guard let c = connections[id], c.task != nil else { continue }
             c.task = nil
+            if outcome == .dropBeforeResponse, let request = c.inFlightRequest, let info = request.connection, info.index > 0, !shuttingDown,
+               request.body.count <= MockBackend.TransportRetryTrap.maxBodyBytes {
+                retryTraps.removeAll { now - $0.at > MockBackend.TransportRetryTrap.window }
+                retryTraps.append((request, c.id, now))
+                if retryTraps.count > MockBackend.TransportRetryTrap.limit { retryTraps.removeFirst() }
+            }
+            c.inFlightRequest = nil
             apply(c.machine.answered(outcome, now: now), to: c)
         }
+        unanswerable -= inbox.unanswerableDone
         if inbox.shutdownRequested && !shuttingDown { beginShutdown(now: now) }
     }
 
@@ -597,6 +642,7 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
             if n > 0 {
                 let now = monotonicSeconds()
                 apply(c.machine.received(readBuffer[0..<n], now: now), to: c)
+                if !retryTraps.isEmpty && c.isOpen { catchResend(c, now: now) }
                 if n < readBuffer.count { break }
                 continue
             }
@@ -616,6 +662,23 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
         }
     }
 
+    /// When `c` holds the complete head of a request dropped on another (reused) connection
+    /// moments ago, with no more body than that request had, it is the transport's silent
+    /// resend: dispatched with the original body (the handler, `MockBackend`, journals it as the
+    /// same attempt and drops it again).
+    private func catchResend(_ c: LoopConnection, now: Double) {
+        guard let head = c.machine.requestHeadAwaitingBody else { return }
+        retryTraps.removeAll { now - $0.at > MockBackend.TransportRetryTrap.window }
+        guard let i = retryTraps.firstIndex(where: { t in
+            t.connection != c.id && t.request.method == head.method && t.request.target == head.target
+                && t.request.headers.map(\.name) == head.headers.map(\.name) && t.request.headers.map(\.value) == head.headers.map(\.value)
+                && t.request.body.starts(with: head.body)
+        }) else { return }
+        var resend = retryTraps.remove(at: i).request
+        resend.connection = MockConnectionInfo(listener: server.serial, connection: c.id, index: c.dispatched)
+        apply(c.machine.dispatchResend(resend), to: c)
+    }
+
     private func apply(_ actions: [HTTP1ConnectionStateMachine.Action], to c: LoopConnection) {
         for action in actions {
             guard c.isOpen else { return }
@@ -629,9 +692,26 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
                 let server = self.server
                 var request = parsed.request
                 request.peer = c.peer
+                request.connection = MockConnectionInfo(listener: server.serial, connection: id, index: c.dispatched)
+                c.dispatched += 1
+                c.inFlightRequest = request
+                // A complete resend consumes its trap here (MockBackend recognises it).
+                if !retryTraps.isEmpty { retryTraps.removeAll { $0.connection != id && $0.request == request } }
                 c.task = Task {
                     let outcome = await handler.handle(request)
                     server.wake { $0.outcomes.append((id, outcome)) }
+                }
+            case .dispatchUnanswerable(let parsed):
+                server.count { $0.handledRequests += 1 }
+                let handler = self.handler
+                let server = self.server
+                var request = parsed.request
+                request.connection = MockConnectionInfo(listener: server.serial, connection: c.id, index: c.dispatched, unanswerable: true)
+                c.dispatched += 1
+                unanswerable += 1
+                Task {
+                    _ = await handler.handle(request)
+                    server.wake { $0.unanswerableDone += 1 }
                 }
             case .cancelRequest:
                 c.task?.cancel()
@@ -760,6 +840,10 @@ private final class LoopConnection {
     var readPaused = false
     var readEOF = false
     var writeDeadline: Double?
+    /// Requests handed to the handler so far on this connection.
+    var dispatched = 0
+    /// The request with the handler, as handed over.
+    var inFlightRequest: MockRequest?
     var task: Task<Void, Never>?
     var scheduled: Double?
     var version = 0

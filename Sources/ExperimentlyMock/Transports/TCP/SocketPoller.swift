@@ -68,10 +68,14 @@ final class SocketPoller {
     /// True when readiness comes from epoll (else from poll).
     var usesEpoll: Bool { epoll != nil }
 
+    /// True when this platform's C library has epoll (Linux).
+    static var epollAvailable: Bool { Epoll.shared != nil }
+
     /// Creates the poller; throws `MockHTTPServerError.socket` when the kernel refuses.
-    init() throws {
+    /// `usingPoll` forces the `poll(2)` fallback where epoll exists (tests cover both paths).
+    init(usingPoll: Bool = false) throws {
         eventBuffer = UnsafeMutableRawPointer.allocate(byteCount: Self.eventSize * Self.maxEvents, alignment: 8)
-        epoll = Epoll.shared
+        epoll = usingPoll ? nil : Epoll.shared
         if let epoll {
             epollFD = epoll.create1(Self.cloexec)
             guard epollFD >= 0 else {

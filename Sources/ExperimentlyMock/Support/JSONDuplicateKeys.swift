@@ -1,0 +1,108 @@
+import Foundation
+
+/// The mock's check for object keys written twice in one JSON object (`"a": 1, "a": 2`), which
+/// `JSONDecoder` accepts silently, keeping one of them: a fault rule sent to `POST
+/// /__admin/faults` or read from `serve --faults` could then state a condition that is never
+/// applied. RFC 8259 section 4 says names "SHOULD be unique"; the mock requires it, as the
+/// scenario parser does (ContractHarness `DuplicateKeys`, which the mock does not depend on).
+///
+/// Two keys are the same when their decoded strings are identical scalar for scalar, and also
+/// when they are merely canonically equivalent (NFC and NFD spellings): a decoder keyed by Swift
+/// `String` would keep only one of them.
+public struct JSONDuplicateKey: Sendable, Equatable, CustomStringConvertible {
+    /// The JSON path of the second occurrence, e.g. `$.action.respond.status` or `$[1].match`.
+    public var path: String
+    /// The key as decoded.
+    public var key: String
+    /// True when the two spellings differ in scalars but are canonically equivalent.
+    public var equivalentOnly: Bool
+
+    /// "duplicate key \"k\" at $.path" (naming canonical equivalence when that is all they share).
+    public var description: String {
+        "duplicate key \(JSONValue.string(key).jsonText) at \(path)"
+            + (equivalentOnly ? " (canonically equivalent to an earlier key of the same object)" : "")
+    }
+
+    /// The first duplicate key in `data` (in document order of the second occurrences' objects),
+    /// or nil when every object's keys are unique or `data` is not valid JSON (then the parser
+    /// or decoder reports the syntax error).
+    public static func first(in data: Data) -> JSONDuplicateKey? {
+        guard (try? JSONValue.parse(data)) != nil else { return nil }
+        var walker = Walker(bytes: [UInt8](data))
+        return walker.value(path: "$")
+    }
+
+    /// `.key` for identifier-like keys, `["key"]` (JSON-escaped) otherwise.
+    static func member(_ key: String) -> String {
+        let simple = !key.isEmpty && key.unicodeScalars.allSatisfy { s in
+            (s >= "a" && s <= "z") || (s >= "A" && s <= "Z") || (s >= "0" && s <= "9") || s == "_" || s == "-"
+        }
+        return simple ? "." + key : "[" + JSONValue.string(key).jsonText + "]"
+    }
+
+    /// A walk over valid JSON: objects with their keys, arrays with their indices.
+    private struct Walker {
+        let bytes: [UInt8]
+        var i = 0
+
+        mutating func skipWhitespace() {
+            while i < bytes.count, [0x20, 0x0a, 0x0d, 0x09].contains(bytes[i]) { i += 1 }
+        }
+
+        mutating func value(path: String) -> JSONDuplicateKey? {
+            skipWhitespace()
+            guard i < bytes.count else { return nil }
+            switch bytes[i] {
+            case UInt8(ascii: "{"): return object(path: path)
+            case UInt8(ascii: "["): return array(path: path)
+            case UInt8(ascii: "\""): _ = string(); return nil
+            default:
+                while i < bytes.count, ![UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), 0x20, 0x0a, 0x0d, 0x09].contains(bytes[i]) { i += 1 }
+                return nil
+            }
+        }
+
+        /// The string token at `i`, decoded by the mock's own JSON parser (escapes resolved).
+        mutating func string() -> String {
+            let start = i
+            i += 1
+            while i < bytes.count, bytes[i] != UInt8(ascii: "\"") { i += bytes[i] == UInt8(ascii: "\\") ? 2 : 1 }
+            i += 1
+            return (try? JSONValue.parse(Data(bytes[start..<min(i, bytes.count)])).value.stringValue) ?? ""
+        }
+
+        mutating func object(path: String) -> JSONDuplicateKey? {
+            i += 1
+            var seen: [String] = []
+            while true {
+                skipWhitespace()
+                guard i < bytes.count else { return nil }
+                if bytes[i] == UInt8(ascii: "}") { i += 1; return nil }
+                if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
+                let key = string()
+                let here = path + JSONDuplicateKey.member(key)
+                // Identity by scalars first; then String equality, which is canonical equivalence.
+                if seen.contains(where: { $0.unicodeScalars.elementsEqual(key.unicodeScalars) }) {
+                    return JSONDuplicateKey(path: here, key: key, equivalentOnly: false)
+                }
+                if seen.contains(key) { return JSONDuplicateKey(path: here, key: key, equivalentOnly: true) }
+                seen.append(key)
+                skipWhitespace()
+                i += 1 // ':'
+                if let found = value(path: here) { return found }
+            }
+        }
+
+        mutating func array(path: String) -> JSONDuplicateKey? {
+            i += 1
+            var index = 0
+            while true {
+                skipWhitespace()
+                guard i < bytes.count else { return nil }
+                if bytes[i] == UInt8(ascii: "]") { i += 1; return nil }
+                if bytes[i] == UInt8(ascii: ",") { i += 1; index += 1; continue }
+                if let found = value(path: "\(path)[\(index)]") { return found }
+            }
+        }
+    }
+}
