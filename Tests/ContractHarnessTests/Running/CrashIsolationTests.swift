@@ -152,11 +152,16 @@ final class CrashIsolationTests: XCTestCase {
             }
         }
         var workers: [Int32] = []
-        for _ in 0..<5000 where workers.isEmpty {
+        // Gate: a worker exists (a generous bound: under load a worker can take seconds to start).
+        let deadline = Date(timeIntervalSinceNow: 60)
+        while workers.isEmpty, Date() < deadline {
             workers = children()
             if workers.isEmpty { usleep(2000) }
         }
-        XCTAssertFalse(workers.isEmpty, "no worker process started")
+        guard !workers.isEmpty else {
+            kill(p.processIdentifier, SIGKILL); p.waitUntilExit()
+            return XCTFail("no worker process started within 60 s")
+        }
         kill(p.processIdentifier, SIGTERM)
         p.waitUntilExit()
         XCTAssertEqual(p.terminationReason, .exit)
