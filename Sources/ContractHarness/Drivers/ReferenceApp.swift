@@ -9,7 +9,9 @@ import ExperimentlyMock
 /// `undo`, before its next fetch for the current identity, as the flag sample does). The experiment is assigned (which records the exposure on the
 /// server) only when the view is displayed and the gating flag is on; business events carry
 /// `layout_source` = `assignment` | `fallback`. Logout resets the identity to a new anonymous id,
-/// clears the SDK cache and refetches. Every decision is written to the history as a marker.
+/// clears the SDK cache and refetches. Every decision is written to the history as a marker, and
+/// every SDK call sits between `call` and `returned` markers (which action, identity and revision
+/// made it), so the named checks attribute each request to the call that sent it (`AppCalls`).
 ///
 /// State lives behind an `NSLock` (`Locked`-style box); no lock is held across `await`.
 final class ReferenceApp: @unchecked Sendable {
@@ -26,8 +28,9 @@ final class ReferenceApp: @unchecked Sendable {
         /// after another).
         var lastLogout: AsyncStream<Never>?
         var reported: String?
-        /// Cache clears the app made (logout, undo): a completion whose request started before
-        /// one was never written by the SDK (CONTRACT.md section 5.1), so it has nothing to undo.
+        /// Cache clears the app made (logout, undo): a completion of a call begun before one may
+        /// still have been written (its request may have started after the clear), so the app
+        /// then asks the SDK's cache before undoing (`undoCacheWrite`).
         var clears = 0
         /// SDK calls made so far (the number of the next `call` marker).
         var calls = 0
