@@ -127,9 +127,16 @@ extension Checks {
     /// that answered the call while it ran was received before the clear, the SDK wrote the answer
     /// to a request that started before `clearCache()`: CONTRACT.md section 5, defect 1.
     static func staleWritesTheAppUndid(_ c: CheckContext) -> [(String, [String])] {
+        staleWritesUndone(c).map { ($0.message, $0.slice) }
+    }
+
+    /// The stale writes of `staleWritesTheAppUndid`, with the app's client, the identity and the
+    /// history index of the `undo` (for `no_stale_after_logout`: X's answer in the cache after X
+    /// logged out); `only`: that app's client alone.
+    static func staleWritesUndone(_ c: CheckContext, only: String? = nil) -> [(client: String, identity: String, undo: Int, message: String, slice: [String])] {
         guard c.scenario.app != nil else { return [] }
-        var problems: [(String, [String])] = []
-        for client in c.scenario.appClients {
+        var problems: [(client: String, identity: String, undo: Int, message: String, slice: [String])] = []
+        for client in c.scenario.appClients where only.map({ $0.isExactly(client) }) ?? true {
             guard let settings = c.scenario.appSettings(client: client) else { continue }
             let calls = AppCalls(history: c.history, client: client, initialIdentity: settings.initialUser)
             let clears = c.history.filter { e in
@@ -149,7 +156,7 @@ extension Checks {
                 let receipts = answers.compactMap { a in c.history.first { $0.kind == .request && $0.request?.seq == a.request?.seq } }
                 guard !receipts.isEmpty, receipts.allSatisfy({ $0.index < clear }) else { continue }
                 let seqs = receipts.compactMap { $0.request.map { "#\($0.seq)" } }.joined(separator: ", ")
-                problems.append(("client '\(client.unambiguous)' cached the answer to \(seqs) (\(kind) '\(key.unambiguous)' of user '\(user.unambiguous)'), received before the clear at [\(clear)]; the app found it after that clear and undid it (CONTRACT.md section 5, defect 1: a response to a request that started before clearCache() must not be written)",
+                problems.append((client, user, undo.index, "client '\(client.unambiguous)' cached the answer to \(seqs) (\(kind) '\(key.unambiguous)' of user '\(user.unambiguous)'), received before the clear at [\(clear)]; the app found it after that clear and undid it (CONTRACT.md section 5, defect 1: a response to a request that started before clearCache() must not be written)",
                                  c.slice(around: receipts.map(\.index) + [clear, undo.index], radius: 0).suffix(12).map { $0 }))
             }
         }

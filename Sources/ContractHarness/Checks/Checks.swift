@@ -653,6 +653,13 @@ enum Checks {
                 }
             }
         }
+        // X's answer written after X's logout and found and undone by the app (defect 1 behind
+        // the app's undo, `Checks.staleWritesUndone`): the cache held X after the logout.
+        let logouts = c.history.filter { $0.kind == .marker && $0.name == "logout" && $0.client.isExactly(app.client) }
+        for stale in staleWritesUndone(c, only: app.client)
+        where logouts.contains(where: { $0.index < stale.undo && $0.detail?["from"]?.stringValue.map { $0.isExactly(stale.identity) } ?? false }) {
+            problems.append(("after logout the cache held '\(stale.identity.unambiguous)' until the app undid it: " + stale.message, stale.slice))
+        }
         if let client = c.clients[app.client] {
             for user in retired.keys.sorted().map(\.text) {
                 let a = await ScenarioExecution.query(client, .getAssignments(user: user)).map(assignmentKeys) ?? []

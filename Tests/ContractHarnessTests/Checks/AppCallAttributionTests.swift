@@ -102,6 +102,8 @@ final class AppCallAttributionTests: XCTestCase {
         XCTAssertEqual(r.status, .failed)
         let failed = r.checks.first { !$0.passed && $0.name == "no_stale_write" }
         XCTAssertTrue(failed?.message?.contains("defect 1") ?? false, AppStepsTests.failures(r))
+        let logout = r.checks.first { !$0.passed && $0.name == "no_stale_after_logout" }
+        XCTAssertTrue(logout?.message?.contains("after logout the cache held 'user-2' until the app undid it") ?? false, AppStepsTests.failures(r))
     }
 
     /// The generator runs different actions of one app at once (a held action, others async
