@@ -97,7 +97,9 @@ enum Checks {
         /// A cached value; the SDK wrote it somewhere in the history between `lo` (its answer)
         /// and `hi` (the first completion of an operation for it, or the next step): entries whose
         /// windows overlap may sit in the cache in either order (issue 11 section 3).
-        struct Entry { var key: String; var value: JSONValue; var expires: Double; var order: Int; var lo = 0; var hi = Int.max }
+        /// `optional`: the SDK may or may not have written it (an app call began before a clear
+        /// of the app's client, its request reached the mock after it: `Checks.appIssueStarts`).
+        struct Entry { var key: String; var value: JSONValue; var expires: Double; var order: Int; var lo = 0; var hi = Int.max; var optional = false }
         // Keyed by `Checks.exact` spellings: identity is compared by Unicode scalars (CONTRACT.md section 4).
         var flags: [String: [String: Entry]] = [:]        // exact user -> exact key -> entry
         var assignments: [String: [String: Entry]] = [:]
@@ -114,7 +116,9 @@ enum Checks {
         /// history allows: no key before one that was surely written earlier.
         static func consistent(_ got: [String], _ want: [Entry]) -> Bool {
             let byKey = Dictionary(want.map { (Checks.exact($0.key), $0) }, uniquingKeysWith: { a, _ in a })
-            guard got.count == want.count, Set(got.map(Checks.exact)) == Set(byKey.keys) else { return false }
+            let gotKeys = Set(got.map(Checks.exact))
+            guard got.count == gotKeys.count, gotKeys.isSubset(of: Set(byKey.keys)),
+                  want.allSatisfy({ $0.optional || gotKeys.contains(Checks.exact($0.key)) }) else { return false }
             let entries = got.map { byKey[Checks.exact($0)]! }
             for i in entries.indices { for j in entries.indices where i < j && entries[j].hi < entries[i].lo { return false } }
             return true
@@ -131,6 +135,10 @@ enum Checks {
         var models: [String: CacheModel] = [:]
         var epochs: [String: Int] = [:]
         var epochAtReceipt: [Int: Int] = [:]
+        // Requests an app call may have issued before a clear its receipt follows (`appIssueStarts`).
+        let issueStarts = appIssueStarts(c)
+        var clearIndices: [String: [Int]] = [:]
+        var receipts: [Int: Int] = [:]
         let ttl = Dictionary(c.scenario.clients.map { ($0.name, $0.settings.cacheTTL) }, uniquingKeysWith: { a, _ in a })
         let invokes = Dictionary(c.history.filter { $0.kind == .invoke }.compactMap { e in e.label.map { ($0, e) } }, uniquingKeysWith: { a, _ in a })
         /// By when the SDK surely wrote the answer at history index `i`: the first completion of a
@@ -156,15 +164,15 @@ enum Checks {
             visit(e, models)
             switch e.kind {
             case .invoke where ["clearCache", "close"].contains(e.name ?? ""):
-                if let client = e.client { epochs[client, default: 0] += 1; models[client, default: CacheModel()].clear() }
+                if let client = e.client { epochs[client, default: 0] += 1; models[client, default: CacheModel()].clear(); clearIndices[client, default: []].append(e.index) }
             case .invoke where e.name == "clearOfflineCache":
                 // CONTRACT.md section 5.1: a response to a request that started before
                 // clearOfflineCache() is written nowhere, though the memory cache itself stays.
-                if let client = e.client { epochs[client, default: 0] += 1 }
+                if let client = e.client { epochs[client, default: 0] += 1; clearIndices[client, default: []].append(e.index) }
             case .marker where e.name == "logout" || e.name == "undo":
-                if let client = e.client { epochs[client, default: 0] += 1; models[client, default: CacheModel()].clear() }
+                if let client = e.client { epochs[client, default: 0] += 1; models[client, default: CacheModel()].clear(); clearIndices[client, default: []].append(e.index) }
             case .request:
-                if let r = e.request, let client = r.client { epochAtReceipt[r.seq] = epochs[client, default: 0] }
+                if let r = e.request, let client = r.client { epochAtReceipt[r.seq] = epochs[client, default: 0]; receipts[r.seq] = e.index }
             case .response:
                 // A request the client cancelled (its deadline, close, every waiter gone) is never
                 // cached, even when the mock answers it later (a released hold).
@@ -172,8 +180,16 @@ enum Checks {
                       epochAtReceipt[r.seq] == epochs[client, default: 0], let value = r.response else { break }
                 var model = models[client, default: CacheModel()]
                 model.counter += 1
-                let entry = CacheModel.Entry(key: key.key, value: value, expires: e.time + (ttl[client] ?? 300), order: model.counter,
+                var entry = CacheModel.Entry(key: key.key, value: value, expires: e.time + (ttl[client] ?? 300), order: model.counter,
                                              lo: e.index, hi: writtenBy(e.index, client: client, user: user, key: key))
+                // Issued by an app call that began before a clear the receipt follows: the SDK may
+                // have started it before that clear (not written) or after it (written).
+                if let start = issueStarts[r.seq], let receipt = receipts[r.seq],
+                   (clearIndices[client] ?? []).contains(where: { $0 > start && $0 < receipt }) {
+                    let table = key.kind == "flag" ? model.flags : model.assignments
+                    let previous = table[exact(user)]?[exact(key.key)]
+                    entry.optional = previous.map { $0.optional || $0.expires <= e.time } ?? true
+                }
                 if key.kind == "flag" { model.flags[exact(user), default: [:]][exact(key.key)] = entry }
                 else { model.assignments[exact(user), default: [:]][exact(key.key)] = entry }
                 models[client] = model
@@ -206,7 +222,7 @@ enum Checks {
             }
         }
         let users = usersByScalars.keys.sorted().map { usersByScalars[$0]! }
-        var problems: [(String, [String])] = []
+        var problems: [(String, [String])] = staleWritesTheAppUndid(c)
         for client in c.scenario.clients.map(\.name) {
             guard let driverClient = c.clients[client] else { continue }
             let model = models[client] ?? CacheModel()
@@ -347,6 +363,11 @@ enum Checks {
     /// one up (cancelled it: its own deadline, every waiter cancelled).
     static func singleFlight(_ c: CheckContext) -> [(String, [String])] {
         var open: [String: (seq: Int, index: Int, epoch: Int)] = [:]
+        // An app call that began before a clear whose request reached the mock after it may have
+        // started that request before the clear: a later call need not join it (`appIssueStarts`).
+        let issueStarts = appIssueStarts(c)
+        var clearIndices: [String: [Int]] = [:]
+        var detachable: Set<Int> = []
         var staleAnswers: [String: (seq: Int, index: Int)] = [:]   // an older request answered while a newer one was open
         var epochs: [String: Int] = [:]
         var problems: [(String, [String])] = []
@@ -354,13 +375,14 @@ enum Checks {
         for e in c.history {
             switch e.kind {
             case .invoke where ["clearCache", "close"].contains(e.name ?? ""):
-                if let client = e.client { epochs[client, default: 0] += 1 }
+                if let client = e.client { epochs[client, default: 0] += 1; clearIndices[client, default: []].append(e.index) }
             case .marker where e.name == "logout" || e.name == "undo":
-                if let client = e.client { epochs[client, default: 0] += 1 }
+                if let client = e.client { epochs[client, default: 0] += 1; clearIndices[client, default: []].append(e.index) }
             case .request:
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
                 let id = "\(client)\u{0}\(exact(user))\u{0}\(key.kind)\u{0}\(exact(key.key))"   // identity by Unicode scalars
-                if let first = open[id], first.epoch == epochs[client, default: 0], !cancelled.contains(first.seq) {
+                if let start = issueStarts[r.seq], (clearIndices[client] ?? []).contains(where: { $0 > start && $0 < e.index }) { detachable.insert(r.seq) }
+                if let first = open[id], first.epoch == epochs[client, default: 0], !cancelled.contains(first.seq), !detachable.contains(first.seq) {
                     let rule: String
                     if let stale = staleAnswers[id], stale.index > first.index {
                         rule = "; request #\(stale.seq), sent before the clear, was answered in between and the SDK forgot #\(first.seq) (CONTRACT.md section 5, defect 2: finishing an old request must never remove a newer one)"
@@ -510,7 +532,10 @@ enum Checks {
     /// events come after the exposure and carry the `layout_source` of what is shown.
     ///
     /// Runs per app instance (`Scenario.appClients`): each app's markers and requests are its own
-    /// client's, so two apps on two clients never blame each other.
+    /// client's, so two apps on two clients never blame each other. An assignment request belongs
+    /// to the app's `getAssignment` call in flight that sent it (`AppCalls`), and passes when that
+    /// call was made by a display of the request's identity with the flag on, wherever the
+    /// request falls among other actions' markers (a display racing a logout or login).
     static func exposureAfterDisplay(_ c: CheckContext) -> [(String, [String])] {
         guard c.scenario.app != nil else { return [("the scenario has no app section", [])] }
         return c.scenario.appClients.flatMap { client in
@@ -521,15 +546,16 @@ enum Checks {
     /// `exposure_after_display` for the app on `app.client`.
     static func exposureAfterDisplay(_ c: CheckContext, app: AppSettings) -> [(String, [String])] {
         var problems: [(String, [String])] = []
-        var lastDisplay: (identity: String, flagOn: Bool, index: Int)?
+        let calls = AppCalls(history: c.history, client: app.client, initialIdentity: app.initialUser)
+        var displays: Set<String> = []   // exact identity \0 revision of each display with the flag on
         var exposed: [ExactKey: String] = [:]   // identity (exact) -> variant answered
         for e in c.history {
             if e.kind == .marker, e.client.isExactly(app.client) {
                 switch e.name {
                 case "display":
-                    if case .string(let id)? = e.detail?["identity"] { lastDisplay = (id, e.detail?["flag_on"] == .bool(true), e.index) }
-                case "login", "logout", "refresh":
-                    lastDisplay = nil
+                    if case .string(let id)? = e.detail?["identity"], case .number(let rev)? = e.detail?["revision"], e.detail?["flag_on"] == .bool(true) {
+                        displays.insert("\(exact(id))\u{0}\(Int(rev))")
+                    }
                 case "shown":
                     guard case .string(let id)? = e.detail?["identity"], case .string(let variant)? = e.detail?["variant"] else { break }
                     if variant != "fallback", !(exposed[ExactKey(id)]?.isExactly(variant) ?? false) {
@@ -540,8 +566,11 @@ enum Checks {
             }
             if e.kind == .request, let r = e.request, r.client.isExactly(app.client), r.path == "/api/v1/tracking/assign" {
                 let user = r.users.first ?? "?"
-                if lastDisplay == nil || !lastDisplay!.identity.isExactly(user) || !lastDisplay!.flagOn {
-                    problems.append(("assignment (exposure) for '\(user.unambiguous)' requested without a display of '\(user.unambiguous)' with the flag on",
+                let issuers = calls.issuers(path: r.path, user: user, at: e.index)
+                if !issuers.contains(where: { $0.action == "display" && displays.contains("\(exact($0.identity))\u{0}\($0.revision)") }) {
+                    let why = issuers.isEmpty ? "no getAssignment call of the app for '\(user.unambiguous)' was in flight"
+                        : "in flight: " + issuers.map(AppCalls.describe).joined(separator: ", ")
+                    problems.append(("assignment (exposure) for '\(user.unambiguous)' requested without a display of '\(user.unambiguous)' with the flag on (\(why))",
                                      c.slice(around: [e.index], radius: 3)))
                 }
             }
@@ -564,6 +593,13 @@ enum Checks {
     /// After a logout from identity X, nothing of X is shown, requested, exposed or left in the
     /// app client's cache, and later events carry the new identity, until X logs in again.
     ///
+    /// Judged by the operation that acted, not by where its marker or request falls (`AppCalls`):
+    /// a `shown` or `event` decision, or an SDK call, for X is stale when the app was no longer X
+    /// at the revision it acted at (it began after the logout, or showed a completion of an older
+    /// revision); a request for X received after the logout passes only when an app call made as
+    /// X at a revision when the app was X was in flight through the operation that sends it (an
+    /// async display or event that began before a concurrent logout).
+    ///
     /// Runs per app instance (`Scenario.appClients`): a logout of one app retires the identity
     /// on that app's client only; another app (another device) may still be that user.
     static func noStaleAfterLogout(_ c: CheckContext) async -> [(String, [String])] {
@@ -584,6 +620,7 @@ enum Checks {
     /// `no_stale_after_logout` for the app on `app.client`.
     static func noStaleAfterLogout(_ c: CheckContext, app: AppSettings) async -> [(String, [String])] {
         var problems: [(String, [String])] = []
+        let calls = AppCalls(history: c.history, client: app.client, initialIdentity: app.initialUser)
         var retired: [ExactKey: Int] = [:]   // identity (exact) -> logout index
         for e in c.history {
             if e.kind == .marker, e.client.isExactly(app.client), e.name == "logout", case .string(let from)? = e.detail?["from"] {
@@ -594,16 +631,34 @@ enum Checks {
             if e.kind == .marker, e.client.isExactly(app.client), e.name == "login", case .string(let user)? = e.detail?["identity"] {
                 retired[ExactKey(user)] = nil
             }
-            if e.kind == .marker, e.client.isExactly(app.client), ["shown", "event"].contains(e.name ?? ""),
+            if e.kind == .marker, e.client.isExactly(app.client), ["shown", "event", "call"].contains(e.name ?? ""),
                case .string(let id)? = e.detail?["identity"], let at = retired[ExactKey(id)] {
-                problems.append(("\(e.name!) for '\(id.unambiguous)' after that identity logged out", c.slice(around: [at, e.index], radius: 0)))
+                // The revision it acted at: a shown completion's decision (`decided_at`), an
+                // event's or a call's own revision; without one, where the marker falls.
+                var acted: Int?
+                if case .number(let n)? = e.detail?["decided_at"] { acted = Int(n) }
+                else if e.name != "shown", case .number(let n)? = e.detail?["revision"] { acted = Int(n) }
+                if acted.map({ !calls.identity(at: $0).isExactly(id) }) ?? true {
+                    let what = e.name == "call" ? "SDK call (\(e.detail?["sdk"]?.stringValue ?? "?") by app.\(e.detail?["action"]?.stringValue ?? "?"))" : e.name!
+                    problems.append(("\(what) for '\(id.unambiguous)' after that identity logged out", c.slice(around: [at, e.index], radius: 0).suffix(12).map { $0 }))
+                }
             }
             if e.kind == .request, let r = e.request, r.client.isExactly(app.client) {
                 for user in r.users where retired[ExactKey(user)] != nil {
-                    problems.append(("request for '\(user.unambiguous)' received after that identity logged out: \(r.summary)",
+                    // Its own call, begun as `user` before the logout, may still be in flight.
+                    let issuers = calls.issuers(path: r.path, user: user, at: e.index)
+                    if issuers.contains(where: { calls.identity(at: $0.revision).isExactly(user) }) { continue }
+                    problems.append(("request for '\(user.unambiguous)' received after that identity logged out, sent by no app operation begun as '\(user.unambiguous)': \(r.summary)",
                                      c.slice(around: [retired[ExactKey(user)]!, e.index], radius: 0).suffix(12).map { $0 }))
                 }
             }
+        }
+        // X's answer written after X's logout and found and undone by the app (defect 1 behind
+        // the app's undo, `Checks.staleWritesUndone`): the cache held X after the logout.
+        let logouts = c.history.filter { $0.kind == .marker && $0.name == "logout" && $0.client.isExactly(app.client) }
+        for stale in staleWritesUndone(c, only: app.client)
+        where logouts.contains(where: { $0.index < stale.undo && $0.detail?["from"]?.stringValue.map { $0.isExactly(stale.identity) } ?? false }) {
+            problems.append(("after logout the cache held '\(stale.identity.unambiguous)' until the app undid it: " + stale.message, stale.slice))
         }
         if let client = c.clients[app.client] {
             for user in retired.keys.sorted().map(\.text) {

@@ -9,7 +9,9 @@ import ExperimentlyMock
 /// `undo`, before its next fetch for the current identity, as the flag sample does). The experiment is assigned (which records the exposure on the
 /// server) only when the view is displayed and the gating flag is on; business events carry
 /// `layout_source` = `assignment` | `fallback`. Logout resets the identity to a new anonymous id,
-/// clears the SDK cache and refetches. Every decision is written to the history as a marker.
+/// clears the SDK cache and refetches. Every decision is written to the history as a marker, and
+/// every SDK call sits between `call` and `returned` markers (which action, identity and revision
+/// made it), so the named checks attribute each request to the call that sent it (`AppCalls`).
 ///
 /// State lives behind an `NSLock` (`Locked`-style box); no lock is held across `await`.
 final class ReferenceApp: @unchecked Sendable {
@@ -26,9 +28,12 @@ final class ReferenceApp: @unchecked Sendable {
         /// after another).
         var lastLogout: AsyncStream<Never>?
         var reported: String?
-        /// Cache clears the app made (logout, undo): a completion whose request started before
-        /// one was never written by the SDK (CONTRACT.md section 5.1), so it has nothing to undo.
+        /// Cache clears the app made (logout, undo): a completion of a call begun before one may
+        /// still have been written (its request may have started after the clear), so the app
+        /// then asks the SDK's cache before undoing (`undoCacheWrite`).
         var clears = 0
+        /// SDK calls made so far (the number of the next `call` marker).
+        var calls = 0
     }
 
     let settings: AppSettings
@@ -92,14 +97,15 @@ final class ReferenceApp: @unchecked Sendable {
         case .display:
             await display()
         case .event(let name):
-            let (identity, shown, source) = lock.withLock { s in (s.identity, s.shown, s.source) }
+            let (identity, shown, source, rev) = lock.withLock { s in (s.identity, s.shown, s.source, s.revision) }
             var properties: [String: JSONValue] = ["layout_source": .string(source)]
             if let shown { properties["variant"] = .string(shown) }
             let event = EventSpec(userId: identity, eventName: name,
                                   experimentKey: source == "assignment" ? settings.experiment : nil,
                                   properties: .object(properties))
-            mark("event", ["name": .string(name), "identity": .string(identity), "layout_source": .string(source)])
-            _ = await client.perform(.trackWithStatus(event))
+            mark("event", ["name": .string(name), "identity": .string(identity), "layout_source": .string(source),
+                           "revision": .number(Double(rev))])
+            _ = await call(.trackWithStatus(event), action: "event", identity: identity, revision: rev)
         case .reportState:
             let (shown, source) = lock.withLock { s in (s.shown, s.source) }
             let active = source == "assignment" ? shown : nil
@@ -122,6 +128,20 @@ final class ReferenceApp: @unchecked Sendable {
         mark("logout", ["from": .string(old), "identity": .string(new), "revision": .number(Double(rev))])
         _ = await client.perform(.clearCache)
         await refresh()
+    }
+
+    /// One SDK call of the action `action` at app revision `revision`, made as `identity`, between
+    /// a `call` marker (`{"call": N, "action", "sdk", "identity", "revision"}`) and a `returned`
+    /// marker (`{"call": N}`): the named checks attribute each request of the app's client to the
+    /// call in flight that sent it, not to where it falls among the app's other markers (an async
+    /// display's request can reach the mock after a concurrent logout's marker; `AppCalls`).
+    private func call(_ op: SDKOperation, action: String, identity: String, revision: Int) async -> (OperationOutcome, call: Int) {
+        let id = lock.withLock { s -> Int in s.calls += 1; return s.calls }
+        mark("call", ["call": .number(Double(id)), "action": .string(action), "sdk": .string(op.name),
+                      "identity": .string(identity), "revision": .number(Double(revision))])
+        let outcome = await client.perform(op)
+        mark("returned", ["call": .number(Double(id))])
+        return (outcome, id)
     }
 
     /// A task of the app's own, on the harness's executor in interleaved runs (like the SDK's).
@@ -171,7 +191,7 @@ final class ReferenceApp: @unchecked Sendable {
                 return
             }
             let clears = lock.withLock { $0.clears }
-            let outcome = await client.perform(.evaluateFlag(flag: settings.flag, user: UserSpec(id: identity)))
+            let (outcome, callID) = await call(.evaluateFlag(flag: settings.flag, user: UserSpec(id: identity)), action: "refresh", identity: identity, revision: rev)
             var on = false
             if case .value(let v) = outcome, v["enabled"] == .bool(true) { on = true }
             let current = lock.withLock { s -> Bool in
@@ -182,7 +202,9 @@ final class ReferenceApp: @unchecked Sendable {
             mark(current ? "fetched" : "discarded",
                  ["identity": .string(identity), "revision": .number(Double(rev)), "flag_on": .bool(on)])
             // The next serialized fetch starts only after this task: the stale value is gone first.
-            if !current, case .value = outcome { await undoCacheWrite(identity: identity, revision: rev, clearsAtStart: clears) }
+            if !current, case .value = outcome {
+                await undoCacheWrite(identity: identity, revision: rev, clearsAtStart: clears, kind: "flag", key: settings.flag, call: callID)
+            }
         }
         return spawn(body)
     }
@@ -194,9 +216,11 @@ final class ReferenceApp: @unchecked Sendable {
         mark("display", ["identity": .string(identity), "revision": .number(Double(rev)), "flag_on": .bool(on)])
         var variant: String?
         var fetched = false
+        var callID = 0
         let clears = lock.withLock { $0.clears }
         if on {
-            let outcome = await client.perform(.getAssignment(experiment: settings.experiment, user: UserSpec(id: identity)))
+            let (outcome, made) = await call(.getAssignment(experiment: settings.experiment, user: UserSpec(id: identity)), action: "display", identity: identity, revision: rev)
+            callID = made
             if case .value(let v) = outcome {
                 fetched = true
                 if case .string(let name)? = v["variant_name"], settings.variants.containsExactly(name), v["assigned"] != .bool(false) {
@@ -204,36 +228,62 @@ final class ReferenceApp: @unchecked Sendable {
                 }
             }
         }
-        let shownNow = lock.withLock { s -> Bool in
-            guard s.revision == rev else { return false }
+        let (shownNow, decidedAt) = lock.withLock { s -> (Bool, Int) in
+            guard s.revision == rev else { return (false, s.revision) }
             s.shown = variant
             s.source = variant == nil ? "fallback" : "assignment"
             if s.reported != nil || variant != nil { s.reported = variant }
-            return true
+            return (true, s.revision)
         }
         if shownNow {
-            mark("shown", ["identity": .string(identity), "revision": .number(Double(rev)),
+            // `decided_at`: the app's revision when it decided to show (its own, or the check
+            // `no_stale_after_logout` finds a completion shown for a revision no longer current).
+            mark("shown", ["identity": .string(identity), "revision": .number(Double(rev)), "decided_at": .number(Double(decidedAt)),
                            "variant": variant.map(JSONValue.string) ?? .string("fallback"),
                            "layout_source": .string(variant == nil ? "fallback" : "assignment")])
         } else {
             mark("discarded", ["identity": .string(identity), "revision": .number(Double(rev)), "display": .bool(true)])
-            if fetched { await undoCacheWrite(identity: identity, revision: rev, clearsAtStart: clears) }
+            if fetched {
+                await undoCacheWrite(identity: identity, revision: rev, clearsAtStart: clears, kind: "experiment", key: settings.experiment, call: callID)
+            }
         }
     }
 
     /// Undoes the cache write of a discarded completion (CONTRACT.md section 8): the SDK cached the
     /// answer for an older revision (another identity, after a login while the assignment was
     /// held), so the app clears the SDK cache; the history gets an `undo` marker, which the named
-    /// checks treat as a clear of the app's client. Nothing to undo when the app cleared the cache
-    /// (logout, an earlier undo) after the request started: the SDK never wrote it (section 5.1).
-    private func undoCacheWrite(identity: String, revision: Int, clearsAtStart: Int) async {
-        let wrote = lock.withLock { s -> Bool in
+    /// checks treat as a clear of the app's client.
+    ///
+    /// When the app cleared the cache (logout, an earlier undo) after the call began, a request
+    /// that started before that clear was never written (section 5.1); but the call may reach the
+    /// SDK after the app's clear (an async display racing a logout), and then its request starts
+    /// after it and the answer is written. So the app asks the SDK's cache (`kind` `flag` or
+    /// `experiment`, `key`, for `identity`) and undoes what it finds; that `undo` marker carries
+    /// `found` (kind), `key` and `call` (the discarded call), so `no_stale_write` can tell an
+    /// SDK that wrote an answer to a request it received before the clear (defect 1), which the
+    /// undo would otherwise hide.
+    private func undoCacheWrite(identity: String, revision: Int, clearsAtStart: Int, kind: String, key: String, call: Int) async {
+        let unchanged = lock.withLock { s -> Bool in
             guard s.clears == clearsAtStart else { return false }
             s.clears += 1
             return true
         }
-        guard wrote else { return }
-        mark("undo", ["identity": .string(identity), "revision": .number(Double(revision))])
+        var detail: [String: JSONValue] = ["identity": .string(identity), "revision": .number(Double(revision))]
+        if !unchanged {
+            guard await cacheHolds(kind: kind, key: key, user: identity) else { return }
+            lock.withLock { $0.clears += 1 }
+            detail["found"] = .string(kind); detail["key"] = .string(key); detail["call"] = .number(Double(call))
+        }
+        mark("undo", detail)
         _ = await client.perform(.clearCache)
+    }
+
+    /// Whether the SDK cache holds `user`'s entry for flag or experiment `key` (compared by Unicode
+    /// scalars); `true` when the driver cannot say (an undo too many is harmless, a stale entry is not).
+    private func cacheHolds(kind: String, key: String, user: String) async -> Bool {
+        let outcome = await client.perform(kind == "flag" ? .getEvaluatedFlags(user: user) : .getAssignments(user: user))
+        guard case .value(let v) = outcome else { return true }
+        let keys = kind == "flag" ? Checks.strings(v) : Checks.assignmentKeys(v)
+        return keys.containsExactly(key)
     }
 }

@@ -13,7 +13,12 @@ import ExperimentlyMock
 /// steps, and in 40% of workloads reference-app steps (login, logout, refresh, display, event,
 /// report_state; sometimes `times` copies at once) on an `app` client of their own, in half of
 /// those also on a second app client `app2` (`client` on app steps), holds released in random order with the natural answer or a failure (503, 500, 429,
-/// 404). Every operation is started async and awaited later, and only once nothing it waits on is
+/// 404). App races: an app action whose request the generator knows the app sends (a login,
+/// logout or refresh fetching the flag, a display assigning with the flag known on and nothing
+/// cached, an event keyed to a shown assignment; `AppModel`) is sometimes started async with that
+/// request held; until the hold is released every further action of that app (display, event,
+/// login, one logout, refresh, report_state) starts async too, so different actions of one app
+/// run at once. Every operation is started async and awaited later, and only once nothing it waits on is
 /// still held. A request is held only when the generator knows it will be sent: the first call for
 /// a (client, user, key) since the client's last clear, a keyed track, a keyed `trackBatch`
 /// (a `first: 1` hold added just before the call, so no other request can take it). Every
@@ -116,6 +121,7 @@ public struct WorkloadGenerator: Sendable {
             // its own, whose identities no hold matches, so its steps always finish.
             hasApp = random.chance(40)
             if hasApp {
+                appFlag = random.pick(WorkloadGenerator.flags)
                 clientsJSON["app"] = .object(["store": .string("s-app")])
                 appClients = ["app"]
                 if random.chance(50) {
@@ -140,15 +146,41 @@ public struct WorkloadGenerator: Sendable {
                 "checks": .array(checks.map(JSONValue.string)),
             ]
             if hasApp {
-                top["app"] = .object(["client": .string("app"), "flag": .string(random.pick(WorkloadGenerator.flags)),
+                top["app"] = .object(["client": .string("app"), "flag": .string(appFlag),
                                       "experiment": .string("exp_ab"), "user": .string("app-1")])
             }
             return .object(top)
         }
 
+        /// What the generator knows of one app (CONTRACT.md section 8), to hold only requests the
+        /// app surely sends: its identity, how many anonymous ids it used, whether the current
+        /// revision's flag is known on (`nil`: unknown), whether it surely shows an assignment,
+        /// the identities whose assignment the SDK may have cached, and the hold of the race it
+        /// is in (one held action; every other action of that app meanwhile runs async and waits
+        /// for the hold's release: different actions of one app at once).
+        struct AppModel {
+            var identity = "app-1"
+            var anonymous = 1
+            var flagOn: Bool? = nil
+            var showsAssignment = false
+            var maybeCached: Set<String> = []
+            /// The identities whose flag evaluation the SDK may have cached (a fetch of it is a hit).
+            var maybeFlagCached: Set<String> = []
+            var raceHold: String?
+            var raceHasLogout = false
+        }
+        var appModels: [String: AppModel] = [:]
+        var appFlag = ""
+
+        /// Whether the app flag is on for `user` (the mock's rollout by md5-mod100, CONTRACT.md section 2).
+        func flagOn(for user: String) -> Bool {
+            appFlag == "flag_on" || MockBucketing.flagBucket(userID: user, flagKey: appFlag) < 50
+        }
+
         mutating func appStep() {
             var step: [String: JSONValue] = [:]
-            switch random.int(6) {
+            let action = random.int(6)
+            switch action {
             case 0: step = ["app": .string("login"), "user": .string(random.pick(["app-1", "app-2"]))]
             case 1: step = ["app": .string("logout")]
             case 2: step = ["app": .string("refresh")]
@@ -161,11 +193,102 @@ public struct WorkloadGenerator: Sendable {
             if client != "app" || random.chance(30) { step["client"] = .string(client) }
             // `times`: copies of the action at once on one app.
             if random.chance(20) { step["times"] = .number(Double(2 + random.int(2))) }
+            var model = appModels[client] ?? AppModel()
+            if let hold = model.raceHold {
+                // A race is open on this app: this action runs at once with the held one (async,
+                // awaited after the hold's release); a second logout would wait for the first, so
+                // the identities would no longer follow the step order: none.
+                if action == 1 && model.raceHasLogout { return }
+                if action == 1 { step["times"] = nil; model.raceHasLogout = true }
+                let l = label("p")
+                step["as"] = .string(l); step["async"] = .bool(true)
+                applyIdentity(&model, step: step, action: action)
+                model.maybeCached.insert(model.identity)
+                model.maybeFlagCached.insert(model.identity)
+                appModels[client] = model
+                steps.append(.object(step))
+                running.append((l, hold))
+                return
+            }
+            var loginUser: String?
+            if case .string(let u)? = step["user"] { loginUser = u }
+            // Only with one app: fault matches do not name a client, and two apps share identities.
+            if appClients.count == 1, random.chance(60), let match = raceMatch(model, client: client, action: action, user: loginUser) {
+                // The held action of a new race: its request is surely sent (the generator knows
+                // the app's state), held, and waited for before anything else happens.
+                step["times"] = nil
+                let hold = hold(match)
+                let l = label("p")
+                step["as"] = .string(l); step["async"] = .bool(true)
+                steps.append(.object(step))
+                steps.append(.object(["wait_for": .object(["held": .string(hold), "count": .number(1)])]))
+                running.append((l, hold))
+                model.raceHold = hold
+                model.raceHasLogout = action == 1
+                applyIdentity(&model, step: step, action: action)
+                model.maybeCached.insert(model.identity)
+                model.maybeFlagCached.insert(model.identity)
+                appModels[client] = model
+                return
+            }
             steps.append(.object(step))
+            // A synchronous action outside a race: the app's state afterwards is known.
+            switch action {
+            case 0, 1, 2:
+                if action == 1 { model.maybeCached = []; model.maybeFlagCached = [] }
+                applyIdentity(&model, step: step, action: action)
+                model.maybeFlagCached.insert(model.identity)
+                model.flagOn = flagOn(for: model.identity)
+                model.showsAssignment = false
+            case 3:
+                if model.flagOn == true { model.maybeCached.insert(model.identity) }
+                model.showsAssignment = model.flagOn == true
+            default: break
+            }
+            appModels[client] = model
+        }
+
+        /// The app's identity after `action` (`times` logouts each take a new anonymous id).
+        func applyIdentity(_ model: inout AppModel, step: [String: JSONValue], action: Int) {
+            if action == 0, case .string(let user)? = step["user"] { model.identity = user }
+            if action == 1 {
+                let copies: Int
+                if case .number(let n)? = step["times"] { copies = Int(n) } else { copies = 1 }
+                model.anonymous += copies
+                model.identity = "anon-\(model.anonymous)"
+            }
+        }
+
+        /// The hold for the request `action` (a login: as `user`) surely sends on `client`'s app (the only app), or `nil` when the
+        /// generator cannot be sure it sends one (flag unknown or off, assignment maybe cached,
+        /// no assignment shown).
+        func raceMatch(_ model: AppModel, client: String, action: Int, user: String?) -> [String: JSONValue]? {
+            let flagPath = JSONValue.string("/api/v1/feature-flags/evaluate/\(appFlag)")
+            switch action {
+            case 0:
+                guard let user, !model.maybeFlagCached.contains(user) else { return nil }
+                return ["path": flagPath, "query": .object(["user_id": .string(user)])]
+            case 1:
+                return ["path": flagPath, "query": .object(["user_id": .string("anon-\(model.anonymous + 1)")])]
+            case 2:
+                guard !model.maybeFlagCached.contains(model.identity) else { return nil }
+                return ["path": flagPath, "query": .object(["user_id": .string(model.identity)])]
+            case 3:
+                guard model.flagOn == true, !model.maybeCached.contains(model.identity) else { return nil }
+                return ["path": .string("/api/v1/tracking/assign"),
+                        "body": .object(["user_id": .string(model.identity), "experiment_key": .string("exp_ab")])]
+            case 4:
+                guard model.showsAssignment else { return nil }
+                return ["path": .string("/api/v1/tracking/track"),
+                        "body": .object(["user_id": .string(model.identity), "event_name": .string("Report Previewed")])]
+            default:
+                return nil
+            }
         }
 
         mutating func step() {
-            if hasApp && random.chance(20) { return appStep() }
+            // While an app race is open its app acts more often: more actions of one app at once.
+            if hasApp && random.chance(appModels.values.contains { $0.raceHold != nil } ? 45 : 20) { return appStep() }
             let client = random.pick(clients)
             switch random.int(100) {
             case 0..<22: lookup(client, kind: "experiment")
@@ -274,6 +397,12 @@ public struct WorkloadGenerator: Sendable {
             }
             steps.append(.object(r))
             released.insert(id)
+            // The race of an app ends: what it leaves (flag, shown variant) is unknown from now.
+            for (client, model) in appModels where model.raceHold == id {
+                var m = model
+                m.raceHold = nil; m.raceHasLogout = false; m.flagOn = nil; m.showsAssignment = false
+                appModels[client] = m
+            }
         }
 
         mutating func awaitSome() {

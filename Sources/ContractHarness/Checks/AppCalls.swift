@@ -1,0 +1,165 @@
+import Foundation
+import ExperimentlyMock
+
+/// Exact attribution of an app's requests to the app operations that issued them (issue 11
+/// section 3, applied to the reference app of CONTRACT.md section 8).
+///
+/// The reference app runs in the harness, so it records each SDK call it makes: a `call` marker
+/// (`{"call": N, "action", "sdk", "identity", "revision"}`: which action, as which identity, at
+/// which app revision) before the call and a `returned` marker (`{"call": N}`) after it. Within
+/// one app an async `display` or `event` may run at the same time as a `logout` or `login`, so a
+/// request of the display can reach the mock after the logout's marker: position in the history
+/// says nothing about whose request it is. A request belongs to a call of the app that was in
+/// flight when the mock received it, made as the identity the request is for, through the SDK
+/// operation that sends such a request (`getAssignment`: `/tracking/assign`, `evaluateFlag`:
+/// `/feature-flags/evaluate/`, `trackWithStatus`: `/tracking/track` and `/tracking/batch`).
+///
+/// Identities by revision: every `login`, `logout` and `refresh` marker names the app's identity
+/// and revision from then on, so `identity(at:)` says who the app was at any revision; an
+/// operation (a call, a `shown` or `event` decision) is stale when it acted as an identity the
+/// app no longer had at the revision it acted at. Identity data is compared by Unicode scalars.
+struct AppCalls {
+    /// One SDK call of the app.
+    struct Call {
+        /// The call's number (the `call` marker's `call`).
+        let id: Int
+        /// The app action that made it (`display`, `event`, `refresh`).
+        let action: String
+        /// The SDK operation (`getAssignment`, `evaluateFlag`, `trackWithStatus`).
+        let sdk: String
+        /// The identity it was made as.
+        let identity: String
+        /// The app revision of the operation that made it.
+        let revision: Int
+        /// History index of its `call` marker.
+        let start: Int
+        /// History index of its `returned` marker (`Int.max` when it never returned).
+        var end: Int
+    }
+
+    /// The app's calls, in the order they began.
+    let calls: [Call]
+    /// (revision, identity) from each `login`, `logout` and `refresh` marker, in history order.
+    let identities: [(revision: Int, identity: String)]
+    /// The app's first identity (before any marker).
+    let initial: String
+
+    /// The calls and identities of the app on `client` in `history`.
+    init(history: [HistoryEvent], client: String, initialIdentity: String) {
+        var calls: [Call] = []
+        var byID: [Int: Int] = [:]
+        var identities: [(Int, String)] = []
+        for e in history where e.kind == .marker && e.client.isExactly(client) {
+            switch e.name {
+            case "call":
+                guard case .number(let n)? = e.detail?["call"], case .string(let identity)? = e.detail?["identity"],
+                      case .number(let rev)? = e.detail?["revision"] else { continue }
+                var action = "?", sdk = "?"
+                if case .string(let a)? = e.detail?["action"] { action = a }
+                if case .string(let s)? = e.detail?["sdk"] { sdk = s }
+                byID[Int(n)] = calls.count
+                calls.append(Call(id: Int(n), action: action, sdk: sdk, identity: identity, revision: Int(rev), start: e.index, end: Int.max))
+            case "returned":
+                if case .number(let n)? = e.detail?["call"], let i = byID[Int(n)] { calls[i].end = e.index }
+            case "login", "logout", "refresh":
+                if case .string(let identity)? = e.detail?["identity"], case .number(let rev)? = e.detail?["revision"] {
+                    identities.append((Int(rev), identity))
+                }
+            default: break
+            }
+        }
+        self.calls = calls
+        self.identities = identities.sorted { $0.0 < $1.0 }
+        self.initial = initialIdentity
+    }
+
+    /// The app's identity at `revision`: that of the latest identity marker at or before it.
+    func identity(at revision: Int) -> String {
+        identities.last { $0.revision <= revision }?.identity ?? initial
+    }
+
+    /// The SDK operation of the app that sends a request to `path`.
+    static func sdkOperation(sending path: String) -> String? {
+        if path == "/api/v1/tracking/assign" { return "getAssignment" }
+        if path.hasPrefix("/api/v1/feature-flags/evaluate/") { return "evaluateFlag" }
+        if path == "/api/v1/tracking/track" || path == "/api/v1/tracking/batch" { return "trackWithStatus" }
+        return nil
+    }
+
+    /// The calls that may have issued a request to `path` for `user` received at history index
+    /// `index`: in flight then, made as `user`, through the operation that sends to `path`.
+    func issuers(path: String, user: String, at index: Int) -> [Call] {
+        guard let sdk = Self.sdkOperation(sending: path) else { return [] }
+        return calls.filter { $0.start < index && index < $0.end && $0.sdk == sdk && $0.identity.isExactly(user) }
+    }
+
+    /// `call 3 (app.display: getAssignment as user-1 at revision 2)`, for messages.
+    static func describe(_ call: Call) -> String {
+        "call \(call.id) (app.\(call.action): \(call.sdk) as '\(call.identity.unambiguous)' at revision \(call.revision))"
+    }
+}
+
+extension Checks {
+    /// For each request of an app's client that an app call may have issued: the history index
+    /// where the earliest such call began (request sequence number -> index). The SDK started
+    /// that request somewhere between the call's start and the mock's receipt, so a clear of the
+    /// client in between (a concurrent logout or undo of the app) leaves open whether the request
+    /// started before it (never written, CONTRACT.md section 5.1) or after it (written).
+    static func appIssueStarts(_ c: CheckContext) -> [Int: Int] {
+        guard c.scenario.app != nil else { return [:] }
+        var starts: [Int: Int] = [:]
+        for client in c.scenario.appClients {
+            guard let settings = c.scenario.appSettings(client: client) else { continue }
+            let calls = AppCalls(history: c.history, client: client, initialIdentity: settings.initialUser)
+            guard !calls.calls.isEmpty else { continue }
+            for e in c.history where e.kind == .request {
+                guard let r = e.request, r.client.isExactly(client), let user = r.users.first else { continue }
+                if let first = calls.issuers(path: r.path, user: user, at: e.index).map(\.start).min() { starts[r.seq] = first }
+            }
+        }
+        return starts
+    }
+
+    /// Stale writes the app found and undid: an `undo` marker with `found` says the app found the
+    /// answer of its discarded call `call` in the SDK cache although the app had cleared the cache
+    /// after that call began. That is correct only when the request that answered the call may
+    /// have started after the clear (the mock received it after the clear); when every request
+    /// that answered the call while it ran was received before the clear, the SDK wrote the answer
+    /// to a request that started before `clearCache()`: CONTRACT.md section 5, defect 1.
+    static func staleWritesTheAppUndid(_ c: CheckContext) -> [(String, [String])] {
+        staleWritesUndone(c).map { ($0.message, $0.slice) }
+    }
+
+    /// The stale writes of `staleWritesTheAppUndid`, with the app's client, the identity and the
+    /// history index of the `undo` (for `no_stale_after_logout`: X's answer in the cache after X
+    /// logged out); `only`: that app's client alone.
+    static func staleWritesUndone(_ c: CheckContext, only: String? = nil) -> [(client: String, identity: String, undo: Int, message: String, slice: [String])] {
+        guard c.scenario.app != nil else { return [] }
+        var problems: [(client: String, identity: String, undo: Int, message: String, slice: [String])] = []
+        for client in c.scenario.appClients where only.map({ $0.isExactly(client) }) ?? true {
+            guard let settings = c.scenario.appSettings(client: client) else { continue }
+            let calls = AppCalls(history: c.history, client: client, initialIdentity: settings.initialUser)
+            let clears = c.history.filter { e in
+                e.client.isExactly(client) && ((e.kind == .marker && ["logout", "undo"].contains(e.name ?? ""))
+                    || (e.kind == .invoke && ["clearCache", "close"].contains(e.name ?? "")))
+            }.map(\.index)
+            for undo in c.history where undo.kind == .marker && undo.name == "undo" && undo.client.isExactly(client) {
+                guard case .string(let kind)? = undo.detail?["found"], case .string(let key)? = undo.detail?["key"],
+                      case .string(let user)? = undo.detail?["identity"], case .number(let n)? = undo.detail?["call"],
+                      let call = calls.calls.first(where: { $0.id == Int(n) }),
+                      let clear = clears.first(where: { $0 > call.start && $0 < undo.index }) else { continue }
+                let answers = c.history.filter { e in
+                    guard e.kind == .response, let r = e.request, r.client.isExactly(client), let k = r.key,
+                          (k.kind == "flag") == (kind == "flag"), k.key.isExactly(key), r.users.first?.isExactly(user) ?? false else { return false }
+                    return e.index > call.start && e.index < call.end
+                }
+                let receipts = answers.compactMap { a in c.history.first { $0.kind == .request && $0.request?.seq == a.request?.seq } }
+                guard !receipts.isEmpty, receipts.allSatisfy({ $0.index < clear }) else { continue }
+                let seqs = receipts.compactMap { $0.request.map { "#\($0.seq)" } }.joined(separator: ", ")
+                problems.append((client, user, undo.index, "client '\(client.unambiguous)' cached the answer to \(seqs) (\(kind) '\(key.unambiguous)' of user '\(user.unambiguous)'), received before the clear at [\(clear)]; the app found it after that clear and undid it (CONTRACT.md section 5, defect 1: a response to a request that started before clearCache() must not be written)",
+                                 c.slice(around: receipts.map(\.index) + [clear, undo.index], radius: 0).suffix(12).map { $0 }))
+            }
+        }
+        return problems
+    }
+}
