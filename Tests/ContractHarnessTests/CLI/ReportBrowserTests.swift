@@ -120,7 +120,7 @@ final class ReportBrowserTests: XCTestCase {
         XCTAssertEqual(r.status, 1, r.out + r.err)
         let again = try harness(["report", "v.json", "--html", "saved.html", "--mermaid", "saved.md"])
         XCTAssertEqual(again.status, 0, again.out + again.err)
-        XCTAssertEqual(again.out, "report: 1 scenarios, 1 failing (1 with a timeline); HTML saved.html; Mermaid saved.md\n")
+        XCTAssertEqual(again.out, "report: 1 scenario, 1 failing (1 with a timeline); HTML saved.html; Mermaid saved.md\n")
         for (a, b) in [("run.html", "saved.html"), ("run.md", "saved.md")] {
             XCTAssertEqual(try Data(contentsOf: dir.appendingPathComponent(a)), try Data(contentsOf: dir.appendingPathComponent(b)), "\(a) vs \(b)")
         }
