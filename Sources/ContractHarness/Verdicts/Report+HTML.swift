@@ -215,7 +215,23 @@ struct HTMLReport {
             let r = c.anchor.flatMap { row[$0] } ?? -1
             notesAfter[r, default: []].append((c, Self.wrap("✗\(c.number) \(c.check.name): \(c.check.message ?? "")", columns: columns)))
         }
-        func notesHeight(_ r: Int) -> Double { (notesAfter[r] ?? []).reduce(0) { $0 + Self.noteHeight($1.1) + 6 } }
+        // Each step that recorded no event of its own (a fault definition, a wait_for, an
+        // assertion): a grey line where it ran, after the last row of the steps before it.
+        var stepsAfter: [Int: [String]] = [:]
+        let stepped = Set(t.events.map(\.step))
+        for (n, summary) in t.stepSummaries.enumerated() where !stepped.contains(n) {
+            let r = t.events.lastIndex { $0.step < n } ?? -1
+            let check = t.checks.first { ReportTimeline.stepNumber($0.name) == n }
+            var verdict = ""
+            if let check {
+                let number = t.citations.first { $0.check.name == check.name }?.number
+                verdict = check.passed ? " ✓" : " ✗" + (number.map { "\($0)" } ?? "")
+            }
+            stepsAfter[r, default: []].append(Self.clip("step \(n): \(summary)\(verdict)", lanesRight - 60))
+        }
+        func notesHeight(_ r: Int) -> Double {
+            Double(stepsAfter[r]?.count ?? 0) * Self.stepNoteHeight + (notesAfter[r] ?? []).reduce(0) { $0 + Self.noteHeight($1.1) + 6 }
+        }
         // Operation spans (invocation to completion) side by side when they overlap in a lane,
         // at most across a third of the lane (then they overlap: 50 concurrent operations never spill
         // into the next lane).
@@ -329,10 +345,15 @@ struct HTMLReport {
             }
             body += "</g>"
         }
-        // Each failing check: a line where it was decided and its message right below it.
-        for (r, notes) in notesAfter.sorted(by: { $0.key < $1.key }) {
+        // The steps without events of their own, then each failing check: a line where it was
+        // decided and its message right below it.
+        for r in Set(notesAfter.keys).union(stepsAfter.keys).sorted() {
             var top = (r < 0 ? Self.top - 8 : y(r) + Self.rowHeight / 2 + extraHeight(r)) + 3
-            for (c, lines) in notes {
+            for line in stepsAfter[r] ?? [] {
+                body += "<g class=\"step-note\"><text x=\"40\" y=\"\(top + 11)\">\(h(line))</text></g>"
+                top += Self.stepNoteHeight
+            }
+            for (c, lines) in notesAfter[r] ?? [] {
                 let height = Self.noteHeight(lines)
                 back += "<line class=\"decided\" x1=\"0\" y1=\"\(top - 1)\" x2=\"\(lanesRight)\" y2=\"\(top - 1)\"/>"
                 body += "<g class=\"note\" data-check=\"\(h(c.check.name))\"><rect x=\"36\" y=\"\(top + 2)\" width=\"\(lanesRight - 42)\" height=\"\(height)\" rx=\"4\"/>"
@@ -358,6 +379,9 @@ struct HTMLReport {
     static func seconds(_ t: Double) -> String {
         t == t.rounded() ? String(format: "%.0f s", t) : String(format: "%.3g s", t)
     }
+
+    /// The height of the line of a step that recorded no event.
+    static let stepNoteHeight = 16.0
 
     /// The height of a label's second and third line.
     static let lineHeight = 13.0
@@ -432,7 +456,7 @@ struct HTMLReport {
     .arrow-failed{stroke:#c62828;stroke-width:1.6;stroke-dasharray:5 3}
     .mock-text{fill:#333}.event.cited text{fill:#b71c1c;font-weight:700}
     .cited-row{fill:#ffebee}.cite-mark{fill:#c62828;font-weight:700}.decided{stroke:#c62828;stroke-width:1.5;stroke-dasharray:6 3}.cite-link{stroke:#e57373;stroke-width:.8}
-    .note rect{fill:#fff5f5;stroke:#c62828}.note text{fill:#7f0000}.note .note-head{font-weight:700}.cache-clear .clear{fill:#6a1b9a}.cache-clear .clear-link{stroke:#6a1b9a;stroke-dasharray:2 3}.cache-clear text{fill:#4a148c;font-weight:600}
+    .note rect{fill:#fff5f5;stroke:#c62828}.note text{fill:#7f0000}.note .note-head{font-weight:700}.cache-clear .clear{fill:#6a1b9a}.cache-clear .clear-link{stroke:#6a1b9a;stroke-dasharray:2 3}.cache-clear text{fill:#4a148c;font-weight:600}.step-note text{fill:#5f6b77;font-style:italic}
     pre{background:#f6f8fa;padding:8px;overflow:auto;font-size:12px}
     .hidden{display:none}
     """

@@ -51,10 +51,16 @@ struct ReportTimeline {
     /// Clients running an app other than the `app` section's (their markers carry `"app"`).
     let otherApps: [String]
     let citations: [Citation]
+    /// One line per step of the scenario (``ScenarioResult/stepSummaries``), empty when unknown.
+    let stepSummaries: [String]
+    /// The scenario's checks, passed or not.
+    let checks: [CheckResult]
 
     /// Lays out `result`'s recorded history (`events`).
     init(_ result: ScenarioResult) {
         events = result.events
+        stepSummaries = result.stepSummaries
+        checks = result.checks
         var clients: [String] = []
         var others: [String] = []
         for e in events where e.kind == .marker {

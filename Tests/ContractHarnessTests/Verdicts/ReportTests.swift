@@ -252,6 +252,31 @@ final class ReportTests: XCTestCase {
         XCTAssertTrue(mermaid.contains("Note over p2: clearCache: logout of user-1"), mermaid)
     }
 
+    /// A step that records no event (the fault definition, the wait_for, the assertions) is
+    /// drawn as a grey line where it ran; the saved verdict keeps the step lines.
+    func testStepsWithoutEventsAreShownWhereTheyRan() async throws {
+        let v = try await Self.verdict(mutant: .staleWriteAfterClear, files: Self.fieldReport)
+        let failing = try XCTUnwrap(v.results.first { $0.status == .failed })
+        XCTAssertEqual(failing.stepSummaries.count, 14)
+        let svg = try XCTUnwrap(Self.drawings(v.html(redacting: [])).first)
+        let notes = svg.components(separatedBy: "<g class=\"step-note\">").dropFirst().map { String($0.components(separatedBy: "</text>")[0].drop { $0 != ">" }.dropFirst()) }
+        XCTAssertTrue(notes.first?.hasPrefix("step 0: fault slow-assign added: {&quot;action&quot;:{&quot;hold&quot;") == true, "\(notes)")
+        XCTAssertTrue(notes.contains("step 3: wait_for 1 request held by fault slow-assign"), "\(notes)")
+        XCTAssertTrue(notes.contains("step 7: assert ✓") && notes.contains("step 8: assert ✗1"), "\(notes)")
+        XCTAssertFalse(notes.contains { $0.hasPrefix("step 1:") }, "a step with events of its own has no extra line")
+        // The fault definition comes before the first event, the wait_for after step 2's last.
+        func y(before marker: String) throws -> Double {
+            let end = try XCTUnwrap(svg.range(of: marker)).lowerBound
+            let tag = try XCTUnwrap(svg[..<end].range(of: " y=\"", options: .backwards))
+            return try XCTUnwrap(Double(svg[tag.upperBound...].prefix { $0 != "\"" }))
+        }
+        XCTAssertLessThan(try y(before: ">step 0: fault"), try y(before: ">[0] step 1<"))
+        XCTAssertGreaterThan(try y(before: ">step 3: wait_for"), try y(before: ">[9] step 2<"))
+        XCTAssertLessThan(try y(before: ">step 3: wait_for"), try y(before: ">[10] step 4<"))
+        let read = try Verdict(parsing: v.data(redacting: []), file: "v.json")
+        XCTAssertEqual(read.results.first { $0.status == .failed }?.stepSummaries, failing.stepSummaries)
+    }
+
     func testMermaidDrawsTheFailingScenariosAsSequenceDiagrams() async throws {
         let v = try await Self.verdict(mutant: .staleWriteAfterClear, files: ["defect-1-stale-write-after-clearcache.json", "s4-cache-is-per-user.json"])
         let text = v.mermaid(redacting: [])
