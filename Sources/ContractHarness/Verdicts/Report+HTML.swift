@@ -456,7 +456,7 @@ struct HTMLReport {
     .arrow-failed{stroke:#c62828;stroke-width:1.6;stroke-dasharray:5 3}
     .mock-text{fill:#333}.event.cited text{fill:#b71c1c;font-weight:700}
     .cited-row{fill:#ffebee}.cite-mark{fill:#c62828;font-weight:700}.decided{stroke:#c62828;stroke-width:1.5;stroke-dasharray:6 3}.cite-link{stroke:#e57373;stroke-width:.8}
-    .note rect{fill:#fff5f5;stroke:#c62828}.note text{fill:#7f0000}.note .note-head{font-weight:700}.cache-clear .clear{fill:#6a1b9a}.cache-clear .clear-link{stroke:#6a1b9a;stroke-dasharray:2 3}.cache-clear text{fill:#4a148c;font-weight:600}.step-note text{fill:#5f6b77;font-style:italic}
+    .note rect{fill:#fff5f5;stroke:#c62828}.note text{fill:#7f0000}.note .note-head{font-weight:700}.cache-clear .clear{fill:#6a1b9a}.cache-clear .clear-link{stroke:#6a1b9a;stroke-dasharray:2 3}.cache-clear text{fill:#4a148c;font-weight:600}.step-note text{fill:#5f6b77;font-style:italic;paint-order:stroke;stroke:#fff;stroke-width:3px}
     pre{background:#f6f8fa;padding:8px;overflow:auto;font-size:12px}
     .hidden{display:none}
     """
