@@ -88,8 +88,10 @@ enum ReportCommand {
             return HarnessCommand.Exit.internalFault.rawValue
         }
         let failing = verdict.results.filter { $0.status == .failed || $0.status == .error || $0.status == .crashed }
-        let drawn = failing.filter { !$0.events.isEmpty }.count
-        HarnessCommand.say("report: \(verdict.results.count) scenarios, \(failing.count) failing (\(drawn) with a timeline)"
+        let page = HTMLReport(verdict: verdict, redactor: SecretRedactor(secrets: []))
+        let drawn = verdict.results.filter(page.hasTimeline).count
+        let count = verdict.results.count
+        HarnessCommand.say("report: \(count) scenario\(count == 1 ? "" : "s"), \(failing.count) failing (\(drawn) with a timeline)"
                            + (outputs.html.map { "; HTML \($0)" } ?? "") + (outputs.mermaid.map { "; Mermaid \($0)" } ?? ""))
         return HarnessCommand.Exit.ok.rawValue
     }

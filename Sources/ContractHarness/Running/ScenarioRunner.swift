@@ -67,6 +67,9 @@ public struct ScenarioResult: Sendable, Codable {
     public var events: [HistoryEvent] = []
     /// The choices of an interleaved run (`nil` when the run was not interleaved).
     public var interleaving: InterleavingTrace? = nil
+    /// One line per step (``Step/summary``), kept with `events`, so the report can show the
+    /// steps that record no event (fault definitions, `wait_for`). Empty without a history.
+    public var stepSummaries: [String] = []
 
     /// The first failing check, for the console line.
     public var firstFailure: CheckResult? { checks.first { !$0.passed } }
@@ -94,6 +97,7 @@ extension ScenarioResult {
         adapterStderr = try c.decodeIfPresent([String].self, forKey: .adapterStderr) ?? []
         events = try c.decodeIfPresent([HistoryEvent].self, forKey: .events) ?? []
         interleaving = try c.decodeIfPresent(InterleavingTrace.self, forKey: .interleaving)
+        stepSummaries = try c.decodeIfPresent([String].self, forKey: .stepSummaries) ?? []
     }
 }
 
@@ -348,7 +352,7 @@ final class ScenarioExecution: @unchecked Sendable {
                               checks: results.isEmpty ? [CheckResult(name: "steps", passed: true)] : results,
                               reason: aborted, smoke: scenario.checks.contains("contract_smoke") ? smoke : nil,
                               history: canonical, historyDigest: keepsHistory ? Self.digest(canonical) : "")
-        if keepsHistory { result.events = history }
+        if keepsHistory { result.events = history; result.stepSummaries = scenario.steps.map(\.summary) }
         result.interleaving = trace
         return result
     }

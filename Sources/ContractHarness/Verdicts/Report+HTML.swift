@@ -103,7 +103,7 @@ struct HTMLReport {
         for item in verdict.invalid {
             s += "<tr class=\"row\" data-status=\"error\" data-tags=\"\"><td>\(h(item.file))</td><td><span class=\"badge error\">error</span></td><td class=\"num\">–</td><td></td><td class=\"failure\">\(h(item.error))</td></tr>\n"
         }
-        s += "</tbody></table>\n"
+        s += "</tbody></table>\n<p id=\"no-match\" class=\"hidden\">no scenario matches the filters</p>\n"
         return s
     }
 
@@ -133,7 +133,7 @@ struct HTMLReport {
             s += "<ol class=\"checks\">"
             for c in timeline.citations {
                 s += "<li class=\"failing-check\" value=\"\(c.number)\"><b class=\"check-name\">\(h(c.check.name))</b>: \(h(c.check.message ?? ""))"
-                if c.indices.isEmpty, let lines = c.check.history, !lines.isEmpty { s += "<pre>\(lines.map { h($0) }.joined(separator: "\n"))</pre>" }
+                if c.indices.isEmpty, let lines = c.check.history, !lines.isEmpty { s += "<details class=\"context\"><summary>the history before it (\(lines.count) events)</summary><pre>\(lines.map { h($0) }.joined(separator: "\n"))</pre></details>" }
                 s += "</li>"
             }
             s += "</ol>\n"
@@ -146,7 +146,7 @@ struct HTMLReport {
         let passed = r.checks.filter(\.passed).map(\.name)
         if !passed.isEmpty { s += "<p class=\"passed-checks\">checks that passed: \(passed.map { h($0) }.joined(separator: ", "))</p>\n" }
         if let e = r.exploration { s += exploration(e) }
-        if hasTimeline(r) { s += "<div class=\"timeline\">" + svg(timeline) + "</div>\n" }
+        if hasTimeline(r) { s += "<div class=\"timeline\">" + svg(timeline, id: "s\(number)") + "</div>\n" }
         else if r.status == .failed { s += "<p class=\"note\">No timeline recorded for this scenario (a verdict written without histories).</p>" }
         s += "</details></section>\n"
         return s
@@ -192,7 +192,10 @@ struct HTMLReport {
     /// Height of a failing check's note of `lines` lines.
     static func noteHeight(_ lines: [String]) -> Double { Double(lines.count) * 15 + 12 }
 
-    func svg(_ t: ReportTimeline) -> String {
+    /// The swim-lane drawing of `t`; `id` makes its arrowhead markers' ids unique in the page
+    /// (a `url(#id)` resolves to the page's first element with that id: a shared id would lose
+    /// every arrowhead when the first timeline is folded or filtered out).
+    func svg(_ t: ReportTimeline, id: String = "t") -> String {
         func laneWidth(_ lane: ReportTimeline.Lane) -> Double { Self.laneWidth(lane, in: t) }
         var x: [ReportTimeline.Lane: Double] = [:]
         var cursor = Self.gutter
@@ -212,10 +215,65 @@ struct HTMLReport {
             let r = c.anchor.flatMap { row[$0] } ?? -1
             notesAfter[r, default: []].append((c, Self.wrap("✗\(c.number) \(c.check.name): \(c.check.message ?? "")", columns: columns)))
         }
-        func notesHeight(_ r: Int) -> Double { (notesAfter[r] ?? []).reduce(0) { $0 + Self.noteHeight($1.1) + 6 } }
+        // Each step that recorded no event of its own (a fault definition, a wait_for, an
+        // assertion): a grey line where it ran, after the last row of the steps before it.
+        var stepsAfter: [Int: [String]] = [:]
+        let stepped = Set(t.events.map(\.step))
+        for (n, summary) in t.stepSummaries.enumerated() where !stepped.contains(n) {
+            let r = t.events.lastIndex { $0.step < n } ?? -1
+            let check = t.checks.first { ReportTimeline.stepNumber($0.name) == n }
+            var verdict = ""
+            if let check {
+                let number = t.citations.first { $0.check.name == check.name }?.number
+                verdict = check.passed ? " ✓" : " ✗" + (number.map { "\($0)" } ?? "")
+            }
+            stepsAfter[r, default: []].append(Self.clip("step \(n): \(summary)\(verdict)", lanesRight - 60))
+        }
+        func notesHeight(_ r: Int) -> Double {
+            Double(stepsAfter[r]?.count ?? 0) * Self.stepNoteHeight + (notesAfter[r] ?? []).reduce(0) { $0 + Self.noteHeight($1.1) + 6 }
+        }
+        // Operation spans (invocation to completion) side by side when they overlap in a lane,
+        // at most across a third of the lane (then they overlap: 50 concurrent operations never spill
+        // into the next lane).
+        var open: [ReportTimeline.Lane: [Int]] = [:]
+        var offset: [Int: Double] = [:]
+        var spans: [(i: Int, j: Int, lane: ReportTimeline.Lane)] = []
+        for (i, e) in t.events.enumerated() where e.kind == .invoke {
+            let lane = t.lane(of: e)
+            guard let j = t.completion(of: i) else { continue }
+            let busy = (open[lane] ?? []).filter { $0 > i }
+            let slots = max(1, Int(laneWidth(lane) / 3 / 9))
+            offset[i] = Double(busy.count % slots) * 9
+            open[lane] = busy + [j]
+            spans.append((i, j, lane))
+        }
+        func dx(_ i: Int) -> Double {
+            let e = t.events[i]
+            switch e.kind {
+            case .invoke: return offset[i] ?? 0
+            case .complete: return t.events[..<i].lastIndex { $0.kind == .invoke && $0.label == e.label }.flatMap { offset[$0] } ?? 0
+            default: return 0
+            }
+        }
+        // Each event's label, wrapped onto up to 3 lines in its lane (the row grows to hold
+        // them), so the user, key, outcome and what the app showed are never cut off.
+        var labels: [[String]] = []
+        var clears: [[String]] = []
+        for (i, e) in t.events.enumerated() {
+            let text = ReportTimeline.text(e)
+            switch e.kind {
+            case .request, .response: labels.append(Self.lines(text, laneWidth(.mock) - 14))
+            case .invoke, .complete: labels.append(Self.lines(text, laneWidth(t.lane(of: e)) - 24 - dx(i)))
+            case .marker: labels.append(Self.lines(text, laneWidth(t.lane(of: e)) - 24))
+            }
+            if let c = ReportTimeline.clearedClient(e), t.lanes.contains(.client(c)) {
+                clears.append(Self.lines(ReportTimeline.clearText(e), laneWidth(.client(c)) - 24))
+            } else { clears.append([]) }
+        }
+        func extraHeight(_ i: Int) -> Double { Double(max(labels[i].count, clears[i].count) - 1) * Self.lineHeight }
         var shift: [Double] = []
         var room = notesHeight(-1)
-        for i in t.events.indices { shift.append(room); room += notesHeight(i) }
+        for i in t.events.indices { shift.append(room); room += notesHeight(i) + extraHeight(i) }
         func y(_ i: Int) -> Double { Self.top + Double(i) * Self.rowHeight + Self.rowHeight / 2 + (shift.indices.contains(i) ? shift[i] : room) }
         let rowsBottom = Self.top + Double(t.events.count) * Self.rowHeight + 8 + room
         var body = ""
@@ -225,7 +283,7 @@ struct HTMLReport {
         for (i, e) in t.events.enumerated() {
             let cited = t.citing(e.index)
             guard !cited.isEmpty else { continue }
-            back += "<rect class=\"cited-row\" data-index=\"\(e.index)\" x=\"0\" y=\"\(y(i) - Self.rowHeight / 2)\" width=\"\(lanesRight)\" height=\"\(Self.rowHeight)\"/>"
+            back += "<rect class=\"cited-row\" data-index=\"\(e.index)\" x=\"0\" y=\"\(y(i) - Self.rowHeight / 2)\" width=\"\(lanesRight)\" height=\"\(Self.rowHeight + extraHeight(i))\"/>"
             back += "<text class=\"cite-mark\" x=\"4\" y=\"\(y(i) + 4)\">✗\(cited.map { "\($0.number)" }.joined(separator: ","))</text>"
         }
         // Lane headers and lifelines.
@@ -237,19 +295,13 @@ struct HTMLReport {
             left += laneWidth(lane)
         }
         body += "<text class=\"gutter-head\" x=\"4\" y=\"26\">check</text><text class=\"gutter-head\" x=\"40\" y=\"26\">event</text>"
-        // Operation spans (invocation to completion), side by side when they overlap in a lane,
-        // and holds (request to answer) in the mock's lane.
-        var open: [ReportTimeline.Lane: [Int]] = [:]
-        var offset: [Int: Double] = [:]
-        for (i, e) in t.events.enumerated() {
-            let lane = t.lane(of: e)
-            if e.kind == .invoke, let j = t.completion(of: i), let lx = x[lane] {
-                let busy = (open[lane] ?? []).filter { $0 > i }
-                let dx = Double(busy.count) * 9
-                offset[i] = dx
-                open[lane] = busy + [j]
-                back += "<rect class=\"op-span\" x=\"\(lx - 4 + dx)\" y=\"\(y(i))\" width=\"8\" height=\"\(y(j) - y(i))\"/>"
+        // Operation spans, and holds (request to answer) in the mock's lane.
+        for span in spans {
+            if let lx = x[span.lane] {
+                back += "<rect class=\"op-span\" x=\"\(lx - 4 + (offset[span.i] ?? 0))\" y=\"\(y(span.i))\" width=\"8\" height=\"\(y(span.j) - y(span.i))\"/>"
             }
+        }
+        for (i, e) in t.events.enumerated() {
             if let j = t.answer(to: i), let mx = x[.mock], j > i + 1 {
                 let held = e.request?.fault != nil
                 back += "<rect class=\"\(held ? "hold" : "wait")\" x=\"\(mx - 5)\" y=\"\(y(i))\" width=\"10\" height=\"\(y(j) - y(i))\"><title>\(h("#\(e.request?.seq ?? 0) " + (held ? "held by fault \(e.request?.fault ?? "") from receipt to release" : "in flight")))</title></rect>"
@@ -260,7 +312,8 @@ struct HTMLReport {
         for (i, e) in t.events.enumerated() {
             let yy = y(i)
             let cited = !t.citing(e.index).isEmpty
-            body += "<g class=\"event \(e.kind.rawValue)\(cited ? " cited" : "")\" data-index=\"\(e.index)\"><title>\(h(e.line))</title>"
+            let hover = e.kind == .response ? e.request.flatMap(ReportTimeline.answerBody).map { e.line + "\n" + $0 } ?? e.line : e.line
+            body += "<g class=\"event \(e.kind.rawValue)\(cited ? " cited" : "")\" data-index=\"\(e.index)\"><title>\(h(hover))</title>"
             body += "<text class=\"gutter\" x=\"40\" y=\"\(yy + 4)\">[\(e.index)] step \(e.step)</text>"
             if lastTime != e.time, let cx = x[.clock] {
                 body += "<text class=\"clock\" x=\"\(cx + 8)\" y=\"\(yy + 4)\">t=\(Self.seconds(e.time))</text>"
@@ -268,36 +321,39 @@ struct HTMLReport {
             }
             let lane = t.lane(of: e)
             let lx = x[lane] ?? Self.gutter
-            let text = ReportTimeline.text(e)
             switch e.kind {
             case .request, .response:
                 let mx = x[.mock]!
                 let ok = e.request.map { $0.succeeded && !$0.cancelled } ?? false
                 let cls = e.kind == .request ? "arrow-request" : (ok ? "arrow-answer" : "arrow-failed")
                 let (x1, x2) = e.kind == .request ? (lx + 5, mx - 7) : (mx - 5, lx + 7)
-                body += "<line class=\"\(cls)\" x1=\"\(x1)\" y1=\"\(yy)\" x2=\"\(x2)\" y2=\"\(yy)\" marker-end=\"url(#arrowhead)\"/>"
-                body += "<text class=\"mock-text\" x=\"\(mx + 10)\" y=\"\(yy + 4)\">\(h(Self.clip(text, laneWidth(.mock) - 14)))</text>"
+                body += "<line class=\"\(cls)\" x1=\"\(x1)\" y1=\"\(yy)\" x2=\"\(x2)\" y2=\"\(yy)\" marker-end=\"url(#arrowhead-\(id))\"/>"
+                body += textBlock(labels[i], x: mx + 10, y: yy + 4, cls: "mock-text")
             case .invoke, .complete:
-                let dx = e.kind == .invoke ? offset[i] ?? 0 : (t.events[..<i].lastIndex { $0.kind == .invoke && $0.label == e.label }.flatMap { offset[$0] } ?? 0)
+                let dx = dx(i)
                 body += "<circle class=\"dot\" cx=\"\(lx + dx)\" cy=\"\(yy)\" r=\"4\"/>"
-                body += "<text x=\"\(lx + dx + 10)\" y=\"\(yy + 4)\">\(h(Self.clip(text, laneWidth(lane) - 24 - dx)))</text>"
+                body += textBlock(labels[i], x: lx + dx + 10, y: yy + 4)
             case .marker:
                 body += "<rect class=\"mark\" x=\"\(lx - 4)\" y=\"\(yy - 4)\" width=\"8\" height=\"8\"/>"
-                body += "<text x=\"\(lx + 10)\" y=\"\(yy + 4)\">\(h(Self.clip(text, laneWidth(lane) - 24)))</text>"
+                body += textBlock(labels[i], x: lx + 10, y: yy + 4)
                 // The app's logout (or undo) clears its SDK client's cache: drawn on that lane too.
                 if let c = ReportTimeline.clearedClient(e), let cx = x[.client(c)] {
-                    let clear = ReportTimeline.clearText(e)
                     body += "<g class=\"cache-clear\"><line class=\"clear-link\" x1=\"\(cx - 24)\" y1=\"\(yy)\" x2=\"\(cx - 7)\" y2=\"\(yy)\"/>"
                     body += "<rect class=\"clear\" x=\"\(cx - 5)\" y=\"\(yy - 5)\" width=\"10\" height=\"10\"/>"
-                    body += "<text x=\"\(cx + 10)\" y=\"\(yy + 4)\">\(h(Self.clip(clear, laneWidth(.client(c)) - 24)))</text></g>"
+                    body += textBlock(clears[i], x: cx + 10, y: yy + 4) + "</g>"
                 }
             }
             body += "</g>"
         }
-        // Each failing check: a line where it was decided and its message right below it.
-        for (r, notes) in notesAfter.sorted(by: { $0.key < $1.key }) {
-            var top = (r < 0 ? Self.top - 8 : y(r) + Self.rowHeight / 2) + 3
-            for (c, lines) in notes {
+        // The steps without events of their own, then each failing check: a line where it was
+        // decided and its message right below it.
+        for r in Set(notesAfter.keys).union(stepsAfter.keys).sorted() {
+            var top = (r < 0 ? Self.top - 8 : y(r) + Self.rowHeight / 2 + extraHeight(r)) + 3
+            for line in stepsAfter[r] ?? [] {
+                body += "<g class=\"step-note\"><text x=\"40\" y=\"\(top + 11)\">\(h(line))</text></g>"
+                top += Self.stepNoteHeight
+            }
+            for (c, lines) in notesAfter[r] ?? [] {
                 let height = Self.noteHeight(lines)
                 back += "<line class=\"decided\" x1=\"0\" y1=\"\(top - 1)\" x2=\"\(lanesRight)\" y2=\"\(top - 1)\"/>"
                 body += "<g class=\"note\" data-check=\"\(h(c.check.name))\"><rect x=\"36\" y=\"\(top + 2)\" width=\"\(lanesRight - 42)\" height=\"\(height)\" rx=\"4\"/>"
@@ -311,7 +367,7 @@ struct HTMLReport {
         let height = rowsBottom
         return """
         <svg class="lanes" xmlns="http://www.w3.org/2000/svg" width="\(width)" height="\(height)" viewBox="0 0 \(width) \(height)">\
-        <defs><marker id="arrowhead" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="context-stroke"/></marker></defs>\
+        <defs><marker id="arrowhead-\(id)" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="context-stroke"/></marker></defs>\
         \(back)\(body)</svg>
         """
     }
@@ -322,6 +378,33 @@ struct HTMLReport {
 
     static func seconds(_ t: Double) -> String {
         t == t.rounded() ? String(format: "%.0f s", t) : String(format: "%.3g s", t)
+    }
+
+    /// The height of the line of a step that recorded no event.
+    static let stepNoteHeight = 16.0
+
+    /// The height of a label's second and third line.
+    static let lineHeight = 13.0
+
+    /// `text` wrapped to what fits `pixels` of 11 px monospace, on at most 3 lines (the last
+    /// one cut with an ellipsis); the whole text stays in the event's hover.
+    static func lines(_ text: String, _ pixels: Double) -> [String] {
+        let columns = max(8, Int(pixels / 6.7))
+        var lines = text.count <= columns ? [text] : wrap(text, columns: columns)
+        if lines.count > 3 {
+            lines = Array(lines.prefix(3))
+            lines[2] = clip(lines[2] + " …", pixels)
+        }
+        return lines
+    }
+
+    /// A `<text>` of `lines` (one `<tspan>` per line after the first), its first baseline at `y`.
+    func textBlock(_ lines: [String], x: Double, y: Double, cls: String? = nil) -> String {
+        var s = "<text\(cls.map { " class=\"\($0)\"" } ?? "") x=\"\(x)\" y=\"\(y)\">"
+        for (k, line) in lines.enumerated() {
+            s += k == 0 ? h(line) : "<tspan x=\"\(x)\" dy=\"\(Self.lineHeight)\">\(h(line))</tspan>"
+        }
+        return s + "</text>"
     }
 
     /// `text` cut to what fits `pixels` of 11 px monospace (`pixelsPerCharacter`), with an ellipsis.
@@ -362,7 +445,7 @@ struct HTMLReport {
     section.scenario{border:1px solid #dde1e6;border-radius:6px;margin:12px 0;padding:6px 12px}
     section.scenario summary{cursor:pointer;font-size:16px}.name{font-weight:600}.file{color:#777;font-size:12px;margin-left:8px}
     ol.checks li{margin:3px 0}.check-name{color:#b71c1c}.passed-checks{color:#2e7d32;font-size:13px}.bad{color:#b71c1c}
-    .timeline{overflow-x:auto;border-top:1px solid #eee;margin-top:6px}
+    .timeline{overflow:auto;max-height:88vh;border-top:1px solid #eee;margin-top:6px}
     svg.lanes{font:11px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
     .lane-head rect{fill:#eef2f7;stroke:#c5ccd4}.lane-head text{font-weight:700;font-size:12px;fill:#1d2329}
     .gutter-head{font-weight:700;fill:#555}.gutter{fill:#888}.clock{fill:#6a1b9a}
@@ -373,7 +456,7 @@ struct HTMLReport {
     .arrow-failed{stroke:#c62828;stroke-width:1.6;stroke-dasharray:5 3}
     .mock-text{fill:#333}.event.cited text{fill:#b71c1c;font-weight:700}
     .cited-row{fill:#ffebee}.cite-mark{fill:#c62828;font-weight:700}.decided{stroke:#c62828;stroke-width:1.5;stroke-dasharray:6 3}.cite-link{stroke:#e57373;stroke-width:.8}
-    .note rect{fill:#fff5f5;stroke:#c62828}.note text{fill:#7f0000}.note .note-head{font-weight:700}.cache-clear .clear{fill:#6a1b9a}.cache-clear .clear-link{stroke:#6a1b9a;stroke-dasharray:2 3}.cache-clear text{fill:#4a148c;font-weight:600}
+    .note rect{fill:#fff5f5;stroke:#c62828}.note text{fill:#7f0000}.note .note-head{font-weight:700}.cache-clear .clear{fill:#6a1b9a}.cache-clear .clear-link{stroke:#6a1b9a;stroke-dasharray:2 3}.cache-clear text{fill:#4a148c;font-weight:600}.step-note text{fill:#5f6b77;font-style:italic;paint-order:stroke;stroke:#fff;stroke-width:3px}
     pre{background:#f6f8fa;padding:8px;overflow:auto;font-size:12px}
     .hidden{display:none}
     """
@@ -388,7 +471,19 @@ struct HTMLReport {
           var ok=shown[el.getAttribute('data-status')]&&(tag===''||tags.indexOf(tag)>=0);
           el.classList.toggle('hidden',!ok);
         });
+        var any=document.querySelector('#summary tr.row:not(.hidden)')!==null;
+        document.getElementById('no-match').classList.toggle('hidden',any);
+        document.getElementById('summary').classList.toggle('hidden',!any);
       }
+      // A link to a scenario opens its folded section.
+      function reveal(){
+        var m=location.hash.match(/^#(scenario-[0-9]+)$/);if(!m)return;
+        var sec=document.getElementById(m[1]);if(!sec)return;
+        var d=sec.querySelector('details');if(d)d.open=true;
+        sec.scrollIntoView();
+      }
+      window.addEventListener('hashchange',reveal);
+      reveal();
       document.querySelectorAll('.status-filter').forEach(function(b){b.addEventListener('change',apply);});
       document.getElementById('tag-filter').addEventListener('change',apply);
       // A link can preset the filters: report.html#status=failed,error&tag=race

@@ -65,6 +65,10 @@ extension Verdict {
                     if lane == .clock { doc += "    Note over \(ids.values.sorted().first ?? mock),\(mock): \(text)\n" }
                     else { doc += "    Note over \(who): \(text)\n" }
                 }
+                // The app's logout (or undo) clears its SDK client's cache: a note on that client too.
+                if let c = ReportTimeline.clearedClient(e), let id = ids[.client(c)] {
+                    doc += "    Note over \(id): \(m(ReportTimeline.clearText(e)))\n"
+                }
             }
             let first = ids.values.sorted().first ?? mock
             for c in t.citations {

@@ -51,10 +51,16 @@ struct ReportTimeline {
     /// Clients running an app other than the `app` section's (their markers carry `"app"`).
     let otherApps: [String]
     let citations: [Citation]
+    /// One line per step of the scenario (``ScenarioResult/stepSummaries``), empty when unknown.
+    let stepSummaries: [String]
+    /// The scenario's checks, passed or not.
+    let checks: [CheckResult]
 
     /// Lays out `result`'s recorded history (`events`).
     init(_ result: ScenarioResult) {
         events = result.events
+        stepSummaries = result.stepSummaries
+        checks = result.checks
         var clients: [String] = []
         var others: [String] = []
         for e in events where e.kind == .marker {
@@ -75,17 +81,35 @@ struct ReportTimeline {
         let events = self.events
         for check in result.checks where !check.passed {
             let slice = (check.history ?? []).compactMap(Self.citedIndex)
+            // The requests its message names (`request #4`, `batches #2 and #3`) and their answers.
+            let seqs = Self.namedRequests(check.message ?? "")
+            let named = events.filter { e in e.kind != .marker && e.kind != .invoke && e.kind != .complete && e.request.map { seqs.contains($0.seq) } == true }.map(\.index)
             if let step = Self.stepNumber(check.name) {
+                // A step's check with no events of its own cites what its message names, or
+                // nothing (its note stands at the step's place): never an unrelated earlier event.
                 let own = slice.filter { i in events.first { $0.index == i }?.step == step }
                 let anchor = events.last { $0.step <= step }?.index
-                found.append(Citation(number: found.count + 1, check: check, indices: own.isEmpty ? Array(slice.suffix(1)) : own, anchor: anchor))
+                found.append(Citation(number: found.count + 1, check: check, indices: own.isEmpty ? named : own, anchor: anchor))
             } else if check.name == "operations finish" || check.name == "lifecycle" {
-                found.append(Citation(number: found.count + 1, check: check, indices: Array(slice.suffix(1)), anchor: events.last?.index))
+                found.append(Citation(number: found.count + 1, check: check, indices: named.isEmpty ? Array(slice.suffix(1)) : named, anchor: events.last?.index))
             } else {
-                found.append(Citation(number: found.count + 1, check: check, indices: slice, anchor: slice.max()))
+                let cited = Array(Set(slice + named)).sorted()
+                found.append(Citation(number: found.count + 1, check: check, indices: cited, anchor: cited.max()))
             }
         }
         citations = found
+    }
+
+    /// The request numbers a check's message names: every `#N` (`request #4`, `batches #2 and #3`).
+    static func namedRequests(_ message: String) -> Set<Int> {
+        var seqs: Set<Int> = []
+        var rest = Substring(message)
+        while let hash = rest.firstIndex(of: "#") {
+            rest = rest[rest.index(after: hash)...]
+            let digits = rest.prefix { $0.isASCII && $0.isNumber }
+            if let n = Int(digits) { seqs.insert(n) }
+        }
+        return seqs
     }
 
     /// N of a check named `step N ...`.
@@ -188,14 +212,45 @@ struct ReportTimeline {
         case .response:
             guard let r = e.request else { return "answer" }
             let what = r.cancelled ? "cancelled by the client" : r.status.map { "answered \($0)" } ?? "no answer (connection dropped)"
-            return "#\(r.seq) \(what) (\(r.method) \(shortPath(r.path))\(r.fault.map { ", fault \($0)" } ?? ""))"
+            let body = r.cancelled ? nil : answerBrief(r)
+            return "#\(r.seq) \(what)\(body.map { " \($0)" } ?? "") (\(r.method) \(shortPath(r.path))\(r.fault.map { ", fault \($0)" } ?? ""))"
         case .marker:
             if e.name == "release", let fault = e.detail?["fault"]?.stringValue {
                 let count = e.detail?["count"].map { $0 == .null ? "all" : short($0) } ?? "1"
-                return "released \(count) held by fault \(fault)"
+                let noun = count == "1" ? "request" : "requests"
+                return "released \(count) \(noun) held by fault \(fault)"
             }
             return "\(e.name ?? "marker")" + (e.detail.map { $0 == .null ? "" : " \(brief($0))" } ?? "")
         }
+    }
+
+    /// What an answer's body says in a few words, or nil when it has none: an assignment's
+    /// `variant_name`, an evaluation's `enabled`/`value`, a batch's success and failure counts, an
+    /// error's `detail` (its `msg`s for a 422).
+    static func answerBrief(_ r: RequestRecord) -> String? {
+        guard let body = r.response else { return nil }
+        var parts: [String] = []
+        if !r.succeeded {
+            switch body["detail"] {
+            case .string(let d)?: parts.append("detail=\(d)")
+            case .array(let issues)?: parts.append("detail=" + issues.compactMap { $0["msg"]?.stringValue }.joined(separator: "; "))
+            default: if let e = body["error"] { parts.append("error=\(short(e))") }
+            }
+        } else {
+            for key in ["variant_name", "enabled", "value", "success_count", "failure_count"] {
+                if let v = body[key], v != .null { parts.append("\(key)=\(short(v))") }
+            }
+        }
+        guard !parts.isEmpty else { return nil }
+        let text = "→ " + parts.joined(separator: " ")
+        return text.count > 70 ? String(text.prefix(69)) + "…" : text
+    }
+
+    /// The answer's body for a hover: its JSON, at most 400 characters.
+    static func answerBody(_ r: RequestRecord) -> String? {
+        guard let body = r.response else { return nil }
+        let text = body.jsonText
+        return "body: " + (text.count > 400 ? String(text.prefix(399)) + "…" : text)
     }
 
     /// ` as LABEL` unless the label only repeats the operation's name.

@@ -76,6 +76,7 @@ extension Verdict {
                                    reason: o["reason"]?.stringValue, smoke: nil, history: [],
                                    historyDigest: o["history_digest"]?.stringValue ?? "")
             r.events = events
+            r.stepSummaries = o["steps"]?.arrayValue?.compactMap(\.stringValue) ?? []
             r.exploration = o["exploration"]
             results.append(r)
         }

@@ -104,7 +104,10 @@ public struct Verdict: Sendable {
         // the digest stays over the canonical form.
         if history { o["history"] = .array((r.events.isEmpty ? r.history : r.events).map { .string($0.line) }) }
         // The structured history a report is drawn from: always for a failing scenario.
-        if (history || r.status == .failed), !r.events.isEmpty { o["timeline"] = timelineJSON(r.events) }
+        if (history || r.status == .failed), !r.events.isEmpty {
+            o["timeline"] = timelineJSON(r.events)
+            if !r.stepSummaries.isEmpty { o["steps"] = .array(r.stepSummaries.map(JSONValue.string)) }
+        }
         return .object(o)
     }
 

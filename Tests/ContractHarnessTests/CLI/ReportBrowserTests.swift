@@ -97,6 +97,43 @@ final class ReportBrowserTests: XCTestCase {
         XCTAssertEqual(try rows("#tag=cache"), ["row hidden\" data-status=\"failed\" data-tags=\"section-5 race stale\"", "row\" data-status=\"passed\" data-tags=\"section-4 cache\""])
     }
 
+    /// In Chromium, every arrow's `marker-end` resolves to a marker in its own timeline (a
+    /// shared id resolved to the first timeline's, folded here: no arrow had a head); a link to
+    /// a folded scenario opens it; filtering to nothing says so.
+    func testArrowheadsResolveInTheirOwnTimelineAndLinksOpenFoldedSections() throws {
+        let files = ["contract-smoke.json", "app-login-again-after-logout.json", "field-late-assignment-after-logout.json"]
+            .map { Repository.root.appendingPathComponent("scenarios/\($0)").path }
+        let html = dir.appendingPathComponent("r5.html").path
+        let r = try harness(["run"] + files + ["--mutant", "stale-write-after-clear", "--history", "--html", html])
+        XCTAssertEqual(r.status, 1, r.out + r.err)
+        guard let chromium = Self.chromium else {
+            throw XCTSkip("chromium is not installed (.ci/run installs the Debian package chromium)")
+        }
+        // A probe run after the page's script writes what the browser resolved onto <html>.
+        let probe = """
+        <script>(function(){var bad=0,n=0;document.querySelectorAll('svg.lanes [marker-end]').forEach(function(l){n++;
+        var id=l.getAttribute('marker-end').replace(/^url\\(#|\\)$/g,'');var m=document.getElementById(id);
+        if(!m||m.closest('svg')!==l.closest('svg'))bad++;});
+        var d=document.querySelector('#scenario-0 details');
+        document.documentElement.setAttribute('data-probe','arrows='+n+' bad='+bad+' open0='+(d&&d.open));
+        document.documentElement.setAttribute('data-nomatch',document.getElementById('no-match').classList.contains('hidden')?'hidden':'shown');})();</script>
+        """
+        var page = try String(contentsOfFile: html, encoding: .utf8)
+        page = page.replacingOccurrences(of: "</body>", with: probe + "</body>")
+        try Data(page.utf8).write(to: URL(fileURLWithPath: html))
+        func dom(_ hash: String) throws -> String {
+            let d = try run(chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", "file://" + html + hash])
+            XCTAssertEqual(d.status, 0, d.err)
+            return d.out
+        }
+        let plain = try dom("")
+        XCTAssertTrue(plain.contains("bad=0 open0=false"), String(plain.prefix(300)))
+        XCTAssertFalse(plain.contains("arrows=0 "), "the timelines draw arrows")
+        XCTAssertTrue(plain.contains("data-nomatch=\"hidden\""))
+        XCTAssertTrue(try dom("#scenario-0").contains("open0=true"), "a link to a folded section opens it")
+        XCTAssertTrue(try dom("#status=skipped").contains("data-nomatch=\"shown\""), "filtering to nothing says so")
+    }
+
     func testAHostileScenarioNameDoesNotRunInTheBrowser() throws {
         let name = "<script>document.documentElement.setAttribute('data-pwned','1')</script><img src=x onerror=\"document.documentElement.setAttribute('data-pwned','2')\">"
         var text = try String(contentsOfFile: raceScenario, encoding: .utf8)
@@ -120,7 +157,7 @@ final class ReportBrowserTests: XCTestCase {
         XCTAssertEqual(r.status, 1, r.out + r.err)
         let again = try harness(["report", "v.json", "--html", "saved.html", "--mermaid", "saved.md"])
         XCTAssertEqual(again.status, 0, again.out + again.err)
-        XCTAssertEqual(again.out, "report: 1 scenarios, 1 failing (1 with a timeline); HTML saved.html; Mermaid saved.md\n")
+        XCTAssertEqual(again.out, "report: 1 scenario, 1 failing (1 with a timeline); HTML saved.html; Mermaid saved.md\n")
         for (a, b) in [("run.html", "saved.html"), ("run.md", "saved.md")] {
             XCTAssertEqual(try Data(contentsOf: dir.appendingPathComponent(a)), try Data(contentsOf: dir.appendingPathComponent(b)), "\(a) vs \(b)")
         }

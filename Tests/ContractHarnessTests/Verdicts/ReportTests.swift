@@ -37,8 +37,8 @@ final class ReportTests: XCTestCase {
         XCTAssertTrue(html.contains(">#1 POST /tracking/assign user=user-2, held by fault held"))
         // Labels say what each event is: the answer names its request, the release its hold,
         // an operation its name, key and user (and its label when that adds something).
-        XCTAssertTrue(html.contains(">#1 answered 200 (POST /tracking/assign, fault held)<"), html)
-        XCTAssertTrue(html.contains(">released 1 held by fault held<"))
+        XCTAssertTrue(html.contains(">#1 answered 200 → variant_name=control (POST /tracking/assign, fault held)<") || html.contains(">#1 answered 200 → variant_name=treatment (POST /tracking/assign, fault held)<"), html)
+        XCTAssertTrue(html.contains(">released 1 request held by fault held<"))
         XCTAssertTrue(html.contains(">▶ getAssignment sdk_contract_ab user=user-2 as late<"))
         XCTAssertTrue(html.contains(">SDK client main<") && html.contains(">mock backend: received, held, released, answered<"))
         // The failing checks' notes sit below the row they were decided at, wrapped to the
@@ -141,6 +141,140 @@ final class ReportTests: XCTestCase {
         XCTAssertFalse(mermaid.contains("<script>"))
         XCTAssertFalse(mermaid.contains("sk-secret-123"))
         XCTAssertFalse(mermaid.unicodeScalars.contains { $0.value == 0x1B })
+    }
+
+    static let fieldReport = ["contract-smoke.json", "app-login-again-after-logout.json", "field-late-assignment-after-logout.json"]
+
+    /// Each `<svg class="lanes">` of `html`.
+    static func drawings(_ html: String) -> [Substring] {
+        html.components(separatedBy: "<svg class=\"lanes\"").dropFirst().map { Substring($0.components(separatedBy: "</svg>")[0]) }
+    }
+
+    /// The texts drawn in `svg`: each `<text>` with its `<tspan>` lines, tags removed, unescaped.
+    static func texts(_ svg: Substring) -> [String] {
+        svg.components(separatedBy: "<text").dropFirst().map { chunk in
+            let inner = chunk.drop { $0 != ">" }.dropFirst().components(separatedBy: "</text>")[0]
+            var out = "", inTag = false
+            for ch in inner { if ch == "<" { inTag = true } else if ch == ">" { inTag = false } else if !inTag { out.append(ch) } }
+            return out.replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&#39;", with: "'")
+                .replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">").replacingOccurrences(of: "&amp;", with: "&")
+        }
+    }
+
+    /// Every timeline has its own arrowhead marker and its arrows use it: folding or filtering
+    /// out one timeline (the first) leaves every other arrow its head.
+    func testEveryTimelineHasItsOwnArrowheadMarker() async throws {
+        let v = try await Self.verdict(mutant: .staleWriteAfterClear, files: Self.fieldReport, history: true)
+        let html = v.html(redacting: [])
+        let svgs = Self.drawings(html)
+        XCTAssertEqual(svgs.count, 3)
+        var ids: [String] = []
+        for svg in svgs {
+            let defined = svg.components(separatedBy: "<marker id=\"").dropFirst().map { String($0.prefix { $0 != "\"" }) }
+            XCTAssertEqual(defined.count, 1)
+            ids += defined
+            let used = Set(svg.components(separatedBy: "url(#").dropFirst().map { String($0.prefix { $0 != ")" }) })
+            XCTAssertEqual(used, Set(defined), "each arrow points at its own timeline's marker")
+        }
+        XCTAssertEqual(Set(ids).count, 3, "marker ids are unique in the page: \(ids)")
+    }
+
+    /// A label longer than its lane wraps onto more lines (the row grows): every event's label
+    /// is drawn whole (user, key, outcome, what was shown), never cut with an ellipsis.
+    func testLabelsWrapInsteadOfBeingCutOff() async throws {
+        let v = try await Self.verdict(mutant: .staleWriteAfterClear, files: Self.fieldReport)
+        let failing = try XCTUnwrap(v.results.first { $0.status == .failed })
+        let html = v.html(redacting: [])
+        let svg = try XCTUnwrap(Self.drawings(html).first)
+        let drawn = Self.texts(svg).map { $0.filter { $0 != " " } }
+        for e in failing.events {
+            let label = ReportTimeline.text(e).filter { $0 != " " }
+            XCTAssertTrue(drawn.contains(label), "label of [\(e.index)] not drawn whole: \(ReportTimeline.text(e))")
+        }
+        XCTAssertTrue(drawn.contains { $0.hasPrefix("■display") && $0.contains("shown=fallback") }, "what the app showed")
+        XCTAssertTrue(svg.contains("<tspan "), "a long label wraps onto a second line")
+        XCTAssertFalse(Self.texts(svg).contains { $0.hasSuffix("…") && !$0.contains("body:") }, "nothing is cut")
+    }
+
+    /// An answer shows what its body says (an assignment's variant, an evaluation's enabled, a
+    /// batch's counts), and its hover carries the body itself.
+    func testAnswersShowTheirBody() async throws {
+        let v = try await Self.verdict(mutant: .staleWriteAfterClear, files: Self.fieldReport)
+        let html = v.html(redacting: [])
+        let svg = try XCTUnwrap(Self.drawings(html).first)
+        let drawn = Self.texts(svg).joined(separator: "\n")
+        XCTAssertTrue(drawn.contains("#2 answered 200 → variant_name=control (POST /tracking/assign, fault slow-assign)"), drawn)
+        XCTAssertTrue(drawn.contains("#1 answered 200 → enabled=true (GET /feature-flags/evaluate/sdk_contract_flag)"), drawn)
+        XCTAssertTrue(drawn.contains("answered 200 → success_count=1 failure_count=0 (POST /tracking/batch)"), drawn)
+        let hover = try XCTUnwrap(svg.range(of: "response #2 [main] POST /api/v1/tracking/assign"))
+        XCTAssertTrue(svg[hover.upperBound...].prefix(400).contains("body: {&quot;"), "the hover carries the answer's body")
+        // An error answer shows its status and detail.
+        var failed = RequestRecord(seq: 9, client: "main", method: "GET", path: "/api/v1/feature-flags/evaluate/f", target: "", query: [:], headers: [:],
+                                   body: nil, status: 503, response: .object(["detail": .string("down")]), fault: "f1", parked: false, cancelled: false, answered: true)
+        XCTAssertEqual(ReportTimeline.answerBrief(failed), "→ detail=down")
+        failed.response = .object(["detail": .array([.object(["msg": .string("field required")])])])
+        XCTAssertEqual(ReportTimeline.answerBrief(failed), "→ detail=field required")
+    }
+
+    /// A step's check with no events of its own highlights nothing unrelated: its note stands at
+    /// the step's place; the requests a check's message names (`#N`) are highlighted.
+    func testAStepCheckWithoutEventsOfItsOwnHighlightsNothingUnrelated() async throws {
+        let v = try await Self.verdict(mutant: .staleWriteAfterClear, files: Self.fieldReport)
+        let failing = try XCTUnwrap(v.results.first { $0.status == .failed })
+        let t = ReportTimeline(failing)
+        let steps = t.citations.filter { ReportTimeline.stepNumber($0.check.name) != nil }
+        XCTAssertFalse(steps.isEmpty)
+        for c in steps {
+            XCTAssertEqual(c.indices, [], "\(c.check.name) has no events of its own and names no request")
+            XCTAssertNotNil(c.anchor)
+        }
+        // The app's fallback display (the last event of step 5) is not highlighted by them.
+        let display = try XCTUnwrap(failing.events.last { $0.kind == .complete && $0.name == "app.display" })
+        XCTAssertTrue(t.citing(display.index).filter { ReportTimeline.stepNumber($0.check.name) != nil }.isEmpty)
+        XCTAssertEqual(ReportTimeline.namedRequests("no attribution of batches #2 and #3; request #14 (x)"), [2, 3, 14])
+        // A named check naming requests cites each of them, request and answer.
+        var named = failing
+        named.checks = [CheckResult(name: "fan_out", passed: false, message: "batches #1 and #4 carry the same event", history: [])]
+        let cited = try XCTUnwrap(ReportTimeline(named).citations.first).indices
+        let seqs = Set(cited.compactMap { i in named.events.first { $0.index == i }?.request?.seq })
+        XCTAssertEqual(seqs, [1, 4])
+        XCTAssertEqual(cited.count, 4, "each request and its answer")
+    }
+
+    /// The page says when the filters hide every scenario, opens a folded section a summary
+    /// link points at, and Mermaid notes the app logout's cache clear on its client.
+    func testFilteringToNothingLinksAndMermaidCacheClear() async throws {
+        let v = try await Self.verdict(mutant: .staleWriteAfterClear, files: Self.fieldReport, history: true)
+        let html = v.html(redacting: [])
+        XCTAssertTrue(html.contains("<p id=\"no-match\" class=\"hidden\">no scenario matches the filters</p>"))
+        XCTAssertTrue(html.contains("addEventListener('hashchange',reveal)"))
+        let mermaid = v.mermaid(redacting: [])
+        XCTAssertTrue(mermaid.contains("Note over p2: clearCache: logout of user-1"), mermaid)
+    }
+
+    /// A step that records no event (the fault definition, the wait_for, the assertions) is
+    /// drawn as a grey line where it ran; the saved verdict keeps the step lines.
+    func testStepsWithoutEventsAreShownWhereTheyRan() async throws {
+        let v = try await Self.verdict(mutant: .staleWriteAfterClear, files: Self.fieldReport)
+        let failing = try XCTUnwrap(v.results.first { $0.status == .failed })
+        XCTAssertEqual(failing.stepSummaries.count, 14)
+        let svg = try XCTUnwrap(Self.drawings(v.html(redacting: [])).first)
+        let notes = svg.components(separatedBy: "<g class=\"step-note\">").dropFirst().map { String($0.components(separatedBy: "</text>")[0].drop { $0 != ">" }.dropFirst()) }
+        XCTAssertTrue(notes.first?.hasPrefix("step 0: fault slow-assign added: {&quot;action&quot;:{&quot;hold&quot;") == true, "\(notes)")
+        XCTAssertTrue(notes.contains("step 3: wait_for 1 request held by fault slow-assign"), "\(notes)")
+        XCTAssertTrue(notes.contains("step 7: assert ✓") && notes.contains("step 8: assert ✗1"), "\(notes)")
+        XCTAssertFalse(notes.contains { $0.hasPrefix("step 1:") }, "a step with events of its own has no extra line")
+        // The fault definition comes before the first event, the wait_for after step 2's last.
+        func y(before marker: String) throws -> Double {
+            let end = try XCTUnwrap(svg.range(of: marker)).lowerBound
+            let tag = try XCTUnwrap(svg[..<end].range(of: " y=\"", options: .backwards))
+            return try XCTUnwrap(Double(svg[tag.upperBound...].prefix { $0 != "\"" }))
+        }
+        XCTAssertLessThan(try y(before: ">step 0: fault"), try y(before: ">[0] step 1<"))
+        XCTAssertGreaterThan(try y(before: ">step 3: wait_for"), try y(before: ">[9] step 2<"))
+        XCTAssertLessThan(try y(before: ">step 3: wait_for"), try y(before: ">[10] step 4<"))
+        let read = try Verdict(parsing: v.data(redacting: []), file: "v.json")
+        XCTAssertEqual(read.results.first { $0.status == .failed }?.stepSummaries, failing.stepSummaries)
     }
 
     func testMermaidDrawsTheFailingScenariosAsSequenceDiagrams() async throws {
