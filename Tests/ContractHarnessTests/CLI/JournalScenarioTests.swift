@@ -42,7 +42,7 @@ final class JournalScenarioTests: XCTestCase {
         let serve = try ServeProcess(["--journal", journal.path], directory: dir)
         let api = serve.url, key = serve.key, admin = serve.url + "/__admin"
         let session = URLSession(configuration: .ephemeral)
-        defer { session.invalidateAndCancel() }
+        defer { RetiredSessions.keep(session) }
         for user in ["user-1", "user-2"] {
             let rule: JSONValue = .object(["match": .object(["path": .string("/api/v1/tracking/assign"), "body": .object(["user_id": .string(user)])]),
                                            "when": .object(["first": .number(1)]), "action": .object(["hold": .object([:])])])

@@ -135,7 +135,7 @@ final class SecretsAndSignalsCLITests: XCTestCase {
         request.setValue("Bearer ci-secret-key-7", forHTTPHeaderField: "Authorization")
         request.setValue("ci-secret-key-7", forHTTPHeaderField: "X-API-Key")
         let session = URLSession(configuration: .ephemeral)
-        defer { session.invalidateAndCancel() }
+        defer { RetiredSessions.keep(session) }
         let (_, response) = try await session.data(for: request)
         XCTAssertEqual((response as? HTTPURLResponse)?.statusCode, 200)
         XCTAssertEqual(serve.stop(SIGTERM), 0, serve.stderrText)

@@ -91,7 +91,7 @@ final class ServeCommandTests: XCTestCase {
         var request = URLRequest(url: URL(string: url)!, timeoutInterval: 10)
         if let key { request.setValue(key, forHTTPHeaderField: "X-API-Key") }
         let session = URLSession(configuration: .ephemeral)
-        defer { session.invalidateAndCancel() }
+        defer { RetiredSessions.keep(session) }
         let (data, response) = try await session.data(for: request)
         return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
     }

@@ -48,7 +48,7 @@ final class RulesetEvaluatorTests: XCTestCase {
         var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/api/v1/sdk/ruleset")!, timeoutInterval: 10)
         request.setValue(Fixtures.sdkContractLocalAPIKey, forHTTPHeaderField: "X-API-Key")
         let session = URLSession(configuration: .ephemeral)
-        defer { session.invalidateAndCancel() }
+        defer { RetiredSessions.keep(session) }
         let (data, response) = try await session.data(for: request)
         XCTAssertEqual((response as? HTTPURLResponse)?.statusCode, 200)
         return try JSONValue.parse(data).value

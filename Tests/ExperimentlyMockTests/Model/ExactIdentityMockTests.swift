@@ -112,7 +112,7 @@ final class ExactIdentityMockTests: XCTestCase {
         let server = MockHTTPServer(handler: backend, configuration: .init(port: 0, readTimeout: 2, shutdownGracePeriod: 1))
         let port = try server.start()
         let session = URLSession(configuration: .ephemeral)
-        defer { session.invalidateAndCancel(); backend.shutdown(); server.shutdown() }
+        defer { RetiredSessions.keep(session); backend.shutdown(); server.shutdown() }
         let served = ServedBackend(backend: backend, server: server, port: port)
         var answers: [JSONValue] = []
         for user in ["e\u{301}", "\u{E9}", "\u{E9}"] {

@@ -27,7 +27,7 @@ final class HTTPServerBackendFaultTests: XCTestCase {
     /// A new ephemeral session (its own connection pool), invalidated after the test.
     private func newSession() -> URLSession {
         let session = URLSession(configuration: .ephemeral)
-        addTeardownBlock { session.invalidateAndCancel() }
+        addTeardownBlock { RetiredSessions.keep(session) }
         return session
     }
 

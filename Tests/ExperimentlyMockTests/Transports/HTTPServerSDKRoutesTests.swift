@@ -18,7 +18,7 @@ final class HTTPServerSDKRoutesTests: XCTestCase {
         let port = try server.start()
         let session = URLSession(configuration: .ephemeral)
         addTeardownBlock {
-            session.invalidateAndCancel()
+            RetiredSessions.keep(session)
             backend.shutdown()
             server.shutdown()
         }

@@ -258,7 +258,7 @@ final class HTTPServerTests: XCTestCase {
 
     func testURLSessionGetAndPost() async throws {
         let session = URLSession(configuration: .ephemeral)
-        defer { session.finishTasksAndInvalidate() }
+        defer { RetiredSessions.keep(session) }
         var get = URLRequest(url: url("/api/v1/feature-flags/evaluate/new%20ui%2Fv2?user_id=user%20a%26b"))
         get.setValue("k", forHTTPHeaderField: "X-API-Key")
         let (data, response) = try await session.data(for: get)
@@ -366,7 +366,7 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertTrue(text.hasSuffix("\r\n\r\n" + String(repeating: "x", count: 10)), text)
 
         let session = URLSession(configuration: .ephemeral)
-        defer { session.finishTasksAndInvalidate() }
+        defer { RetiredSessions.keep(session) }
         do {
             _ = try await session.data(from: url("/midbody"))
             XCTFail("a truncated body must fail the load")
@@ -379,7 +379,7 @@ final class HTTPServerTests: XCTestCase {
 
     func testTimeoutStaysSilentUntilTheClientGivesUp() async throws {
         let session = URLSession(configuration: .ephemeral)
-        defer { session.finishTasksAndInvalidate() }
+        defer { RetiredSessions.keep(session) }
         var request = URLRequest(url: url("/timeout"))
         // Whole seconds: FoundationNetworking on Linux cuts a sub-second timeout down to zero.
         request.timeoutInterval = 1

@@ -77,7 +77,7 @@ final class SocketPollerTests: XCTestCase {
         backend.addFault(FaultRule(match: FaultMatch(path: "/api/v1/tracking/assign"), action: .hold(label: "h")))
 
         let session = URLSession(configuration: .ephemeral)
-        addTeardownBlock { session.invalidateAndCancel() }
+        addTeardownBlock { RetiredSessions.keep(session) }
         let url = URL(string: "http://127.0.0.1:\(port)/health")!
         for _ in 0..<3 {
             let (_, response) = try await session.data(from: url)
