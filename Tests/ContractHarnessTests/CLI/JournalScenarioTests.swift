@@ -184,16 +184,8 @@ final class JournalScenarioTests: XCTestCase {
         func convert(_ text: String) throws -> (status: Int32, err: String) {
             let file = dir.appendingPathComponent("bad.json")
             try Data(text.utf8).write(to: file)
-            let p = Process()
-            p.executableURL = HarnessCLITests.binary
-            p.arguments = ["scenario", "--from-journal", file.path]
-            let err = Pipe()
-            p.standardError = err
-            p.standardOutput = FileHandle.nullDevice
-            try p.run()
-            let e = err.fileHandleForReading.readDataToEndOfFile()
-            p.waitUntilExit()
-            return (p.terminationStatus, String(decoding: e, as: UTF8.self))
+            let run = try HarnessProcess.run(["scenario", "--from-journal", file.path], in: dir, readingStandardError: true)
+            return (run.status, run.out)
         }
         let entry = #"{"seq":1,"received_at":"2026-01-01T00:00:00.000Z","method":"GET","path":"/health","headers":[],"body":"","cancelled":false}"#
         let cases: [(String, String)] = [
