@@ -672,7 +672,8 @@ final class ScenarioExecution: @unchecked Sendable {
     /// Nothing can happen without the runner: the mock holds no request it is still answering,
     /// and every operation finished, or it is running and
     /// every request the SDK sessions have in flight sits parked in the mock (a hold, a delay, a
-    /// timeout), with a parked request of its client (for its user, when known) among them.
+    /// timeout), with a parked request of its client (for its user, when known) among them; an
+    /// app action is held to the SDK calls its app is inside (`appsSettled`).
     func quiescent() -> Bool {
         // The mock first: a released request is answered even when no operation waits for it.
         guard port.unsettledRequests == 0 else { return false }
