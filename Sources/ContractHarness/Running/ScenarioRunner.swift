@@ -525,10 +525,7 @@ final class ScenarioExecution: @unchecked Sendable {
             // Out of process the SDK's timers are invisible: any advance since it started may
             // have woken one (its own request deadline), so it is not inert.
             if listeners != nil, op.advances != advancesNow { return false }
-            let own = requests.filter { r in
-                r.client.isExactly(op.client) && r.seq > op.barrier && (op.user == nil || r.users.containsExactly(op.user!))
-                    && (op.key == nil || (r.key?.kind == op.key!.kind && r.key.map { $0.key.isExactly(op.key!.key) } ?? false))
-            }
+            let own = requests.filter { Self.owns($0, client: op.client, user: op.user, key: op.key, after: op.barrier) }
             return !own.isEmpty && own.allSatisfy { $0.parked && !$0.answered && !$0.cancelled }
         }
     }
