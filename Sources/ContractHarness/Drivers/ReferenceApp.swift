@@ -34,6 +34,19 @@ final class ReferenceApp: @unchecked Sendable {
         var clears = 0
         /// SDK calls made so far (the number of the next `call` marker).
         var calls = 0
+        /// The SDK calls the app is inside now, by a number of their own (quiescence, `inFlight`).
+        var inFlight: [Int: InFlightCall] = [:]
+        /// SDK calls begun so far (the `inFlight` numbers, every call counted, marked or not).
+        var begun = 0
+    }
+
+    /// An SDK call the app is inside: the operation and how many requests the mock had received
+    /// when it began (its own request has a higher sequence number).
+    struct InFlightCall: Sendable {
+        /// The SDK operation (`evaluateFlag`, `getAssignment`, `trackWithStatus`, `clearCache`, ...).
+        let operation: SDKOperation
+        /// The mock's request count when the call began.
+        let since: Int
     }
 
     let settings: AppSettings
@@ -47,7 +60,13 @@ final class ReferenceApp: @unchecked Sendable {
     /// history says which app decided; the `app` section's own app keeps its markers as they were.
     let marksClient: Bool
 
-    init(settings: AppSettings, client: any DriverClient, recorder: Recorder, taskExecutor: (any Sendable)? = nil, marksClient: Bool = false) {
+    /// How many requests the mock has received (`BackendPort.requestCount`), read when an SDK
+    /// call begins; `{ 0 }` when the app runs without a mock to ask.
+    let requestCount: @Sendable () -> Int
+
+    init(settings: AppSettings, client: any DriverClient, recorder: Recorder, taskExecutor: (any Sendable)? = nil, marksClient: Bool = false,
+         requestCount: @escaping @Sendable () -> Int = { 0 }) {
+        self.requestCount = requestCount
         self.taskExecutor = taskExecutor
         self.marksClient = marksClient
         self.settings = settings
@@ -62,6 +81,23 @@ final class ReferenceApp: @unchecked Sendable {
     /// The variant the state reporter marks active (`nil`: none), set when the view appears with
     /// a variant and updated when it changes (CONTRACT.md section 8, seed sample 004).
     var reported: String? { lock.withLock { $0.reported } }
+    /// The SDK calls the app is inside now (every call it makes, with or without `call` markers),
+    /// in the order they began: what quiescence needs to see parked at the mock.
+    var callsInFlight: [InFlightCall] {
+        lock.withLock { s in s.inFlight.sorted { $0.key < $1.key }.map(\.value) }
+    }
+
+    /// Makes one SDK call, listed in `callsInFlight` from before it starts until it returns.
+    private func sdk(_ op: SDKOperation) async -> OperationOutcome {
+        let number = lock.withLock { s -> Int in
+            s.begun += 1
+            s.inFlight[s.begun] = InFlightCall(operation: op, since: requestCount())
+            return s.begun
+        }
+        let outcome = await client.perform(op)
+        lock.withLock { _ = $0.inFlight.removeValue(forKey: number) }
+        return outcome
+    }
 
     private func mark(_ name: String, _ detail: [String: JSONValue]) {
         var detail = detail
@@ -126,7 +162,7 @@ final class ReferenceApp: @unchecked Sendable {
             return (old, s.identity, s.revision)
         }
         mark("logout", ["from": .string(old), "identity": .string(new), "revision": .number(Double(rev))])
-        _ = await client.perform(.clearCache)
+        _ = await sdk(.clearCache)
         await refresh()
     }
 
@@ -139,7 +175,7 @@ final class ReferenceApp: @unchecked Sendable {
         let id = lock.withLock { s -> Int in s.calls += 1; return s.calls }
         mark("call", ["call": .number(Double(id)), "action": .string(action), "sdk": .string(op.name),
                       "identity": .string(identity), "revision": .number(Double(revision))])
-        let outcome = await client.perform(op)
+        let outcome = await sdk(op)
         mark("returned", ["call": .number(Double(id))])
         return (outcome, id)
     }
@@ -275,13 +311,13 @@ final class ReferenceApp: @unchecked Sendable {
             detail["found"] = .string(kind); detail["key"] = .string(key); detail["call"] = .number(Double(call))
         }
         mark("undo", detail)
-        _ = await client.perform(.clearCache)
+        _ = await sdk(.clearCache)
     }
 
     /// Whether the SDK cache holds `user`'s entry for flag or experiment `key` (compared by Unicode
     /// scalars); `true` when the driver cannot say (an undo too many is harmless, a stale entry is not).
     private func cacheHolds(kind: String, key: String, user: String) async -> Bool {
-        let outcome = await client.perform(kind == "flag" ? .getEvaluatedFlags(user: user) : .getAssignments(user: user))
+        let outcome = await sdk(kind == "flag" ? .getEvaluatedFlags(user: user) : .getAssignments(user: user))
         guard case .value(let v) = outcome else { return true }
         let keys = kind == "flag" ? Checks.strings(v) : Checks.assignmentKeys(v)
         return keys.containsExactly(key)

@@ -12,7 +12,8 @@ extension ScenarioExecution {
         return withAppsLocked { apps in
             if let existing = apps[ExactKey(name)] { return existing }
             let made = ReferenceApp(settings: settings, client: driverClient, recorder: recorder, taskExecutor: appTaskExecutor,
-                                    marksClient: !name.isExactly(scenario.app?.client ?? name))
+                                    marksClient: !name.isExactly(scenario.app?.client ?? name),
+                                    requestCount: { [port] in port.requestCount })
             apps[ExactKey(name)] = made
             return made
         }

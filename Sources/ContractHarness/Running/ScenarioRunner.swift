@@ -280,9 +280,15 @@ final class ScenarioExecution: @unchecked Sendable {
         for c in scenario.clients {
             clients[c.name] = try driver.makeClient(name: c.name, settings: c.settings, store: c.store, context: context)
         }
+        // The app's own tasks (its serialized fetches) run where the operations do, so the
+        // executor's idleness covers them (exact quiescence for app operations, `appsSettled`).
         appTaskExecutor = sdkExecutor
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), sdkExecutor == nil, let operations = executor as? OperationExecutor {
+            appTaskExecutor = operations
+        }
         if let a = scenario.app, let client = clients[a.client] {
-            let made = ReferenceApp(settings: a, client: client, recorder: recorder, taskExecutor: sdkExecutor)
+            let made = ReferenceApp(settings: a, client: client, recorder: recorder, taskExecutor: appTaskExecutor,
+                                    requestCount: { [port] in port.requestCount })
             app = made
             apps[ExactKey(a.client)] = made
         }
@@ -523,10 +529,7 @@ final class ScenarioExecution: @unchecked Sendable {
             // Out of process the SDK's timers are invisible: any advance since it started may
             // have woken one (its own request deadline), so it is not inert.
             if listeners != nil, op.advances != advancesNow { return false }
-            let own = requests.filter { r in
-                r.client.isExactly(op.client) && r.seq > op.barrier && (op.user == nil || r.users.containsExactly(op.user!))
-                    && (op.key == nil || (r.key?.kind == op.key!.kind && r.key.map { $0.key.isExactly(op.key!.key) } ?? false))
-            }
+            let own = requests.filter { Self.owns($0, client: op.client, user: op.user, key: op.key, after: op.barrier) }
             return !own.isEmpty && own.allSatisfy { $0.parked && !$0.answered && !$0.cancelled }
         }
     }
@@ -670,7 +673,8 @@ final class ScenarioExecution: @unchecked Sendable {
     /// Nothing can happen without the runner: the mock holds no request it is still answering,
     /// and every operation finished, or it is running and
     /// every request the SDK sessions have in flight sits parked in the mock (a hold, a delay, a
-    /// timeout), with a parked request of its client (for its user, when known) among them.
+    /// timeout), with a parked request of its client (for its user, when known) among them; an
+    /// app action is held to the SDK calls its app is inside (`appsSettled`).
     func quiescent() -> Bool {
         // The mock first: a released request is answered even when no operation waits for it.
         guard port.unsettledRequests == 0 else { return false }
@@ -682,19 +686,19 @@ final class ScenarioExecution: @unchecked Sendable {
         if listeners == nil, let outstanding = port.outstandingTasks, outstanding != parked.count { return false }
         if !adapterSettled(parked) { return false }
         func mine(_ r: RequestRecord, _ op: Op) -> Bool {
-            r.client.isExactly(op.client) && r.seq > op.barrier && (op.user == nil || r.users.containsExactly(op.user!))
-                && (op.key == nil || (r.key?.kind == op.key!.kind && r.key.map { $0.key.isExactly(op.key!.key) } ?? false))
+            Self.owns(r, client: op.client, user: op.user, key: op.key, after: op.barrier)
         }
         // Tracking operations never share a request: each needs a parked tracking request of its
         // own (a matching, not just any parked request of its client, which another operation's
         // held batch would satisfy while this one has not sent yet). Lookups may share one
-        // (single flight), and app actions wait on the lookups they make.
+        // (single flight). App actions wait on the SDK calls their app is inside (`appsSettled`).
         let tracking: Set<String> = ["track", "trackWithStatus", "trackBatch"]
         let trackers = waiting.filter { tracking.contains($0.name) }
-        let others = waiting.filter { !tracking.contains($0.name) }
+        let others = waiting.filter { !tracking.contains($0.name) && !$0.name.hasPrefix("app.") }
         guard others.allSatisfy({ op in parked.contains { mine($0, op) } }) else { return false }
         let trackingRequests = parked.filter { ["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains($0.path) }
-        return Self.everyOneHasItsOwn(trackers.map { op in trackingRequests.indices.filter { mine(trackingRequests[$0], op) } })
+        guard let appTrackers = appsSettled(waiting, parked: parked, trackingRequests: trackingRequests) else { return false }
+        return Self.everyOneHasItsOwn(trackers.map { op in trackingRequests.indices.filter { mine(trackingRequests[$0], op) } } + appTrackers)
     }
 
     /// Whether each item can be given a distinct one of its `candidates` (indices): a bipartite

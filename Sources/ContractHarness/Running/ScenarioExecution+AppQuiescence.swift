@@ -1,0 +1,86 @@
+import Foundation
+import ExperimentlyMock
+
+// Exact quiescence for reference-app operations (issue 11 section 3, issue 10 section 4): an app
+// action waits on the SDK calls it makes, not on any parked request of its client.
+extension ScenarioExecution {
+    /// Whether `r` can be the request of an operation of `client` (for `user` and the cached
+    /// (kind, key) `key`, when known) that began when the mock had received `after` requests: the
+    /// one matching of requests to SDK operations that quiescence and `inert` use.
+    static func owns(_ r: RequestRecord, client: String, user: String?, key: (kind: String, key: String)?, after: Int) -> Bool {
+        r.client.isExactly(client) && r.seq > after && (user == nil || r.users.containsExactly(user!))
+            && (key == nil || (r.key?.kind == key!.kind && r.key.map { $0.key.isExactly(key!.key) } ?? false))
+    }
+
+    /// The (kind, key) an SDK operation caches under, as `Op.key` holds it.
+    static func cachedKey(of op: SDKOperation) -> (kind: String, key: String)? {
+        op.cacheKey.map { (kind: $0.kind == "flag" ? "flag" : "experiment", key: $0.key) }
+    }
+
+    /// Whether the reference apps of the clients of the waiting app operations in `waiting` are
+    /// settled, given the mock's `parked` requests (parked, neither answered nor cancelled):
+    /// `nil` when one is not, else, for each tracking call an app is inside, the indices into
+    /// `trackingRequests` it may own (each needs one of its own, matched with the runner's
+    /// tracking operations by ``everyOneHasItsOwn(_:)``).
+    ///
+    /// The rule, per app (one per client): an app operation (`login`, `logout`, `display`,
+    /// `event`, `refresh`) is settled when it finished, or when every SDK call its app is inside
+    /// now (`ReferenceApp.callsInFlight`: the `call` ... `returned` calls and the app's own
+    /// `clearCache` and cache queries) is settled, and the operations' executor is idle (checked
+    /// by the caller). A call is settled when
+    /// - it is a lookup (`evaluateFlag`, `getAssignment`) and a request of its own is parked:
+    ///   same client, the call's user and key, received after the call began; or it is joined
+    ///   (single flight) to a parked request of its client, user and key received before it
+    ///   began, which another waiting call owns (a runner operation's, or another app call begun
+    ///   before that request was received);
+    /// - it is a tracking call (`track`, `trackWithStatus`, `trackBatch`) with a parked tracking
+    ///   request of its own (its client and user, received after it began), distinct from every
+    ///   other tracking operation's;
+    /// - never, for a call that sends no request (`clearCache`, a cache query): it is settled
+    ///   only once it returned.
+    /// An app operation inside no SDK call (waiting for an earlier logout of its app, or for the
+    /// fetch before its own) waits only on its app's other calls, or runs on the executor (the
+    /// app's fetch tasks prefer the operations' executor), so "every call of its app settled and
+    /// the executor idle" settles it exactly when what it waits for is settled. Before, any parked
+    /// request of the client that arrived after the action began would do, so the next step could
+    /// begin before the app's own request was sent.
+    func appsSettled(_ waiting: [Op], parked: [RequestRecord], trackingRequests: [RequestRecord]) -> [[Int]]? {
+        let tracking: Set<String> = ["track", "trackWithStatus", "trackBatch"]
+        var clients: [String] = []
+        for op in waiting where op.name.hasPrefix("app.") && !clients.contains(where: { $0.isExactly(op.client) }) {
+            clients.append(op.client)
+        }
+        var trackerNeeds: [[Int]] = []
+        for client in clients {
+            guard let app = withAppsLocked({ $0[ExactKey(client)] }) else { continue }
+            let calls = app.callsInFlight
+            for (i, call) in calls.enumerated() {
+                let op = call.operation
+                let user = Self.user(of: op)
+                if tracking.contains(op.name) {
+                    trackerNeeds.append(trackingRequests.indices.filter {
+                        Self.owns(trackingRequests[$0], client: client, user: user, key: nil, after: call.since)
+                    })
+                    continue
+                }
+                guard let key = Self.cachedKey(of: op) else { return nil }
+                let own = parked.contains { Self.owns($0, client: client, user: user, key: key, after: call.since) }
+                if own { continue }
+                // Single flight: an earlier parked request another waiting call owns.
+                let joined = parked.contains { r in
+                    guard Self.owns(r, client: client, user: user, key: key, after: 0), r.seq <= call.since else { return false }
+                    let runnerOwns = waiting.contains { w in
+                        !w.name.hasPrefix("app.") && w.user != nil && w.key != nil && Self.owns(r, client: w.client, user: w.user, key: w.key, after: w.barrier)
+                    }
+                    let appOwns = calls.indices.contains { j in
+                        j != i && Self.owns(r, client: client, user: Self.user(of: calls[j].operation),
+                                            key: Self.cachedKey(of: calls[j].operation) ?? ("", ""), after: calls[j].since)
+                    }
+                    return runnerOwns || appOwns
+                }
+                if !joined { return nil }
+            }
+        }
+        return trackerNeeds
+    }
+}
