@@ -205,7 +205,6 @@ final class ReportTests: XCTestCase {
         let drawn = Self.texts(svg).joined(separator: "\n")
         XCTAssertTrue(drawn.contains("#2 answered 200 → variant_name=control (POST /tracking/assign, fault slow-assign)"), drawn)
         XCTAssertTrue(drawn.contains("#1 answered 200 → enabled=true (GET /feature-flags/evaluate/sdk_contract_flag)"), drawn)
-        XCTAssertTrue(drawn.contains("answered 200 → success_count=1 failure_count=0 (POST /tracking/batch)"), drawn)
         let hover = try XCTUnwrap(svg.range(of: "response #2 [main] POST /api/v1/tracking/assign"))
         XCTAssertTrue(svg[hover.upperBound...].prefix(400).contains("body: {&quot;"), "the hover carries the answer's body")
         // An error answer shows its status and detail.
@@ -214,6 +213,11 @@ final class ReportTests: XCTestCase {
         XCTAssertEqual(ReportTimeline.answerBrief(failed), "→ detail=down")
         failed.response = .object(["detail": .array([.object(["msg": .string("field required")])])])
         XCTAssertEqual(ReportTimeline.answerBrief(failed), "→ detail=field required")
+        // A batch's answer shows its counts.
+        var batch = failed
+        batch.path = "/api/v1/tracking/batch"; batch.status = 200
+        batch.response = .object(["success_count": .number(1), "failure_count": .number(0), "errors": .array([])])
+        XCTAssertEqual(ReportTimeline.answerBrief(batch), "→ success_count=1 failure_count=0")
     }
 
     /// A step's check with no events of its own highlights nothing unrelated: its note stands at
@@ -234,10 +238,10 @@ final class ReportTests: XCTestCase {
         XCTAssertEqual(ReportTimeline.namedRequests("no attribution of batches #2 and #3; request #14 (x)"), [2, 3, 14])
         // A named check naming requests cites each of them, request and answer.
         var named = failing
-        named.checks = [CheckResult(name: "fan_out", passed: false, message: "batches #1 and #4 carry the same event", history: [])]
+        named.checks = [CheckResult(name: "fan_out", passed: false, message: "requests #1 and #3 carry the same event", history: [])]
         let cited = try XCTUnwrap(ReportTimeline(named).citations.first).indices
         let seqs = Set(cited.compactMap { i in named.events.first { $0.index == i }?.request?.seq })
-        XCTAssertEqual(seqs, [1, 4])
+        XCTAssertEqual(seqs, [1, 3])
         XCTAssertEqual(cited.count, 4, "each request and its answer")
     }
 
@@ -262,7 +266,7 @@ final class ReportTests: XCTestCase {
         let notes = svg.components(separatedBy: "<g class=\"step-note\">").dropFirst().map { String($0.components(separatedBy: "</text>")[0].drop { $0 != ">" }.dropFirst()) }
         XCTAssertTrue(notes.first?.hasPrefix("step 0: fault slow-assign added: {&quot;action&quot;:{&quot;hold&quot;") == true, "\(notes)")
         XCTAssertTrue(notes.contains("step 3: wait_for 1 request held by fault slow-assign"), "\(notes)")
-        XCTAssertTrue(notes.contains("step 7: assert ✓") && notes.contains("step 8: assert ✗1"), "\(notes)")
+        XCTAssertTrue(notes.contains("step 8: assert ✓") && notes.contains("step 9: assert ✗1"), "\(notes)")
         XCTAssertFalse(notes.contains { $0.hasPrefix("step 1:") }, "a step with events of its own has no extra line")
         // The fault definition comes before the first event, the wait_for after step 2's last.
         func y(before marker: String) throws -> Double {
@@ -271,8 +275,11 @@ final class ReportTests: XCTestCase {
             return try XCTUnwrap(Double(svg[tag.upperBound...].prefix { $0 != "\"" }))
         }
         XCTAssertLessThan(try y(before: ">step 0: fault"), try y(before: ">[0] step 1<"))
-        XCTAssertGreaterThan(try y(before: ">step 3: wait_for"), try y(before: ">[9] step 2<"))
-        XCTAssertLessThan(try y(before: ">step 3: wait_for"), try y(before: ">[10] step 4<"))
+        // (Step 2's last event is its held assign request; step 4 starts with the logout.)
+        let step2Last = try XCTUnwrap(failing.events.last { $0.step == 2 }).index
+        let step4First = try XCTUnwrap(failing.events.first { $0.step == 4 }).index
+        XCTAssertGreaterThan(try y(before: ">step 3: wait_for"), try y(before: ">[\(step2Last)] step 2<"))
+        XCTAssertLessThan(try y(before: ">step 3: wait_for"), try y(before: ">[\(step4First)] step 4<"))
         let read = try Verdict(parsing: v.data(redacting: []), file: "v.json")
         XCTAssertEqual(read.results.first { $0.status == .failed }?.stepSummaries, failing.stepSummaries)
     }
