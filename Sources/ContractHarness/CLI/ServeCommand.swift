@@ -327,7 +327,9 @@ enum ServeCommand {
         var report: ShutdownReport?
         while !stopped.isSet {
             let inFlight = backend.inFlightCount
-            if report == nil && inFlight > 0 && inFlight == backend.heldRequests.count { report = backend.shutdown() }
+            // Only once the server's loop has begun shutting down: a hold dropped before that
+            // would close its connection as in normal service, losing what is pipelined behind it.
+            if report == nil && server.shutdownBegun && inFlight > 0 && inFlight == backend.heldRequests.count { report = backend.shutdown() }
             try? await Task.sleep(nanoseconds: 5_000_000)
         }
         return report ?? backend.shutdown()

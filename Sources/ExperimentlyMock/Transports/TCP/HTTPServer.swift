@@ -104,6 +104,7 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
     private var state: LifeState = .idle
     private var boundPort: UInt16?
     private var loopRunning = false
+    private var loopShuttingDown = false
     private var stats = Statistics()
     /// Test seam (guarded by `condition`; set before `start()`): the event loop uses the
     /// `poll(2)` fallback even where epoll exists, so both readiness paths are tested on Linux.
@@ -215,7 +216,8 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
     /// request that can no longer be answered (pipelined behind one the shutdown leaves
     /// unanswered, or still buffered at the forced close) is handed to the handler marked
     /// ``MockConnectionInfo/unanswerable`` so that it is journaled; `shutdown()` waits for
-    /// those (at most one more second).
+    /// those (at most five more seconds: journaling them is quick, but a loaded machine can delay
+    /// the handler tasks well past one second).
     ///
     /// Blocks the calling thread for at most the grace period plus a short bounded drain; from
     /// async code the `async` overload is chosen, which waits on a separate thread. Calling it
@@ -237,7 +239,7 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
         condition.unlock()
         wake { $0.shutdownRequested = true }
         condition.lock()
-        let end = Date(timeIntervalSinceNow: configuration.shutdownGracePeriod + 3)
+        let end = Date(timeIntervalSinceNow: configuration.shutdownGracePeriod + 7)
         while loopRunning {
             if !condition.wait(until: end) { break }
         }
@@ -298,6 +300,22 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
     fileprivate func count(_ change: (inout Statistics) -> Void) {
         condition.lock()
         change(&stats)
+        condition.unlock()
+    }
+
+    /// Whether the event loop has begun shutting down: it stopped accepting and every connection
+    /// knows, so a request that ends now (a hold the backend drops) still has the requests
+    /// pipelined behind it journaled. Wait for this before dropping held requests at shutdown.
+    public var shutdownBegun: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return loopShuttingDown || state == .stopped
+    }
+
+    fileprivate func loopBeganShutdown() {
+        condition.lock()
+        loopShuttingDown = true
+        condition.broadcast()
         condition.unlock()
     }
 
@@ -500,7 +518,7 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
                 let now = monotonicSeconds()
                 if now >= graceEnd && !forcedClose {
                     forcedClose = true
-                    drainEnd = now + 1
+                    drainEnd = now + 5
                     for c in Array(connections.values) {
                         // What arrived complete is still journaled, though never answered.
                         if c.isOpen { apply(c.machine.drainBufferedRequests(force: true), to: c) }
@@ -528,6 +546,9 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
     private func processInbox() {
         let inbox = server.takeInbox()
         let now = monotonicSeconds()
+        // Shutdown first: an outcome taken in the same batch (a hold dropped at shutdown) must
+        // find the connections shutting down, so the requests pipelined behind it are journaled.
+        if inbox.shutdownRequested && !shuttingDown { beginShutdown(now: now) }
         for (id, outcome) in inbox.outcomes {
             guard let c = connections[id], c.task != nil else { continue }
             c.task = nil
@@ -541,11 +562,11 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
             apply(c.machine.answered(outcome, now: now), to: c)
         }
         unanswerable -= inbox.unanswerableDone
-        if inbox.shutdownRequested && !shuttingDown { beginShutdown(now: now) }
     }
 
     private func beginShutdown(now: Double) {
         shuttingDown = true
+        defer { server.loopBeganShutdown() }
         graceEnd = now + configuration.shutdownGracePeriod
         poller.remove(listenFD)
         close(listenFD)
