@@ -41,17 +41,14 @@ enum WorkerCommand {
         output.send(WorkerProtocol.line("hello", WorkerHello(pid: getpid())))
         let lines = AsyncStream<Data> { continuation in
             let thread = Thread {
-                var pending = Data()
+                var pending = LineBuffer()
                 var buffer = [UInt8](repeating: 0, count: 65536)
                 while true {
                     let n = read(0, &buffer, buffer.count)
                     if n < 0 && errno == EINTR { continue }
                     if n <= 0 { break }
-                    pending.append(contentsOf: buffer[0..<n])
-                    while let nl = pending.firstIndex(of: 0x0A) {
-                        continuation.yield(Data(pending[pending.startIndex..<nl]))
-                        pending.removeSubrange(pending.startIndex...nl)
-                    }
+                    pending.append(buffer[0..<n])
+                    while let line = pending.nextLine() { continuation.yield(line) }
                 }
                 continuation.finish()
             }

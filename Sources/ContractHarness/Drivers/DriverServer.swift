@@ -86,19 +86,16 @@ public final class DriverServer: @unchecked Sendable {
     static func lines(of fd: Int32) -> AsyncStream<Data> {
         AsyncStream { continuation in
             let thread = Thread {
-                var pending = Data()
+                var pending = LineBuffer()
                 var buffer = [UInt8](repeating: 0, count: 65536)
                 while true {
                     let n = read(fd, &buffer, buffer.count)
                     if n < 0 && errno == EINTR { continue }
                     if n <= 0 { break }
-                    pending.append(contentsOf: buffer[0..<n])
-                    while let newline = pending.firstIndex(of: 0x0A) {
-                        continuation.yield(Data(pending[pending.startIndex..<newline]))
-                        pending = Data(pending[(newline + 1)...])
-                    }
+                    pending.append(buffer[0..<n])
+                    while let line = pending.nextLine() { continuation.yield(line) }
                 }
-                if !pending.isEmpty { continuation.yield(pending) }
+                if let rest = pending.takeRest() { continuation.yield(rest) }
                 continuation.finish()
             }
             thread.start()

@@ -555,20 +555,15 @@ final class DriverConnection: Sendable {
 
     /// Reads `fd` to its end, calling `body` with each line (without `\n`).
     static func readLines(_ fd: Int32, _ body: (Data) -> Void) {
-        var pending = Data()
+        var pending = LineBuffer()
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
             let n = read(fd, &buffer, buffer.count)
             if n < 0 && errno == EINTR { continue }
             if n <= 0 { break }
-            pending.append(contentsOf: buffer[0..<n])
-            var start = pending.startIndex
-            while let newline = pending[start...].firstIndex(of: 0x0A) {
-                body(Data(pending[start..<newline]))
-                start = newline + 1
-            }
-            pending = Data(pending[start...])
+            pending.append(buffer[0..<n])
+            while let line = pending.nextLine() { body(line) }
         }
-        if !pending.isEmpty { body(pending) }
+        if let rest = pending.takeRest() { body(rest) }
     }
 }

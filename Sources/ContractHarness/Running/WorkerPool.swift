@@ -273,7 +273,7 @@ final class WorkerProcess: @unchecked Sendable {
     private var stdinFD: Int32
     private var stdoutFD: Int32
     private var stderrFD: Int32
-    private var pending = Data()
+    private var pending = LineBuffer()
     private var errBuffer = Data()
     private var reaped: (signal: Int32?, exitStatus: Int32?)?
 
@@ -329,7 +329,7 @@ final class WorkerProcess: @unchecked Sendable {
         if fds[0].revents != 0 {
             let n = read(stdoutFD, &buffer, buffer.count)
             if n > 0 {
-                pending.append(contentsOf: buffer[0..<n])
+                pending.append(buffer[0..<n])
             } else if n == 0 || (errno != EAGAIN && errno != EINTR) {
                 // Output ended: collect what is left of standard error, then report the end.
                 closeFD(stdoutFD); stdoutFD = -1
@@ -342,10 +342,7 @@ final class WorkerProcess: @unchecked Sendable {
     }
 
     private func takeLine() -> Data? {
-        guard let nl = pending.firstIndex(of: 0x0A) else { return nil }
-        let line = pending[pending.startIndex..<nl]
-        pending.removeSubrange(pending.startIndex...nl)
-        return Data(line)
+        pending.nextLine()
     }
 
     private func drainStderr(_ buffer: inout [UInt8]) {
