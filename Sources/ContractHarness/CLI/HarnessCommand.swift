@@ -312,6 +312,23 @@ public enum HarnessCommand {
         return found
     }
 
+    /// Checks, before any work, that no two outputs name the same file (one would overwrite the
+    /// other: a JUnit file written over the verdict loses the verdict). Paths are compared after
+    /// standardizing and resolving symbolic links, byte for byte.
+    ///
+    /// - Throws: `UsageError` naming both options and the path.
+    static func checkDistinct(_ outputs: [(option: String, path: String?)]) throws {
+        var seen: [(option: String, resolved: String)] = []
+        for (option, path) in outputs {
+            guard let path, !path.isEmpty else { continue }
+            let resolved = URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+            if let earlier = seen.first(where: { $0.resolved.utf8.elementsEqual(resolved.utf8) }) {
+                throw UsageError("\(earlier.option) and \(option) name the same file \(path): give each output its own file")
+            }
+            seen.append((option, resolved))
+        }
+    }
+
     /// Checks, before any work, that `path` can be written: its folder exists and is writable and
     /// it is not a folder itself.
     ///
@@ -355,6 +372,8 @@ public enum HarnessCommand {
             try checkWritable(options.verdict, option: "--verdict")
             if let junit = options.junit { try checkWritable(junit, option: "--junit") }
             try options.report.checkWritable()
+            try checkDistinct([("--verdict", options.verdict), ("--junit", options.junit), ("--html", options.report.html),
+                               ("--mermaid", options.report.mermaid)])
             files = try discover(options.paths)
             if let m = options.mutant { driver = MutantRun.driver(Defect(rawValue: m)) }
             if options.sdkCommand != nil && options.mutant != nil { throw UsageError("--sdk-command and --mutant exclude each other") }

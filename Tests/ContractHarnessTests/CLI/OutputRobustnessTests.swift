@@ -18,6 +18,21 @@ final class OutputRobustnessTests: XCTestCase {
 
     static var smoke: String { Repository.root.appendingPathComponent("scenarios/contract-smoke.json").path }
 
+    /// Two outputs naming one file (also through `./` or a symbolic link) are refused before the
+    /// run: a JUnit file written over the verdict would lose the verdict.
+    func testTwoOutputsNamingOneFileAreRefused() throws {
+        try FileManager.default.createSymbolicLink(atPath: dir.appendingPathComponent("link.json").path, withDestinationPath: "v.json")
+        for pair in [["--verdict", "v.json", "--junit", "./v.json"], ["--verdict", "v.json", "--html", "link.json"],
+                     ["--junit", "j.xml", "--mermaid", "sub/../j.xml"]] {
+            try? FileManager.default.createDirectory(at: dir.appendingPathComponent("sub"), withIntermediateDirectories: true)
+            let run = try HarnessProcess.run(["run", Self.smoke] + pair, in: dir, readingStandardError: true)
+            XCTAssertEqual(run.status, 64, "\(pair): \(run.out)")
+            XCTAssertTrue(run.out.contains("name the same file"), run.out)
+        }
+        let fine = try HarnessProcess.run(["run", Self.smoke, "--verdict", "v.json", "--junit", "v.xml"], in: dir)
+        XCTAssertEqual(fine.status, 0, fine.out)
+    }
+
     /// `run ... | head -1`: the reader goes away; the run still ends normally with its verdict.
     func testAClosedStdoutPipeLosesTextNotTheVerdict() throws {
         let p = Process()
