@@ -110,6 +110,7 @@ public enum JournalScenario {
         }
         guard case .array(let history)? = top["history"] else { throw fail("$.history", "an array of requests", top["history"]) }
         var entries: [Entry] = []
+        var firstWithSeq: [Int: Int] = [:]   // seq -> index in history
         for (i, item) in history.enumerated() {
             let at = "$.history[\(i)]"
             guard case .object(let o) = item else { throw fail(at, "a request object", item) }
@@ -160,6 +161,12 @@ public enum JournalScenario {
                 }
                 entry.response = (status, headers, body)
             }
+            // `seq` numbers requests in arrival order, each once (a journal `serve` wrote never
+            // repeats one); the skeleton names its faults and labels by it.
+            if let earlier = firstWithSeq[entry.seq] {
+                throw fail("\(at).seq", "a request number used once ($.history[\(earlier)] has it too)", o["seq"])
+            }
+            firstWithSeq[entry.seq] = i
             entries.append(entry)
         }
         return entries

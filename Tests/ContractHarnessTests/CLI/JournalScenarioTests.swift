@@ -196,6 +196,8 @@ final class JournalScenarioTests: XCTestCase {
             (#"{"format": "experimently-journal/1", "history": [\#(entry)]}"#, "at $.history: expected at least one request of an SDK operation"),
             (#"{"format": "experimently-journal/1", "history": [{"seq":1,"received_at":"t","method":"POST","path":"/x","response":{"status":200,"body":"%%"}}]}"#,
              "at $.history[0].response.body: expected base64 text"),
+            (#"{"format": "experimently-journal/1", "history": [\#(entry), \#(entry)]}"#,
+             "at $.history[1].seq: expected a request number used once ($.history[0] has it too)"),
         ]
         for (text, message) in cases {
             let r = try convert(text)
