@@ -18,7 +18,20 @@ extension JSONValue: CustomStringConvertible {
                                 found: "a UTF-16 byte-order mark: save the file as UTF-8")
         }
         do {
-            let value = try JSONValue.parse(data).value
+            let parsed = try JSONValue.parse(data)
+            let value = parsed.value
+            if let lone = parsed.loneSurrogatePaths.first {
+                // A lone surrogate escape is no Unicode scalar: read as U+FFFD, two different
+                // spellings would become one identity.
+                let path = "$" + lone.map { c -> String in
+                    switch c {
+                    case .key(let k): return DuplicateKeys.member(k)
+                    case .index(let i): return "[\(i)]"
+                    }
+                }.joined()
+                throw ScenarioError(file: file, path: path, expected: "text of Unicode scalars",
+                                    found: "a lone surrogate escape (\\uD800-\\uDFFF without its pair), which is no character: write the character or its surrogate pair")
+            }
             if let d = DuplicateKeys.first(in: [UInt8](data)) {
                 throw ScenarioError(file: file, path: d.path, expected: "each key at most once per object",
                                     found: "the key \(JSONValue.string(d.key).jsonText) a second time"

@@ -25,6 +25,19 @@ final class ScenarioNumbersAndBOMTests: XCTestCase {
         XCTAssertEqual(error(plain.prefix(1) + Data([0xEF, 0xBB, 0xBF]) + plain.dropFirst())?.path, "$")
     }
 
+    /// A lone surrogate escape is no character (read as U+FFFD, `\ud800` and `\udbff` would be one
+    /// identity): refused at its path; a surrogate pair is one character and accepted.
+    func testALoneSurrogateEscapeIsRefusedAtItsPath() throws {
+        let lone = Self.text.replacingOccurrences(of: "%V%", with: "true").replacingOccurrences(of: #""user-1""#, with: #""user-\udbff""#)
+        let e = error(Data(lone.utf8))
+        XCTAssertEqual(e?.path, "$.steps[0].user")
+        XCTAssertTrue(e?.found.contains("lone surrogate") == true, "\(String(describing: e))")
+        let pair = Self.text.replacingOccurrences(of: "%V%", with: "true").replacingOccurrences(of: #""user-1""#, with: #""user-\ud83d\ude00""#)
+        let scenario = try ScenarioParser.parse(Data(pair.utf8), file: "pair.json")
+        guard case .sdk(_, .evaluateFlag(_, let user), _, _, _, _)? = scenario.steps.first else { return XCTFail("\(scenario.steps)") }
+        XCTAssertTrue(user.id.unicodeScalars.elementsEqual("user-\u{1F600}".unicodeScalars))
+    }
+
     func testAUTF16ByteOrderMarkIsRefusedSayingSo() {
         let utf16 = Data([0xFF, 0xFE]) + Self.text.data(using: .utf16LittleEndian)!
         let e = error(utf16)
