@@ -20,7 +20,7 @@ public enum HarnessCommand {
            contract-harness schema [--out FILE]
            contract-harness scenario --from-journal JOURNAL [--out FILE] [--name NAME] [--fixtures FILE] [--clients peer|one]
            contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE] [--sdk-command CMD]
-           contract-harness explore SCENARIO --interleave [--depth D] [--seed N] [--max-schedules K] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE]
+           contract-harness explore SCENARIO --interleave [--depth D] [--seed N] [--max-schedules K] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE] [--sdk-command CMD]
            contract-harness mutants [PATH ...] [--verdict FILE] [--filter TEXT] [--step-timeout-ms N] [--jobs N] [--full]
            contract-harness vectors [--sdk-command CMD] [--vectors DIR|FILE] [--timeout SECONDS] [--sdk-name NAME] [--verdict FILE]
            contract-harness generate [--seed S] [--count N] [--from I] [--sdk shipping|faithful|both] [--out DIR] [--write] [--ids equivalent|plain]
@@ -682,6 +682,7 @@ public enum HarnessCommand {
         guard options.paths.count == 1, let file = options.paths.first, file != "scenarios" else {
             return usageError("explore takes exactly one scenario file")
         }
+        if options.sdkCommand != nil && options.mutant != nil { return usageError("--sdk-command and --mutant exclude each other") }
         let root: JSONValue
         let settings: Explorer.Settings
         var secrets: [String] = []
@@ -713,6 +714,12 @@ public enum HarnessCommand {
                 StandardStream.error(Data("contract-harness: the SDK adapter cannot be used: \(e)\n".utf8))
                 return Exit.internalFault.rawValue
             }
+        }
+        // Explore judges the SDK it was given or says it cannot: a driver without a capability the
+        // scenario needs skips it, as `run` does, and nothing passed (exit 1, "ok": false).
+        if let skipped = skipUnmet(root, file: file, driver: driver, options: options, arguments: arguments, secrets: secrets) {
+            await external?.shutdown()
+            return skipped
         }
         let exploreVerdict = arguments.contains("--verdict") ? options.verdict : nil
         let interruptedDriver = driver
