@@ -98,6 +98,9 @@ public enum HarnessCommand {
         // A closed output pipe (`| head -1`) loses text, never the run or its verdict.
         StandardStream.ignoreBrokenPipes()
         guard let command = arguments.first else { return usageError("no command given") }
+        // SIGINT/SIGTERM handled from here on: exit 130/143, the verdict marked interrupted.
+        let early = interruptFromTheStart(command, arguments: Array(arguments.dropFirst()), driver: driver)
+        defer { early?.cancel() }
         switch command {
         case "--help", "-h", "help":
             print(usage)
@@ -565,7 +568,7 @@ public enum HarnessCommand {
         var inProgress = mutantsVerdict([])
         inProgress.extra["in_progress"] = .bool(true)
         inProgress.extra["ok"] = .bool(false)
-        try? inProgress.write(to: options.verdict, redacting: [])
+        InterruptSignals.unlessInterrupted { try? inProgress.write(to: options.verdict, redacting: []) }
         let verdictPath = options.verdict
         let sources = onInterrupt { sig in
             var v = mutantsVerdict([])
