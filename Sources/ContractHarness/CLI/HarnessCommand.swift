@@ -568,7 +568,7 @@ public enum HarnessCommand {
         var inProgress = mutantsVerdict([])
         inProgress.extra["in_progress"] = .bool(true)
         inProgress.extra["ok"] = .bool(false)
-        InterruptSignals.unlessInterrupted { try? inProgress.write(to: options.verdict, redacting: []) }
+        InterruptSignals.unlessInterrupted { if !isFIFO(options.verdict) { try? inProgress.write(to: options.verdict, redacting: []) } }
         let verdictPath = options.verdict
         let sources = onInterrupt { sig in
             var v = mutantsVerdict([])
