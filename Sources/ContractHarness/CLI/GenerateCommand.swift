@@ -83,8 +83,19 @@ enum GenerateCommand {
         }
         var lines: [String] = []
         var failures = 0
+        // SIGINT/SIGTERM (also when they arrived ignored, as in a background job): the summary so
+        // far, marked interrupted, then exit 130/143 (InterruptSignals).
+        let tally = Tally()
+        let heading = "\(count) scenarios, seed \(seed), from \(from)"
+        let registration = InterruptSignals.register { sig in
+            HarnessCommand.say("interrupted by signal \(sig): generate stopped early (\(heading) asked): "
+                               + tally.summary + " in \(String(format: "%.1f", ScenarioRunner.elapsed(since: started) / 1000)) s")
+        }
+        defer { registration.cancel() }
         for (name, driver) in drivers {
-            let summary = await run(generator, indices: Array(from..<(from + count)), driver: driver, sdkName: name) { index, message in
+            tally.start(name)
+            let summary = await run(generator, indices: Array(from..<(from + count)), driver: driver, sdkName: name,
+                                    ran: { tally.record(passed: $0) }) { index, message in
                 HarnessCommand.say("FAIL  \(generator.fileName(index: index)) on \(name): \(message)")
                 try? FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
                 let path = (out as NSString).appendingPathComponent(generator.fileName(index: index) + ".json")
@@ -102,21 +113,46 @@ enum GenerateCommand {
     /// Runs the generated scenarios `indices` against `driver`, one at a time (each from a fresh
     /// state); `failed` is called with each failing index and its first failure.
     static func run(_ generator: WorkloadGenerator, indices: [Int], driver: any SDKDriver, sdkName: String,
-                    failed: (Int, String) -> Void = { _, _ in }) async -> Summary {
+                    ran: (Bool) -> Void = { _ in }, failed: (Int, String) -> Void = { _, _ in }) async -> Summary {
         let runner = ScenarioRunner(driver: driver, keepsHistory: false)
         var summary = Summary()
         for i in indices {
             let message: String
             do {
                 let r = await runner.run(try generator.scenario(index: i))
-                if r.status == .passed { summary.passed += 1; continue }
+                if r.status == .passed { summary.passed += 1; ran(true); continue }
                 message = r.firstFailure.map { "\($0.name): \($0.message ?? "")" } ?? r.reason ?? r.status.rawValue
             } catch {
                 message = "malformed: \(error)"
             }
             summary.failed.append((i, sdkName, message))
+            ran(false)
             failed(i, message)
         }
         return summary
+    }
+}
+
+extension GenerateCommand {
+    /// What `generate` has run so far, per SDK in order, for the summary of an interrupted run.
+    /// State lives behind an `NSLock` (the interrupt handler reads it from its own thread).
+    final class Tally: @unchecked Sendable {
+        // @unchecked Sendable: `rows` is only touched inside `lock`.
+        private let lock = NSLock()
+        private var rows: [(sdk: String, passed: Int, failed: Int)] = []
+        /// Starts counting for `sdk`.
+        func start(_ sdk: String) { lock.withLock { rows.append((sdk, 0, 0)) } }
+        /// Counts one scenario of the current SDK.
+        func record(passed: Bool) {
+            lock.withLock {
+                guard !rows.isEmpty else { return }
+                if passed { rows[rows.count - 1].passed += 1 } else { rows[rows.count - 1].failed += 1 }
+            }
+        }
+        /// `shipping: 3 passed, 0 failed; faithful: ...`, or `nothing run yet`.
+        var summary: String {
+            let r = lock.withLock { rows }
+            return r.isEmpty ? "nothing run yet" : r.map { "\($0.sdk): \($0.passed) passed, \($0.failed) failed" }.joined(separator: "; ")
+        }
     }
 }

@@ -17,23 +17,29 @@ extension HarnessCommand {
     }
 }
 
-/// The one place SIGINT and SIGTERM are handled for `run`, `explore` and `mutants`: two dispatch
-/// signal sources, installed once and never cancelled (measured here: with a second source for the
-/// same signal, the handler of the later one never ran), and the handler of the command now
-/// running (`HarnessCommand.onInterrupt`).
+/// The one place SIGINT and SIGTERM are handled for `run`, `explore`, `mutants` and `generate`:
+/// plain signal handlers installed synchronously by `install()` (the first thing
+/// `HarnessCommand.main` does for those commands, so no signal after that is lost or dies by its raw
+/// disposition: a dispatch signal source registers asynchronously and, measured, missed early
+/// signals under load) that write the signal number to a self-pipe, one thread that reads it, and
+/// the handler of the command now running (`HarnessCommand.onInterrupt`).
 ///
-/// On a signal: every process group the command started is killed (`ChildProcessGroups`), the
-/// current handler runs (it writes the verdict), and the process exits 130 (SIGINT) or 143
-/// (SIGTERM). With no handler registered (the `--sdk-command` adapter starts before the scenarios
-/// are read; a command that has finished) the same happens without the handler: nothing started
-/// keeps running, and the verdict `run` marked in progress at its start stays. State lives behind
-/// an `NSLock`.
+/// On a signal: in-progress verdict writes stop (`unlessInterrupted`), every process group the
+/// command started is killed (`ChildProcessGroups`), the current handler runs (it writes the
+/// verdict marked interrupted), and the process exits 130 (SIGINT) or 143 (SIGTERM). With no
+/// handler registered (a command that has finished) the same happens without the handler. State
+/// lives behind `NSLock`s.
 enum InterruptSignals {
     private static let lock = NSLock()
     // nonisolated(unsafe): only touched inside `lock`.
-    nonisolated(unsafe) private static var sources: [any DispatchSourceSignal] = []
+    nonisolated(unsafe) private static var installed = false
     nonisolated(unsafe) private static var handlers: [(id: Int, run: @Sendable (Int32) -> Void)] = []
     nonisolated(unsafe) private static var nextID = 0
+    /// Held while an in-progress verdict is written and when a signal is taken, so that the
+    /// interrupted verdict is always the last one written.
+    private static let writes = NSLock()
+    // nonisolated(unsafe): only touched inside `writes`.
+    nonisolated(unsafe) private static var fired = false
 
     /// One handler's place; `cancel()` removes it (the signals stay handled).
     final class Registration: Sendable {
@@ -43,40 +49,75 @@ enum InterruptSignals {
         func cancel() { InterruptSignals.remove(id) }
     }
 
-    /// Installs the sources (once).
+    /// Installs the handlers (once), synchronously: from its return on, SIGINT and SIGTERM are
+    /// handled here, also when the process started with them ignored (a background job).
     static func install() {
         lock.withLock {
-            guard sources.isEmpty else { return }
-            sources = [(SIGINT, Int32(130)), (SIGTERM, Int32(143))].map { sig, status in
-                signal(sig, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-                source.setEventHandler {
-                    ChildProcessGroups.killAll()
-                    if let handler = lock.withLock({ handlers.last?.run }) {
-                        handler(sig)
-                    } else {
-                        StandardStream.error(Data("contract-harness: interrupted by signal \(sig); the processes it started were killed\n".utf8))
-                    }
-                    exit(status)
+            guard !installed else { return }
+            installed = true
+            var fds: [Int32] = [-1, -1]
+            guard pipe(&fds) == 0 else { return }
+            interruptSignalPipe = fds[1]
+            let readFD = fds[0]
+            let thread = Thread {
+                var byte: UInt8 = 0
+                while true {
+                    let n = read(readFD, &byte, 1)
+                    if n == 1 { take(Int32(byte)) }
+                    if n < 0 && errno == EINTR { continue }
+                    if n <= 0 { return }
                 }
-                source.resume()
-                return source
+            }
+            thread.name = "contract-harness.interrupt"
+            thread.start()
+            for sig in [SIGINT, SIGTERM] {
+                signal(sig) { received in
+                    var byte = UInt8(truncatingIfNeeded: received)
+                    _ = write(interruptSignalPipe, &byte, 1)   // async-signal-safe
+                }
             }
         }
     }
 
-    /// Installs the sources if needed and makes `handler` the one that runs on a signal (the
+    /// Runs `body` (an in-progress verdict write) unless a signal was taken; a signal arriving
+    /// meanwhile is handled after it, so its interrupted verdict replaces what `body` wrote.
+    static func unlessInterrupted(_ body: () -> Void) {
+        writes.withLock { if !fired { body() } }
+    }
+
+    /// Handles the first signal; a later one finds the process exiting and waits.
+    private static func take(_ sig: Int32) {
+        let first = writes.withLock { () -> Bool in
+            defer { fired = true }
+            return !fired
+        }
+        guard first else { return }
+        ChildProcessGroups.killAll()
+        if let handler = lock.withLock({ handlers.last?.run }) {
+            handler(sig)
+        } else {
+            StandardStream.error(Data("contract-harness: interrupted by signal \(sig); the processes it started were killed\n".utf8))
+        }
+        exit(sig == SIGINT ? 130 : 143)
+    }
+
+    /// Installs the handlers if needed and makes `handler` the one that runs on a signal (the
     /// latest registered wins) until its registration is cancelled.
     static func register(_ handler: @escaping @Sendable (Int32) -> Void) -> Registration {
-        install()
-        return lock.withLock {
+        // The handler first, then the signals: no moment where a signal finds no handler.
+        let registration = lock.withLock {
             nextID += 1
             handlers.append((nextID, handler))
             return Registration(id: nextID)
         }
+        install()
+        return registration
     }
 
     private static func remove(_ id: Int) {
         lock.withLock { handlers.removeAll { $0.id == id } }
     }
 }
+
+/// The write end of `InterruptSignals`' self-pipe (set once by `install()`, read by its signal handlers).
+nonisolated(unsafe) private var interruptSignalPipe: Int32 = -1

@@ -150,10 +150,14 @@ extension HarnessCommand {
         v.extra["in_progress"] = .bool(true)
         v.extra["ok"] = .bool(false)
         v.extra["scenarios_planned"] = .number(Double(planned))
-        try? v.write(to: options.verdict, redacting: secrets)
-        if let junit = options.junit {
-            try? v.junit(redacting: secrets, error: "run in progress: the harness has not finished (or was killed)")
-                .writeOutput(to: junit)
+        // Never after a signal's interrupted verdict (InterruptSignals): that one must stay.
+        // A FIFO holds no stale file, and its reader would take the in-progress verdict as the one.
+        InterruptSignals.unlessInterrupted {
+            if !isFIFO(options.verdict) { try? v.write(to: options.verdict, redacting: secrets) }
+            if let junit = options.junit, !isFIFO(junit) {
+                try? v.junit(redacting: secrets, error: "run in progress: the harness has not finished (or was killed)")
+                    .writeOutput(to: junit)
+            }
         }
     }
 }

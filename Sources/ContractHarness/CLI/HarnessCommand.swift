@@ -20,7 +20,7 @@ public enum HarnessCommand {
            contract-harness schema [--out FILE]
            contract-harness scenario --from-journal JOURNAL [--out FILE] [--name NAME] [--fixtures FILE] [--clients peer|one]
            contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE] [--sdk-command CMD]
-           contract-harness explore SCENARIO --interleave [--depth D] [--seed N] [--max-schedules K] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE]
+           contract-harness explore SCENARIO --interleave [--depth D] [--seed N] [--max-schedules K] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE] [--sdk-command CMD]
            contract-harness mutants [PATH ...] [--verdict FILE] [--filter TEXT] [--step-timeout-ms N] [--jobs N] [--full]
            contract-harness vectors [--sdk-command CMD] [--vectors DIR|FILE] [--timeout SECONDS] [--sdk-name NAME] [--verdict FILE]
            contract-harness generate [--seed S] [--count N] [--from I] [--sdk shipping|faithful|both] [--out DIR] [--write] [--ids equivalent|plain]
@@ -98,6 +98,9 @@ public enum HarnessCommand {
         // A closed output pipe (`| head -1`) loses text, never the run or its verdict.
         StandardStream.ignoreBrokenPipes()
         guard let command = arguments.first else { return usageError("no command given") }
+        // SIGINT/SIGTERM handled from here on: exit 130/143, the verdict marked interrupted.
+        let early = interruptFromTheStart(command, arguments: Array(arguments.dropFirst()), driver: driver)
+        defer { early?.cancel() }
         switch command {
         case "--help", "-h", "help":
             print(usage)
@@ -584,7 +587,7 @@ public enum HarnessCommand {
         var inProgress = mutantsVerdict([])
         inProgress.extra["in_progress"] = .bool(true)
         inProgress.extra["ok"] = .bool(false)
-        try? inProgress.write(to: options.verdict, redacting: [])
+        InterruptSignals.unlessInterrupted { if !isFIFO(options.verdict) { try? inProgress.write(to: options.verdict, redacting: []) } }
         let verdictPath = options.verdict
         let sources = onInterrupt { sig in
             var v = mutantsVerdict([])
@@ -701,6 +704,7 @@ public enum HarnessCommand {
         guard options.paths.count == 1, let file = options.paths.first, file != "scenarios" else {
             return usageError("explore takes exactly one scenario file")
         }
+        if options.sdkCommand != nil && options.mutant != nil { return usageError("--sdk-command and --mutant exclude each other") }
         let root: JSONValue
         let settings: Explorer.Settings
         var secrets: [String] = []
@@ -732,6 +736,12 @@ public enum HarnessCommand {
                 StandardStream.error(Data("contract-harness: the SDK adapter cannot be used: \(e)\n".utf8))
                 return Exit.internalFault.rawValue
             }
+        }
+        // Explore judges the SDK it was given or says it cannot: a driver without a capability the
+        // scenario needs skips it, as `run` does, and nothing passed (exit 1, "ok": false).
+        if let skipped = skipUnmet(root, file: file, driver: driver, options: options, arguments: arguments, secrets: secrets) {
+            await external?.shutdown()
+            return skipped
         }
         let exploreVerdict = arguments.contains("--verdict") ? options.verdict : nil
         let interruptedDriver = driver

@@ -36,7 +36,21 @@ enum InterleaveCommand {
         guard options.paths.count == 1, let file = options.paths.first, file != "scenarios" else {
             return HarnessCommand.usageError("explore takes exactly one scenario file")
         }
+        if options.sdkCommand != nil && options.mutant != nil {
+            return HarnessCommand.usageError("--sdk-command and --mutant exclude each other")
+        }
+        // The adapter of `--sdk-command` is the SDK explored, never the built-in one instead.
+        var external: ProcessSDKDriver?
+        if let command = options.sdkCommand {
+            switch await HarnessCommand.launchDriver(command) {
+            case .success(let d): external = d; driver = d
+            case .failure(let e):
+                StandardStream.error(Data("contract-harness: the SDK adapter cannot be used: \(e)\n".utf8))
+                return HarnessCommand.Exit.internalFault.rawValue
+            }
+        }
         guard driver.capabilities.contains("interleaving") else {
+            await external?.shutdown()
             return HarnessCommand.usageError("the driver for \(driver.sdkName) lacks the 'interleaving' capability (its SDK's tasks cannot be placed on the harness's executor)")
         }
         let root: JSONValue
@@ -52,7 +66,12 @@ enum InterleaveCommand {
             secrets = ConfiguredSecrets.keys(of: scenario) + ConfiguredSecrets.keys(in: root)
         } catch {
             HarnessCommand.complain(SecretRedactor(secrets: ConfiguredSecrets.keys(files: [file], scenarios: [])).redact("\(error)"))
+            await external?.shutdown()
             return HarnessCommand.Exit.usage.rawValue
+        }
+        if let skipped = HarnessCommand.skipUnmet(root, file: file, driver: driver, options: options, arguments: arguments, secrets: secrets) {
+            await external?.shutdown()
+            return skipped
         }
         var settings = InterleavingExplorer.Settings.of(scenario)
         if let depth { settings.depth = depth }
@@ -63,6 +82,7 @@ enum InterleaveCommand {
         let report = await InterleavingExplorer.explore(root, file: file, settings: settings, seed: seed,
                                                         runner: ScenarioRunner(driver: driver, seed: options.seed, keepsHistory: false),
                                                         concurrency: min(options.jobs, 8))
+        await external?.shutdown()
         HarnessCommand.say(String(format: "%@, %d failed, %.0f runs/s", report.mode,
                                   report.firstFailure == nil ? 0 : 1,
                                   Double(report.runs) / max(report.durationMilliseconds / 1000, 1e-9)))

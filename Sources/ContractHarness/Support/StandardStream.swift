@@ -49,10 +49,64 @@ extension Data {
     ///   exit 70 instead of claiming the output was written.
     func writeOutput(to path: String) throws {
         var info = stat()
+        // A FIFO (also through a symlink) is opened without blocking: with no reader the open
+        // fails at once (ENXIO) instead of waiting forever; then written blocking, to the end.
+        if isFIFO(path) {
+            try writeToFIFO(self, path)
+            return
+        }
         if lstat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG {
             try write(to: URL(fileURLWithPath: path), options: [])
         } else {
             try write(to: URL(fileURLWithPath: path), options: .atomic)
+        }
+    }
+}
+
+/// Why an output of the harness could not be written to a FIFO (`Data.writeOutput(to:)`).
+struct OutputFIFOError: LocalizedError, CustomStringConvertible {
+    /// The FIFO's path.
+    let path: String
+    /// What went wrong, e.g. `no reader on the FIFO`.
+    let reason: String
+    var description: String { "\(reason) \(path)" }
+    var errorDescription: String? { description }
+}
+
+/// Whether `path` names a FIFO, following symlinks: its reader takes one whole output per open,
+/// so an in-progress verdict (which only guards against a stale regular file) is not sent there.
+func isFIFO(_ path: String) -> Bool {
+    var info = stat()
+    return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFIFO
+}
+
+/// Writes `data` to the FIFO at `path`: opened with `O_NONBLOCK` (ENXIO, no process has it open
+/// for reading, throws ``OutputFIFOError`` "no reader on the FIFO" at once), then switched to
+/// blocking and written to the end (a reader that goes away gives EPIPE, thrown).
+private func writeToFIFO(_ data: Data, _ path: String) throws {
+    let fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+    guard fd >= 0 else {
+        let code = errno
+        if code == ENXIO { throw OutputFIFOError(path: path, reason: "no reader on the FIFO") }
+        throw OutputFIFOError(path: path, reason: "cannot open the FIFO (\(String(cString: strerror(code))))")
+    }
+    defer { close(fd) }
+    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+    try data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
+        guard var base = raw.baseAddress else { return }
+        var left = raw.count
+        while left > 0 {
+            #if canImport(Glibc)
+            let n = Glibc.write(fd, base, left)
+            #else
+            let n = Darwin.write(fd, base, left)
+            #endif
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw OutputFIFOError(path: path, reason: "cannot write to the FIFO (\(String(cString: strerror(errno))))")
+            }
+            base += n
+            left -= n
         }
     }
 }

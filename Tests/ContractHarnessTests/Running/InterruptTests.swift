@@ -94,7 +94,8 @@ final class InterruptTests: XCTestCase {
     }
 
     /// Interrupted while the adapter starts (before the command's own handler): the adapter is
-    /// killed all the same and the exit is 143; the verdict is the one marked in progress.
+    /// killed all the same and the exit is 143; the verdict is marked interrupted (the writer
+    /// `HarnessCommand.main` registers first), no longer left in progress.
     func testRunInterruptedWhileItsAdapterStartsKillsIt() throws {
         let slow = "exec python3 -c 'import sys; sys.stderr.write(\"starting\\n\"); sys.stderr.flush(); sys.stdin.readline()'"
         let p = try HarnessProcess.Started(["run", try hangingScenario(), "--sdk-command", slow, "--verdict", "v.json"], in: dir)
@@ -109,6 +110,7 @@ final class InterruptTests: XCTestCase {
         XCTAssertEqual(p.stop(SIGTERM), 143, p.output)
         XCTAssertEqual(HarnessProcess.survivors(inGroups: groups), [], p.output)
         let verdict = try JSONValue.parse(Data(contentsOf: dir.appendingPathComponent("v.json"))).value
-        XCTAssertEqual(verdict["in_progress"], .bool(true), "\(verdict)")
+        XCTAssertEqual(verdict["interrupted"], .bool(true), "\(verdict)")
+        XCTAssertNil(verdict["in_progress"], "\(verdict)")
     }
 }

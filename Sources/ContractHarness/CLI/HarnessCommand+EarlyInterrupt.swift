@@ -1,0 +1,41 @@
+import Foundation
+import ExperimentlyMock
+
+extension HarnessCommand {
+    /// Makes SIGINT and SIGTERM handled from the very start of `run`, `explore`, `mutants` and
+    /// `generate` (`InterruptSignals.install()`, before options are parsed or anything slow
+    /// happens), and, for `run`, `explore` and `mutants`, registers the first interrupted-verdict
+    /// writer: until the command registers its own (with what it has done so far), a signal writes
+    /// a verdict with no results, `"interrupted": true` and `"ok": false` to the verdict path named
+    /// on the command line (`run`: `--verdict`, default `verdict.json`, and `--junit`; `mutants`:
+    /// `--verdict`, default `mutants-verdict.json`; `explore`: only with `--verdict`), so an earlier verdict never looks
+    /// current (issue 10), and the process exits 130 or 143.
+    ///
+    /// - Returns: the registration to cancel once the command has returned, or `nil`.
+    static func interruptFromTheStart(_ command: String, arguments: [String], driver: any SDKDriver) -> InterruptSignals.Registration? {
+        guard ["run", "explore", "mutants", "generate"].contains(command) else { return nil }
+        let path: String? = switch command {
+        case "explore": rawValue(of: "--verdict", in: arguments)
+        case "mutants": rawValue(of: "--verdict", in: arguments) ?? "mutants-verdict.json"
+        default: verdictPath(in: arguments)
+        }
+        // `register` installs the signal handlers after the writer is in place.
+        guard command != "generate", !arguments.contains("--watch"), !arguments.contains("--help"), !arguments.contains("-h"),
+              let path, !path.isEmpty else {
+            InterruptSignals.install()
+            return nil
+        }
+        let junit = command == "run" ? rawValue(of: "--junit", in: arguments) : nil
+        return InterruptSignals.register { sig in
+            let message = "\(command) interrupted by signal \(sig) before it started its work"
+            writeInterrupted(message, to: path, driver: driver, seed: 0)
+            if let junit {
+                var v = Verdict(harnessVersion: version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, seed: 0,
+                                startedAt: Date(), durationMilliseconds: 0, results: [], invalid: [])
+                v.extra["interrupted"] = .bool(true)
+                try? v.junit(redacting: [], error: message).writeOutput(to: junit)
+            }
+            say("interrupted: \(command) stopped before it started its work; verdict written to \(path)")
+        }
+    }
+}

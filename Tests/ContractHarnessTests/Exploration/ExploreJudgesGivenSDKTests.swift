@@ -1,0 +1,100 @@
+import XCTest
+import Foundation
+@testable import ContractHarness
+import ExperimentlyMock
+
+/// `explore --sdk-command` judges the SDK it was given or says it cannot (issue 10): an adapter
+/// whose `hello` lacks a capability the scenario needs makes the scenario skipped, naming the
+/// capability, exit 1 and `"ok": false` (as `run` when nothing passed), and `--interleave` with an
+/// adapter without `interleaving` exits 64 naming it; the built-in SDK is never explored instead.
+/// Through the built binary, with a tiny adapter written here.
+final class ExploreJudgesGivenSDKTests: XCTestCase {
+    var dir: URL!
+
+    override func setUpWithError() throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("explore-given-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: HarnessCLITests.binary.path),
+                          "contract-harness not built at \(HarnessCLITests.binary.path)")
+    }
+
+    override func tearDownWithError() throws { try? FileManager.default.removeItem(at: dir) }
+
+    static let scenario = Repository.root.appendingPathComponent("scenarios/race-explore-three-holds-and-logout.json").path
+
+    /// Writes an adapter named `tiny` that declares `capabilities` and answers the lifecycle
+    /// messages only (an SDK operation would never be answered); returns its command.
+    func tinyAdapter(_ capabilities: [String]) throws -> String {
+        let list = capabilities.map { "\"\($0)\"" }.joined(separator: ",")
+        let file = dir.appendingPathComponent("tiny.py")
+        try Data("""
+        import json, sys
+        for line in sys.stdin:
+            m = json.loads(line)
+            t = m.get("type")
+            if t == "hello":
+                r = {"protocol": "experimently-driver/1", "sdk": {"name": "tiny", "version": "1"}, "capabilities": [\(list)]}
+            elif t in ("create_client", "close_client", "shutdown"):
+                r = {}
+            else:
+                continue
+            sys.stdout.write(json.dumps({"id": m["id"], "result": r}) + "\\n"); sys.stdout.flush()
+            if t == "shutdown": sys.exit(0)
+        """.utf8).write(to: file)
+        return "python3 '\(file.path)'"
+    }
+
+    static let everything = Scenario.knownCapabilities
+
+    func verdict() throws -> JSONValue {
+        try JSONValue.parse(Data(contentsOf: dir.appendingPathComponent("v.json"))).value
+    }
+
+    func testAnAdapterWithoutOfflineStoreSkipsTheScenarioAndIsNotGreen() throws {
+        try Data(#"{"ok": true}"#.utf8).write(to: dir.appendingPathComponent("v.json"))   // an earlier green verdict
+        let adapter = try tinyAdapter(Self.everything.filter { $0 != "offline_store" })
+        let (status, out) = try HarnessProcess.run(["explore", Self.scenario, "--sdk-command", adapter, "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status, 1, out)
+        XCTAssertTrue(out.contains("sdk: tiny 1"), out)
+        XCTAssertTrue(out.contains("SKIP  race-explore-three-holds-and-logout: the driver lacks offline_store"), out)
+        XCTAssertTrue(out.contains("0 passed, 0 failed, 1 skipped: nothing passed"), out)
+        XCTAssertFalse(out.contains("schedules"), "no schedule may run: \(out)")
+        let v = try verdict()
+        XCTAssertEqual(v["ok"], .bool(false))
+        XCTAssertEqual(v["counts"]?["skipped"], .number(1))
+        XCTAssertEqual(v["sdk_under_test"]?["name"], .string("tiny"))
+    }
+
+    func testAnAdapterWithEveryCapabilityIsExplored() throws {
+        // The other way: the example Python SDK declares what the scenario needs and is explored.
+        let (status, out) = try HarnessProcess.run(["explore", Self.scenario, "--sdk-command", InterruptTests.pythonDriver,
+                                                    "--max-schedules", "2", "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status, 0, out)
+        XCTAssertTrue(out.contains("2 schedules"), out)
+        XCTAssertFalse(out.contains("SKIP"), out)
+        XCTAssertEqual(try verdict()["ok"], .bool(true))
+        XCTAssertEqual(try verdict()["sdk_under_test"]?["name"], .string("python-example"))
+    }
+
+    func testInterleaveWithAnAdapterWithoutInterleavingExits64NamingIt() throws {
+        let adapter = try tinyAdapter(Self.everything.filter { $0 != "interleaving" })
+        let (status, err) = try HarnessProcess.run(["explore", Self.scenario, "--interleave", "--sdk-command", adapter], in: dir,
+                                                   readingStandardError: true)
+        XCTAssertEqual(status, 64, err)
+        XCTAssertTrue(err.contains("the driver for tiny lacks the 'interleaving' capability"), err)
+    }
+
+    func testInterleaveJudgesTheAdapterNotTheBuiltInSDK() throws {
+        // Declaring `interleaving` gets past the check, and the adapter (not the built-in SDK,
+        // which would pass) is what is judged: it lacks offline_store, so the scenario is skipped.
+        let adapter = try tinyAdapter(Self.everything.filter { $0 != "offline_store" })
+        let (status, out) = try HarnessProcess.run(["explore", Self.scenario, "--interleave", "--sdk-command", adapter,
+                                                    "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status, 1, out)
+        XCTAssertTrue(out.contains("sdk: tiny 1"), out)
+        XCTAssertTrue(out.contains("the driver lacks offline_store"), out)
+        XCTAssertEqual(try verdict()["ok"], .bool(false))
+        let builtIn = try HarnessProcess.run(["explore", Self.scenario, "--interleave", "--max-schedules", "2"], in: dir)
+        XCTAssertEqual(builtIn.status, 0, builtIn.out)
+    }
+}
