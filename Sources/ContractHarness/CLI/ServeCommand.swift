@@ -239,6 +239,7 @@ enum ServeCommand {
         if let warning = try? checkHost(options.host).warning {
             StandardStream.error(Data("contract-harness serve: \(warning)\n".utf8))
         }
+        MockHeapTuning.mapLargeAllocationsSeparately() // large bodies are unmapped when freed (bounded RSS)
         let server = MockHTTPServer(handler: admin, configuration: .init(host: options.host, port: options.port))
         let signals = SignalWaiter([SIGINT, SIGTERM])
         defer { signals.cancel() }

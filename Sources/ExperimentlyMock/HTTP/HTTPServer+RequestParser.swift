@@ -140,6 +140,18 @@ public struct MockHTTPRequestParser: Sendable {
         }
     }
 
+    /// The body bytes the request being received may still hold in memory, once its head is
+    /// complete: its `Content-Length` (the whole body, received or not), or `limits.maxBodyBytes`
+    /// for a chunked body; nil before the head is complete and between requests. The server
+    /// reserves this against its body budget (`MockHTTPServer.Configuration.bodyBudgetBytes`).
+    public var bodyBytesToReserve: Int? {
+        switch state {
+        case .body(let remaining): return body.count + remaining
+        case .chunkSize, .chunkData, .chunkDataEnd, .trailers: return limits.maxBodyBytes
+        default: return nil
+        }
+    }
+
     /// Appends received bytes; call `next()` afterwards.
     public mutating func feed<Bytes: Collection>(_ bytes: Bytes) where Bytes.Element == UInt8 {
         if case .failed = state { return }
@@ -480,6 +492,7 @@ public struct MockHTTPRequestParser: Sendable {
             return fail(413, "Content-Length \(length == Int.max ? "(over 18 digits)" : String(length)) exceeds the body limit of \(limits.maxBodyBytes) bytes")
         }
         if length == 0 { return complete() }
+        body.reserveCapacity(length) // one allocation of the declared size, not doublings
         state = .body(remaining: length)
         return head.expectsContinue ? .sendContinue : nil
     }

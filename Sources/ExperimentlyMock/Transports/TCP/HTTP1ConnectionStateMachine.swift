@@ -112,6 +112,20 @@ struct HTTP1ConnectionStateMachine: Sendable {
         return [.dispatch(parsed)]
     }
 
+    /// The body bytes to reserve for the request whose head arrived (see
+    /// `MockHTTPRequestParser.bodyBytesToReserve`), when nothing is in flight; nil otherwise.
+    var bodyBytesToReserve: Int? {
+        guard phase == .open, inFlight == nil else { return nil }
+        return parser.bodyBytesToReserve
+    }
+
+    /// Restarts the read-timeout clock of the request being received at `now` (monotonic
+    /// seconds): the server calls it when a connection paused for the body budget may read
+    /// again, so that the time spent waiting for the budget does not count as a slow client.
+    mutating func restartRequestClock(now: Double) {
+        if requestStart != nil { requestStart = now }
+    }
+
     /// True when the connection holds no request at all (nothing in flight, nothing buffered).
     var isIdle: Bool { inFlight == nil && parser.isIdle && phase == .open }
 

@@ -55,13 +55,23 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
         public var backlog: Int32
         /// Most connections open at once; a connection accepted over it is answered 503 and closed.
         public var maxConnections: Int
+        /// Most request-body bytes held in memory at once across all connections (default
+        /// ``MockHTTPServer/defaultBodyBudgetBytes``, 96 MiB). When a request's head is complete its
+        /// body is reserved against this budget (its `Content-Length`, or `limits.maxBodyBytes`
+        /// when chunked) and released when the handler has answered (or the connection closes);
+        /// a connection whose reservation does not fit stops being read (TCP flow control holds
+        /// the client back) until it does, in arrival order. Raised to at least
+        /// `limits.maxBodyBytes`, so that one request always fits (Documentation/CrossSDK.md).
+        public var bodyBudgetBytes: Int
 
         /// Creates a configuration; see each property for units and defaults.
         public init(
             host: String = "127.0.0.1", port: UInt16 = 0, readTimeout: Double = 10, idleTimeout: Double = 60,
             writeTimeout: Double = 10, shutdownGracePeriod: Double = 5,
-            limits: MockHTTPParserLimits = MockHTTPParserLimits(), backlog: Int32 = 4096, maxConnections: Int = 100_000
+            limits: MockHTTPParserLimits = MockHTTPParserLimits(), backlog: Int32 = 4096, maxConnections: Int = 100_000,
+            bodyBudgetBytes: Int = MockHTTPServer.defaultBodyBudgetBytes
         ) {
+            self.bodyBudgetBytes = bodyBudgetBytes
             self.host = host
             self.port = port
             self.readTimeout = readTimeout
@@ -88,7 +98,18 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
         public var cancelledRequests = 0
         /// Connections refused with 503 because `maxConnections` or the descriptor limit was reached.
         public var refusedConnections = 0
+        /// Times a connection stopped being read because its body did not fit the body budget.
+        public var budgetPauses = 0
+        /// Connections currently paused for the body budget.
+        public var pausedForBudget = 0
+        /// Request-body bytes currently reserved against the body budget.
+        public var reservedBodyBytes = 0
+        /// The most request-body bytes reserved at once since `start()`.
+        public var peakReservedBodyBytes = 0
     }
+
+    /// The default ``Configuration/bodyBudgetBytes``: 96 MiB of request bodies in memory at once.
+    public static let defaultBodyBudgetBytes = 96 << 20
 
     private enum LifeState { case idle, running, shuttingDown, stopped }
 
@@ -479,11 +500,24 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
     /// but not its body, so it never completes), dispatched whole with the original body.
     private var retryTraps: [(request: MockRequest, connection: UInt64, at: Double)] = []
     private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
+    /// Most bytes one `recv` takes from a connection that holds no body reservation (its head is
+    /// still arriving), so that unreserved input stays small per connection.
+    private static let unreservedReadBytes = 16 * 1024
+    /// The body budget in bytes (`Configuration.bodyBudgetBytes`, at least one maximal body).
+    private let bodyBudget: Int
+    /// Bytes reserved now against `bodyBudget` (sum of the connections' `reserved`).
+    private var bodyReserved = 0
+    /// The most reserved since the last `malloc_trim`.
+    private var reservedSinceTrim = 0
+    /// Connections paused for the budget, in arrival order (closed ones are skipped lazily).
+    private var budgetQueue: [UInt64] = []
+    private var budgetQueueHead = 0
 
     init(server: MockHTTPServer, poller: SocketPoller, listenFD: Int32, wakeRead: Int32, wakeWrite: Int32) {
         self.server = server
         configuration = server.configuration
         handler = server.handlerForLoop
+        bodyBudget = max(server.configuration.bodyBudgetBytes, server.configuration.limits.maxBodyBytes)
         self.poller = poller
         self.listenFD = listenFD
         self.wakeRead = wakeRead
@@ -559,7 +593,9 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
                 if retryTraps.count > MockBackend.TransportRetryTrap.limit { retryTraps.removeFirst() }
             }
             c.inFlightRequest = nil
+            releaseBody(c)
             apply(c.machine.answered(outcome, now: now), to: c)
+            admit(c)
         }
         unanswerable -= inbox.unanswerableDone
     }
@@ -657,14 +693,16 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
 
     private func readAvailable(_ c: LoopConnection, hangup: Bool) {
         var budget = 4
-        while c.isOpen && budget > 0 && !c.readPaused && !c.readEOF {
+        while c.isOpen && budget > 0 && !c.readPaused && !c.readEOF && !c.budgetWaiting {
             budget -= 1
-            let n = readBuffer.withUnsafeMutableBytes { recv(c.fd, $0.baseAddress, $0.count, dontWait) }
+            let limit = c.reserved > 0 ? readBuffer.count : Self.unreservedReadBytes
+            let n = readBuffer.withUnsafeMutableBytes { recv(c.fd, $0.baseAddress, limit, dontWait) }
             if n > 0 {
                 let now = monotonicSeconds()
                 apply(c.machine.received(readBuffer[0..<n], now: now), to: c)
                 if !retryTraps.isEmpty && c.isOpen { catchResend(c, now: now) }
-                if n < readBuffer.count { break }
+                admit(c)
+                if n < limit { break }
                 continue
             }
             if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
@@ -676,7 +714,7 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
             if c.isOpen { updateInterest(c) }
             return
         }
-        if c.isOpen && hangup && (c.readPaused || c.readEOF) {
+        if c.isOpen && hangup && (c.readPaused || c.readEOF || c.budgetWaiting) {
             // Both directions are gone: nothing more can be read or written.
             if c.task != nil { c.task?.cancel(); c.task = nil; server.count { $0.cancelledRequests += 1 } }
             closeConnection(c)
@@ -716,6 +754,9 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
                 request.connection = MockConnectionInfo(listener: server.serial, connection: id, index: c.dispatched)
                 c.dispatched += 1
                 c.inFlightRequest = request
+                // A body that arrived whole with its head (at most one unreserved read) is
+                // charged too, over the budget if need be, so later bodies wait for it.
+                if c.reserved == 0 && !request.body.isEmpty { reserve(request.body.count, for: c) }
                 // A complete resend consumes its trap here (MockBackend recognises it).
                 if !retryTraps.isEmpty { retryTraps.removeAll { $0.connection != id && $0.request == request } }
                 c.task = Task {
@@ -797,12 +838,80 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
     }
 
     private func updateInterest(_ c: LoopConnection) {
-        poller.set(c.fd, id: c.id, read: !c.readPaused && !c.readEOF, write: c.wantsWrite, adding: false)
+        poller.set(c.fd, id: c.id, read: !c.readPaused && !c.readEOF && !c.budgetWaiting, write: c.wantsWrite, adding: false)
+    }
+
+    // MARK: Body budget
+
+    /// Reserves the body of the request whose head `c` just completed, or pauses reading `c`
+    /// (out of the poll read set) behind the connections already waiting when it does not fit.
+    private func admit(_ c: LoopConnection) {
+        guard c.isOpen, c.reserved == 0, !c.budgetWaiting, let need = c.machine.bodyBytesToReserve else { return }
+        if budgetQueueHead == budgetQueue.count && bodyReserved + need <= bodyBudget {
+            reserve(need, for: c)
+            return
+        }
+        c.budgetWaiting = true
+        c.budgetNeed = need
+        budgetQueue.append(c.id)
+        updateInterest(c)
+        server.count { $0.budgetPauses += 1; $0.pausedForBudget += 1 }
+    }
+
+    private func reserve(_ bytes: Int, for c: LoopConnection) {
+        c.reserved = bytes
+        bodyReserved += bytes
+        reservedSinceTrim = max(reservedSinceTrim, bodyReserved)
+        let total = bodyReserved
+        server.count { $0.reservedBodyBytes = total; $0.peakReservedBodyBytes = max($0.peakReservedBodyBytes, total) }
+    }
+
+    /// Gives `c`'s reservation back (its request was answered, or it closed) and resumes the
+    /// waiting connections, first come first served, while their bodies fit.
+    private func releaseBody(_ c: LoopConnection) {
+        if c.budgetWaiting {
+            c.budgetWaiting = false
+            server.count { $0.pausedForBudget -= 1 }
+        }
+        guard c.reserved > 0 else { return }
+        bodyReserved -= c.reserved
+        c.reserved = 0
+        let total = bodyReserved
+        server.count { $0.reservedBodyBytes = total }
+        let now = monotonicSeconds()
+        while budgetQueueHead < budgetQueue.count {
+            guard let w = connections[budgetQueue[budgetQueueHead]], w.isOpen, w.budgetWaiting else {
+                budgetQueueHead += 1
+                continue
+            }
+            guard bodyReserved + w.budgetNeed <= bodyBudget else { break }
+            budgetQueueHead += 1
+            w.budgetWaiting = false
+            server.count { $0.pausedForBudget -= 1 }
+            reserve(w.budgetNeed, for: w)
+            w.machine.restartRequestClock(now: now)
+            updateInterest(w)
+            reschedule(w)
+        }
+        if budgetQueueHead == budgetQueue.count {
+            budgetQueue.removeAll(keepingCapacity: true)
+            budgetQueueHead = 0
+        } else if budgetQueueHead > 1024 && budgetQueueHead * 2 > budgetQueue.count {
+            budgetQueue.removeFirst(budgetQueueHead)
+            budgetQueueHead = 0
+        }
+        if bodyReserved == 0 && reservedSinceTrim >= 16 << 20 {
+            // A burst of large bodies is over: give the freed heap back to the kernel (glibc
+            // keeps it otherwise, and resident memory would stay at the burst's peak).
+            reservedSinceTrim = 0
+            if let trim = mallocTrim { _ = trim(0) }
+        }
     }
 
     private func closeConnection(_ c: LoopConnection) {
         guard c.isOpen else { return }
         c.isOpen = false
+        releaseBody(c)
         poller.remove(c.fd)
         close(c.fd)
         connections[c.id] = nil
@@ -834,6 +943,8 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
             let entry = deadlines.pop()
             guard let c = connections[entry.id], c.version == entry.version else { continue }
             c.scheduled = nil
+            // Waiting for the budget is not a slow client: the clock restarts when it resumes.
+            if c.budgetWaiting { continue }
             if let w = c.writeDeadline, now >= w {
                 // The peer stopped reading our response.
                 if c.task != nil { c.task?.cancel(); c.task = nil }
@@ -860,6 +971,11 @@ private final class LoopConnection {
     var wantsWrite = false
     var readPaused = false
     var readEOF = false
+    /// Request-body bytes reserved against the loop's body budget.
+    var reserved = 0
+    /// Paused until `budgetNeed` bytes fit the body budget (out of the poll read set).
+    var budgetWaiting = false
+    var budgetNeed = 0
     var writeDeadline: Double?
     /// Requests handed to the handler so far on this connection.
     var dispatched = 0
@@ -929,6 +1045,17 @@ private let socketStreamType = Int32(SOCK_STREAM.rawValue)
 private let sendFlags = Int32(MSG_NOSIGNAL)
 private let dontWait = Int32(MSG_DONTWAIT)
 #endif
+
+/// glibc's `malloc_trim(3)` (not exported by the toolchain's Glibc module), looked up with
+/// `dlsym`; nil on other C libraries.
+private let mallocTrim: (@convention(c) (Int) -> Int32)? = {
+    #if os(Linux)
+    guard let handle = dlopen(nil, RTLD_NOW), let symbol = dlsym(handle, "malloc_trim") else { return nil }
+    return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
+    #else
+    return nil
+    #endif
+}()
 
 private func monotonicSeconds() -> Double {
     Double(DispatchTime.now().uptimeNanoseconds) / 1e9

@@ -1,0 +1,115 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import XCTest
+@testable import ExperimentlyMock
+
+/// The body budget (`MockHTTPServer.Configuration.bodyBudgetBytes`): a connection whose body does
+/// not fit is not read until it does, paused connections resume in arrival order, and every
+/// request is answered and journaled. Order comes from holds and the server's counters, not time.
+final class HTTPServerBodyBudgetTests: XCTestCase {
+    /// A `/track` request whose body is exactly `size` bytes (larger than one unreserved read,
+    /// 16 KiB, so the server sees the head before the body).
+    private func track(_ user: String, size: Int) -> String {
+        let prefix = #"{"event_type":"big","user_id":"\#(user)","experiment_key":"sdk_contract_ab","metadata":{"pad":""#
+        let body = prefix + String(repeating: "x", count: size - prefix.utf8.count - 3) + #""}}"#
+        XCTAssertEqual(body.utf8.count, size)
+        return "POST /api/v1/tracking/track HTTP/1.1\r\nHost: h\r\nX-API-Key: \(Fixtures.sdkContractAPIKey)\r\n"
+            + "Content-Type: application/json\r\nContent-Length: \(size)\r\n\r\n" + body
+    }
+
+    func testConnectionsOverTheBudgetPauseAndResumeInArrivalOrderAndEveryRequestIsJournaled() async throws {
+        let size = 40_000
+        // Room for two bodies; the body limit (64 KiB) is below the budget, so one always fits.
+        let configuration = MockHTTPServer.Configuration(
+            readTimeout: 5, shutdownGracePeriod: 2, limits: MockHTTPParserLimits(maxBodyBytes: 64 * 1024), bodyBudgetBytes: 2 * size + size / 2)
+        let backend = MockBackend()
+        let server = MockHTTPServer(handler: backend, configuration: configuration)
+        let port = try server.start()
+        addTeardownBlock {
+            backend.shutdown()
+            server.shutdown()
+        }
+        backend.addFault(FaultRule(match: FaultMatch(path: "/api/v1/tracking/track"), action: .hold(label: "big")))
+
+        let users = ["a", "b", "c", "d", "e"]
+        var clients: [RawClient] = []
+        for (i, user) in users.enumerated() {
+            let client = try RawClient(port: port)
+            client.send(track(user, size: size))
+            clients.append(client)
+            if i < 2 {
+                await backend.waitForHolds(i + 1)
+            } else {
+                XCTAssertTrue(eventually { server.statistics.pausedForBudget == i - 1 }, "\(user) is paused: its body does not fit")
+            }
+        }
+        var stats = server.statistics
+        XCTAssertEqual(stats.budgetPauses, 3)
+        XCTAssertEqual(stats.reservedBodyBytes, 2 * size)
+        XCTAssertEqual(backend.heldRequests.compactMap(\.userID), ["a", "b"], "paused bodies are not read, so not dispatched")
+
+        // Each answer frees one body's room: the first paused connection (and only it) goes on.
+        for (answered, next) in [(0, 2), (1, 3), (2, 4)] {
+            let hold = try XCTUnwrap(backend.heldRequests.first { $0.userID == users[answered] })
+            XCTAssertTrue(backend.release(hold.id))
+            XCTAssertEqual(clients[answered].readResponse()?.status, 200)
+            await backend.waitForHolds(2)
+            XCTAssertEqual(backend.heldRequests.compactMap(\.userID), [users[answered + 1], users[next]], "resumed in arrival order")
+            XCTAssertEqual(server.statistics.pausedForBudget, users.count - 1 - next)
+        }
+        for user in ["d", "e"] {
+            let hold = try XCTUnwrap(backend.heldRequests.first { $0.userID == user })
+            XCTAssertTrue(backend.release(hold.id))
+        }
+        XCTAssertEqual(clients[3].readResponse()?.status, 200)
+        XCTAssertEqual(clients[4].readResponse()?.status, 200)
+        XCTAssertTrue(eventually { server.statistics.reservedBodyBytes == 0 }, "every reservation is given back")
+        stats = server.statistics
+        XCTAssertEqual(stats.pausedForBudget, 0)
+        XCTAssertEqual(stats.peakReservedBodyBytes, 2 * size, "never more than the budget")
+        let history = backend.history
+        XCTAssertEqual(history.map(\.outcome), Array(repeating: "respond", count: users.count))
+        XCTAssertEqual(history.map { $0.response?.status }, Array(repeating: 200, count: users.count))
+    }
+
+    func testAPausedConnectionWhoseClientResetsIsClosedAndTheQueueMovesOn() async throws {
+        let size = 40_000
+        let configuration = MockHTTPServer.Configuration(
+            readTimeout: 5, shutdownGracePeriod: 2, limits: MockHTTPParserLimits(maxBodyBytes: 64 * 1024), bodyBudgetBytes: size + size / 2)
+        let backend = MockBackend()
+        let server = MockHTTPServer(handler: backend, configuration: configuration)
+        let port = try server.start()
+        addTeardownBlock {
+            backend.shutdown()
+            server.shutdown()
+        }
+        backend.addFault(FaultRule(match: FaultMatch(path: "/api/v1/tracking/track"), action: .hold(label: "big")))
+        let a = try RawClient(port: port)
+        a.send(track("a", size: size))
+        await backend.waitForHolds(1)
+        var b: RawClient? = try RawClient(port: port)
+        b?.send(track("b", size: size))
+        XCTAssertTrue(eventually { server.statistics.pausedForBudget == 1 })
+        let c = try RawClient(port: port)
+        c.send(track("c", size: size))
+        XCTAssertTrue(eventually { server.statistics.pausedForBudget == 2 })
+        // The client gives up: close(2) with SO_LINGER 0 sends a reset. (A client that only
+        // half-closes, FIN, may still read its answer: it stays queued and is served in turn.)
+        var l = linger(l_onoff: 1, l_linger: 0)
+        setsockopt(try XCTUnwrap(b).fd, SOL_SOCKET, SO_LINGER, &l, socklen_t(MemoryLayout<linger>.size))
+        b = nil
+        XCTAssertTrue(eventually { server.statistics.pausedForBudget == 1 && server.statistics.openConnections == 2 }, "b is cleaned up")
+        let hold = try XCTUnwrap(backend.heldRequests.first)
+        XCTAssertTrue(backend.release(hold.id))
+        XCTAssertEqual(a.readResponse()?.status, 200)
+        await backend.waitForHolds(1)
+        XCTAssertEqual(backend.heldRequests.compactMap(\.userID), ["c"], "c goes on in b's place")
+        XCTAssertTrue(backend.release(try XCTUnwrap(backend.heldRequests.first).id))
+        XCTAssertEqual(c.readResponse()?.status, 200)
+        XCTAssertEqual(backend.history.compactMap { $0.response?.status }, [200, 200])
+    }
+}
