@@ -19,8 +19,13 @@ extension HarnessCommand {
         case "mutants": rawValue(of: "--verdict", in: arguments) ?? "mutants-verdict.json"
         default: verdictPath(in: arguments)
         }
+        // `generate` writes no verdict: before it registers its own summary, a signal still says
+        // what stopped (the last registered handler runs).
+        if command == "generate" {
+            return InterruptSignals.register { sig in say("interrupted by signal \(sig): generate stopped early (nothing run yet)") }
+        }
         // `register` installs the signal handlers after the writer is in place.
-        guard command != "generate", !arguments.contains("--watch"), !arguments.contains("--help"), !arguments.contains("-h"),
+        guard !arguments.contains("--watch"), !arguments.contains("--help"), !arguments.contains("-h"),
               let path, !path.isEmpty else {
             InterruptSignals.install()
             return nil
