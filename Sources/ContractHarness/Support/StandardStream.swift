@@ -20,9 +20,13 @@ public enum StandardStream {
     /// Writes `data` to standard error; errors are dropped.
     public static func error(_ data: Data) { write(data, to: 2) }
 
-    private static func write(_ data: Data, to fd: Int32) {
-        data.withUnsafeBytes { raw in
-            guard var base = raw.baseAddress else { return }
+    private static func write(_ data: Data, to fd: Int32) { _ = writeAll(data, to: fd) }
+
+    /// Writes all of `data` to `fd` (retrying on EINTR and short writes): `nil` when everything was
+    /// written, else the `errno` of the failed write (0 when a write wrote nothing).
+    static func writeAll(_ data: Data, to fd: Int32) -> Int32? {
+        data.withUnsafeBytes { raw -> Int32? in
+            guard var base = raw.baseAddress else { return nil }
             var left = raw.count
             while left > 0 {
                 #if canImport(Glibc)
@@ -31,10 +35,12 @@ public enum StandardStream {
                 let n = Darwin.write(fd, base, left)
                 #endif
                 if n < 0 && errno == EINTR { continue }
-                if n <= 0 { return }
+                if n < 0 { return errno }
+                if n == 0 { return 0 }
                 base += n
                 left -= n
             }
+            return nil
         }
     }
 }
@@ -92,21 +98,7 @@ private func writeToFIFO(_ data: Data, _ path: String) throws {
     }
     defer { close(fd) }
     _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
-    try data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
-        guard var base = raw.baseAddress else { return }
-        var left = raw.count
-        while left > 0 {
-            #if canImport(Glibc)
-            let n = Glibc.write(fd, base, left)
-            #else
-            let n = Darwin.write(fd, base, left)
-            #endif
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw OutputFIFOError(path: path, reason: "cannot write to the FIFO (\(String(cString: strerror(errno))))")
-            }
-            base += n
-            left -= n
-        }
+    if let code = StandardStream.writeAll(data, to: fd) {
+        throw OutputFIFOError(path: path, reason: "cannot write to the FIFO (\(String(cString: strerror(code))))")
     }
 }
