@@ -21,10 +21,10 @@ enum DuplicateKeys {
     }
 
     /// The first duplicate key in `bytes`, which must already be valid JSON (call after a
-    /// successful `JSONValue.parse`); `nil` when every object's keys are unique.
+    /// successful `JSONValue.parse`); `nil` when every object's keys are unique. The mock's
+    /// `JSONDuplicateKey` decides (one rule for scenario files, fault files and the admin API).
     static func first(in bytes: [UInt8]) -> Duplicate? {
-        var scanner = Scanner(bytes: bytes)
-        return scanner.value(path: "$")
+        JSONDuplicateKey.first(in: Data(bytes)).map { Duplicate(path: $0.path, key: $0.key, equivalentOnly: $0.equivalentOnly) }
     }
 
     /// The first integer literal (no fraction, no exponent) beyond ±2^53 (9007199254740992) in
@@ -35,7 +35,7 @@ enum DuplicateKeys {
     /// expectation with one would silently mean another number; scenario files refuse it.
     static func firstLargeInteger(in bytes: [UInt8]) -> (path: String, text: String)? {
         var scanner = Scanner(bytes: bytes)
-        _ = scanner.value(path: "$")
+        scanner.value(path: "$")
         return scanner.largeInteger
     }
 
@@ -57,7 +57,8 @@ enum DuplicateKeys {
         return simple ? "." + key : "[" + JSONValue.string(key).jsonText + "]"
     }
 
-    /// A minimal walk over valid JSON: values, objects with their keys, arrays with indices.
+    /// A minimal walk over valid JSON (values, objects with their keys, arrays with indices)
+    /// that notes the first integer literal beyond ±2^53 and its path.
     private struct Scanner {
         let bytes: [UInt8]
         var i = 0
@@ -68,14 +69,14 @@ enum DuplicateKeys {
             while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x0a || bytes[i] == 0x0d || bytes[i] == 0x09 { i += 1 }
         }
 
-        /// Scans one value at `i`; returns the first duplicate inside it.
-        mutating func value(path: String) -> Duplicate? {
+        /// Scans one value at `i`, noting the first large integer inside it.
+        mutating func value(path: String) {
             skipWhitespace()
-            guard i < bytes.count else { return nil }
+            guard i < bytes.count else { return }
             switch bytes[i] {
-            case UInt8(ascii: "{"): return object(path: path)
-            case UInt8(ascii: "["): return array(path: path)
-            case UInt8(ascii: "\""): _ = string(); return nil
+            case UInt8(ascii: "{"): object(path: path)
+            case UInt8(ascii: "["): array(path: path)
+            case UInt8(ascii: "\""): _ = string()
             default:
                 // A number or a literal: up to the next delimiter.
                 let start = i
@@ -83,7 +84,6 @@ enum DuplicateKeys {
                 if largeInteger == nil, DuplicateKeys.isLargeInteger(bytes[start..<i]) {
                     largeInteger = (path, String(decoding: bytes[start..<i], as: UTF8.self))
                 }
-                return nil
             }
         }
 
@@ -97,36 +97,29 @@ enum DuplicateKeys {
             return (try? JSONValue.parse(token).value.stringValue) ?? ""
         }
 
-        mutating func object(path: String) -> Duplicate? {
+        mutating func object(path: String) {
             i += 1
-            var seen: [String] = []
             while true {
                 skipWhitespace()
-                guard i < bytes.count else { return nil }
-                if bytes[i] == UInt8(ascii: "}") { i += 1; return nil }
+                guard i < bytes.count else { return }
+                if bytes[i] == UInt8(ascii: "}") { i += 1; return }
                 if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
-                let key = string()
-                let here = path + DuplicateKeys.member(key)
-                if seen.contains(where: { $0.unicodeScalars.elementsEqual(key.unicodeScalars) }) {
-                    return Duplicate(path: here, key: key, equivalentOnly: false)
-                }
-                if seen.contains(key) { return Duplicate(path: here, key: key, equivalentOnly: true) }
-                seen.append(key)
+                let here = path + DuplicateKeys.member(string())
                 skipWhitespace()
                 i += 1 // ':'
-                if let found = value(path: here) { return found }
+                value(path: here)
             }
         }
 
-        mutating func array(path: String) -> Duplicate? {
+        mutating func array(path: String) {
             i += 1
             var index = 0
             while true {
                 skipWhitespace()
-                guard i < bytes.count else { return nil }
-                if bytes[i] == UInt8(ascii: "]") { i += 1; return nil }
+                guard i < bytes.count else { return }
+                if bytes[i] == UInt8(ascii: "]") { i += 1; return }
                 if bytes[i] == UInt8(ascii: ",") { i += 1; index += 1; continue }
-                if let found = value(path: "\(path)[\(index)]") { return found }
+                value(path: "\(path)[\(index)]")
             }
         }
     }
