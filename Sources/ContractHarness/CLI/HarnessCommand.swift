@@ -97,6 +97,8 @@ public enum HarnessCommand {
     public static func main(_ arguments: [String], driver: any SDKDriver = SwiftSDKDriver()) async -> Int32 {
         // A closed output pipe (`| head -1`) loses text, never the run or its verdict.
         StandardStream.ignoreBrokenPipes()
+        // In-process runs keep their sessions' descriptors: use what the hard limit allows.
+        OpenFileLimit.raiseToHardLimit()
         guard let command = arguments.first else { return usageError("no command given") }
         // SIGINT/SIGTERM handled from here on: exit 130/143, the verdict marked interrupted.
         let early = interruptFromTheStart(command, arguments: Array(arguments.dropFirst()), driver: driver)
