@@ -101,7 +101,7 @@ public struct WorkloadGenerator: Sendable {
 
         mutating func label(_ prefix: String) -> String { counter += 1; return "\(prefix)\(counter)" }
 
-        static func exact(_ s: String) -> String { s.unicodeScalars.map { String($0.value, radix: 16) }.joined(separator: ".") }
+        static func exact(_ s: String) -> String { Checks.exact(s) }
 
         mutating func userValue(_ user: String, experiment: String) -> JSONValue {
             // exp_us_only answers assigned:false without country US.
