@@ -55,11 +55,26 @@ enum WorkerCommand {
             thread.start()
         }
         await withTaskGroup(of: Void.self) { group in
+            var previous: String?   // the last job's scenario text (`WorkerJob.sameScenario`)
             for await line in lines {
-                guard let job = WorkerProtocol.record(WorkerJob.self, kind: "job", from: line) else {
+                guard var job = WorkerProtocol.record(WorkerJob.self, kind: "job", from: line) else {
                     StandardStream.error(Data("contract-harness __worker: ignoring a line that is not a job record\n".utf8))
                     continue
                 }
+                if job.sameScenario == true {
+                    guard let previous else {
+                        // Answered, so the supervisor does not wait for it: an error result naming the fault.
+                        let result = ScenarioResult(name: (job.file as NSString).lastPathComponent, file: job.file, tags: [], source: nil,
+                                                    status: .error, durationMilliseconds: 0, checks: [],
+                                                    reason: "worker protocol: a job said its scenario is the previous job's, and there was none",
+                                                    smoke: nil, history: [], historyDigest: "")
+                        output.send(WorkerProtocol.line("result", WorkerResult(id: job.id, result: result, retire: true)))
+                        continue
+                    }
+                    job.scenario = previous
+                    job.sameScenario = nil
+                }
+                previous = job.scenario
                 group.addTask {
                     let result = await run(job)
                     output.send(WorkerProtocol.line("result", WorkerResult(id: job.id, result: result, retire: leavesWork(result) ? true : nil)))

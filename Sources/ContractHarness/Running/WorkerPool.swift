@@ -181,7 +181,8 @@ final class WorkerPool: @unchecked Sendable {
                             continue
                         }
                     }
-                    worker!.send(WorkerProtocol.jobLine(jobs[id]))
+                    worker!.send(WorkerProtocol.jobLine(WorkerProtocol.slimmed(jobs[id], previous: worker!.lastScenario)))
+                    worker!.lastScenario = jobs[id].scenario
                     inFlight[id] = DispatchTime.now().uptimeNanoseconds
                     alone = isAlone
                     continue
@@ -276,6 +277,8 @@ final class WorkerProcess: @unchecked Sendable {
     private var pending = LineBuffer()
     private var errBuffer = Data()
     private var reaped: (signal: Int32?, exitStatus: Int32?)?
+    /// The scenario text of the last job sent (`WorkerProtocol.slimmed`).
+    var lastScenario: String?
 
     struct SpawnError: Error, CustomStringConvertible { let description: String }
 

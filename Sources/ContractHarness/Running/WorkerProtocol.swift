@@ -27,6 +27,16 @@ enum WorkerProtocol {
         var kind: String
     }
 
+    /// `job` as sent to a worker whose previous job had the scenario text `previous`: with an
+    /// empty `scenario` and `sameScenario` when the texts are the same bytes.
+    static func slimmed(_ job: WorkerJob, previous: String?) -> WorkerJob {
+        guard let previous, !job.scenario.isEmpty, previous.utf8.elementsEqual(job.scenario.utf8) else { return job }
+        var slim = job
+        slim.scenario = ""
+        slim.sameScenario = true
+        return slim
+    }
+
     /// A record as one line of JSON bytes, newline included.
     static func line<P: Codable & Sendable>(_ kind: String, _ payload: P) -> Data {
         let encoder = JSONEncoder()
@@ -125,6 +135,10 @@ struct WorkerJob: Codable, Sendable, Equatable {
     /// for every schedule, parsed once per worker) and the run is that file with its movable
     /// steps in this order (`Explorer.permuted`). `nil`: run `scenario` as it is.
     var schedule: ScheduleJob? = nil
+    /// `true`: `scenario` was sent empty because its text is the previous job's on this worker
+    /// (exploration sends one file with every schedule: decoding its text per job was a tenth of
+    /// a worker's time). The worker refuses it when it has no previous job. Absent: `false`.
+    var sameScenario: Bool? = nil
 
     /// Which order of the movable steps to run.
     struct ScheduleJob: Codable, Sendable, Equatable {

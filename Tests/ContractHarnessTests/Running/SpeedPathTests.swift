@@ -59,6 +59,48 @@ final class SpeedPathTests: XCTestCase {
         }
     }
 
+    /// Schedules sent to one worker carry the explored file's text once: a job that says "the
+    /// previous job's text" runs that text; one with no previous job is an error result, not a hang.
+    func testAWorkerRunsASlimmedJobOnThePreviousJobsText() throws {
+        let text = try String(contentsOfFile: Self.benchmark, encoding: .utf8)
+        let root = try JSONValue.parse(Data(text.utf8), file: Self.benchmark)
+        let settings = try XCTUnwrap(try Explorer.settings(of: root, file: Self.benchmark))
+        let (orders, _) = Explorer.schedules(of: settings.steps, max: 720, exhaustive: true, seed: 0)
+        func job(_ id: Int, _ order: [Int]) -> WorkerJob {
+            WorkerJob(id: id, file: Self.benchmark, scenario: text, seed: 0, mutant: nil, stepTimeoutCap: 1500, keepsHistory: false,
+                      explore: nil, schedule: .init(steps: settings.steps, order: order))
+        }
+        XCTAssertEqual(WorkerProtocol.slimmed(job(0, orders[0]), previous: nil), job(0, orders[0]))
+        XCTAssertEqual(WorkerProtocol.slimmed(job(0, orders[0]), previous: text + " "), job(0, orders[0]))
+        let slim = WorkerProtocol.slimmed(job(1, orders[5]), previous: text)
+        XCTAssertEqual(slim.scenario, "")
+        XCTAssertEqual(slim.sameScenario, true)
+
+        func results(_ lines: [WorkerJob]) throws -> [Int: ScenarioResult] {
+            let worker = try WorkerProcess(executable: HarnessCLITests.binary.path)
+            defer { worker.close() }
+            lines.forEach { worker.send(WorkerProtocol.jobLine($0)) }
+            var out: [Int: ScenarioResult] = [:]
+            while out.count < lines.count {
+                switch worker.next(timeoutMilliseconds: 60_000) {
+                case .line(let data):
+                    if let r = WorkerProtocol.record(WorkerResult.self, kind: "result", from: data) { out[r.id] = r.result }
+                case .idle: XCTFail("no result within 60 s"); return out
+                case .ended: XCTFail("the worker ended"); return out
+                }
+            }
+            return out
+        }
+        let whole = try results([job(0, orders[0]), job(1, orders[5])])
+        let slimmed = try results([job(0, orders[0]), slim])
+        XCTAssertEqual(whole[1]?.status, .passed)
+        XCTAssertEqual(slimmed[1]?.status, whole[1]?.status)
+        XCTAssertEqual(slimmed[1]?.historyDigest, whole[1]?.historyDigest)
+        let orphan = try results([slim])
+        XCTAssertEqual(orphan[1]?.status, .error)
+        XCTAssertTrue(orphan[1]?.reason?.contains("previous job") == true, orphan[1]?.reason ?? "")
+    }
+
     func testStoppingAtTheFirstCatchNamesTheSameFirstCatch() async throws {
         let names = ["defect-4-unassigned-never-fanned-out", "field-experiment-stops-mid-run", "s4-fanout-is-per-user",
                      "s4-fanout-skips-expired-and-unassigned"]
