@@ -35,6 +35,8 @@ public final class DriverServer: @unchecked Sendable {
         var clients: [String: (client: any DriverClient, scope: String, session: URLSession, store: String?)] = [:]
         var stores: [String: SharedDefaults] = [:]
         var running: [Int: Task<Void, Never>] = [:]
+        /// Sessions of closed clients, for the next clients: never invalidated (see `closeClient`).
+        var idleSessions: [URLSession] = []
     }
 
     private let driver: any SDKDriver
@@ -178,7 +180,11 @@ public final class DriverServer: @unchecked Sendable {
                     s.stores = s.stores.filter { live.contains($0.key) }
                 }
             }
-            entry.session.finishTasksAndInvalidate()
+            // The session is not invalidated: an operation of the closed client still running may
+            // create another data task on it (a `trackBatch`'s next batch), and on an invalidated
+            // session that is a fatalError in FoundationNetworking. It serves the next client
+            // instead (each client's requests go to its own base URL; completions are per task).
+            state.withLock { $0.idleSessions.append(entry.session) }
             reply(DriverReply(id: r.id, result: .object([:])))
         case .seedStore:
             await seedStore(r)
@@ -219,10 +225,12 @@ public final class DriverServer: @unchecked Sendable {
             s.scopes[scope] = Scope(clock: c)
             return c
         }
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.urlCache = nil
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        let session = URLSession(configuration: configuration)
+        let session = state.withLock { $0.idleSessions.popLast() } ?? {
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.urlCache = nil
+            configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+            return URLSession(configuration: configuration)
+        }()
         let stores = state
         let context = DriverContext(makeSession: { _ in session }, clock: clock,
                                     storeSuite: { "experimently-driver-\($0)" },
