@@ -29,6 +29,8 @@ struct IncomingRequest: Sendable {
         var path = ""
         var parts: [String] = []
         var pairs: [(name: String, value: String?)] = []
+        // Room for the contract's routes (at most 6 segments) and a few query pairs: no regrowth.
+        parts.reserveCapacity(8)
         target.withUTF8 { bytes in
             let end = bytes.count
             var mark = end
@@ -54,6 +56,7 @@ struct IncomingRequest: Sendable {
             segment(start, mark)
             // Query pairs: split at "&" omitting empty pieces; name and value at the first "=".
             guard mark < end else { return }
+            pairs.reserveCapacity(4)
             func pair(_ from: Int, _ to: Int) {
                 guard from < to else { return }
                 var eq = to

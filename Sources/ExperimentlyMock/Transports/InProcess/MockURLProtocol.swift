@@ -43,8 +43,16 @@ enum MockRouting {
 
     /// The backend a request is routed to: by the private header, else by the host; nil when none.
     static func backend(for request: URLRequest) -> MockBackend? {
-        if let token = request.value(forHTTPHeaderField: MockBackend.routingHeader), let b = backend(token: token) { return b }
-        if let host = request.url?.host?.lowercased(), host.hasSuffix(hostSuffix) {
+        backend(fields: request.allHTTPHeaderFields ?? [:], host: request.url?.host)
+    }
+
+    /// ``backend(for:)`` with the request's header fields and URL host already read
+    /// (`startLoading` reads them once for routing and for the ``MockRequest``).
+    static func backend(fields: [String: String], host: String?) -> MockBackend? {
+        // The header's name is matched without ASCII case, as `value(forHTTPHeaderField:)` does.
+        if let token = fields.first(where: { $0.key.equalsIgnoringASCIICase(MockBackend.routingHeader) })?.value,
+           let b = backend(token: token) { return b }
+        if let host = host?.lowercased(), host.hasSuffix(hostSuffix) {
             return backend(token: String(host.dropLast(hostSuffix.count)))
         }
         return nil
@@ -52,10 +60,6 @@ enum MockRouting {
 }
 
 extension MockBackend {
-    /// The origin that routes to this backend through sessions from ``makeURLSession()``:
-    /// `http://<token>.mock.invalid` (no trailing slash).
-    public var baseURL: URL { URL(string: "http://\(routeToken)\(MockRouting.hostSuffix)")! }
-
     /// A session configuration whose only protocol is ``MockURLProtocol``: no sockets, nothing
     /// leaves the process. Requests must go to ``baseURL`` (see ``MockURLProtocol`` for routing).
     public func makeURLSessionConfiguration() -> URLSessionConfiguration {
@@ -137,8 +141,12 @@ public final class MockURLProtocol: URLProtocol {
         let load = Load(self)
         self.load = load
         let request = self.request
-        guard let backend = MockRouting.backend(for: request) else {
-            let host = request.url?.host ?? "<none>"
+        // Read once: routing and the MockRequest both need them (each read copies the dictionary).
+        let fields = request.allHTTPHeaderFields ?? [:]
+        let requestURL = request.url
+        let host = requestURL?.host
+        guard let backend = MockRouting.backend(fields: fields, host: host) else {
+            let host = host ?? "<none>"
             load.finish {
                 load.client?.urlProtocol(load.protocolInstance, didFailWithError: URLError(.cannotFindHost, userInfo: [
                     NSLocalizedDescriptionKey: "no live MockBackend for host '\(host)'; send requests to backend.baseURL (http://<token>\(MockRouting.hostSuffix))",
@@ -146,10 +154,10 @@ public final class MockURLProtocol: URLProtocol {
             }
             return
         }
-        let mockRequest = MockURLProtocol.mockRequest(from: request)
+        let mockRequest = MockURLProtocol.mockRequest(from: request, url: requestURL, host: host, fields: fields)
         let ticket = backend.begin(mockRequest)
         load.seq = ticket.seq
-        let url = request.url ?? backend.baseURL
+        let url = requestURL ?? backend.baseURL
         if let outcome = backend.completeImmediately(ticket) {
             load.finish { MockURLProtocol.deliver(outcome, url: url, load: load) }
             return
@@ -218,19 +226,30 @@ public final class MockURLProtocol: URLProtocol {
     /// Builds the transport-independent request: raw target, headers sorted by name (the
     /// loading system keeps them in a dictionary), body from `httpBody` or `httpBodyStream`.
     static func mockRequest(from request: URLRequest) -> MockRequest {
-        let target = request.url.map { requestTarget(of: $0) } ?? "/"
-        var fields = request.allHTTPHeaderFields ?? [:]
+        mockRequest(from: request, url: request.url, host: request.url?.host, fields: request.allHTTPHeaderFields ?? [:])
+    }
+
+    /// ``mockRequest(from:)`` with the request's URL, its host and its header fields already read.
+    static func mockRequest(from request: URLRequest, url: URL?, host: String?, fields: [String: String]) -> MockRequest {
+        let target = url.map { requestTarget(of: $0) } ?? "/"
+        // One array of the final size (the dictionary is not copied to add Host), then sorted in place.
+        var rows: [(lower: String, name: String, value: String)] = []
+        rows.reserveCapacity(fields.count + 1)
+        var hasHost = false
+        for (name, value) in fields {
+            if name.equalsIgnoringASCIICase("Host") { hasHost = true }
+            // Lower-cased once per field, not once per comparison.
+            if !name.equalsIgnoringASCIICase(MockBackend.routingHeader) { rows.append((name.lowercased(), name, value)) }
+        }
         // An HTTP/1.1 client always sends Host (RFC 9112 section 3.2); the loading system does not
         // pass it to custom protocols, so it is rebuilt from the URL as a socket client would send it.
-        if !fields.keys.contains(where: { $0.equalsIgnoringASCIICase("Host") }), let host = request.url?.host {
-            fields["Host"] = host + (request.url?.port.map { ":\($0)" } ?? "")
+        if !hasHost, let host {
+            rows.append(("host", "Host", host + (url?.port.map { ":\($0)" } ?? "")))
         }
-        // Lower-cased once per field, not once per comparison.
-        let headers = fields
-            .filter { !$0.key.equalsIgnoringASCIICase(MockBackend.routingHeader) }
-            .map { (lower: $0.key.lowercased(), name: $0.key, value: $0.value) }
-            .sorted { $0.lower < $1.lower }
-            .map { (name: $0.name, value: $0.value) }
+        rows.sort { $0.lower < $1.lower }
+        var headers: [(name: String, value: String)] = []
+        headers.reserveCapacity(rows.count)
+        for row in rows { headers.append((row.name, row.value)) }
         var body = request.httpBody ?? Data()
         if body.isEmpty, let stream = request.httpBodyStream {
             stream.open()
