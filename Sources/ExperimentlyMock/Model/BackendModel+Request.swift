@@ -1,7 +1,10 @@
 import Foundation
 
 /// A request decoded once for routing, validation, fault matching and history.
-struct IncomingRequest: Sendable {
+///
+/// A class (immutable, so Sendable): it travels from the transport through the fault script,
+/// the model, the ticket and `seen`, and a reference is passed instead of a 200-byte copy.
+final class IncomingRequest: Sendable {
     /// The request as received.
     let raw: MockRequest
     /// Upper-cased method.

@@ -52,11 +52,22 @@ enum MockRouting {
         // The header's name is matched without ASCII case, as `value(forHTTPHeaderField:)` does.
         if let token = fields.first(where: { $0.key.equalsIgnoringASCIICase(MockBackend.routingHeader) })?.value,
            let b = backend(token: token) { return b }
-        if let host = host?.lowercased(), host.hasSuffix(hostSuffix) {
-            return backend(token: String(host.dropLast(hostSuffix.count)))
+        guard let host else { return nil }
+        // The usual host (ASCII, no upper-case letter: as baseURL spells it) is matched by its
+        // bytes, without a lower-cased copy; any other goes the general way.
+        let bytes = host.utf8
+        if !bytes.contains(where: { $0 >= 0x80 || $0 &- 0x41 < 26 }) {
+            guard bytes.count > hostSuffixBytes.count, bytes.suffix(hostSuffixBytes.count).elementsEqual(hostSuffixBytes) else { return nil }
+            return backend(token: String(decoding: host.utf8.dropLast(hostSuffixBytes.count), as: UTF8.self))
+        }
+        let lowered = host.lowercased()
+        if lowered.hasSuffix(hostSuffix) {
+            return backend(token: String(lowered.dropLast(hostSuffix.count)))
         }
         return nil
     }
+
+    private static let hostSuffixBytes = Array(hostSuffix.utf8)
 }
 
 extension MockBackend {
@@ -287,9 +298,10 @@ public final class MockURLProtocol: URLProtocol {
     }
 
     private static func httpResponse(_ r: MockResponse, url: URL) -> HTTPURLResponse? {
-        var fields: [String: String] = [:]
+        // Sized once; one hash lookup per header (a repeated name is joined with ", ").
+        var fields: [String: String] = Dictionary(minimumCapacity: r.headers.count + 1)
         for h in r.headers {
-            if let existing = fields[h.name] { fields[h.name] = existing + ", " + h.value } else { fields[h.name] = h.value }
+            if let i = fields.index(forKey: h.name) { fields.values[i] += ", " + h.value } else { fields[h.name] = h.value }
         }
         fields["Content-Length"] = String(r.body.count)
         return HTTPURLResponse(url: url, statusCode: r.status, httpVersion: "HTTP/1.1", headerFields: fields)
