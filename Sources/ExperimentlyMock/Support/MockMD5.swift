@@ -81,21 +81,19 @@ public enum MockMD5 {
             shifts.withUnsafeBufferPointer { shifts in
                 table.withUnsafeBufferPointer { table in
                     var a = h.a, b = h.b, c = h.c, d = h.d
-                    for i in 0..<64 {
-                        var f: UInt32
-                        let g: Int
-                        switch i {
-                        case 0..<16: f = (b & c) | (~b & d); g = i                // round 1: F
-                        case 16..<32: f = (d & b) | (~d & c); g = (5 * i + 1) % 16 // round 2: G
-                        case 32..<48: f = b ^ c ^ d; g = (3 * i + 5) % 16          // round 3: H
-                        default: f = c ^ (b | ~d); g = (7 * i) % 16                // round 4: I
-                        }
-                        f = f &+ a &+ table[i] &+ words[g]
+                    // One step: a = b + ((a + f + T[i] + X[g]) <<< s[i]), then rotate the names.
+                    @inline(__always) func step(_ f: UInt32, _ i: Int, _ g: Int) {
+                        let sum = f &+ a &+ table[i] &+ words[g]
                         a = d
                         d = c
                         c = b
-                        b = b &+ ((f << shifts[i]) | (f >> (32 - shifts[i])))
+                        b = b &+ ((sum << shifts[i]) | (sum >> (32 - shifts[i])))
                     }
+                    // The four rounds as four loops (no per-step switch on the round).
+                    for i in 0..<16 { step((b & c) | (~b & d), i, i) }                    // round 1: F
+                    for i in 16..<32 { step((d & b) | (~d & c), i, (5 * i + 1) & 15) }    // round 2: G
+                    for i in 32..<48 { step(b ^ c ^ d, i, (3 * i + 5) & 15) }             // round 3: H
+                    for i in 48..<64 { step(c ^ (b | ~d), i, (7 * i) & 15) }              // round 4: I
                     h.a = h.a &+ a
                     h.b = h.b &+ b
                     h.c = h.c &+ c

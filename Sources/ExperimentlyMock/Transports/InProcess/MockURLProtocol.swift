@@ -101,21 +101,36 @@ extension MockBackend {
 public final class MockURLProtocol: URLProtocol {
     /// Per-load state shared between `startLoading`, the answering task and `stopLoading`.
     private final class Load: @unchecked Sendable {
-        // @unchecked Sendable: `stopped` and `seq` are guarded by `lock`; `protocolInstance` and
+        // @unchecked Sendable: `stopped` and `seq` are guarded by `mutex`; `protocolInstance` and
         // `client` are set once in startLoading before the task starts and only read afterwards.
         // Recursive: a delivery runs under the lock (see `finish`), and the loading system may
-        // call back into `stopLoading` from inside a delivery.
-        private let lock = NSRecursiveLock()
+        // call back into `stopLoading` from inside a delivery. A plain recursive pthread mutex:
+        // one per load, and Foundation's NSRecursiveLock costs several allocations to make.
+        private let mutex: UnsafeMutablePointer<pthread_mutex_t>
         private var stopped = false
         var seq: Int?
         let protocolInstance: URLProtocol
         let client: (any URLProtocolClient)?
 
-        init(_ p: URLProtocol) { protocolInstance = p; client = p.client }
+        init(_ p: URLProtocol) {
+            protocolInstance = p
+            client = p.client
+            mutex = .allocate(capacity: 1)
+            var attributes = pthread_mutexattr_t()
+            pthread_mutexattr_init(&attributes)
+            pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_RECURSIVE))
+            pthread_mutex_init(mutex, &attributes)
+            pthread_mutexattr_destroy(&attributes)
+        }
+
+        deinit {
+            pthread_mutex_destroy(mutex)
+            mutex.deallocate()
+        }
 
         /// Marks the load stopped; returns the seq to mark cancelled, or nil when already finished.
         func stop() -> Int? {
-            lock.lock(); defer { lock.unlock() }
+            pthread_mutex_lock(mutex); defer { pthread_mutex_unlock(mutex) }
             if stopped { return nil }
             stopped = true
             return seq
@@ -130,8 +145,8 @@ public final class MockURLProtocol: URLProtocol {
         /// delivery completes before the cancellation goes on, or `stopLoading` came first and
         /// nothing is delivered.
         func finish(_ deliver: () -> Void) {
-            lock.lock()
-            defer { lock.unlock() }
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
             guard !stopped else { return }
             stopped = true
             if let task = protocolInstance.task, task.state != .running { return }
