@@ -11,6 +11,9 @@ public final class MockBackend: MockRequestHandler, Sendable {
     public let clock: any MockClock
     /// The token that routes in-process requests to this instance (see ``baseURL``).
     public let routeToken: String
+    /// The origin that routes to this backend through sessions from ``makeURLSession()``:
+    /// `http://<token>.mock.invalid` (no trailing slash). Built once: callers read it per request.
+    public let baseURL: URL
     /// Hides the configured API keys in every history entry as it is recorded (journal
     /// redaction, issue 10 section 3); empty unless given at creation. The model still sees the
     /// request as sent.
@@ -56,18 +59,19 @@ public final class MockBackend: MockRequestHandler, Sendable {
         /// while: a transport's silent resend of one of them is the same attempt (``TransportRetryTrap``).
         var retryTraps: [TransportRetryTrap] = []
 
-        /// Changes the history entry `seq` wherever it lives; returns it, or nil when unknown.
+        /// Changes the history entry `seq` wherever it lives; returns what `change` returned, or
+        /// nil when unknown. (It returns no copy of the entry unless asked: an entry is a few
+        /// hundred bytes with a dozen references, copied for nothing on every answer before.)
         @discardableResult
-        mutating func updateEntry(_ seq: Int, _ change: (inout HistoryEntry) -> Void) -> HistoryEntry? {
+        mutating func updateEntry<R>(_ seq: Int, _ change: (inout HistoryEntry) -> R) -> R? {
             let i = seq - 1 - historyBase
             if i >= 0 && i < history.count {
-                change(&history[i])
-                return history[i]
+                return change(&history[i])
             }
             guard var e = detached[seq] else { return nil }
-            change(&e)
+            let result = change(&e)
             detached[seq] = e
-            return e
+            return result
         }
 
         /// Keeps at most `window` entries in `history`; in-flight ones move to `detached`.
@@ -151,6 +155,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
         self.clock = clock
         self.redactor = redactor
         self.routeToken = MockRouting.newToken()
+        self.baseURL = URL(string: "http://\(routeToken)\(MockRouting.hostSuffix)")!
         self.box = MockLocked(State(model: BackendModel(fixtures: fixtures), script: FaultScript(epoch: clock.now())))
         MockRouting.register(self)
     }
@@ -217,14 +222,17 @@ public final class MockBackend: MockRequestHandler, Sendable {
                 decision = s.script.decide(incoming, now: now)
             }
             let kept = s.stream.map { HistoryStream.keep(request.body, prefix: $0.retention.bodyPrefixBytes) }
-            s.history.append(HistoryEntry(
+            var entry = HistoryEntry(
                 seq: seq, receivedAt: now, answeredAt: nil, method: incoming.method, path: incoming.rawPath, query: request.rawQuery,
                 headers: MockBackend.recordedHeaders(request.headers), body: kept?.body ?? request.body,
                 json: kept?.size == nil ? incoming.json : nil,
                 route: nil, note: nil,
                 fault: trap?.fault ?? decision.map { AppliedFault(id: $0.id, name: $0.name, action: $0.action.kind, occurrence: $0.occurrence) },
                 hold: nil, response: nil, outcome: nil, cancelled: false, bodySize: kept?.size, bodyMD5: kept?.md5,
-                peer: request.peer, transportRetryOf: trap?.original).redacted(by: redactor))
+                peer: request.peer, transportRetryOf: trap?.original)
+            // Redaction only when there are secrets (it copies the entry).
+            if !redactor.isEmpty { entry = entry.redacted(by: redactor) }
+            s.history.append(entry)
             if let trap {
                 // The same attempt: answered with the same drop, not seen by the fault script,
                 // no observer events (it is not a request of its own).
@@ -268,10 +276,13 @@ public final class MockBackend: MockRequestHandler, Sendable {
         let (observer, streamed) = box.withLock { s -> ((@Sendable (MockEvent) -> Void)?, (HistoryStream, HistoryEntry)?) in
             s.inFlight -= 1
             let prefix = s.stream?.retention.bodyPrefixBytes
-            let entry = s.updateEntry(ticket.seq) { e in
+            // The entry is copied out only when a stream or a retry trap needs it.
+            let keep = s.stream != nil || (outcome == .dropBeforeResponse && reused != nil)
+            let entry = s.updateEntry(ticket.seq) { e -> HistoryEntry? in
                 e.answeredAt = answeredAt
                 func recorded(_ r: MockResponse) -> RecordedResponse {
-                    var rec = RecordedResponse(r).redacted(by: redactor)
+                    var rec = RecordedResponse(r)
+                    if !redactor.isEmpty { rec = rec.redacted(by: redactor) }
                     if let prefix {
                         let kept = HistoryStream.keep(r.body, prefix: prefix)
                         rec.body = kept.body
@@ -286,7 +297,8 @@ public final class MockBackend: MockRequestHandler, Sendable {
                 case .dropMidBody(let r, _): e.response = recorded(r); e.outcome = "drop_mid_body"
                 case .timeout: e.outcome = "timeout"
                 }
-            }
+                return keep ? e : nil
+            } ?? nil
             if outcome == .dropBeforeResponse, let reused, !s.isShutDown, ticket.incoming.raw.body.count <= TransportRetryTrap.maxBodyBytes {
                 s.retryTraps.append(TransportRetryTrap(request: ticket.incoming.raw, connection: reused,
                                                        original: ticket.transportRetryOf ?? ticket.seq, fault: entry?.fault, at: mono))
@@ -437,7 +449,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
                 if s.isShutDown { return .early(.shutdown) }
                 // The client may have given up before the park was registered (the cancellation
                 // handler found nothing to end): a silent timeout ends at once.
-                if silent, s.updateEntry(ticket.seq, { _ in })?.cancelled == true { return .early(.clientGone) }
+                if silent, s.updateEntry(ticket.seq, { $0.cancelled }) == true { return .early(.clientGone) }
                 let id = HoldID(rawValue: s.nextHold)
                 s.nextHold += 1
                 let userID = ticket.incoming.query("user_id").flatMap { $0 } ?? ticket.incoming.json?["user_id"]?.stringValue

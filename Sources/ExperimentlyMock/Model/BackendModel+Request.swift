@@ -1,7 +1,10 @@
 import Foundation
 
 /// A request decoded once for routing, validation, fault matching and history.
-struct IncomingRequest: Sendable {
+///
+/// A class (immutable, so Sendable): it travels from the transport through the fault script,
+/// the model, the ticket and `seen`, and a reference is passed instead of a 200-byte copy.
+final class IncomingRequest: Sendable {
     /// The request as received.
     let raw: MockRequest
     /// Upper-cased method.
@@ -29,6 +32,8 @@ struct IncomingRequest: Sendable {
         var path = ""
         var parts: [String] = []
         var pairs: [(name: String, value: String?)] = []
+        // Room for the contract's routes (at most 6 segments) and a few query pairs: no regrowth.
+        parts.reserveCapacity(8)
         target.withUTF8 { bytes in
             let end = bytes.count
             var mark = end
@@ -54,6 +59,7 @@ struct IncomingRequest: Sendable {
             segment(start, mark)
             // Query pairs: split at "&" omitting empty pieces; name and value at the first "=".
             guard mark < end else { return }
+            pairs.reserveCapacity(4)
             func pair(_ from: Int, _ to: Int) {
                 guard from < to else { return }
                 var eq = to

@@ -57,9 +57,9 @@ public struct BackendModel: Sendable {
         if let limited = budget.refused {
             return ModelAnswer(response: limited, route: route.name, note: nil)
         }
-        var response = routeResponse(route, pathKey: pathKey, key: key, request: request, now: now)
-        response.headers += budget.headers
-        return ModelAnswer(response: response, route: route.name, note: nil)
+        let response = routeResponse(route, pathKey: pathKey, key: key, request: request, now: now)
+        return ModelAnswer(response: Self.withRateLimitHeaders(response, limit: budget.limit, remaining: budget.remaining, windowSeconds: fixtures.rateLimit.windowSeconds),
+                           route: route.name, note: nil)
     }
 
     /// Auth, scope and the route's own answer (CONTRACT.md section 2).
@@ -68,7 +68,7 @@ public struct BackendModel: Sendable {
         if key.isEmpty {
             return Self.detail(401, "API key missing", extra: [("WWW-Authenticate", "APIKey")])
         }
-        guard let apiKey = fixtures.apiKeys.first(where: { $0.key.unicodeScalars.elementsEqual(key.unicodeScalars) && !$0.revoked }) else {
+        guard let apiKey = fixtures.apiKeys.first(where: { $0.key.isExactly(key) && !$0.revoked }) else {
             return Self.detail(401, "Invalid API Key", extra: [("WWW-Authenticate", "APIKey")])
         }
         switch route {
@@ -111,8 +111,9 @@ public struct BackendModel: Sendable {
     // MARK: Rate limit
 
     /// Counts the request in its fixed window: a refusal (429, `Retry-After` = the window, as
-    /// upstream always sends, not the time left) or the `X-RateLimit-*` headers for the answer.
-    private mutating func rateLimit(client: String, path: String, now: Date) -> (refused: MockResponse?, headers: [(name: String, value: String)]) {
+    /// upstream always sends, not the time left) or the limit and what remains of it, for the
+    /// answer's `X-RateLimit-*` headers (``withRateLimitHeaders(_:limit:remaining:windowSeconds:)``).
+    private mutating func rateLimit(client: String, path: String, now: Date) -> (refused: MockResponse?, limit: Int, remaining: Int) {
         let config = fixtures.rateLimit
         let limit = config.limit(forPath: path)
         let window = TimeInterval(max(1, config.windowSeconds))
@@ -120,16 +121,13 @@ public struct BackendModel: Sendable {
         let counterKey = RateWindowKey(client: client, path: path)
         // One dictionary lookup: the entry is updated in place.
         let entry = Self.count(in: &rateWindows[counterKey, default: (start: now, count: 0)], now: now, window: window)
-        guard entry.count > limit else {
-            return (nil, [("X-RateLimit-Limit", String(limit)), ("X-RateLimit-Remaining", String(limit - entry.count)),
-                          ("X-RateLimit-Window", String(config.windowSeconds))])
-        }
+        guard entry.count > limit else { return (nil, limit, limit - entry.count) }
         return (Self.detail(429, Self.tooManyRequestsDetail, extra: [
             ("Retry-After", String(config.windowSeconds)),
             ("X-RateLimit-Limit", String(limit)),
             ("X-RateLimit-Remaining", "0"),
             ("X-RateLimit-Window", String(config.windowSeconds)),
-        ]), [])
+        ]), limit, 0)
     }
 
     /// Counts one request in `entry`'s fixed window (a new window when `window` seconds passed
@@ -161,11 +159,8 @@ public struct BackendModel: Sendable {
 
     private func evaluateFlag(_ key: String, userID: String, context: [String: JSONValue]) -> MockResponse {
         guard let flag = fixtures.flag(key) else { return Self.detail(404, "Feature flag with key '\(key)' not found") }
-        func body(_ enabled: Bool, _ reason: String) -> MockResponse {
-            Self.json(200, members: [("key", .string(key)), ("enabled", .bool(enabled)), ("config", .null), ("reason", .string(reason))])
-        }
         let decision = Self.flagDecision(flag, userID: userID, context: context)
-        return body(decision.enabled, decision.reason)
+        return MockResponse(status: 200, headers: Self.jsonHeaders, body: Self.flagEvaluationBody(key: key, enabled: decision.enabled, reason: decision.reason))
     }
 
     /// The evaluation of `flag` for `userID` and `context`: `inactive` unless ACTIVE, then the
@@ -331,7 +326,7 @@ public struct BackendModel: Sendable {
         MockResponse(status: status, headers: jsonHeaders, body: JSONValue.serializedObject(members))
     }
 
-    private static let jsonHeaders: [(name: String, value: String)] = [("Content-Type", "application/json")]
+    static let jsonHeaders: [(name: String, value: String)] = [("Content-Type", "application/json")]
 
     /// A FastAPI-style error `{"detail": text}`.
     static func detail(_ status: Int, _ text: String, extra: [(name: String, value: String)] = []) -> MockResponse {
@@ -353,25 +348,29 @@ struct ModelAnswer: Sendable {
     var note: String?
 }
 
-/// A rate window's key: the API key's and the raw path's UTF-8 bytes with a 0 between them
-/// (exact bytes: both are identity data, never compared as Strings). Hashed as one block of
-/// bytes, not byte by byte as `[UInt8]`'s `Hashable` does.
+/// A rate window's key: the API key and the raw path, compared by their UTF-8 bytes (exact
+/// bytes: both are identity data, never compared as Strings) and hashed as two length-prefixed
+/// blocks of bytes. It keeps the two strings themselves (no byte array built per request).
 struct RateWindowKey: Hashable, Sendable {
-    let bytes: [UInt8]
+    let client: String
+    let path: String
 
     init(client: String, path: String) {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(client.utf8.count + 1 + path.utf8.count)
-        bytes.append(contentsOf: client.utf8)
-        bytes.append(0)
-        bytes.append(contentsOf: path.utf8)
-        self.bytes = bytes
+        self.client = client
+        self.path = path
     }
 
-    static func == (lhs: RateWindowKey, rhs: RateWindowKey) -> Bool { lhs.bytes == rhs.bytes }
+    static func == (lhs: RateWindowKey, rhs: RateWindowKey) -> Bool { lhs.client.isExactly(rhs.client) && lhs.path.isExactly(rhs.path) }
 
     func hash(into hasher: inout Hasher) {
-        hasher.combine(bytes.count)
-        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        func combine(_ text: String) {
+            let utf8 = text.utf8
+            hasher.combine(utf8.count)
+            if utf8.withContiguousStorageIfAvailable({ hasher.combine(bytes: UnsafeRawBufferPointer($0)) }) == nil {
+                for byte in utf8 { hasher.combine(byte) }
+            }
+        }
+        combine(client)
+        combine(path)
     }
 }

@@ -26,8 +26,18 @@ struct ExactKey: Hashable, Sendable, CustomStringConvertible {
 extension String {
     /// `true` when both strings have the same Unicode scalars in the same order (no canonical
     /// equivalence: `"\u{E9}"` is not `"e\u{301}"`).
+    ///
+    /// Compared as UTF-8 bytes, which is the same thing (a String's UTF-8 is its scalars'
+    /// encoding, one to one) and a memory comparison when both are contiguous: it runs for every
+    /// API key, flag and experiment lookup.
     func isExactly(_ other: String) -> Bool {
-        unicodeScalars.elementsEqual(other.unicodeScalars)
+        let a = utf8, b = other.utf8
+        guard a.count == b.count else { return false }
+        let fast = a.withContiguousStorageIfAvailable { x in
+            b.withContiguousStorageIfAvailable { y in x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0 }
+        }
+        if let fast, let equal = fast { return equal }
+        return a.elementsEqual(b)
     }
 
     /// `true` when `other`'s scalars occur contiguously in this string's scalars (Python's `in`).

@@ -26,65 +26,81 @@ public enum MockMD5 {
 
     /// Returns the 16-byte MD5 digest of `message`.
     public static func digest<Bytes: Collection>(_ message: Bytes) -> [UInt8] where Bytes.Element == UInt8 {
-        // Step 1 and 2 (RFC 1321 sections 3.1, 3.2): pad with 0x80, zeros to 56 mod 64, then the
-        // message length in bits as a 64-bit little-endian integer.
-        var bytes = Array(message)
-        bytes.reserveCapacity(bytes.count + 72)
-        let bitLength = UInt64(bytes.count) &* 8
-        bytes.append(0x80)
-        while bytes.count % 64 != 56 { bytes.append(0) }
-        for i in 0..<8 { bytes.append(UInt8(truncatingIfNeeded: bitLength >> (8 * UInt64(i)))) }
-
-        // Step 3 (section 3.3): the four-word buffer.
-        var a0: UInt32 = 0x6745_2301
-        var b0: UInt32 = 0xefcd_ab89
-        var c0: UInt32 = 0x98ba_dcfe
-        var d0: UInt32 = 0x1032_5476
-
-        // Step 4 (section 3.4): process each 16-word block.
-        // The block's words live in a stack buffer (no array per digest); the bucketing functions
-        // hash on every assignment and flag request.
-        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 16) { words in
-        var blockStart = 0
-        while blockStart < bytes.count {
-            // The 16 words of this block, little-endian (RFC 1321 section 3.4).
-            for i in 0..<16 {
-                let p = blockStart + 4 * i
-                words[i] = UInt32(bytes[p]) | UInt32(bytes[p + 1]) << 8 | UInt32(bytes[p + 2]) << 16 | UInt32(bytes[p + 3]) << 24
-            }
-            var a = a0, b = b0, c = c0, d = d0
-            for i in 0..<64 {
-                var f: UInt32
-                let g: Int
-                switch i {
-                case 0..<16: f = (b & c) | (~b & d); g = i                // round 1: F
-                case 16..<32: f = (d & b) | (~d & c); g = (5 * i + 1) % 16 // round 2: G
-                case 32..<48: f = b ^ c ^ d; g = (3 * i + 5) % 16          // round 3: H
-                default: f = c ^ (b | ~d); g = (7 * i) % 16                // round 4: I
-                }
-                f = f &+ a &+ table[i] &+ words[g]
-                a = d
-                d = c
-                c = b
-                b = b &+ ((f << shifts[i]) | (f >> (32 - shifts[i])))
-            }
-            a0 = a0 &+ a
-            b0 = b0 &+ b
-            c0 = c0 &+ c
-            d0 = d0 &+ d
-            blockStart += 64
-        }
-        }
-
+        let words = message.withContiguousStorageIfAvailable { state(of: UnsafeRawBufferPointer($0)) }
+            ?? Array(message).withUnsafeBytes { state(of: $0) }
         // Step 5 (section 3.5): the digest is A, B, C, D, each little-endian.
         var out = [UInt8](repeating: 0, count: 16)
         for i in 0..<4 {
-            out[i] = UInt8(truncatingIfNeeded: a0 >> (8 * UInt32(i)))
-            out[4 + i] = UInt8(truncatingIfNeeded: b0 >> (8 * UInt32(i)))
-            out[8 + i] = UInt8(truncatingIfNeeded: c0 >> (8 * UInt32(i)))
-            out[12 + i] = UInt8(truncatingIfNeeded: d0 >> (8 * UInt32(i)))
+            out[i] = UInt8(truncatingIfNeeded: words.a >> (8 * UInt32(i)))
+            out[4 + i] = UInt8(truncatingIfNeeded: words.b >> (8 * UInt32(i)))
+            out[8 + i] = UInt8(truncatingIfNeeded: words.c >> (8 * UInt32(i)))
+            out[12 + i] = UInt8(truncatingIfNeeded: words.d >> (8 * UInt32(i)))
         }
         return out
+    }
+
+    /// The buffer A, B, C, D after hashing `message` (RFC 1321 steps 1 to 4); the digest is their
+    /// little-endian bytes in that order (step 5).
+    ///
+    /// Whole 64-byte blocks are read from `message` in place; only the last one or two blocks
+    /// (the tail with its padding) are built, in a stack buffer. No heap allocation: the
+    /// bucketing functions hash on every flag evaluation and assignment.
+    static func state(of message: UnsafeRawBufferPointer) -> (a: UInt32, b: UInt32, c: UInt32, d: UInt32) {
+        // Step 3 (section 3.3): the four-word buffer.
+        var h = (a: UInt32(0x6745_2301), b: UInt32(0xefcd_ab89), c: UInt32(0x98ba_dcfe), d: UInt32(0x1032_5476))
+        let whole = message.count / 64 * 64
+        var start = 0
+        while start < whole {
+            compress(UnsafeRawBufferPointer(rebasing: message[start..<start + 64]), into: &h)
+            start += 64
+        }
+        // Steps 1 and 2 (sections 3.1, 3.2): the rest, 0x80, zeros to 56 mod 64, then the
+        // message length in bits as a 64-bit little-endian integer: one or two more blocks.
+        let rest = message.count - whole
+        let tailCount = rest < 56 ? 64 : 128
+        withUnsafeTemporaryAllocation(byteCount: 128, alignment: 8) { tail in
+            tail.initializeMemory(as: UInt8.self, repeating: 0)
+            if rest > 0 { tail.copyMemory(from: UnsafeRawBufferPointer(rebasing: message[whole...])) }
+            tail[rest] = 0x80
+            let bitLength = UInt64(message.count) &* 8
+            for i in 0..<8 { tail[tailCount - 8 + i] = UInt8(truncatingIfNeeded: bitLength >> (8 * UInt64(i))) }
+            compress(UnsafeRawBufferPointer(rebasing: tail[0..<64]), into: &h)
+            if tailCount == 128 { compress(UnsafeRawBufferPointer(rebasing: tail[64..<128]), into: &h) }
+        }
+        return h
+    }
+
+    /// Step 4 (section 3.4) for one 64-byte block: the four rounds of 16 operations each.
+    private static func compress(_ block: UnsafeRawBufferPointer, into h: inout (a: UInt32, b: UInt32, c: UInt32, d: UInt32)) {
+        // The 16 words of this block, little-endian (RFC 1321 section 3.4).
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 16) { words in
+            for i in 0..<16 {
+                let p = 4 * i
+                words[i] = UInt32(block[p]) | UInt32(block[p + 1]) << 8 | UInt32(block[p + 2]) << 16 | UInt32(block[p + 3]) << 24
+            }
+            shifts.withUnsafeBufferPointer { shifts in
+                table.withUnsafeBufferPointer { table in
+                    var a = h.a, b = h.b, c = h.c, d = h.d
+                    // One step: a = b + ((a + f + T[i] + X[g]) <<< s[i]), then rotate the names.
+                    @inline(__always) func step(_ f: UInt32, _ i: Int, _ g: Int) {
+                        let sum = f &+ a &+ table[i] &+ words[g]
+                        a = d
+                        d = c
+                        c = b
+                        b = b &+ ((sum << shifts[i]) | (sum >> (32 - shifts[i])))
+                    }
+                    // The four rounds as four loops (no per-step switch on the round).
+                    for i in 0..<16 { step((b & c) | (~b & d), i, i) }                    // round 1: F
+                    for i in 16..<32 { step((d & b) | (~d & c), i, (5 * i + 1) & 15) }    // round 2: G
+                    for i in 32..<48 { step(b ^ c ^ d, i, (3 * i + 5) & 15) }             // round 3: H
+                    for i in 48..<64 { step(c ^ (b | ~d), i, (7 * i) & 15) }              // round 4: I
+                    h.a = h.a &+ a
+                    h.b = h.b &+ b
+                    h.c = h.c &+ c
+                    h.d = h.d &+ d
+                }
+            }
+        }
     }
 
     /// Returns the MD5 digest of the UTF-8 bytes of `string` as 32 lower-case hex digits.
@@ -104,9 +120,8 @@ public enum MockBucketing {
     /// The golden hash: the first 4 digest bytes of MD5(UTF-8 "`user`:`key`") read as a
     /// little-endian UInt32, divided by 2^32; in [0, 1) (CONTRACT.md section 6).
     public static func hash(userID: String, key: String) -> Double {
-        let d = MockMD5.digest(message(userID, key))
-        let value = UInt32(d[0]) | UInt32(d[1]) << 8 | UInt32(d[2]) << 16 | UInt32(d[3]) << 24
-        return Double(value) / 4_294_967_296.0
+        // The first 4 digest bytes, little-endian, are the buffer word A (RFC 1321 section 3.5).
+        Double(state(userID, key).a) / 4_294_967_296.0
     }
 
     /// The UTF-8 bytes of "`user`:`key`", built directly (no interpolated String), with room
@@ -120,6 +135,20 @@ public enum MockBucketing {
         return bytes
     }
 
+    /// The MD5 buffer words of "`user`:`key`" (the same bytes as ``message(_:_:)``), the message
+    /// assembled on the stack: no heap allocation per evaluation.
+    static func state(_ userID: String, _ key: String) -> (a: UInt32, b: UInt32, c: UInt32, d: UInt32) {
+        let count = userID.utf8.count + 1 + key.utf8.count
+        guard count <= 1024 else { return message(userID, key).withUnsafeBytes { MockMD5.state(of: $0) } }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { buffer in
+            var i = buffer.initialize(from: userID.utf8).1
+            buffer[i] = UInt8(ascii: ":")
+            i += 1
+            _ = UnsafeMutableBufferPointer(rebasing: buffer[i...]).initialize(from: key.utf8)
+            return MockMD5.state(of: UnsafeRawBufferPointer(buffer))
+        }
+    }
+
     /// The experiment bucket `floor(hash(user, experiment) * 100)`, in 0...99 (CONTRACT.md section 2).
     public static func experimentBucket(userID: String, experimentKey: String) -> Int {
         min(99, Int((hash(userID: userID, key: experimentKey) * 100).rounded(.down)))
@@ -128,11 +157,12 @@ public enum MockBucketing {
     /// The flag rollout bucket ("md5-mod100"): the whole 128-bit MD5 of "`user`:`flag`" read
     /// big-endian, mod 100, in 0...99 (CONTRACT.md section 2).
     public static func flagBucket(userID: String, flagKey: String) -> Int {
-        // Horner's rule over the bytes keeps only the remainder: (r * 256 + byte) mod 100.
-        var remainder = 0
-        for byte in MockMD5.digest(message(userID, flagKey)) {
-            remainder = (remainder * 256 + Int(byte)) % 100
-        }
-        return remainder
+        // The digest bytes are A, B, C, D, each little-endian (RFC 1321 section 3.5), so read
+        // big-endian they are the byte-swapped words: the 128-bit number is hi * 2^64 + lo, and
+        // mod 100 it is (hi mod 100) * (2^64 mod 100 = 16) + lo mod 100, mod 100.
+        let h = state(userID, flagKey)
+        let hi = UInt64(h.a.byteSwapped) << 32 | UInt64(h.b.byteSwapped)
+        let lo = UInt64(h.c.byteSwapped) << 32 | UInt64(h.d.byteSwapped)
+        return Int((hi % 100 * 16 + lo % 100) % 100)
     }
 }

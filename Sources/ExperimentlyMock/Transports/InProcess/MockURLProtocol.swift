@@ -43,19 +43,34 @@ enum MockRouting {
 
     /// The backend a request is routed to: by the private header, else by the host; nil when none.
     static func backend(for request: URLRequest) -> MockBackend? {
-        if let token = request.value(forHTTPHeaderField: MockBackend.routingHeader), let b = backend(token: token) { return b }
-        if let host = request.url?.host?.lowercased(), host.hasSuffix(hostSuffix) {
-            return backend(token: String(host.dropLast(hostSuffix.count)))
+        backend(fields: request.allHTTPHeaderFields ?? [:], host: request.url?.host)
+    }
+
+    /// ``backend(for:)`` with the request's header fields and URL host already read
+    /// (`startLoading` reads them once for routing and for the ``MockRequest``).
+    static func backend(fields: [String: String], host: String?) -> MockBackend? {
+        // The header's name is matched without ASCII case, as `value(forHTTPHeaderField:)` does.
+        if let token = fields.first(where: { $0.key.equalsIgnoringASCIICase(MockBackend.routingHeader) })?.value,
+           let b = backend(token: token) { return b }
+        guard let host else { return nil }
+        // The usual host (ASCII, no upper-case letter: as baseURL spells it) is matched by its
+        // bytes, without a lower-cased copy; any other goes the general way.
+        let bytes = host.utf8
+        if !bytes.contains(where: { $0 >= 0x80 || $0 &- 0x41 < 26 }) {
+            guard bytes.count > hostSuffixBytes.count, bytes.suffix(hostSuffixBytes.count).elementsEqual(hostSuffixBytes) else { return nil }
+            return backend(token: String(decoding: host.utf8.dropLast(hostSuffixBytes.count), as: UTF8.self))
+        }
+        let lowered = host.lowercased()
+        if lowered.hasSuffix(hostSuffix) {
+            return backend(token: String(lowered.dropLast(hostSuffix.count)))
         }
         return nil
     }
+
+    private static let hostSuffixBytes = Array(hostSuffix.utf8)
 }
 
 extension MockBackend {
-    /// The origin that routes to this backend through sessions from ``makeURLSession()``:
-    /// `http://<token>.mock.invalid` (no trailing slash).
-    public var baseURL: URL { URL(string: "http://\(routeToken)\(MockRouting.hostSuffix)")! }
-
     /// A session configuration whose only protocol is ``MockURLProtocol``: no sockets, nothing
     /// leaves the process. Requests must go to ``baseURL`` (see ``MockURLProtocol`` for routing).
     public func makeURLSessionConfiguration() -> URLSessionConfiguration {
@@ -86,21 +101,36 @@ extension MockBackend {
 public final class MockURLProtocol: URLProtocol {
     /// Per-load state shared between `startLoading`, the answering task and `stopLoading`.
     private final class Load: @unchecked Sendable {
-        // @unchecked Sendable: `stopped` and `seq` are guarded by `lock`; `protocolInstance` and
+        // @unchecked Sendable: `stopped` and `seq` are guarded by `mutex`; `protocolInstance` and
         // `client` are set once in startLoading before the task starts and only read afterwards.
         // Recursive: a delivery runs under the lock (see `finish`), and the loading system may
-        // call back into `stopLoading` from inside a delivery.
-        private let lock = NSRecursiveLock()
+        // call back into `stopLoading` from inside a delivery. A plain recursive pthread mutex:
+        // one per load, and Foundation's NSRecursiveLock costs several allocations to make.
+        private let mutex: UnsafeMutablePointer<pthread_mutex_t>
         private var stopped = false
         var seq: Int?
         let protocolInstance: URLProtocol
         let client: (any URLProtocolClient)?
 
-        init(_ p: URLProtocol) { protocolInstance = p; client = p.client }
+        init(_ p: URLProtocol) {
+            protocolInstance = p
+            client = p.client
+            mutex = .allocate(capacity: 1)
+            var attributes = pthread_mutexattr_t()
+            pthread_mutexattr_init(&attributes)
+            pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_RECURSIVE))
+            pthread_mutex_init(mutex, &attributes)
+            pthread_mutexattr_destroy(&attributes)
+        }
+
+        deinit {
+            pthread_mutex_destroy(mutex)
+            mutex.deallocate()
+        }
 
         /// Marks the load stopped; returns the seq to mark cancelled, or nil when already finished.
         func stop() -> Int? {
-            lock.lock(); defer { lock.unlock() }
+            pthread_mutex_lock(mutex); defer { pthread_mutex_unlock(mutex) }
             if stopped { return nil }
             stopped = true
             return seq
@@ -115,8 +145,8 @@ public final class MockURLProtocol: URLProtocol {
         /// delivery completes before the cancellation goes on, or `stopLoading` came first and
         /// nothing is delivered.
         func finish(_ deliver: () -> Void) {
-            lock.lock()
-            defer { lock.unlock() }
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
             guard !stopped else { return }
             stopped = true
             if let task = protocolInstance.task, task.state != .running { return }
@@ -137,8 +167,12 @@ public final class MockURLProtocol: URLProtocol {
         let load = Load(self)
         self.load = load
         let request = self.request
-        guard let backend = MockRouting.backend(for: request) else {
-            let host = request.url?.host ?? "<none>"
+        // Read once: routing and the MockRequest both need them (each read copies the dictionary).
+        let fields = request.allHTTPHeaderFields ?? [:]
+        let requestURL = request.url
+        let host = requestURL?.host
+        guard let backend = MockRouting.backend(fields: fields, host: host) else {
+            let host = host ?? "<none>"
             load.finish {
                 load.client?.urlProtocol(load.protocolInstance, didFailWithError: URLError(.cannotFindHost, userInfo: [
                     NSLocalizedDescriptionKey: "no live MockBackend for host '\(host)'; send requests to backend.baseURL (http://<token>\(MockRouting.hostSuffix))",
@@ -146,10 +180,10 @@ public final class MockURLProtocol: URLProtocol {
             }
             return
         }
-        let mockRequest = MockURLProtocol.mockRequest(from: request)
+        let mockRequest = MockURLProtocol.mockRequest(from: request, url: requestURL, host: host, fields: fields)
         let ticket = backend.begin(mockRequest)
         load.seq = ticket.seq
-        let url = request.url ?? backend.baseURL
+        let url = requestURL ?? backend.baseURL
         if let outcome = backend.completeImmediately(ticket) {
             load.finish { MockURLProtocol.deliver(outcome, url: url, load: load) }
             return
@@ -218,19 +252,30 @@ public final class MockURLProtocol: URLProtocol {
     /// Builds the transport-independent request: raw target, headers sorted by name (the
     /// loading system keeps them in a dictionary), body from `httpBody` or `httpBodyStream`.
     static func mockRequest(from request: URLRequest) -> MockRequest {
-        let target = request.url.map { requestTarget(of: $0) } ?? "/"
-        var fields = request.allHTTPHeaderFields ?? [:]
+        mockRequest(from: request, url: request.url, host: request.url?.host, fields: request.allHTTPHeaderFields ?? [:])
+    }
+
+    /// ``mockRequest(from:)`` with the request's URL, its host and its header fields already read.
+    static func mockRequest(from request: URLRequest, url: URL?, host: String?, fields: [String: String]) -> MockRequest {
+        let target = url.map { requestTarget(of: $0) } ?? "/"
+        // One array of the final size (the dictionary is not copied to add Host), then sorted in place.
+        var rows: [(lower: String, name: String, value: String)] = []
+        rows.reserveCapacity(fields.count + 1)
+        var hasHost = false
+        for (name, value) in fields {
+            if name.equalsIgnoringASCIICase("Host") { hasHost = true }
+            // Lower-cased once per field, not once per comparison.
+            if !name.equalsIgnoringASCIICase(MockBackend.routingHeader) { rows.append((name.lowercased(), name, value)) }
+        }
         // An HTTP/1.1 client always sends Host (RFC 9112 section 3.2); the loading system does not
         // pass it to custom protocols, so it is rebuilt from the URL as a socket client would send it.
-        if !fields.keys.contains(where: { $0.equalsIgnoringASCIICase("Host") }), let host = request.url?.host {
-            fields["Host"] = host + (request.url?.port.map { ":\($0)" } ?? "")
+        if !hasHost, let host {
+            rows.append(("host", "Host", host + (url?.port.map { ":\($0)" } ?? "")))
         }
-        // Lower-cased once per field, not once per comparison.
-        let headers = fields
-            .filter { !$0.key.equalsIgnoringASCIICase(MockBackend.routingHeader) }
-            .map { (lower: $0.key.lowercased(), name: $0.key, value: $0.value) }
-            .sorted { $0.lower < $1.lower }
-            .map { (name: $0.name, value: $0.value) }
+        rows.sort { $0.lower < $1.lower }
+        var headers: [(name: String, value: String)] = []
+        headers.reserveCapacity(rows.count)
+        for row in rows { headers.append((row.name, row.value)) }
         var body = request.httpBody ?? Data()
         if body.isEmpty, let stream = request.httpBodyStream {
             stream.open()
@@ -268,9 +313,10 @@ public final class MockURLProtocol: URLProtocol {
     }
 
     private static func httpResponse(_ r: MockResponse, url: URL) -> HTTPURLResponse? {
-        var fields: [String: String] = [:]
+        // Sized once; one hash lookup per header (a repeated name is joined with ", ").
+        var fields: [String: String] = Dictionary(minimumCapacity: r.headers.count + 1)
         for h in r.headers {
-            if let existing = fields[h.name] { fields[h.name] = existing + ", " + h.value } else { fields[h.name] = h.value }
+            if let i = fields.index(forKey: h.name) { fields.values[i] += ", " + h.value } else { fields[h.name] = h.value }
         }
         fields["Content-Length"] = String(r.body.count)
         return HTTPURLResponse(url: url, statusCode: r.status, httpVersion: "HTTP/1.1", headerFields: fields)
