@@ -621,6 +621,7 @@ public enum HarnessCommand {
         }
         await ChildProcessGroups.parkIfInterrupted()   // the handler writes the verdict and exits
         for name in report.baselineFailures { say("BASELINE FAIL \(name): fails against the faithful variant") }
+        for pair in report.unconfirmedCatches { say("UNCONFIRMED \(pair): failed only at the capped step limit, passed with the file's own (not a catch)") }
         let caught = report.rows.filter(\.caught).count
         say(String(format: "caught %d of %d variants (%.0f%%) in %.1f s", caught, report.rows.count, report.shareCaught * 100,
                    report.durationMilliseconds / 1000))
