@@ -98,7 +98,7 @@ struct HTTPTransport: Sendable {
                     do { try await clock.sleep(seconds: timeout) } catch { return }
                     exchange.finish(.failure(.networkError(URLError(.timedOut))))
                 }
-                exchange.start(continuation: continuation, task: task, deadline: deadline)
+                exchange.start(continuation: continuation, task: task, deadline: deadline, delegateQueue: session.delegateQueue)
             }
         } onCancel: {
             exchange.finish(.failure(.cancelled))
@@ -115,11 +115,12 @@ private final class Exchange: @unchecked Sendable {
     private var continuation: CheckedContinuation<Result<(Int, Data), ExperimentationError>, Never>?
     private var task: URLSessionDataTask?
     private var deadline: Task<Void, Never>?
+    private var delegateQueue: OperationQueue?
     private var early: Result<(Int, Data), ExperimentationError>?
     private var done = false
 
     func start(continuation: CheckedContinuation<Result<(Int, Data), ExperimentationError>, Never>,
-               task: URLSessionDataTask, deadline: Task<Void, Never>) {
+               task: URLSessionDataTask, deadline: Task<Void, Never>, delegateQueue: OperationQueue) {
         lock.lock()
         if let early {
             // Cancelled before the task could start.
@@ -131,6 +132,7 @@ private final class Exchange: @unchecked Sendable {
         self.continuation = continuation
         self.task = task
         self.deadline = deadline
+        self.delegateQueue = delegateQueue
         lock.unlock()
         task.resume()
     }
@@ -145,10 +147,32 @@ private final class Exchange: @unchecked Sendable {
             return
         }
         self.continuation = nil
-        let task = self.task, deadline = self.deadline
+        let task = self.task, deadline = self.deadline, delegateQueue = self.delegateQueue
         lock.unlock()
         deadline?.cancel()
-        if case .failure = result { task?.cancel() }
+        if case .failure = result, let task { Self.cancel(task, from: delegateQueue) }
         continuation.resume(returning: result)
+    }
+
+    /// Cancels the network task. On Linux the cancellation is sent from the session's delegate
+    /// queue, where completion handlers run: FoundationNetworking's `cancel()` marks a running
+    /// task cancelling and fails it later on the session's work queue, while a completion already
+    /// on its way (an answer delivered just before) removes the task from the session's registry
+    /// once its handler returned; when that removal overtakes the cancellation's failure, the
+    /// process traps ("Trying to access a behaviour for a task that in not in the registry",
+    /// TaskRegistry.swift:118, seen in SingleFlightTests under load). On the serial delegate queue
+    /// the cancel either comes after the completion (the task is completed: nothing to do) or
+    /// queues its failure before the completion can queue the removal. Elsewhere: at once.
+    private static func cancel(_ task: URLSessionDataTask, from delegateQueue: OperationQueue?) {
+        #if canImport(FoundationNetworking)
+        if let delegateQueue {
+            // @unchecked Sendable: URLSessionTask is thread-safe; `cancel()` may be called from any thread.
+            struct Handle: @unchecked Sendable { let task: URLSessionDataTask }
+            let handle = Handle(task: task)
+            delegateQueue.addOperation { handle.task.cancel() }
+            return
+        }
+        #endif
+        task.cancel()
     }
 }

@@ -468,7 +468,7 @@ public final class MutantClient: @unchecked Sendable {
                         gate.finish(.failure(ExperimentationError.networkError(URLError(.timedOut))))
                     }
                 }
-                gate.arm(c, task: task, deadline: deadline)
+                gate.arm(c, task: task, deadline: deadline, delegateQueue: session.delegateQueue)
             }
         } onCancel: {
             gate.finish(.failure(ExperimentationError.cancelled))
@@ -481,10 +481,12 @@ public final class MutantClient: @unchecked Sendable {
         private var continuation: CheckedContinuation<(Int, Data), Error>?
         private var task: URLSessionDataTask?
         private var deadline: Task<Void, Never>?
+        private var delegateQueue: OperationQueue?
         private var pending: Result<(Int, Data), Error>?
         private var finished = false
 
-        func arm(_ c: CheckedContinuation<(Int, Data), Error>, task: URLSessionDataTask, deadline: Task<Void, Never>?) {
+        func arm(_ c: CheckedContinuation<(Int, Data), Error>, task: URLSessionDataTask, deadline: Task<Void, Never>?,
+                 delegateQueue: OperationQueue) {
             lock.lock()
             if let pending {
                 lock.unlock()
@@ -495,6 +497,7 @@ public final class MutantClient: @unchecked Sendable {
             continuation = c
             self.task = task
             self.deadline = deadline
+            self.delegateQueue = delegateQueue
             lock.unlock()
             task.resume()
         }
@@ -505,10 +508,21 @@ public final class MutantClient: @unchecked Sendable {
             finished = true
             guard let c = continuation else { pending = result; lock.unlock(); return }
             continuation = nil
-            let task = self.task, deadline = self.deadline
+            let task = self.task, deadline = self.deadline, delegateQueue = self.delegateQueue
             lock.unlock()
             deadline?.cancel()
-            if case .failure = result { task?.cancel() }
+            if case .failure = result, let task {
+                // From the session's delegate queue on Linux, as the shipping SDK does
+                // (HTTPTransport.swift, `Exchange.cancel`): a cancel racing a completion can
+                // otherwise trap inside FoundationNetworking, which would count as a catch.
+                #if canImport(FoundationNetworking)
+                struct Handle: @unchecked Sendable { let task: URLSessionDataTask }   // URLSessionTask is thread-safe
+                let handle = Handle(task: task)
+                if let delegateQueue { delegateQueue.addOperation { handle.task.cancel() } } else { task.cancel() }
+                #else
+                task.cancel()
+                #endif
+            }
             c.resume(with: result)
         }
     }

@@ -621,6 +621,7 @@ public enum HarnessCommand {
         }
         await ChildProcessGroups.parkIfInterrupted()   // the handler writes the verdict and exits
         for name in report.baselineFailures { say("BASELINE FAIL \(name): fails against the faithful variant") }
+        for pair in report.unconfirmedCatches { say("UNCONFIRMED \(pair): failed only at the capped step limit, passed with the file's own (not a catch)") }
         let caught = report.rows.filter(\.caught).count
         say(String(format: "caught %d of %d variants (%.0f%%) in %.1f s", caught, report.rows.count, report.shareCaught * 100,
                    report.durationMilliseconds / 1000))
@@ -655,10 +656,14 @@ public enum HarnessCommand {
             check.message = "schedule \(f.order) fails '\(f.check)': \(f.result.firstFailure?.message ?? "") (\(report.schedules.count) schedules, \(report.failed) failed)"
             check.history = f.result.firstFailure?.history
         }
+        // Skipped schedules (a capability the driver lacks) never pass: without a failure, the
+        // exploration is skipped.
+        let unjudged = report.firstFailure == nil && report.skipped > 0
         var result = ScenarioResult(name: s.name, file: s.file, tags: s.tags, source: s.source,
-                                    status: report.firstFailure == nil ? .passed : .failed,
-                                    durationMilliseconds: report.durationMilliseconds, checks: [check], reason: nil, smoke: nil,
-                                    history: [], historyDigest: "")
+                                    status: report.firstFailure != nil ? .failed : unjudged ? .skipped : .passed,
+                                    durationMilliseconds: report.durationMilliseconds, checks: unjudged ? [] : [check],
+                                    reason: unjudged ? "\(report.skipped) of \(report.schedules.count) schedules were skipped (the driver lacks a capability the scenario needs)" : nil,
+                                    smoke: nil, history: [], historyDigest: "")
         result.exploration = report.json
         // The report shows the shrunk file and a replay's timeline (Report+Exploration.swift).
         if let f = report.firstFailure { result = await f.attach(to: result, file: s.file, runner: runner) }
@@ -729,6 +734,10 @@ public enum HarnessCommand {
         }
         // Keys are hidden in everything explore writes: console, schedule file, verdict. The
         // schedule file masks a key everywhere alike (config and fixtures), so it still replays.
+        do {
+            try checkExploreOutputs(file: file, name: root["name"]?.stringValue, suffix: "-schedule", out: options.out,
+                                    verdict: arguments.contains("--verdict") ? options.verdict : nil)
+        } catch let e as UsageError { return usageError(e.message) } catch { return usageError("\(error)") }
         let redactor = SecretRedactor(secrets: secrets)
         var external: ProcessSDKDriver?
         if let command = options.sdkCommand {
@@ -777,6 +786,9 @@ public enum HarnessCommand {
             + (report.failedOnReference > 0 ? ", \(report.failedOnReference) fail on the reference too (not counted)" : ""))
         say("reference: " + (report.reference.map { "\($0) (a failure counts only when the reference passes the same order)" }
                              ?? "\(driver.sdkName) itself"))
+        // Skipped schedules never pass: with no failure, the exploration judged nothing.
+        let unjudged = report.firstFailure == nil && report.skipped > 0
+        if unjudged { say("\(report.skipped) of \(report.schedules.count) schedules were skipped: the driver lacks a capability the scenario needs") }
         if let f = report.firstFailure {
             let out = options.out ?? "\(report.scenario)-schedule.json"
             let encoder = JSONEncoder()
@@ -793,13 +805,20 @@ public enum HarnessCommand {
         if options.verdict != "verdict.json" || arguments.contains("--verdict") {
             guard let s = try? ScenarioParser.parse(root.serialized(), file: file) else { return Exit.internalFault.rawValue }
             var result = ScenarioResult(name: s.name, file: file, tags: s.tags, source: s.source,
-                                        status: report.firstFailure == nil ? .passed : .failed, durationMilliseconds: report.durationMilliseconds,
-                                        checks: [CheckResult(name: "explore", passed: report.firstFailure == nil, message: report.firstFailure?.check)],
-                                        reason: nil, smoke: nil, history: [], historyDigest: "")
+                                        status: report.firstFailure != nil ? .failed : unjudged ? .skipped : .passed,
+                                        durationMilliseconds: report.durationMilliseconds,
+                                        checks: unjudged ? [] : [CheckResult(name: "explore", passed: report.firstFailure == nil, message: report.firstFailure?.check)],
+                                        reason: unjudged ? "\(report.skipped) of \(report.schedules.count) schedules were skipped" : nil,
+                                        smoke: nil, history: [], historyDigest: "")
             result.exploration = report.json
-            let verdict = Verdict(harnessVersion: version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, seed: options.seed,
+            var verdict = Verdict(harnessVersion: version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, seed: options.seed,
                                   startedAt: Date(), durationMilliseconds: report.durationMilliseconds, results: [result], invalid: [])
+            if unjudged { verdict.extra["ok"] = .bool(false); verdict.extra["error"] = .string("nothing passed: all 1 scenario(s) were skipped") }
             try? verdict.write(to: options.verdict, redacting: secrets)
+        }
+        if unjudged {
+            say("0 passed, 0 failed, 1 skipped: nothing passed: all 1 scenario(s) were skipped")
+            return Exit.failed.rawValue
         }
         say(report.firstFailure == nil ? "1 passed, 0 failed" : "0 passed, 1 failed")
         return report.firstFailure == nil ? Exit.ok.rawValue : Exit.failed.rawValue

@@ -39,6 +39,12 @@ enum InterleaveCommand {
         if options.sdkCommand != nil && options.mutant != nil {
             return HarnessCommand.usageError("--sdk-command and --mutant exclude each other")
         }
+        // The default schedule file is named after the scenario, read below; the given paths are
+        // compared here, before an adapter starts.
+        do {
+            try HarnessCommand.checkExploreOutputs(file: file, name: nil, suffix: "-interleaving", out: options.out,
+                                                   verdict: arguments.contains("--verdict") ? options.verdict : nil)
+        } catch let e as HarnessCommand.UsageError { return HarnessCommand.usageError(e.message) } catch { return HarnessCommand.usageError("\(error)") }
         // The adapter of `--sdk-command` is the SDK explored, never the built-in one instead.
         var external: ProcessSDKDriver?
         if let command = options.sdkCommand {
@@ -73,6 +79,13 @@ enum InterleaveCommand {
             await external?.shutdown()
             return skipped
         }
+        do {
+            try HarnessCommand.checkExploreOutputs(file: file, name: scenario.name, suffix: "-interleaving", out: options.out,
+                                                   verdict: arguments.contains("--verdict") ? options.verdict : nil)
+        } catch let e as HarnessCommand.UsageError {
+            await external?.shutdown()
+            return HarnessCommand.usageError(e.message)
+        } catch { await external?.shutdown(); return HarnessCommand.usageError("\(error)") }
         var settings = InterleavingExplorer.Settings.of(scenario)
         if let depth { settings.depth = depth }
         if let k = options.maxSchedules { settings.maxSchedules = k }
@@ -100,15 +113,23 @@ enum InterleaveCommand {
             HarnessCommand.say("written to \(out) (shrunk from \(f.stepsBefore) to \(f.stepsAfter) steps); replay: contract-harness run \(out)"
                                + (options.mutant.map { " --mutant \($0)" } ?? ""))
         }
+        // A skipped probe (a capability the driver lacks) judged nothing: never a pass.
+        let unjudged = report.firstFailure == nil && report.skipped != nil
         if arguments.contains("--verdict") {
             var result = ScenarioResult(name: scenario.name, file: file, tags: scenario.tags, source: scenario.source,
-                                        status: report.firstFailure == nil ? .passed : .failed, durationMilliseconds: report.durationMilliseconds,
-                                        checks: [CheckResult(name: "explore", passed: report.firstFailure == nil, message: report.firstFailure?.check)],
-                                        reason: nil, smoke: nil, history: [], historyDigest: "")
+                                        status: report.firstFailure != nil ? .failed : unjudged ? .skipped : .passed,
+                                        durationMilliseconds: report.durationMilliseconds,
+                                        checks: unjudged ? [] : [CheckResult(name: "explore", passed: report.firstFailure == nil, message: report.firstFailure?.check)],
+                                        reason: report.skipped, smoke: nil, history: [], historyDigest: "")
             result.exploration = report.json
-            let verdict = Verdict(harnessVersion: HarnessCommand.version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion,
+            var verdict = Verdict(harnessVersion: HarnessCommand.version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion,
                                   seed: seed, startedAt: Date(), durationMilliseconds: report.durationMilliseconds, results: [result], invalid: [])
+            if unjudged { verdict.extra["ok"] = .bool(false); verdict.extra["error"] = .string("nothing passed: all 1 scenario(s) were skipped") }
             try? verdict.write(to: options.verdict, redacting: secrets)
+        }
+        if unjudged {
+            HarnessCommand.say("0 passed, 0 failed, 1 skipped: nothing passed: all 1 scenario(s) were skipped")
+            return HarnessCommand.Exit.failed.rawValue
         }
         HarnessCommand.say(report.firstFailure == nil ? "1 passed, 0 failed" : "0 passed, 1 failed")
         return report.firstFailure == nil ? HarnessCommand.Exit.ok.rawValue : HarnessCommand.Exit.failed.rawValue

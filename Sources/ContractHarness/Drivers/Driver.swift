@@ -157,9 +157,11 @@ public struct DriverContext: Sendable {
     /// The mock backend's origin for a client (its requests are attributed to it by the origin's
     /// port), for clients whose settings name none.
     public let baseURL: @Sendable (_ client: String) -> String
-    /// In interleaved runs, the task executor the SDK's own tasks must prefer (always an
-    /// `any TaskExecutor`, typed loosely to stay usable before macOS 15); `nil` otherwise. A driver
-    /// that passes it to its SDK declares the `interleaving` capability.
+    /// The task executor the SDK's own tasks must prefer (always an `any TaskExecutor`, typed
+    /// loosely to stay usable before macOS 15; `nil` there): in interleaved runs the controlled
+    /// executor, otherwise the operations' executor, whose idleness is part of quiescence (an SDK
+    /// deadline timer is asleep on the clock before an `advance`). A driver that passes it to its
+    /// SDK declares the `interleaving` capability.
     public var taskExecutor: (any Sendable)? = nil
 }
 

@@ -342,13 +342,20 @@ final class DriverConnection: Sendable {
     private let child: VectorsSubprocess.Spawned
     private let exited = HarnessLocked<Int32?>(nil)
     let command: String
+    /// Marks every process the adapter starts (`AdapterDescendants`).
+    private let token = AdapterDescendants.newToken()
 
     /// Starts `command` through `/bin/sh -c` in its own process group.
     ///
     /// - Throws: `DriverProtocolError` when it cannot be started.
     init(command: String) throws {
         self.command = command
-        do { child = try VectorsSubprocess.spawn(command) } catch {
+        // Its processes carry a token, so what escapes its process group is found at `stop()`.
+        AdapterDescendants.becomeSubreaper()
+        do {
+            child = try VectorsSubprocess.spawn(program: "/bin/sh", arguments: ["/bin/sh", "-c", command],
+                                                environment: AdapterDescendants.environment(token: token))
+        } catch {
             throw DriverProtocolError("cannot start the adapter '\(command)': \(error)")
         }
         signal(SIGPIPE, SIG_IGN)
@@ -490,6 +497,8 @@ final class DriverConnection: Sendable {
             kill(-child.pid, SIGKILL)
             while reap() == nil { try? await Task.sleep(nanoseconds: 1_000_000) }
         }
+        // What left the group (`setsid`) and outlived it: killed and reaped too.
+        AdapterDescendants.killAndReap(token: token)
     }
 
     /// The wait status once the process has been reaped (non-blocking).

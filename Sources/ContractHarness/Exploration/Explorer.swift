@@ -66,6 +66,14 @@ public enum Explorer {
         public var failedOnReference: Int = 0
         /// The reference SDK's name; `nil` when the SDK under exploration is the reference.
         public var reference: String? = nil
+        /// Schedules that were not judged: the driver under exploration (or the reference, for a
+        /// schedule that failed on the SDK) lacks a capability the scenario needs, so the run was
+        /// `skipped`. Never passes: an exploration with skipped schedules and no failure has not
+        /// shown the SDK correct (`explore` reports it skipped, exit 1).
+        public var skipped: Int = 0
+        /// Schedules carried out and passed: neither failed, infeasible, failed on the reference
+        /// too, nor skipped.
+        public var passed: Int { schedules.count - failed - infeasible - failedOnReference - skipped }
         /// `true` when every order was tried.
         public let complete: Bool
         /// `true` when the orders were drawn from the seed (too many to try in order).
@@ -95,6 +103,7 @@ public enum Explorer {
                 "seed": .number(Double(seed)), "schedules": .number(Double(schedules.count)),
                 "failed": .number(Double(failed)), "crashed": .number(Double(crashed)), "infeasible": .number(Double(infeasible)),
                 "failed_on_reference": .number(Double(failedOnReference)), "reference": reference.map(JSONValue.string) ?? .null,
+                "skipped": .number(Double(skipped)), "passed": .number(Double(passed)),
                 "complete": .bool(complete), "sampled": .bool(sampled), "mode": .string(mode),
                 "duration_ms": .number(durationMilliseconds.rounded()),
             ]
@@ -346,14 +355,17 @@ public enum Explorer {
             for (i, r) in zip(suspicious, confirmed) { onReference[i] = r }
         }
         let exploring = ScenarioRunner.elapsed(since: started)
-        var failed = 0, infeasible = 0, failedOnReference = 0, crashed = 0
+        var failed = 0, infeasible = 0, failedOnReference = 0, crashed = 0, skipped = 0
         var firstIndex: Int?
         for i in orders.indices {
             guard let result = outcomes[i] else { infeasible += 1; continue }
+            // Not run (a capability the driver lacks): neither a pass nor a failure.
+            if result.status == .skipped { skipped += 1; continue }
             let fails = result.infeasible || result.status == .failed || result.status == .error || result.status == .crashed
             guard fails else { continue }
             if reference != nil {
                 guard let ref = onReference[i] else { infeasible += 1; continue }
+                if ref.status == .skipped { skipped += 1; continue }
                 if ref.infeasible { infeasible += 1; continue }
                 if ref.status != .passed { failedOnReference += 1; continue }
             } else if result.infeasible {
@@ -392,7 +404,7 @@ public enum Explorer {
         }
         let total = (1...Swift.max(1, settings.steps.count)).reduce(1.0) { $0 * Double($1) }
         return Report(scenario: name, seed: seed, schedules: orders, failed: failed, crashed: crashed, infeasible: infeasible,
-                      failedOnReference: failedOnReference, reference: reference?.driver.sdkName, complete: complete,
+                      failedOnReference: failedOnReference, reference: reference?.driver.sdkName, skipped: skipped, complete: complete,
                       sampled: !(settings.exhaustive || total <= Double(settings.maxSchedules)),
                       firstFailure: first, durationMilliseconds: ScenarioRunner.elapsed(since: started),
                       exploringMilliseconds: exploring)

@@ -155,9 +155,13 @@ public enum InterleavingExplorer {
         public let firstFailure: Failure?
         /// Wall time, milliseconds.
         public let durationMilliseconds: Double
+        /// Why nothing was judged, when the probe run was `skipped` (the driver lacks a
+        /// capability the scenario needs): no interleaving ran, so this is never a pass.
+        public var skipped: String? = nil
 
         /// How the runs were chosen, for people.
         public var mode: String {
+            if let skipped { return "skipped: \(skipped)" }
             if complete { return "every interleaving (\(runs) runs, depth-first)" }
             let pct = runs - depthFirst - 1
             var parts = ["1 probe"]
@@ -170,7 +174,7 @@ public enum InterleavingExplorer {
         public var json: JSONValue {
             var o: [String: JSONValue] = ["kind": .string("interleaving"), "seed": .number(Double(seed)), "runs": .number(Double(runs)),
                                           "complete": .bool(complete), "mode": .string(mode),
-                                          "failed": .number(firstFailure == nil ? 0 : 1),
+                                          "failed": .number(firstFailure == nil ? 0 : 1), "skipped": skipped.map(JSONValue.string) ?? .null,
                                           "duration_ms": .number(durationMilliseconds.rounded())]
             if let f = firstFailure {
                 o["first_failure"] = .object(["check": .string(f.check), "choices": .array(f.choices.map(JSONValue.string)),
@@ -209,6 +213,13 @@ public enum InterleavingExplorer {
         // The probe: the oldest ready task first, everywhere.
         let probe = await run(.prefix([]))
         runs += 1
+        if probe.status == .skipped {
+            // Not run at all (a capability the driver lacks): nothing to explore, and not a pass.
+            var report = Report(scenario: name, seed: seed, runs: runs, depthFirst: 0, probePoints: [], complete: false, firstFailure: nil,
+                                durationMilliseconds: ScenarioRunner.elapsed(since: started))
+            report.skipped = probe.reason ?? "the driver cannot run it"
+            return report
+        }
         let probePoints = probe.interleaving?.points.map(\.options) ?? []
         if failed(probe) { failing = (.prefix([]), probe) }
         let size = probePoints.reduce(1.0) { $0 * Double($1) }

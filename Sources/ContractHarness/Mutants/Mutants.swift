@@ -31,6 +31,10 @@ public enum MutantRun {
         public let scenarios: [String]
         /// Wall time, milliseconds.
         public let durationMilliseconds: Double
+        /// Catches discarded because they did not hold with the files' own step limits: the
+        /// variant failed the scenario only by running out of the capped step limit (a loaded
+        /// machine), and passed it when re-run as the file says. `"<variant>: <scenario>"`.
+        public var unconfirmedCatches: [String] = []
 
         /// The share of variants caught, in [0, 1].
         public var shareCaught: Double { rows.isEmpty ? 0 : Double(rows.filter(\.caught).count) / Double(rows.count) }
@@ -45,6 +49,7 @@ public enum MutantRun {
                              "failing_checks": .array(row.failingChecks.map(JSONValue.string))])
                 }),
                 "baseline_failures": .array(baselineFailures.map(JSONValue.string)),
+                "unconfirmed_catches": .array(unconfirmedCatches.map(JSONValue.string)),
                 "scenarios": .number(Double(scenarios.count)),
                 "caught": .number(Double(rows.filter(\.caught).count)),
                 "total": .number(Double(rows.count)),
@@ -124,24 +129,60 @@ public enum MutantRun {
             let patient = await Self.results(of: again.map { (nil, $0) }, cap: nil, executable: executable, jobs: jobs, seed: seed)
             for (s, r) in zip(again, patient) where r?.status == .passed { baseline[ExactKey(s.name)] = nil }
         }
-        if !full {
+        // A catch that may be the cap's doing (it ran out of the capped step limit, or passed the
+        // hard deadline derived from it) counts only when the variant also fails the scenario
+        // with the file's own limits: load can never add a catch. A real hang fails both ways.
+        let n = scenarios.count
+        var unconfirmed: [String] = []
+        /// Re-runs the pairs at `indices` (positions in `pairs` and `results`) with the files' own
+        /// limits; returns those that no longer fail (their catches are discarded).
+        func confirm(_ indices: [Int]) async -> [Int] {
+            guard !indices.isEmpty else { return [] }
+            counters?.phase("confirming \(indices.count) catches at the capped step limit with the files' own limits")
+            let patient = await Self.results(of: indices.map { pairs[$0] }, cap: nil, executable: executable, jobs: jobs, seed: seed)
+            var discarded: [Int] = []
+            for (index, r) in zip(indices, patient) {
+                results[index] = r
+                if let r, Self.fails(r) { continue }
+                discarded.append(index)
+                unconfirmed.append("\(pairs[index].0?.rawValue ?? "faithful"): \(pairs[index].1.name)")
+            }
+            return discarded
+        }
+        func doubtful(_ index: Int) -> Bool {
+            guard let r = results[index], Self.fails(r), baseline[ExactKey(scenarios[index % n].name)] == nil else { return false }
+            return Self.capMayHaveCaused(r, scenarios[index % n], cap: stepTimeoutCap)
+        }
+        if full {
+            _ = await confirm((n..<results.count).filter(doubtful))
+        } else {
             // Each variant's scenarios run in order until one catches it (fails where the faithful
-            // variant passed); the rest of that variant's scenarios are not dispatched.
-            let n = scenarios.count
+            // variant passed); the rest of that variant's scenarios are not dispatched. A first
+            // catch that does not hold with the files' own limits is discarded and that variant
+            // goes on with the scenarios after it.
             let disqualified = scenarios.map { baseline[ExactKey($0.name)] != nil }
-            let firstCatch = HarnessLocked<[Int: Int]>([:])   // variant offset -> lowest catching scenario index
-            let rest = Array(pairs.dropFirst(n))
+            results += [ScenarioResult?](repeating: nil, count: defects.count * n)
+            var todo: [(v: Int, i: Int)] = (0..<defects.count).flatMap { v in (0..<n).map { (v: v, i: $0) } }
             counters?.phase("running each variant until its first catch")
-            let ran = await Self.results(of: rest, cap: stepTimeoutCap, executable: executable, jobs: jobs, seed: seed,
-                                         counters: counters, skip: { id in firstCatch.withLock { caught in caught[id / n].map { id % n > $0 } ?? false } },
-                                         onResult: { id, r in
-                guard !disqualified[id % n], r.status == .failed || r.status == .error || r.status == .crashed else { return }
-                firstCatch.withLock { caught in caught[id / n] = min(caught[id / n] ?? Int.max, id % n) }
-            })
-            // Results past a variant's first catch (in flight when it was found) are dropped, so
-            // what is reported does not depend on timing.
-            let catches = firstCatch.withLock { $0 }
-            results += ran.enumerated().map { id, r in catches[id / n].map { id % n > $0 } == true ? nil : r }
+            while !todo.isEmpty {
+                let batch = todo
+                let firstCatch = HarnessLocked<[Int: Int]>([:])   // variant offset -> lowest catching scenario index
+                let ran = await Self.results(of: batch.map { (Optional(defects[$0.v]), scenarios[$0.i]) }, cap: stepTimeoutCap,
+                                             executable: executable, jobs: jobs, seed: seed, counters: counters,
+                                             skip: { id in firstCatch.withLock { caught in caught[batch[id].v].map { batch[id].i > $0 } ?? false } },
+                                             onResult: { id, r in
+                    guard !disqualified[batch[id].i], Self.fails(r) else { return }
+                    firstCatch.withLock { caught in caught[batch[id].v] = min(caught[batch[id].v] ?? Int.max, batch[id].i) }
+                })
+                // Results past a variant's first catch (in flight when it was found) are dropped, so
+                // what is reported does not depend on timing.
+                let catches = firstCatch.withLock { $0 }
+                for (id, item) in batch.enumerated() {
+                    results[n + item.v * n + item.i] = catches[item.v].map { item.i > $0 } == true ? nil : ran[id]
+                }
+                let discarded = await confirm(catches.map { n + $0.key * n + $0.value }.sorted().filter(doubtful))
+                todo = discarded.flatMap { index in ((index % n + 1)..<n).map { (v: index / n - 1, i: $0) } }
+            }
         }
         // Interleaving (issue 15): scenarios tagged "interleave" are also explored with
         // `explore --interleave` (default budget, seed 0) for each variant the suite misses and
@@ -177,8 +218,27 @@ public enum MutantRun {
             progress(row)
         }
         results.removeAll()
-        return Report(rows: rows, baselineFailures: scenarios.map(\.name).filter { baseline[ExactKey($0)] != nil } + interleavedBaseline.keys.map(\.text).sorted(),
-                      scenarios: scenarios.map(\.name), durationMilliseconds: ScenarioRunner.elapsed(since: started))
+        var report = Report(rows: rows, baselineFailures: scenarios.map(\.name).filter { baseline[ExactKey($0)] != nil } + interleavedBaseline.keys.map(\.text).sorted(),
+                            scenarios: scenarios.map(\.name), durationMilliseconds: ScenarioRunner.elapsed(since: started))
+        report.unconfirmedCatches = unconfirmed
+        return report
+    }
+
+    /// Whether `r` is a failure (`failed`, `error` or `crashed`).
+    static func fails(_ r: ScenarioResult) -> Bool { r.status == .failed || r.status == .error || r.status == .crashed }
+
+    /// Whether the failure `r` of `s`, run with step limits capped at `cap` milliseconds, may be
+    /// the cap's doing rather than the variant's: the cap lowered the file's own step limit, and
+    /// some step ran out of it (`ScenarioResult.stepLimitReached`) or the worker passed the hard
+    /// deadline derived from it. Such a failure is re-run with the file's own limits before it
+    /// counts (a failure with them is the file's own verdict, as `run` would give it).
+    static func capMayHaveCaused(_ r: ScenarioResult, _ s: Scenario, cap: Int?) -> Bool {
+        guard let cap, cap < s.stepTimeoutMilliseconds else { return false }
+        if r.status == .crashed {
+            if case .object(let crash)? = r.crash { return crash["deadline_ms"] != nil }
+            return false
+        }
+        return r.stepLimitReached
     }
 
     /// Scenarios a matrix worker process runs at once: a scenario mostly waits (on quiescence, a

@@ -70,6 +70,14 @@ final class Recorder: @unchecked Sendable {
     private let start: Date
     /// The interleaving executor's hook (`nil` outside interleaved runs); guarded by `lock`.
     private var hook: (any WaitHook)?
+    /// Some wait ran out of its real-time limit (guarded by `lock`): see `ranOutOfTime`.
+    private var timedOut = false
+
+    /// Whether any `wait(milliseconds:until:)` ended because its real-time limit (the scenario's
+    /// step limit, possibly capped) passed, rather than because its condition held or the
+    /// interleaving executor found the run stuck. A failure with this set may be the machine's
+    /// load, not the SDK: the mutant matrix re-runs such a catch with the file's own limits.
+    var ranOutOfTime: Bool { lock.withLock { timedOut } }
 
     init(clock: VirtualClock?) {
         self.clock = clock
@@ -131,7 +139,10 @@ final class Recorder: @unchecked Sendable {
             if condition() { return true }
             // Interleaved runs: nothing but the runner can change anything, so this is a hang.
             if stuck() { return false }
-            if DispatchTime.now() >= deadline { return false }
+            if DispatchTime.now() >= deadline {
+                lock.withLock { timedOut = true }
+                return false
+            }
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let registered: Bool = lock.withLock {
                     guard version == seen else { return false }

@@ -71,6 +71,11 @@ public struct ScenarioResult: Sendable, Codable {
     /// steps that record no event (fault definitions, `wait_for`). Empty without a history.
     public var stepSummaries: [String] = []
 
+    /// `true` when some step ran out of its real-time step limit (`step_timeout_ms`, or the
+    /// runner's cap on it): a failure with this set may come from a loaded machine, so the mutant
+    /// matrix confirms such a catch with the file's own limits before it counts.
+    public var stepLimitReached = false
+
     /// The first failing check, for the console line.
     public var firstFailure: CheckResult? { checks.first { !$0.passed } }
 }
@@ -98,6 +103,7 @@ extension ScenarioResult {
         events = try c.decodeIfPresent([HistoryEvent].self, forKey: .events) ?? []
         interleaving = try c.decodeIfPresent(InterleavingTrace.self, forKey: .interleaving)
         stepSummaries = try c.decodeIfPresent([String].self, forKey: .stepSummaries) ?? []
+        stepLimitReached = try c.decodeIfPresent(Bool.self, forKey: .stepLimitReached) ?? false
     }
 }
 
@@ -152,6 +158,7 @@ public struct ScenarioRunner: Sendable {
         await execution.finishDriver(&result)
         result.durationMilliseconds = Self.elapsed(since: started)
         result.infeasible = execution.infeasible
+        result.stepLimitReached = execution.recorder.ranOutOfTime
         return result
     }
 
@@ -211,7 +218,8 @@ final class ScenarioExecution: @unchecked Sendable {
     /// Every reference app by client (the `app` section's included), each created on first use
     /// (guarded by `lock`).
     private var apps: [ExactKey: ReferenceApp] = [:]
-    /// Interleaved runs: the executor app fetch tasks prefer (`nil` otherwise); set in `init`.
+    /// The executor app fetch tasks prefer (the controlled executor when interleaved, else the
+    /// operations' executor; `nil` before macOS 15); set in `init`.
     private(set) var appTaskExecutor: (any Sendable)?
 
     /// Runs `body` on the apps by client under `lock`.
@@ -251,7 +259,11 @@ final class ScenarioExecution: @unchecked Sendable {
             self.executor = controlled
             sdkExecutor = controlled
         } else if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
-            self.executor = OperationExecutor { recorder.poke() }
+            // The SDK's own tasks (its deadline timers) run here too, so quiescence waits until a
+            // timer it started is asleep on the clock before an `advance` (SDKTaskQuiescenceTests).
+            let operations = OperationExecutor { recorder.poke() }
+            self.executor = operations
+            sdkExecutor = operations
         } else {
             self.executor = NoExecutorTracking()
         }
@@ -283,9 +295,6 @@ final class ScenarioExecution: @unchecked Sendable {
         // The app's own tasks (its serialized fetches) run where the operations do, so the
         // executor's idleness covers them (exact quiescence for app operations, `appsSettled`).
         appTaskExecutor = sdkExecutor
-        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), sdkExecutor == nil, let operations = executor as? OperationExecutor {
-            appTaskExecutor = operations
-        }
         if let a = scenario.app, let client = clients[a.client] {
             let made = ReferenceApp(settings: a, client: client, recorder: recorder, taskExecutor: appTaskExecutor,
                                     requestCount: { [port] in port.requestCount })

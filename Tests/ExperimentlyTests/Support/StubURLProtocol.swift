@@ -221,11 +221,13 @@ final class StubURLProtocol: URLProtocol {
     /// Answers the request. The client calls happen inside `lock`, which `stopLoading` also takes:
     /// on Linux, FoundationNetworking traps ("task not in the registry") when a protocol talks to
     /// its client while the task is being cancelled, so delivery and cancellation must not overlap.
+    /// A task already cancelling gets nothing: its cancellation fails it (as `MockURLProtocol` does).
     fileprivate func deliver(_ reply: StubReply) {
         lock.lock()
         defer { lock.unlock() }
         if finished { return }
         finished = true
+        if let task, task.state != .running { return }
         guard let url = request.url else { return }
         switch reply {
         case .respond(let status, let body):

@@ -1,0 +1,22 @@
+import Foundation
+
+extension HarnessCommand {
+    /// Refuses, before any schedule runs, an `explore` (or `explore --interleave`) whose outputs
+    /// would overwrite each other or the scenario being explored: the schedule file (`--out`, or
+    /// its default `<scenario name><suffix>.json`) and the verdict (`--verdict`, when given) must
+    /// be distinct files, and neither may be `file` itself. Paths are compared after resolving
+    /// `.`/`..` and symbolic links, as `run`'s `checkDistinct` does.
+    ///
+    /// - Parameters:
+    ///   - file: the scenario file explored.
+    ///   - name: the scenario's name (the default schedule file is named after it); `nil` when
+    ///     the file has none (then only a given `--out` is compared).
+    ///   - suffix: `-schedule` for `explore`, `-interleaving` for `explore --interleave`.
+    ///   - out: `--out`, when given; `verdict`: `--verdict`, when given.
+    /// - Throws: `UsageError` naming both options (or "the scenario file") and the path (exit 64).
+    static func checkExploreOutputs(file: String, name: String?, suffix: String, out: String?, verdict: String?) throws {
+        let schedule = out ?? name.map { "\($0)\(suffix).json" }
+        try checkDistinct([("the scenario file", file), (out == nil ? "the default schedule file" : "--out", schedule),
+                           ("--verdict", verdict)])
+    }
+}

@@ -1,0 +1,38 @@
+import XCTest
+import Foundation
+@testable import ContractHarness
+
+/// `explore` (and `explore --interleave`) refuse, with exit 64 before any schedule runs, outputs
+/// that would overwrite each other or the scenario explored, as `run` refuses outputs naming one
+/// file (`checkDistinct`). The scenario is a copy in a scratch folder: a missing refusal would
+/// overwrite the copy, never a shipped file.
+final class ExploreOutputsTests: XCTestCase {
+    var dir: URL!
+
+    override func setUpWithError() throws {
+        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: HarnessCLITests.binary.path), "contract-harness not built")
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("explore-outputs-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: Repository.root.appendingPathComponent("scenarios/race-explore-clear-vs-late-assignment.json"),
+                                         to: dir.appendingPathComponent("s.json"))
+    }
+
+    override func tearDownWithError() throws { if let dir { try? FileManager.default.removeItem(at: dir) } }
+
+    func testOutputsNamingOneFileOrTheScenarioAreRefused() throws {
+        let original = try Data(contentsOf: dir.appendingPathComponent("s.json"))
+        for command in [["explore"], ["explore", "--interleave"]] {
+            let suffix = command.count == 2 ? "interleaving" : "schedule"
+            for options in [["--out", "x.json", "--verdict", "./x.json"], ["--out", "s.json"], ["--verdict", "sub/../s.json"],
+                            ["--verdict", "race-explore-clear-vs-late-assignment-\(suffix).json"]] {
+                try? FileManager.default.createDirectory(at: dir.appendingPathComponent("sub"), withIntermediateDirectories: true)
+                let run = try HarnessProcess.run(command + ["s.json"] + options, in: dir, readingStandardError: true)
+                XCTAssertEqual(run.status, 64, "\(command) \(options): \(run.out)")
+                XCTAssertTrue(run.out.contains("name the same file"), run.out)
+            }
+        }
+        XCTAssertEqual(try Data(contentsOf: dir.appendingPathComponent("s.json")), original, "the scenario file is untouched")
+        let fine = try HarnessProcess.run(["explore", "s.json", "--out", "o.json", "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(fine.status, 0, fine.out)
+    }
+}

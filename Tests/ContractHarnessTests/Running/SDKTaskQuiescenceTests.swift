@@ -1,0 +1,72 @@
+import XCTest
+import Foundation
+import Experimently
+@testable import ContractHarness
+
+/// The SDK's own unstructured tasks (its request deadline timer) are part of quiescence: before
+/// the runner advances the virtual clock, every timer the SDK has started must have gone to sleep
+/// on it. A timer that registered after the advance would measure from the advanced time, never
+/// fire, and the runner would fail a correct SDK with "the scenario deadlocks" (seen under load
+/// in ExpectationCoverageTests' `advance.seconds` row, about 1 run in 20 with the CPU busy).
+final class SDKTaskQuiescenceTests: XCTestCase {
+    /// The clock as an SDK sees it whose timer task takes a while to start: `sleep(seconds:)`
+    /// yields `delay` times before it reads the time and goes to sleep (a busy machine, or an SDK
+    /// that does some work in its timer task first). Stateless: safe to share.
+    struct SlowStartClock: ExperimentationClock {
+        let inner: any ExperimentationClock
+        let delay: Int
+        func now() -> Date { inner.now() }
+        func sleep(seconds: TimeInterval) async throws {
+            for _ in 0..<delay { await Task.yield() }
+            try await inner.sleep(seconds: seconds)
+        }
+    }
+
+    /// The shipping SDK with a slow-starting deadline timer; its own tasks prefer the executor the
+    /// runner offers (the task executor seam).
+    static func driver(delay: Int) -> SwiftSDKDriver {
+        SwiftSDKDriver(name: "slow-timer", version: "1") { config, session, store, clock, executor in
+            let slow = SlowStartClock(inner: clock, delay: delay)
+            return ExperimentationClient(config: config, session: session, offlineStore: store, clock: slow,
+                                         taskExecutor: executor as? any TaskExecutor)
+        }
+    }
+
+    static let scenario = #"""
+    {"format": "experimently-scenario/1", "name": "deadline-after-advance", "description": "held request, advance past the deadline",
+     "config": {"timeout": 5}, "step_timeout_ms": 5000,
+     "steps": [
+       {"fault": {"match": {}, "action": {"hold": {}}}, "id": "h"},
+       {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-1", "as": "a", "async": true},
+       {"wait_for": {"held": "h", "count": 1}},
+       {"advance": 5.1},
+       {"await": "a", "expect": {"error": "networkError", "code": -1001}},
+       {"wait_for": {"requests": {"cancelled": true}, "count": 1}},
+       {"release": "h"}]}
+    """#
+
+    func testAnAdvanceWaitsForTheSDKsTimerToGoToSleep() async throws {
+        let s = try ScenarioParser.parse(Data(Self.scenario.utf8), file: "deadline-after-advance.json")
+        for delay in [0, 100, 100_000] {
+            let r = await ScenarioRunner(driver: Self.driver(delay: delay), keepsHistory: false).run(s)
+            XCTAssertEqual(r.status, .passed, "timer delay \(delay): \(r.firstFailure?.message ?? r.reason ?? "")")
+        }
+    }
+
+    /// The check still fails an SDK whose deadline never fires (no false pass from the change):
+    /// a timer that sleeps twice as long as its configured timeout.
+    func testAnSDKWhoseDeadlineIsTooLateStillFails() async throws {
+        struct DoubleClock: ExperimentationClock {
+            let inner: any ExperimentationClock
+            func now() -> Date { inner.now() }
+            func sleep(seconds: TimeInterval) async throws { try await inner.sleep(seconds: seconds * 2) }
+        }
+        let driver = SwiftSDKDriver(name: "late-deadline", version: "1") { config, session, store, clock, executor in
+            ExperimentationClient(config: config, session: session, offlineStore: store, clock: DoubleClock(inner: clock),
+                                  taskExecutor: executor as? any TaskExecutor)
+        }
+        let s = try ScenarioParser.parse(Data(Self.scenario.utf8), file: "deadline-after-advance.json")
+        let r = await ScenarioRunner(driver: driver, keepsHistory: false).run(s)
+        XCTAssertEqual(r.status, .failed)
+    }
+}
