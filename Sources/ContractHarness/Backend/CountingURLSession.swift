@@ -7,21 +7,31 @@ import FoundationNetworking
 /// returned, so the runner knows exactly how many requests are between the SDK and the mock (in
 /// transit, parked, or on their way back): the basis of quiescence.
 ///
+/// A pooled session (``InProcessSessions``, `counter` nil) holds nothing of any scenario: each
+/// request is counted by the scenario whose backend its URL's host names, looked up when the task
+/// is created, and that counter stays with the task to its completion. A dedicated session (a
+/// client whose `base_url` is not its scenario's mock) counts every request in `counter`.
+///
 /// Linux only: swift-corelibs-foundation's `URLSession` is open for subclassing; on Apple
 /// platforms the runner falls back to the mock's parked requests alone (`Documentation/ScenarioFormat.md`).
 final class CountingURLSession: URLSession, @unchecked Sendable {
-    // @unchecked Sendable: the only added state is `counter`, itself Sendable.
-    let counter: TaskCounter
+    // @unchecked Sendable: the only added state is `counter`, immutable and itself Sendable.
+    /// The counter of every request (a dedicated session), or `nil`: by the request's host.
+    let counter: TaskCounter?
 
-    init(configuration: URLSessionConfiguration, counter: TaskCounter) {
+    init(configuration: URLSessionConfiguration, counter: TaskCounter?) {
         self.counter = counter
         super.init(configuration: configuration, delegate: nil, delegateQueue: nil)
     }
 
     override func dataTask(with request: URLRequest,
                            completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void) -> URLSessionDataTask {
+        // A request to no running scenario's backend (a finished scenario's late request) is
+        // counted nowhere: it must never count in the scenario that holds the session now.
+        guard let counter = counter ?? InProcessSessions.counter(host: request.url?.host) else {
+            return super.dataTask(with: request, completionHandler: completionHandler)
+        }
         counter.issued()
-        let counter = self.counter
         // The completion keeps the session alive until the task delivered: FoundationNetworking
         // dereferences its session while delivering, and the runner never invalidates it.
         return super.dataTask(with: request) { [self] data, response, error in
@@ -32,6 +42,20 @@ final class CountingURLSession: URLSession, @unchecked Sendable {
             }
             withExtendedLifetime(self) {}
         }
+    }
+
+    /// Does nothing on a pooled session: the pool owns it, and later scenarios take it (a task
+    /// created on an invalidated session is a `fatalError` in FoundationNetworking). A dedicated
+    /// session is invalidated as asked.
+    override func finishTasksAndInvalidate() {
+        if counter != nil { super.finishTasksAndInvalidate() }
+    }
+
+    /// Does nothing on a pooled session (see ``finishTasksAndInvalidate()``): its tasks are not
+    /// cancelled either, since the session may already serve another scenario. A dedicated
+    /// session is invalidated and its tasks cancelled as asked.
+    override func invalidateAndCancel() {
+        if counter != nil { super.invalidateAndCancel() }
     }
 }
 /// A completion's arguments, carried to where the delivery gate runs it.

@@ -34,7 +34,14 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         /// How each request that parked at receipt was parked (`hold`, `delay N s`, `timeout N s`).
         var parkedHow: [Int: String] = [:]
         var observer: (@Sendable (Int?, Bool) -> Void)?
+        /// Sessions made for this scenario alone (dedicated, or Apple platforms' plain ones).
         var sessions: [URLSession] = []
+        #if canImport(FoundationNetworking)
+        /// Sessions taken from `InProcessSessions`, given back at `shutdown()`.
+        var pooled: [CountingURLSession] = []
+        #endif
+        /// Set by `shutdown()`: the counter is unregistered and the sessions went back.
+        var isShutDown = false
     }
     private let state: HarnessLocked<State>
 
@@ -53,6 +60,8 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
             catch { throw ScenarioError(file: file, path: "$.fixtures", expected: "mock fixtures", found: Self.describe(error)) }
         }
         backend = MockBackend(fixtures: decoded, clock: clock)
+        // Requests are counted by the host their URL names (pooled sessions hold no scenario).
+        InProcessSessions.register(counter, host: backend.baseURL.host ?? "")
         backend.setObserver { [state] event in
             let (observer, seq, answered): ((@Sendable (Int?, Bool) -> Void)?, Int?, Bool) = state.withLock { s in
                 switch event {
@@ -155,8 +164,23 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
     }()
     #endif
 
-    func session(client: String) -> URLSession {
+    func session(client: String) -> URLSession { session(client: client, dedicated: false) }
+
+    /// A session for `client`: on Linux one taken from ``InProcessSessions`` (given back at
+    /// ``shutdown()``), or, `dedicated`, one of this scenario's own whose every request counts
+    /// here (a client whose `base_url` is not this backend: its requests name no host of ours).
+    func session(client: String, dedicated: Bool) -> URLSession {
         #if canImport(FoundationNetworking)
+        if !dedicated {
+            let session = InProcessSessions.take()
+            // Taken after shutdown (an SDK client creating a session late): straight back.
+            let kept = state.withLock { s -> Bool in
+                if !s.isShutDown { s.pooled.append(session) }
+                return !s.isShutDown
+            }
+            if !kept { InProcessSessions.giveBack([session]) }
+            return session
+        }
         // Routing is by the backend's host, so one configuration serves every backend; building
         // an ephemeral configuration costs more than a scenario's own work, so it is copied.
         let configuration = Self.configurationTemplate.copy() as! URLSessionConfiguration
@@ -340,7 +364,20 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         // task on an invalidated session is a fatalError in FoundationNetworking (issue 10,
         // NOTES-linux-foundation.md). A session lives as long as the SDK client that holds it and
         // every task it created (CountingURLSession's completions keep it), then goes by itself.
-        state.withLock { $0.sessions.removeAll() }
+        // Pooled sessions go back to InProcessSessions for the next scenario: from now on a
+        // request to this backend's host (a late one of this scenario's clients) counts nowhere.
+        InProcessSessions.unregister(host: backend.baseURL.host ?? "")
+        #if canImport(FoundationNetworking)
+        let pooled = state.withLock { s -> [CountingURLSession] in
+            s.isShutDown = true
+            s.sessions.removeAll()
+            defer { s.pooled.removeAll() }
+            return s.pooled
+        }
+        InProcessSessions.giveBack(pooled)
+        #else
+        state.withLock { s in s.isShutDown = true; s.sessions.removeAll() }
+        #endif
         var problems: [String] = []
         let names = state.withLock { s in Dictionary(s.faults.map { ($0.value, $0.key.text) }, uniquingKeysWith: { a, _ in a }) }
         for h in report.unreleasedHolds {
@@ -351,6 +388,14 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
             problems.append("fault '\(names[f.id] ?? f.name ?? "\(f.id)")' \(what) (\(f.nearest))")
         }
         return problems
+    }
+
+    deinit {
+        // A port that never shut down (its runner failed to start) leaves nothing behind either.
+        InProcessSessions.unregister(host: backend.baseURL.host ?? "")
+        #if canImport(FoundationNetworking)
+        InProcessSessions.giveBack(state.withLock { $0.pooled })
+        #endif
     }
 
     var outstandingTasks: Int? {

@@ -284,7 +284,9 @@ final class ScenarioExecution: @unchecked Sendable {
         }
         let listeners = try Self.listeners(for: driver, port: port, clients: scenario.clients.map(\.name))
         self.listeners = listeners
-        var context = DriverContext(makeSession: { port.session(client: $0) }, clock: clock,
+        // A client whose base_url is not the mock gets a session of its own (InProcessSessions).
+        let elsewhere = Set(scenario.clients.filter { $0.settings.baseURL != nil }.map { ExactKey($0.name) })
+        var context = DriverContext(makeSession: { port.session(client: $0, dedicated: elsewhere.contains(ExactKey($0))) }, clock: clock,
                                     storeSuite: { suites[$0] ?? "experimently-harness-unknown-\($0)" },
                                     memoryStore: memoryStore,
                                     baseURL: { listeners?.baseURL(client: $0) ?? port.baseURL(client: $0) })
