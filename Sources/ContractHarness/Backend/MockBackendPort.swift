@@ -186,6 +186,14 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         if let faultID = state.withLock({ $0.faults[ExactKey(id)] }) { backend.removeFault(faultID) }
     }
 
+    /// Why fault `id` never fired: it matched no request; the mock's nearest request and the
+    /// fields that differed (see `neverMatched(fault:)` in BackendPort).
+    func neverMatched(fault id: String) -> String? {
+        guard let faultID = state.withLock({ $0.faults[ExactKey(id)] }),
+              let unused = backend.unusedFaults.first(where: { $0.id == faultID }), unused.matched == 0 else { return nil }
+        return unused.nearest
+    }
+
     func heldCount(fault id: String) -> Int {
         guard let faultID = state.withLock({ $0.faults[ExactKey(id)] }) else { return 0 }
         return backend.history.filter { $0.hold != nil && $0.fault?.id == faultID }.count

@@ -655,6 +655,11 @@ public final class MockBackend: MockRequestHandler, Sendable {
         box.withLock { $0.observer = observer }
     }
 
+    /// The fault rules not used up so far, as ``shutdown()`` would report them (a one-shot rule
+    /// short of its matches, a hold rule that never parked a request), each with the nearest
+    /// request and what differed; the backend keeps running.
+    public var unusedFaults: [UnusedFault] { box.withLock { $0.script.unusedOneShots(seen: $0.seen) } }
+
     /// Shuts the backend down: reports holds never released and one-shot faults never used up
     /// (with the nearest request and what differed), then fails those holds with a dropped
     /// connection and ends silent timeouts (outcome `timeout`). Later requests get 503. Calling it twice reports nothing new.
