@@ -893,7 +893,8 @@ final class ScenarioExecution: @unchecked Sendable {
         recorder.replace { $0 = full }
     }
 
-    /// The history in canonical form: mock sequence numbers and step numbers cleared, each
+    /// The history in canonical form: mock sequence numbers and step numbers cleared, the answers
+    /// a release or advance freed moved to its marker (see `freedAnswersFirst`), each
     /// operation's completion moved to the end of its segment (see `floatingCompletions`), and
     /// each run of consecutive events of one kind at one virtual time (concurrent completions,
     /// concurrent arrivals) sorted by content, so that equal runs give equal histories.
@@ -904,7 +905,7 @@ final class ScenarioExecution: @unchecked Sendable {
             out += run.sorted { $0.0 < $1.0 }.map(\.1)
             run.removeAll()
         }
-        for event in floatingCompletions(history) {
+        for event in floatingCompletions(freedAnswersFirst(history)) {
             var copy = event
             copy.request?.seq = 0
             // Which step was running when a request arrived is a matter of thread timing (the step
