@@ -143,9 +143,16 @@ protocol BackendPort: AnyObject, Sendable {
     /// How each request that the mock parked at receipt was parked (`hold`, `delay N s`,
     /// `timeout N s`), by sequence number, for the history's request lines.
     func parkedAtReceipt() -> [Int: String]
+    /// Why fault `id` has not fired when it never matched a request (the nearest request and the
+    /// fields that differed, the mock's phrases), or `nil`.
+    func neverMatched(fault id: String) -> String?
 }
 
 extension BackendPort {
     /// None known (a port that cannot tell).
     func parkedAtReceipt() -> [Int: String] { [:] }
+
+    /// Why fault `id` has not fired yet when it never matched a request (the nearest request and
+    /// what differed), or `nil` when it matched, is unknown, or the port cannot tell.
+    func neverMatched(fault id: String) -> String? { nil }
 }

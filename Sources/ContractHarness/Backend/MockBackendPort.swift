@@ -210,6 +210,14 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         if let faultID = state.withLock({ $0.faults[ExactKey(id)] }) { backend.removeFault(faultID) }
     }
 
+    /// Why fault `id` never fired: it matched no request; the mock's nearest request and the
+    /// fields that differed (see `neverMatched(fault:)` in BackendPort).
+    func neverMatched(fault id: String) -> String? {
+        guard let faultID = state.withLock({ $0.faults[ExactKey(id)] }),
+              let unused = backend.unusedFaults.first(where: { $0.id == faultID }), unused.matched == 0 else { return nil }
+        return unused.nearest
+    }
+
     func heldCount(fault id: String) -> Int {
         guard let faultID = state.withLock({ $0.faults[ExactKey(id)] }) else { return 0 }
         return backend.history.filter { $0.hold != nil && $0.fault?.id == faultID }.count
@@ -231,13 +239,33 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         }
         let held = backend.heldRequests.filter { $0.fault == faultID }
         var released = 0
-        for h in held.prefix(count ?? held.count) {
+        // The mock answers each request as it is released: the ones released together (`count`
+        // N, `all`) are released in a canonical order, by content (client, method, target, body),
+        // not in the order they happened to park, so the mock's answers (rate-limit counters,
+        // which request creates the sticky assignment) are the same on every run.
+        for h in canonicalOrder(Array(held.prefix(count ?? held.count))) {
             // No longer parked from this moment: quiescence waits for its answer.
             let wake = state.withLock { $0.parkedUntil.removeValue(forKey: h.seq) }
             let done = failing.map { backend.releaseFailing(h.id, processed: $0) } ?? backend.release(h.id, with: response)
             if done { released += 1 } else if let wake { state.withLock { $0.parkedUntil[h.seq] = wake } }
         }
         return released
+    }
+
+    /// `held` sorted by the content of each request (client, method, target, body), then by
+    /// sequence number; identity text compared by Unicode scalars.
+    private func canonicalOrder(_ held: [HeldRequest]) -> [HeldRequest] {
+        guard held.count > 1 else { return held }
+        let history = backend.history
+        let bySeq = Dictionary(history.map { ($0.seq, $0) }, uniquingKeysWith: { a, _ in a })
+        func key(_ h: HeldRequest) -> [UInt32] {
+            guard let e = bySeq[h.seq] else { return [] }
+            let r = record(e, parked: true)
+            let text = "\(r.client ?? "")\u{0}\(r.method)\u{0}\(r.target)\u{0}\(r.body?.jsonText ?? "")"
+            return text.unicodeScalars.map(\.value)
+        }
+        let keyed = held.map { (key($0), $0) }
+        return keyed.sorted { a, b in a.0 != b.0 ? a.0.lexicographicallyPrecedes(b.0) : a.1.seq < b.1.seq }.map(\.1)
     }
 
     func updateFixtures(_ change: FixtureChange) throws {

@@ -632,7 +632,7 @@ public enum HarnessCommand {
             StandardStream.error(Data("contract-harness: cannot write the verdict: \(error)\n".utf8))
             return Exit.internalFault.rawValue
         }
-        say("\(caught) passed, \(report.rows.count - caught + report.baselineFailures.count) failed")
+        say(report.summaryLine)
         if !invalid.isEmpty { return Exit.usage.rawValue }
         return caught == report.rows.count && report.baselineFailures.isEmpty ? Exit.ok.rawValue : Exit.failed.rawValue
     }

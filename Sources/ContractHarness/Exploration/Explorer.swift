@@ -422,7 +422,8 @@ public enum Explorer {
         func known(_ list: [String], _ x: String) -> Bool { list.contains { $0.unicodeScalars.elementsEqual(x.unicodeScalars) } }
         for step in s.steps {
             switch step {
-            case .sdk(_, _, let label?, _, _, _), .app(_, let label?, _, _, _, _): labels.append(label)
+            case .sdk(_, _, let label?, _, let count, _), .app(_, let label?, _, _, _, let count):
+                labels += [label] + (count > 1 ? StepContext.copyLabels(label, count: count) : [])
             case .await(let label, _), .cancel(let label): if !known(labels, label) { return nil }
             case .addFault(let id, _): faults.append(id)
             case .removeFault(let id), .release(let id, _, _, _), .waitFor(.held(let id, _)): if !known(faults, id) { return nil }

@@ -36,6 +36,16 @@ public enum MutantRun {
         /// machine), and passed it when re-run as the file says. `"<variant>: <scenario>"`.
         public var unconfirmedCatches: [String] = []
 
+        /// The closing line of `contract-harness mutants`: what each count means, e.g.
+        /// `variants: 11 caught, 16 missed (of 27); baseline: 0 scenarios fail against the faithful variant`.
+        /// (It used to read `11 passed, 16 failed`, which said nothing of variants caught or missed.)
+        public var summaryLine: String {
+            let caught = rows.filter(\.caught).count
+            let baseline = baselineFailures.count
+            return "variants: \(caught) caught, \(rows.count - caught) missed (of \(rows.count)); baseline: "
+                + "\(baseline) scenario\(baseline == 1 ? "" : "s") fail\(baseline == 1 ? "s" : "") against the faithful variant"
+        }
+
         /// The share of variants caught, in [0, 1].
         public var shareCaught: Double { rows.isEmpty ? 0 : Double(rows.filter(\.caught).count) / Double(rows.count) }
 

@@ -39,3 +39,81 @@ extension ScenarioExecution {
         return message + " [broken rule: \(source)]"
     }
 }
+
+extension SDKOperation {
+    /// Whether the operation may send a request to the backend (cache reads, clears and
+    /// `hashUser` never do; `close` may flush queued events). Used to name the step a `wait_for`
+    /// waits on when it comes too early.
+    var sendsRequests: Bool {
+        switch self {
+        case .clearCache, .clearOfflineCache, .hashUser, .getAssignments, .getEvaluatedFlags: return false
+        default: return true
+        }
+    }
+}
+
+extension ScenarioExecution {
+    /// The explanation of a `wait_for held` whose fault never matched a request: the mock's
+    /// nearest request and what differed (attack finding 10), plus a hint when a `query` field the
+    /// rule wants is in the requests' JSON bodies instead (e.g. `user_id` of a POST).
+    static func neverMatchedText(fault: String, why: String, requests: [RequestRecord]) -> String {
+        var text = "fault '\(fault)' never matched any request, so it held none (\(why))"
+        var hinted: [String] = []
+        // Phrases look like `nearest request #1 POST /path: query user_id is absent, rule wants 'u'; ...`.
+        let phrases = why.components(separatedBy: "; ").map { $0.components(separatedBy: ": ").last ?? $0 }
+        for phrase in phrases where phrase.hasPrefix("query ") && phrase.contains(" is absent") {
+            let name = String(phrase.dropFirst("query ".count).prefix { $0 != " " })
+            guard !hinted.contains(name), requests.contains(where: { $0.body?[name] != nil }) else { continue }
+            hinted.append(name)
+            text += "; '\(name)' is in the request body, not the query: match it with \"body\": {\"\(name)\": ...}"
+        }
+        return text
+    }
+}
+
+extension ScenarioExecution {
+    /// The history lines a failed `assert` quotes: the events the assertion is about (the
+    /// requests it counts, the assignment requests behind the exposures it counts, the requests
+    /// for the user whose cache it reads), each with the event just before it (what sent it),
+    /// then the most recent events up to `limit` lines, in history order. Without such events
+    /// (or for app assertions) the last `limit` events. Attack finding 11: a slice of only the
+    /// last 12 events missed the offending request of a count assertion.
+    func slice(for expectation: Expectation, limit: Int = 14) -> [String] {
+        Self.focused(currentHistory(), limit: limit) { e in
+            guard let r = e.request else { return false }
+            return Self.concerns(expectation, r)
+        }
+    }
+
+    /// Whether request `r` is one `expectation` is about. Identity by Unicode scalars.
+    static func concerns(_ expectation: Expectation, _ r: RequestRecord) -> Bool {
+        func same(_ a: String?, _ b: String?) -> Bool {
+            guard let b else { return true }
+            return a.map { $0.unicodeScalars.elementsEqual(b.unicodeScalars) } ?? false
+        }
+        func forUser(_ user: String?) -> Bool { user == nil || r.users.contains { same($0, user) } }
+        switch expectation {
+        case .requests(let match, _, _): return r.matches(match)
+        case .exposures(let user, let experiment, _, _):
+            return r.path.hasSuffix("/tracking/assign") && forUser(user) && (experiment == nil || same(r.key?.key, experiment))
+        case .cache(let client, let user, _, _), .persisted(let client, _, let user, _, _, _), .cached(let client, _, let user, _, _, _):
+            return same(r.client, client) && forUser(user)
+        case .app, .reported: return false
+        }
+    }
+
+    /// `history` cut to `limit` lines: the events `relevant` picks (the earliest and latest when
+    /// there are too many), each with its predecessor, then the tail.
+    static func focused(_ history: [HistoryEvent], limit: Int, relevant: (HistoryEvent) -> Bool) -> [String] {
+        let hits = history.indices.filter { relevant(history[$0]) }
+        guard !hits.isEmpty, history.count > limit else { return history.suffix(limit).map(\.line) }
+        let budget = max(1, limit - 4)
+        let chosen = hits.count <= budget ? hits : Array(hits.prefix(budget / 2)) + Array(hits.suffix(budget - budget / 2))
+        var keep = Set(chosen)
+        // What sent each request: the event before the first request line of a run of hits.
+        for i in chosen where i > 0 && !keep.contains(i - 1) && keep.count < budget + 2 { keep.insert(i - 1) }
+        var tail = history.count - 1
+        while keep.count < limit && tail >= 0 { keep.insert(tail); tail -= 1 }
+        return keep.sorted().map { history[$0].line }
+    }
+}

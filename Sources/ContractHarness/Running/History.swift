@@ -195,3 +195,41 @@ extension RequestRecord {
         return s
     }
 }
+
+extension ScenarioExecution {
+    /// The history with the answers a `release` or `advance` step freed moved to just after that
+    /// step's marker: every `response` event, up to the runner's next own event, of a request
+    /// received before the marker (a held request the release answered, a delayed one the advance
+    /// ended, one the advance timed out).
+    ///
+    /// The mock decides all of those answers at that instant, in a canonical order by content
+    /// (MockBackend `release`, delays ended together), before the SDK sees any; each `response`
+    /// is recorded later, by the request's own task, so a request the SDK sends in reaction to
+    /// one answer could land before or after another answer's record: thread timing. Which
+    /// events a step caused is not. (Attack finding 6; Documentation/ScenarioFormat.md, History.)
+    static func freedAnswersFirst(_ history: [HistoryEvent]) -> [HistoryEvent] {
+        var out: [HistoryEvent] = []
+        out.reserveCapacity(history.count)
+        var i = 0
+        while i < history.count {
+            let event = history[i]
+            out.append(event)
+            i += 1
+            guard event.kind == .marker, event.client == nil, event.name == "release" || event.name == "advance" else { continue }
+            // The step's segment: up to the runner's next own event.
+            var end = i
+            while end < history.count, !isRunnerEvent(history[end]) { end += 1 }
+            let before = Set(history[..<(i - 1)].compactMap { $0.kind == .request ? $0.request?.seq : nil })
+            let segment = history[i..<end]
+            let freed = segment.filter { $0.kind == .response && $0.request.map { before.contains($0.seq) } == true }
+            out += freed + segment.filter { e in !(e.kind == .response && e.request.map { before.contains($0.seq) } == true) }
+            i = end
+        }
+        return out
+    }
+
+    /// An event the runner records itself (an `invoke`, or a marker with no client).
+    static func isRunnerEvent(_ event: HistoryEvent) -> Bool {
+        event.kind == .invoke || (event.kind == .marker && event.client == nil)
+    }
+}

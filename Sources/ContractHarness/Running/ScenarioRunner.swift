@@ -426,7 +426,7 @@ final class ScenarioExecution: @unchecked Sendable {
         case .sdk(let client, let op, let label, let isAsync, let count, let expect):
             let base = label ?? nextLabel()
             let labels = count == 1 ? [base] : (1...count).map { "\(base)#\($0)" }
-            lock.withLock { groups[ExactKey(base)] = labels }
+            lock.withLock { registerGroup(base, labels) }
             // Every invocation is recorded before any starts, so a group's first request can
             // never land between its invocations.
             if op == .clearCache || op == .close {
@@ -447,7 +447,7 @@ final class ScenarioExecution: @unchecked Sendable {
             let base = label ?? nextLabel()
             // `times`: N copies at once on the same app, labelled as an SDK operation's copies.
             let labels = count == 1 ? [base] : (1...count).map { "\(base)#\($0)" }
-            lock.withLock { groups[ExactKey(base)] = labels }
+            lock.withLock { registerGroup(base, labels) }
             guard let app = appInstance(on: client) else { return "no reference app can run on client '\(client)'" }
             requestCancellation { $0.client.unicodeScalars.elementsEqual(client.unicodeScalars) }
             let launches = labels.map { l in
@@ -517,7 +517,7 @@ final class ScenarioExecution: @unchecked Sendable {
             recorder.record(.marker, name: "fixtures", detail: .string(Self.describe(change)))
         case .expect(let expectation):
             await quiesce(step: name)
-            if let problem = await check(expectation) { fail(name, problem) } else { pass(name) }
+            if let problem = await check(expectation) { fail(name, problem, history: slice(for: expectation)) } else { pass(name) }
             return nil
         }
         return await quiesce(step: name)
@@ -570,7 +570,11 @@ final class ScenarioExecution: @unchecked Sendable {
         // a cancel of the awaited operation, then anything else that could.
         let direct = later.first { i in
             switch scenario.steps[i] {
-            case .release(let id, _, _, _), .removeFault(let id): return holding.contains { same($0, id) }
+            // A `wait_for` (no labels) waits for requests to arrive: the step that starts an
+            // operation sending them provides it, not a release of another parked request.
+            case .sdk(_, let op, _, _, _, _): return labels == nil && op.sendsRequests
+            case .app: return labels == nil
+            case .release(let id, _, _, _), .removeFault(let id): return labels != nil && holding.contains { same($0, id) }
             case .cancel(let label): return labels != nil && (lock.withLock { groups[ExactKey(label)] } ?? []).contains { m in labels!.contains { same($0, m) } }
             default: return false
             }
@@ -588,6 +592,9 @@ final class ScenarioExecution: @unchecked Sendable {
             }
         }
         guard let provider else {
+            if labels == nil && holding.isEmpty {
+                return "\(what) can never happen: nothing pending can bring it about and no later step can"
+            }
             return "\(what) can never finish: it waits on parked requests and no later step can release them"
         }
         infeasible = true
@@ -605,6 +612,13 @@ final class ScenarioExecution: @unchecked Sendable {
     func quiesce(step: String) async -> String? {
         let ok = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in quiescent() }
         return ok ? nil : diagnoseHang() ?? "not quiescent \(hangNote("after")): \(describePending())"
+    }
+
+    /// Registers the labels a step started: its group (`base`: every copy) and, for `times`,
+    /// each copy `base#k` as a group of its own, which `await` and `cancel` may name. Call under `lock`.
+    func registerGroup(_ base: String, _ labels: [String]) {
+        groups[ExactKey(base)] = labels
+        if labels.count > 1 { for l in labels { groups[ExactKey(l)] = [l] } }
     }
 
     /// Waits for every operation of `group`, then checks `expect` against each outcome.
@@ -763,6 +777,7 @@ final class ScenarioExecution: @unchecked Sendable {
         let requests = port.requests()
         switch condition {
         case .held(let fault, _):
+            if let why = port.neverMatched(fault: fault) { return Self.neverMatchedText(fault: fault, why: why, requests: requests) }
             return "fault '\(fault)' held \(port.heldCount(fault: fault)); requests seen: "
                 + (requests.isEmpty ? "none" : requests.suffix(6).map(\.summary).joined(separator: "; ")) + "; " + describePending()
         case .requests(let match, _):
@@ -889,7 +904,8 @@ final class ScenarioExecution: @unchecked Sendable {
         recorder.replace { $0 = full }
     }
 
-    /// The history in canonical form: mock sequence numbers and step numbers cleared, each
+    /// The history in canonical form: mock sequence numbers and step numbers cleared, the answers
+    /// a release or advance freed moved to its marker (see `freedAnswersFirst`), each
     /// operation's completion moved to the end of its segment (see `floatingCompletions`), and
     /// each run of consecutive events of one kind at one virtual time (concurrent completions,
     /// concurrent arrivals) sorted by content, so that equal runs give equal histories.
@@ -900,7 +916,7 @@ final class ScenarioExecution: @unchecked Sendable {
             out += run.sorted { $0.0 < $1.0 }.map(\.1)
             run.removeAll()
         }
-        for event in floatingCompletions(history) {
+        for event in floatingCompletions(freedAnswersFirst(history)) {
             var copy = event
             copy.request?.seq = 0
             // Which step was running when a request arrived is a matter of thread timing (the step

@@ -150,6 +150,8 @@ struct StepContext {
     /// two labels.
     var labels: Set<ExactKey> = []
     var faults: Set<ExactKey> = []
+    /// `times` groups by label: how many copies (`label#1`..`label#N`, also in `labels`).
+    var copies: [ExactKey: Int] = [:]
 
     mutating func parseStep(_ raw: JSONValue, path: String) throws -> Step {
         var r = try ObjectReader(raw, file: file, path: path)
@@ -165,11 +167,11 @@ struct StepContext {
         case "app": step = try parseApp(&r)
         case "await":
             let label = try r.string("await")
-            guard labels.contains(ExactKey(label)) else { throw r.error("await", expected: "the label of an operation started earlier (\(labels.sorted().map(\.text)))", found: .string(label)) }
+            guard labels.contains(ExactKey(label)) else { throw r.error("await", expected: startedLabelsText, found: .string(label)) }
             step = .await(label: label, expect: try parseOutcome(&r))
         case "cancel":
             let label = try r.string("cancel")
-            guard labels.contains(ExactKey(label)) else { throw r.error("cancel", expected: "the label of an operation started earlier", found: .string(label)) }
+            guard labels.contains(ExactKey(label)) else { throw r.error("cancel", expected: startedLabelsText, found: .string(label)) }
             step = .cancel(label: label)
         case "fault":
             let rule = try r.require("fault")
@@ -281,7 +283,7 @@ struct StepContext {
         }
         let isAsync = try r.optionalBool("async") ?? false
         let count = try r.optionalInt("times", range: 1...1000) ?? 1
-        let label = try label(&r)
+        let label = try label(&r, copies: count)
         if isAsync && label == nil { throw r.error("as", expected: "a label for an operation started with \"async\": true", found: nil) }
         return .sdk(client: client, operation: op, label: label, async: isAsync, count: count, expect: try parseOutcome(&r))
     }
@@ -301,7 +303,7 @@ struct StepContext {
         }
         let isAsync = try r.optionalBool("async") ?? false
         let (client, count) = try appClientAndTimes(&r)
-        let label = try label(&r)
+        let label = try label(&r, copies: count)
         if isAsync && label == nil { throw r.error("as", expected: "a label for an action started with \"async\": true", found: nil) }
         return .app(action: action, label: label, async: isAsync, expect: try parseOutcome(&r), client: client, count: count)
     }

@@ -33,6 +33,8 @@ public final class MockBackend: MockRequestHandler, Sendable {
     struct Hold {
         var info: HeldRequest
         var continuation: CheckedContinuation<HoldResolution, Never>?
+        /// The parked request, answered by ``MockBackend/release(_:with:)`` itself.
+        var ticket: Ticket? = nil
     }
 
     struct State {
@@ -58,6 +60,9 @@ public final class MockBackend: MockRequestHandler, Sendable {
         /// Requests dropped before any answer on a reused keep-alive connection, for a short
         /// while: a transport's silent resend of one of them is the same attempt (``TransportRetryTrap``).
         var retryTraps: [TransportRetryTrap] = []
+        /// Delayed requests waiting out their delay, by seq; `answer` set once computed (see
+        /// ``MockBackend/delayedAnswer(_:deadline:)``).
+        var delayed: [Int: DelayedRequest] = [:]
 
         /// Changes the history entry `seq` wherever it lives; returns what `change` returned, or
         /// nil when unknown. (It returns no copy of the entry unless asked: an entry is a few
@@ -102,6 +107,26 @@ public final class MockBackend: MockRequestHandler, Sendable {
     }
 
     /// A request registered in history, ready to be answered.
+    /// A request waiting out a `delay` fault, and its answer once computed.
+    struct DelayedRequest: Sendable {
+        let ticket: Ticket
+        let deadline: Date
+        var answer: MockResponse? = nil
+
+        /// By deadline, then content (Host header, method, target, body bytes), then arrival.
+        static func canonicalOrder(_ a: DelayedRequest, _ b: DelayedRequest) -> Bool {
+            if a.deadline != b.deadline { return a.deadline < b.deadline }
+            func key(_ d: DelayedRequest) -> [UInt8] {
+                let raw = d.ticket.incoming.raw
+                let host = raw.headers.first { $0.name.equalsIgnoringASCIICase("Host") }?.value ?? ""
+                return Array("\(host)\u{0}\(raw.method)\u{0}\(raw.target)\u{0}".utf8) + Array(raw.body)
+            }
+            let (ka, kb) = (key(a), key(b))
+            if ka != kb { return ka.lexicographicallyPrecedes(kb) }
+            return a.ticket.seq < b.ticket.seq
+        }
+    }
+
     struct Ticket: Sendable {
         let seq: Int
         let incoming: IncomingRequest
@@ -341,9 +366,10 @@ public final class MockBackend: MockRequestHandler, Sendable {
         switch decision.action {
         case .delay(let seconds):
             let deadline = clock.now().addingTimeInterval(seconds)
+            box.withLock { $0.delayed[ticket.seq] = DelayedRequest(ticket: ticket, deadline: deadline) }
             emit(.parked(seq: ticket.seq, .delay(seconds: seconds)))
             try? await clock.sleep(until: deadline)
-            return .respond(natural(ticket))
+            return .respond(delayedAnswer(ticket, deadline: deadline))
         case .hold(let label):
             switch await park(ticket, label: label, fault: decision.id) {
             case .natural: return .respond(natural(ticket))
@@ -355,9 +381,10 @@ public final class MockBackend: MockRequestHandler, Sendable {
             }
         case .delayThenDrop(let seconds, let processed):
             let deadline = clock.now().addingTimeInterval(seconds)
+            if processed { box.withLock { $0.delayed[ticket.seq] = DelayedRequest(ticket: ticket, deadline: deadline) } }
             emit(.parked(seq: ticket.seq, .delay(seconds: seconds)))
             try? await clock.sleep(until: deadline)
-            if processed { _ = natural(ticket) }
+            if processed { _ = delayedAnswer(ticket, deadline: deadline) }
             return .dropBeforeResponse
         case .timeout(let processed):
             if processed { _ = natural(ticket) }
@@ -412,6 +439,35 @@ public final class MockBackend: MockRequestHandler, Sendable {
         }
     }
 
+    /// The answer to a delayed request whose delay is over. Every delayed request due by now (one
+    /// clock advance may end several delays at once) is answered here, in a canonical order (by
+    /// deadline, then by content: Host, method, target, body; then arrival), by whichever of their
+    /// tasks runs first: the model's state and rate-limit counters then do not depend on which
+    /// woken task the scheduler ran first.
+    private func delayedAnswer(_ ticket: Ticket, deadline: Date) -> MockResponse {
+        let now = clock.now()
+        return box.withLock { s in
+            if let answer = s.delayed[ticket.seq]?.answer {
+                s.delayed[ticket.seq] = nil
+                return answer
+            }
+            let due = s.delayed.values.filter { $0.answer == nil && ($0.deadline <= now || $0.ticket.seq == ticket.seq) }
+                .sorted(by: DelayedRequest.canonicalOrder)
+            var mine: MockResponse?
+            for d in due {
+                let answer = s.model.answer(d.ticket.incoming, now: now)
+                s.updateEntry(d.ticket.seq) { e in
+                    e.route = answer.route
+                    e.note = answer.note.map { redactor.redact($0) }
+                }
+                if d.ticket.seq == ticket.seq { mine = answer.response; s.delayed[d.ticket.seq] = nil }
+                else { s.delayed[d.ticket.seq]?.answer = answer.response }
+            }
+            // Not registered (cannot happen): answered alone.
+            return mine ?? s.model.answer(ticket.incoming, now: now).response
+        }
+    }
+
     /// Runs the backend model for the request now, recording the route and note in history.
     private func natural(_ ticket: Ticket) -> MockResponse {
         let now = clock.now()
@@ -455,7 +511,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
                 let userID = ticket.incoming.query("user_id").flatMap { $0 } ?? ticket.incoming.json?["user_id"]?.stringValue
                 s.holds.append(Hold(info: HeldRequest(id: id, seq: ticket.seq, method: ticket.incoming.method, path: ticket.incoming.rawPath,
                                                       userID: userID, label: label, fault: fault, action: silent ? "timeout" : "hold"),
-                                    continuation: continuation))
+                                    continuation: continuation, ticket: ticket))
                 s.updateEntry(ticket.seq) { $0.hold = id }
                 return .parked(id)
             }
@@ -574,13 +630,18 @@ public final class MockBackend: MockRequestHandler, Sendable {
     /// (never was, already released, or shut down) or is a silent timeout (action `timeout`:
     /// only its client giving up or shutdown ends it).
     @discardableResult
+    ///
+    /// The backend answers it on the calling thread, before this returns: holds released one
+    /// after another are answered (model state, rate-limit counters) in that order, whatever
+    /// order their tasks then resume in.
     public func release(_ hold: HoldID, with override: MockResponse? = nil) -> Bool {
-        let continuation = box.withLock { s -> CheckedContinuation<HoldResolution, Never>? in
+        let taken = box.withLock { s -> Hold? in
             guard let i = s.holds.firstIndex(where: { $0.info.id == hold && !$0.info.isSilentTimeout }) else { return nil }
-            return s.holds.remove(at: i).continuation
+            return s.holds.remove(at: i)
         }
-        guard let continuation else { return false }
-        continuation.resume(returning: override.map { .override($0) } ?? .natural)
+        guard let taken, let continuation = taken.continuation else { return false }
+        let answer = override ?? taken.ticket.map { natural($0) }
+        continuation.resume(returning: answer.map { .override($0) } ?? .natural)
         return true
     }
 
@@ -590,12 +651,14 @@ public final class MockBackend: MockRequestHandler, Sendable {
     /// `hold` is not parked or is a silent timeout.
     @discardableResult
     public func releaseFailing(_ hold: HoldID, processed: Bool = false) -> Bool {
-        let continuation = box.withLock { s -> CheckedContinuation<HoldResolution, Never>? in
+        let taken = box.withLock { s -> Hold? in
             guard let i = s.holds.firstIndex(where: { $0.info.id == hold && !$0.info.isSilentTimeout }) else { return nil }
-            return s.holds.remove(at: i).continuation
+            return s.holds.remove(at: i)
         }
-        guard let continuation else { return false }
-        continuation.resume(returning: .drop(processed: processed))
+        guard let taken, let continuation = taken.continuation else { return false }
+        // Processed now, on the releasing thread, as ``release(_:with:)`` answers.
+        if processed, let ticket = taken.ticket { _ = natural(ticket) }
+        continuation.resume(returning: .drop(processed: processed && taken.ticket == nil))
         return true
     }
 
@@ -666,6 +729,11 @@ public final class MockBackend: MockRequestHandler, Sendable {
     public func setObserver(_ observer: (@Sendable (MockEvent) -> Void)?) {
         box.withLock { $0.observer = observer }
     }
+
+    /// The fault rules not used up so far, as ``shutdown()`` would report them (a one-shot rule
+    /// short of its matches, a hold rule that never parked a request), each with the nearest
+    /// request and what differed; the backend keeps running.
+    public var unusedFaults: [UnusedFault] { box.withLock { $0.script.unusedOneShots(seen: $0.seen) } }
 
     /// Shuts the backend down: reports holds never released and one-shot faults never used up
     /// (with the nearest request and what differed), then fails those holds with a dropped
