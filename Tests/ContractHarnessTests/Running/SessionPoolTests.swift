@@ -100,12 +100,15 @@ final class SessionPoolTests: XCTestCase {
         await a.backend.waitForHolds(1)
         XCTAssertEqual(a.outstandingTasks, 1)
         // The scenario ends with the request held: shutdown drops it, and its answer reaches the gate.
+        let ended = HarnessLocked<Task<Void, Never>?>(nil)
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            _ = Task {
+            ended.withLock { $0 = Task {
                 arrived.withLock { $0 = c }
                 _ = await a.shutdown()
-            }
+            } }
         }
+        // Shutdown gives the session back only once it returns (the answer waits in the gate).
+        await ended.withLock { $0 }?.value
         let next = try MockBackendPort(fixtures: nil, clock: VirtualClock(), file: "b.json", clients: ["main"])
         b.withLock { $0 = next }
         XCTAssertIdentical(next.session(client: "main"), session, "the next scenario took the session first")
