@@ -698,7 +698,9 @@ final class ScenarioExecution: @unchecked Sendable {
         guard others.allSatisfy({ op in parked.contains { mine($0, op) } }) else { return false }
         let trackingRequests = parked.filter { ["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains($0.path) }
         guard let appTrackers = appsSettled(waiting, parked: parked, trackingRequests: trackingRequests) else { return false }
-        return Self.everyOneHasItsOwn(trackers.map { op in trackingRequests.indices.filter { mine(trackingRequests[$0], op) } } + appTrackers)
+        guard Self.everyOneHasItsOwn(trackers.map { op in trackingRequests.indices.filter { mine(trackingRequests[$0], op) } } + appTrackers) else { return false }
+        // Out of process, last: the adapter says every operation reached its wait (`settle`).
+        return adapterConfirmed(parked)
     }
 
     /// Whether each item can be given a distinct one of its `candidates` (indices): a bipartite
