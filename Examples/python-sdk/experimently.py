@@ -26,6 +26,17 @@ DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 # What the calling thread works for (set by a driver), recorded with each virtual deadline.
 CURRENT = threading.local()
 
+# Set by a driver: called with True just before the calling thread blocks until something from
+# outside arrives (the result of a shared request it joined, the answer to its own request), and
+# with False once it goes on. driver.py answers `settle` with it (Documentation/DriverProtocol.md).
+WAIT_HOOK = None
+
+
+def _waits(flag):
+    hook = WAIT_HOOK
+    if hook is not None:
+        hook(flag)
+
 # URLError codes as the Swift SDK reports them (CONTRACT.md section 3, networkError).
 TIMED_OUT = -1001
 CANNOT_CONNECT = -1004
@@ -167,7 +178,11 @@ class ExperimentationClient:
         headers = {"X-API-Key": self.config.api_key, "Accept": "application/json", "Content-Type": "application/json"}
         try:
             conn.request(method, target, body=body, headers=headers)
-            response = conn.getresponse()
+            _waits(True)
+            try:
+                response = conn.getresponse()
+            finally:
+                _waits(False)
             data = response.read()
             return response.status, data
         except socket.timeout:
@@ -226,7 +241,11 @@ class ExperimentationClient:
                 waiter_box.append((self, flight, waiter))
         if start:
             threading.Thread(target=self._run_flight, args=(kind, ck, flight, fetch), daemon=True).start()
-        waiter.event.wait()
+        _waits(True)
+        try:
+            waiter.event.wait()
+        finally:
+            _waits(False)
         if waiter.cancelled:
             raise ExperimentationError("cancelled", "The operation was cancelled.")
         status, value = flight.result
