@@ -140,8 +140,12 @@ public final class DriverServer: @unchecked Sendable {
     private func handle(_ r: DriverRequest) async {
         switch r.type {
         case .hello:
-            // `settle` is the server's own (the scope executors), whatever the driver declares.
+            // `settle` is the server's own (the scope executors), whatever the driver declares;
+            // `interleaving` never crosses the protocol (the harness's executor cannot run tasks
+            // in this process): declared, it made an interleaved scenario run out of process and
+            // fail a correct SDK with a deadlock.
             var capabilities = driver.capabilities
+            capabilities.remove("interleaving")
             if Self.makeExecutor() != nil { capabilities.insert("settle") }
             let hello = DriverHello(sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, capabilities: capabilities)
             reply(DriverReply(id: r.id, result: hello.json))

@@ -30,7 +30,10 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
     public let sdkName: String
     /// The SDK's version from `hello`.
     public let sdkVersion: String
-    /// The capabilities from `hello`.
+    /// The capabilities from `hello`, without `interleaving`: the harness cannot choose the order
+    /// of another process's tasks (Documentation/DriverProtocol.md, Capabilities), so a scenario
+    /// with an `interleaving` section is skipped and `explore --interleave` refused, even for an
+    /// adapter that declares it.
     public let capabilities: Set<String>
     /// Out of process: loopback TCP.
     public var transport: DriverTransport { .loopbackTCP }
@@ -54,7 +57,7 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
         self.command = command
         sdkName = hello.sdkName
         sdkVersion = hello.sdkVersion
-        capabilities = hello.capabilities
+        capabilities = hello.capabilities.subtracting(["interleaving"])
         state = HarnessLocked(State(connection: connection))
     }
 
