@@ -151,6 +151,7 @@ class ExperimentationClient:
         self._lock = threading.Lock()
         self._caches = {"flag": {}, "experiment": {}}   # (user, key) -> (value, expires_at); insertion order
         self._flights = {}
+        self._tracking = set()      # live connections of tracking requests, aborted by close()
         self._epoch = 0
         self._next_waiter = 0
 
@@ -172,6 +173,9 @@ class ExperimentationClient:
                 flight.connection = conn
                 if flight.aborted:
                     raise self._aborted(flight)
+        else:
+            with self._lock:
+                self._tracking.add(conn)
         if getattr(self.clock, "virtual", False):
             deadline = self.clock.add_deadline(self.config.timeout, lambda: self._abort(flight, conn, "timeout"),
                                                owner=flight if flight is not None else getattr(CURRENT, "owner", None))
@@ -199,6 +203,8 @@ class ExperimentationClient:
         finally:
             if deadline is not None:
                 self.clock.remove_deadline(deadline)
+            with self._lock:
+                self._tracking.discard(conn)
             conn.close()
 
     @staticmethod
@@ -430,7 +436,12 @@ class ExperimentationClient:
     def close(self):
         with self._lock:
             flights = list(self._flights.values())
+            tracking = list(self._tracking)
             self._detach()
+        # Tracking requests in flight are cancelled too (CONTRACT.md section 5: close cancels every
+        # request): their callers report failure (trackWithStatus false), never a silent success.
+        for conn in tracking:
+            self._abort(None, conn, "cancelled")
         for f in flights:
             with self._lock:
                 f.aborted = f.aborted or "cancelled"
