@@ -86,7 +86,8 @@ extension Scenario {
 
     /// The first SDK lookup step that may join a request another lookup started and a fault may
     /// park (its index and why), or `nil`: a step of `times` > 1 lookups, or a lookup of the same
-    /// client, user and key (exact) as an earlier `async` one, in a scenario with a fault step.
+    /// client, user and key (exact) as an earlier `async` one with no `clearCache` or `close` of
+    /// that client between them, in a scenario with a fault step.
     /// Quiescence must then know that the joiner really joined (a parked request for its key is
     /// not enough: a `cancel` of the first caller would otherwise find no other waiter), which
     /// out of process takes the adapter's word (`settle`); without it the scenario is skipped.
@@ -94,6 +95,10 @@ extension Scenario {
         guard steps.contains(where: { if case .addFault = $0 { return true } else { return false } }) else { return nil }
         var started: [(client: String, user: String, key: String)] = []
         for (i, step) in steps.enumerated() {
+            // A clear or close detaches the requests in flight: a later lookup starts its own.
+            if case .sdk(let client, let op, _, _, _, _) = step, op == .clearCache || op == .close {
+                started.removeAll { $0.client.isExactly(client) }
+            }
             guard case .sdk(let client, let op, _, let isAsync, let count, _) = step, let key = op.cacheKey else { continue }
             if count > 1 { return (i, "\(count) concurrent \(op.name) calls") }
             let same = started.contains { $0.client.isExactly(client) && $0.user.isExactly(key.user) && $0.key.isExactly(key.key) }
