@@ -13,7 +13,7 @@ import experimently as sdk  # noqa: E402
 PROTOCOL = "experimently-driver/1"
 OPERATIONS = ["evaluateFlag", "getAssignment", "track", "trackWithStatus", "trackBatch", "clearCache",
               "clearOfflineCache", "close", "getAssignments", "getEvaluatedFlags", "hashUser"]
-CAPABILITIES = OPERATIONS + ["hash", "offline_store", "app", "virtual_clock", "cancel", "seed_store"]
+CAPABILITIES = OPERATIONS + ["hash", "offline_store", "app", "virtual_clock", "cancel", "seed_store", "settle"]
 
 out_lock = threading.Lock()
 
@@ -72,12 +72,44 @@ class VirtualClock:
 
 
 class Operation:
-    """A running perform: its flights (for cancel) and whether its reply is out."""
+    """A running perform: its flights (for cancel), whether its thread waits for something from
+    outside (`settle`) and whether its reply is out."""
 
-    def __init__(self, rid):
+    def __init__(self, rid, scope):
         self.id = rid
+        self.scope = scope
         self.waiters = []          # (client, flight, waiter)
+        self.waiting = 0           # > 0 while its thread blocks on a shared request or an answer (guarded by settle_cond)
         self.replied = threading.Event()
+
+
+# Guards Operation.waiting; notified whenever an operation starts or stops waiting or ends.
+settle_cond = threading.Condition()
+
+
+def waits(flag):
+    """experimently.WAIT_HOOK: counts the current operation's waits."""
+    owner = getattr(sdk.CURRENT, "owner", None)
+    if not isinstance(owner, Operation):
+        return
+    with settle_cond:
+        owner.waiting += 1 if flag else -1
+        settle_cond.notify_all()
+
+
+sdk.WAIT_HOOK = waits
+
+
+def settle(rid, scope):
+    """Answers once every running perform of `scope` waits for something from outside (or has
+    answered): `{"settled": true}`; `{"settled": false}` when that took more than 2 s."""
+    def done():
+        with state_lock:
+            ops = [op for op in running.values() if op.scope == scope]
+        return all(op.waiting > 0 for op in ops)
+    with settle_cond:
+        settled = settle_cond.wait_for(done, timeout=2)
+    reply(rid, {"settled": bool(settled)})
 
 
 clients = {}      # client id -> (client, scope id)
@@ -108,10 +140,8 @@ def outcome(fn):
         return o
 
 
-def perform(rid, client, op):
-    record = Operation(rid)
-    with state_lock:
-        running[rid] = record
+def perform(record, client, op):
+    rid = record.id
     sdk.CURRENT.owner = record
     name = op.get("name")
     try:
@@ -149,6 +179,8 @@ def perform(rid, client, op):
         record.replied.set()
         with state_lock:
             running.pop(rid, None)
+        with settle_cond:
+            settle_cond.notify_all()
 
 
 def seed_entries(message):
@@ -199,7 +231,11 @@ def handle(message):
         entry = clients.get(message.get("client"))
         if entry is None:
             return reply(rid, error="no client %r" % message.get("client"))
-        threading.Thread(target=perform, args=(rid, entry[0], message["operation"]), daemon=True).start()
+        # Registered before its thread starts: a `settle` read next already counts it.
+        record = Operation(rid, entry[1])
+        with state_lock:
+            running[rid] = record
+        threading.Thread(target=perform, args=(record, entry[0], message["operation"]), daemon=True).start()
     elif kind == "persisted":
         entry = clients.get(message.get("client"))
         if entry is None:
@@ -224,6 +260,11 @@ def handle(message):
         for op in waiting:
             op.replied.wait(2)
         reply(rid, {"now": clock.now()})
+    elif kind == "settle":
+        if message.get("scope") not in clocks:
+            return reply(rid, error="no scope %r" % message.get("scope"))
+        # On a thread of its own: the reading of the next request goes on meanwhile.
+        threading.Thread(target=settle, args=(rid, message.get("scope")), daemon=True).start()
     elif kind == "cancel":
         with state_lock:
             op = running.get(message.get("target"))

@@ -26,6 +26,17 @@ DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 # What the calling thread works for (set by a driver), recorded with each virtual deadline.
 CURRENT = threading.local()
 
+# Set by a driver: called with True just before the calling thread blocks until something from
+# outside arrives (the result of a shared request it joined, the answer to its own request), and
+# with False once it goes on. driver.py answers `settle` with it (Documentation/DriverProtocol.md).
+WAIT_HOOK = None
+
+
+def _waits(flag):
+    hook = WAIT_HOOK
+    if hook is not None:
+        hook(flag)
+
 # URLError codes as the Swift SDK reports them (CONTRACT.md section 3, networkError).
 TIMED_OUT = -1001
 CANNOT_CONNECT = -1004
@@ -140,6 +151,7 @@ class ExperimentationClient:
         self._lock = threading.Lock()
         self._caches = {"flag": {}, "experiment": {}}   # (user, key) -> (value, expires_at); insertion order
         self._flights = {}
+        self._tracking = set()      # live connections of tracking requests, aborted by close()
         self._epoch = 0
         self._next_waiter = 0
 
@@ -161,13 +173,20 @@ class ExperimentationClient:
                 flight.connection = conn
                 if flight.aborted:
                     raise self._aborted(flight)
+        else:
+            with self._lock:
+                self._tracking.add(conn)
         if getattr(self.clock, "virtual", False):
             deadline = self.clock.add_deadline(self.config.timeout, lambda: self._abort(flight, conn, "timeout"),
                                                owner=flight if flight is not None else getattr(CURRENT, "owner", None))
         headers = {"X-API-Key": self.config.api_key, "Accept": "application/json", "Content-Type": "application/json"}
         try:
             conn.request(method, target, body=body, headers=headers)
-            response = conn.getresponse()
+            _waits(True)
+            try:
+                response = conn.getresponse()
+            finally:
+                _waits(False)
             data = response.read()
             return response.status, data
         except socket.timeout:
@@ -184,6 +203,8 @@ class ExperimentationClient:
         finally:
             if deadline is not None:
                 self.clock.remove_deadline(deadline)
+            with self._lock:
+                self._tracking.discard(conn)
             conn.close()
 
     @staticmethod
@@ -226,7 +247,11 @@ class ExperimentationClient:
                 waiter_box.append((self, flight, waiter))
         if start:
             threading.Thread(target=self._run_flight, args=(kind, ck, flight, fetch), daemon=True).start()
-        waiter.event.wait()
+        _waits(True)
+        try:
+            waiter.event.wait()
+        finally:
+            _waits(False)
         if waiter.cancelled:
             raise ExperimentationError("cancelled", "The operation was cancelled.")
         status, value = flight.result
@@ -411,7 +436,12 @@ class ExperimentationClient:
     def close(self):
         with self._lock:
             flights = list(self._flights.values())
+            tracking = list(self._tracking)
             self._detach()
+        # Tracking requests in flight are cancelled too (CONTRACT.md section 5: close cancels every
+        # request): their callers report failure (trackWithStatus false), never a silent success.
+        for conn in tracking:
+            self._abort(None, conn, "cancelled")
         for f in flights:
             with self._lock:
                 f.aborted = f.aborted or "cancelled"

@@ -2,7 +2,7 @@ import Foundation
 
 extension HarnessCommand {
     /// Capabilities worth naming on the console when an SDK lacks them (each skips scenarios).
-    static let importantCapabilities = ["virtual_clock", "cancel", "offline_store", "app"]
+    static let importantCapabilities = ["virtual_clock", "cancel", "offline_store", "app", "settle"]
 
     /// Starts the adapter of `--sdk-command` and prints the first console lines: the SDK, its
     /// version and the important capabilities it lacks.

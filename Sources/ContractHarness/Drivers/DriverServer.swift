@@ -17,9 +17,12 @@ import FoundationNetworking
 ///
 /// Requests are read on one thread and handled in order: `create_client`, `clock`, `cancel`,
 /// `close_client` take effect before the next request is read; `perform` and `persisted` run as
-/// tasks on one counting executor and answer when done, in any order. Each scope (a scenario run)
-/// has its own `VirtualClock`; a `clock` request moves it and answers once the operations it woke
-/// have finished or suspended again (the executor is idle), so their replies come first. Clients
+/// tasks on the counting executor of their scope and answer when done, in any order. Each scope (a
+/// scenario run) has its own `VirtualClock` and executor; a `clock` request moves the clock and
+/// answers once the operations it woke have finished or suspended again (the scope's executor is
+/// idle), so their replies come first; `settle` (declared by the server itself) answers on a task
+/// of its own once every operation of the scope is suspended (`{"settled": true}`), or after 2 s
+/// (`{"settled": false}`). Clients
 /// talk to their `base_url` over real loopback HTTP (`URLSession`); offline stores live in memory,
 /// one per store id, and `seed_store` writes into one through a live client of that store
 /// (`DriverClient.seedPersisted`). A line that is not a request but has a readable `id` gets an
@@ -28,6 +31,9 @@ public final class DriverServer: @unchecked Sendable {
     // @unchecked Sendable: mutable state lives in `state` (a HarnessLocked); the rest is `let`.
     private struct Scope {
         let clock: VirtualClock
+        /// The executor the scope's operations run on (`nil` before macOS 15): its idleness says
+        /// every operation of the scope is suspended (`settle`, and a `clock` move's replies).
+        let executor: (any IdleReporting)?
         var clients: Set<String> = []
     }
     private struct State {
@@ -35,6 +41,9 @@ public final class DriverServer: @unchecked Sendable {
         var clients: [String: (client: any DriverClient, scope: String, session: URLSession, store: String?)] = [:]
         var stores: [String: SharedDefaults] = [:]
         var running: [Int: Task<Void, Never>] = [:]
+        /// Executors of scopes whose clients are all closed: kept alive, as an operation still
+        /// running may enqueue a job on its executor (which tasks hold unowned).
+        var retired: [any IdleReporting] = []
         /// Sessions of closed clients, for the next clients: never invalidated (see `closeClient`).
         var idleSessions: [URLSession] = []
     }
@@ -42,18 +51,18 @@ public final class DriverServer: @unchecked Sendable {
     private let driver: any SDKDriver
     private let state = HarnessLocked(State())
     private let output = NSLock()
-    private let executor: (any IdleReporting)?
     private let encoder = DriverMessageEncoder()
     private let decoder = DriverMessageDecoder()
 
     /// Creates a server for `driver` (the SDK the adapter exposes).
     public init(driver: any SDKDriver) {
         self.driver = driver
-        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
-            executor = OperationExecutor(onIdle: {})
-        } else {
-            executor = nil
-        }
+    }
+
+    /// A fresh executor for a scope's operations (`nil` before macOS 15).
+    private static func makeExecutor() -> (any IdleReporting)? {
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) { return OperationExecutor(onIdle: {}) }
+        return nil
     }
 
     /// Serves until `shutdown` or the end of standard input; returns the exit status (0, or 1
@@ -131,7 +140,14 @@ public final class DriverServer: @unchecked Sendable {
     private func handle(_ r: DriverRequest) async {
         switch r.type {
         case .hello:
-            let hello = DriverHello(sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, capabilities: driver.capabilities)
+            // `settle` is the server's own (the scope executors), whatever the driver declares;
+            // `interleaving` never crosses the protocol (the harness's executor cannot run tasks
+            // in this process): declared, it made an interleaved scenario run out of process and
+            // fail a correct SDK with a deadlock.
+            var capabilities = driver.capabilities
+            capabilities.remove("interleaving")
+            if Self.makeExecutor() != nil { capabilities.insert("settle") }
+            let hello = DriverHello(sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, capabilities: capabilities)
             reply(DriverReply(id: r.id, result: hello.json))
         case .createClient:
             createClient(r)
@@ -156,14 +172,24 @@ public final class DriverServer: @unchecked Sendable {
                     reply(DriverReply(id: r.id, result: .object(["found": .bool(value != nil), "value": value ?? .null])))
                 }
             }
-            launch(r.id, body)
+            launch(r.id, on: state.withLock { $0.scopes[entry.scope]?.executor }, body)
         case .clock:
-            guard let scope = r.scope, let now = r.now, let clock = state.withLock({ $0.scopes[scope]?.clock }) else {
+            guard let scope = r.scope, let now = r.now, let found = state.withLock({ $0.scopes[scope] }) else {
                 return fail(r.id, "clock needs a known \"scope\" and \"now\"")
             }
-            clock.advance(by: now - clock.now().timeIntervalSince1970)
-            await settle()
-            reply(DriverReply(id: r.id, result: .object(["now": .number(clock.now().timeIntervalSince1970)])))
+            found.clock.advance(by: now - found.clock.now().timeIntervalSince1970)
+            _ = await settle(found.executor)
+            reply(DriverReply(id: r.id, result: .object(["now": .number(found.clock.now().timeIntervalSince1970)])))
+        case .settle:
+            // Answered on a task of its own, so the reading of the next request goes on meanwhile;
+            // the performs read before it are already on the scope's executor.
+            guard let scope = r.scope, let found = state.withLock({ $0.scopes[scope] }) else {
+                return fail(r.id, "settle needs a known \"scope\" (create_client first)")
+            }
+            Task { [self] in
+                let settled = await settle(found.executor)
+                reply(DriverReply(id: r.id, result: .object(["settled": .bool(settled)])))
+            }
         case .cancel:
             let task = r.target.flatMap { t in state.withLock { $0.running[t] } }
             task?.cancel()
@@ -175,6 +201,7 @@ public final class DriverServer: @unchecked Sendable {
             state.withLock { s in
                 s.scopes[entry.scope]?.clients.remove(id)
                 if s.scopes[entry.scope]?.clients.isEmpty == true {
+                    if let executor = s.scopes[entry.scope]?.executor { s.retired.append(executor) }
                     s.scopes[entry.scope] = nil
                     let live = Set(s.clients.values.compactMap(\.store))
                     s.stores = s.stores.filter { live.contains($0.key) }
@@ -222,7 +249,7 @@ public final class DriverServer: @unchecked Sendable {
         let clock = state.withLock { s -> VirtualClock in
             if let c = s.scopes[scope]?.clock { return c }
             let c = VirtualClock(start: Date(timeIntervalSince1970: r.now ?? 1_700_000_000))
-            s.scopes[scope] = Scope(clock: c)
+            s.scopes[scope] = Scope(clock: c, executor: Self.makeExecutor())
             return c
         }
         let session = state.withLock { $0.idleSessions.popLast() } ?? {
@@ -255,7 +282,7 @@ public final class DriverServer: @unchecked Sendable {
         }
     }
 
-    private func launch(_ id: Int, _ body: @escaping @Sendable () async -> Void) {
+    private func launch(_ id: Int, on executor: (any IdleReporting)?, _ body: @escaping @Sendable () async -> Void) {
         let run: @Sendable () async -> Void = { [self] in
             await body()
             _ = state.withLock { $0.running.removeValue(forKey: id) }
@@ -271,15 +298,18 @@ public final class DriverServer: @unchecked Sendable {
         }
     }
 
-    /// Waits until the operations' executor is idle twice in a row (bounded, 2 s): what a clock
-    /// move woke has finished (its reply written) or suspended again.
-    private func settle() async {
-        guard let executor else { return }
+    /// Waits until the scope's executor is idle twice in a row (bounded, 2 s): every operation of
+    /// the scope has finished (its reply written) or is suspended, waiting for something from
+    /// outside (a shared request it joined, its own request's answer, a clock move, a cancel).
+    /// Returns `false` when the bound ended the wait (`true` where there is no executor to ask).
+    private func settle(_ executor: (any IdleReporting)?) async -> Bool {
+        guard let executor else { return true }
         let deadline = DispatchTime.now() + .seconds(2)
         var idleRounds = 0
         while idleRounds < 2 && DispatchTime.now() < deadline {
             idleRounds = executor.isIdle ? idleRounds + 1 : 0
             await Task.yield()
         }
+        return idleRounds >= 2
     }
 }

@@ -18,8 +18,11 @@ public enum DriverWire {
     /// operation (`cancel`), `persisted` inspects the offline store (`offline_store`), `hashUser`
     /// is exposed (`hash`), `seed_store` writes entries into an offline store as an earlier SDK
     /// version left them (`seed_store`; a later addition to version 1: the harness sends it only
-    /// to an adapter that declares it, so adapters written before it stay valid).
-    public static let capabilityNames = ["app", "virtual_clock", "cancel", "offline_store", "hash", "seed_store"]
+    /// to an adapter that declares it, so adapters written before it stay valid), `settle` answers
+    /// once every running `perform` of a scope has reached its wait (joined a shared request, sent
+    /// its own and waits for the answer): exact quiescence out of process (also a later, optional
+    /// addition to version 1; Documentation/DriverProtocol.md, "settle").
+    public static let capabilityNames = ["app", "virtual_clock", "cancel", "offline_store", "hash", "seed_store", "settle"]
 }
 
 /// A request from the harness to an adapter (one JSON Lines message).
@@ -28,6 +31,7 @@ public struct DriverRequest: Sendable, Equatable, Codable {
     public enum Kind: String, Sendable, Codable, CaseIterable {
         case hello, createClient = "create_client", perform, persisted, clock, cancel, closeClient = "close_client", shutdown
         case seedStore = "seed_store"
+        case settle
     }
 
     /// The request's id; the reply carries it.
@@ -38,7 +42,7 @@ public struct DriverRequest: Sendable, Equatable, Codable {
     public var `protocol`: String?
     /// `create_client`, `perform`, `persisted`, `close_client`: the client's id (unique in the connection).
     public var client: String?
-    /// `create_client`, `clock`: the scenario run the client belongs to; its clients share one
+    /// `create_client`, `clock`, `settle`: the scenario run the client belongs to; its clients share one
     /// clock and their store names.
     public var scope: String?
     /// `create_client`: the client's settings.

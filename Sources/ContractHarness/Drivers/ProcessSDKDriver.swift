@@ -30,7 +30,10 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
     public let sdkName: String
     /// The SDK's version from `hello`.
     public let sdkVersion: String
-    /// The capabilities from `hello`.
+    /// The capabilities from `hello`, without `interleaving`: the harness cannot choose the order
+    /// of another process's tasks (Documentation/DriverProtocol.md, Capabilities), so a scenario
+    /// with an `interleaving` section is skipped and `explore --interleave` refused, even for an
+    /// adapter that declares it.
     public let capabilities: Set<String>
     /// Out of process: loopback TCP.
     public var transport: DriverTransport { .loopbackTCP }
@@ -40,6 +43,8 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
         let connection: DriverConnection
         let stderrMark: Int
         let problemMark: Int
+        /// The scope's `settle` gate when the adapter declares `settle`.
+        let gate: DriverSettleGate?
     }
     private struct State {
         var connection: DriverConnection
@@ -52,7 +57,7 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
         self.command = command
         sdkName = hello.sdkName
         sdkVersion = hello.sdkVersion
-        capabilities = hello.capabilities
+        capabilities = hello.capabilities.subtracting(["interleaving"])
         state = HarnessLocked(State(connection: connection))
     }
 
@@ -101,8 +106,10 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
             let connection = try liveConnection()
             scope = state.withLock { s in
                 s.nextScope += 1
-                let info = ScopeInfo(id: "s\(s.nextScope)", connection: connection, stderrMark: connection.stderrCount,
-                                     problemMark: connection.problemCount)
+                let id = "s\(s.nextScope)"
+                let info = ScopeInfo(id: id, connection: connection, stderrMark: connection.stderrCount,
+                                     problemMark: connection.problemCount,
+                                     gate: capabilities.contains("settle") ? DriverSettleGate(scope: id, connection: connection) : nil)
                 s.scopes[key] = info
                 return info
             }
@@ -117,7 +124,7 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
         let created = info.connection.send(request, scope: info.id)
         return ProcessDriverClient(id: request.client!, scope: info.id, clockKey: key, connection: info.connection,
                                    created: created, cancels: capabilities.contains("cancel"), store: request.store,
-                                   seeds: capabilities.contains("seed_store"))
+                                   seeds: capabilities.contains("seed_store"), gate: info.gate)
     }
 
     /// Sends `clock` with the scope's new time and waits for the adapter's acknowledgement, which
@@ -127,7 +134,9 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
         var request = DriverRequest(id: 0, type: .clock)
         request.scope = info.id
         request.now = clock.now().timeIntervalSince1970
-        switch await info.connection.send(request, scope: info.id).value(deadlineMilliseconds: deadlineMilliseconds) {
+        let slot = info.connection.send(request, scope: info.id)
+        info.gate?.sent()
+        switch await slot.value(deadlineMilliseconds: deadlineMilliseconds) {
         case .success: return nil
         case .failure(let f): return "the adapter did not take the clock move: \(f.message)"
         }
@@ -156,10 +165,21 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
 
 /// One client of an out-of-process SDK, as the runner drives it.
 final class ProcessDriverClient: DriverClient, Sendable {
-    /// Operations sent and not answered yet, by request id (quiescence asks for them).
-    private let inFlight = HarnessLocked<[Int: SDKOperation]>([:])
+    /// The `perform` calls in progress: those not sent yet (`unsent`), and those sent and not
+    /// answered, by request id, with whether the reference app made them (quiescence asks).
+    private struct Calls {
+        var unsent = 0
+        var sent: [Int: (operation: SDKOperation, fromApp: Bool)] = [:]
+    }
+    private let calls = HarnessLocked(Calls())
     /// The operations the adapter is still working on.
-    var pendingOperations: [SDKOperation] { inFlight.withLock { Array($0.values) } }
+    var pendingOperations: [SDKOperation] { calls.withLock { $0.sent.values.map(\.operation) } }
+    /// `perform` calls made and not yet written to the adapter.
+    var unsentCalls: Int { calls.withLock { $0.unsent } }
+    /// `perform` requests of the runner's own operations (not the reference app's) sent and not answered.
+    var runnerCallsInFlight: Int { calls.withLock { $0.sent.values.filter { !$0.fromApp }.count } }
+    /// The scope's `settle` gate when the adapter declares `settle` (shared by its clients).
+    let gate: DriverSettleGate?
     let id: String
     let scope: String
     let clockKey: ObjectIdentifier
@@ -172,7 +192,8 @@ final class ProcessDriverClient: DriverClient, Sendable {
     let seeds: Bool
 
     init(id: String, scope: String, clockKey: ObjectIdentifier, connection: DriverConnection, created: ReplySlot, cancels: Bool,
-         store: String? = nil, seeds: Bool = false) {
+         store: String? = nil, seeds: Bool = false, gate: DriverSettleGate? = nil) {
+        self.gate = gate
         self.id = id
         self.scope = scope
         self.clockKey = clockKey
@@ -202,20 +223,31 @@ final class ProcessDriverClient: DriverClient, Sendable {
     }
 
     func perform(_ operation: SDKOperation) async -> OperationOutcome {
-        if case .failure(let f) = await created.value() { return f.outcome(creating: true) }
+        // Counted before anything can suspend: until it is written, quiescence waits for it.
+        let fromApp = DriverCallOrigin.app
+        calls.withLock { $0.unsent += 1 }
+        if case .failure(let f) = await created.value() {
+            calls.withLock { $0.unsent -= 1 }
+            return f.outcome(creating: true)
+        }
         var request = DriverRequest(id: 0, type: .perform)
         request.client = id
         request.operation = DriverOperation.json(operation)
         let slot = connection.send(request, scope: scope)
-        inFlight.withLock { $0[slot.id] = operation }
-        defer { _ = inFlight.withLock { $0.removeValue(forKey: slot.id) } }
+        calls.withLock { c in
+            c.unsent -= 1
+            c.sent[slot.id] = (operation, fromApp)
+        }
+        gate?.sent()
+        defer { _ = calls.withLock { $0.sent.removeValue(forKey: slot.id) } }
         let result = await withTaskCancellationHandler {
             await slot.value()
-        } onCancel: { [connection, scope, cancels] in
+        } onCancel: { [connection, scope, cancels, gate] in
             guard cancels else { return }
             var cancel = DriverRequest(id: 0, type: .cancel)
             cancel.target = slot.id
             _ = connection.send(cancel, scope: scope)
+            gate?.sent()
         }
         switch result {
         case .success(let json):

@@ -94,7 +94,8 @@ final class ReferenceApp: @unchecked Sendable {
             s.inFlight[s.begun] = InFlightCall(operation: op, since: requestCount())
             return s.begun
         }
-        let outcome = await client.perform(op)
+        // Marked as the app's (out-of-process quiescence tells its calls from the runner's).
+        let outcome = await DriverCallOrigin.$app.withValue(true) { await client.perform(op) }
         lock.withLock { _ = $0.inFlight.removeValue(forKey: number) }
         return outcome
     }

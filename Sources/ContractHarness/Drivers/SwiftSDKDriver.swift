@@ -13,11 +13,12 @@ public struct SwiftSDKDriver: SDKDriver {
     /// The SDK's version.
     public let sdkVersion: String
     /// Every operation, the reference app, the virtual clock, cancellation, offline-store inspection
-    /// and hashing; `interleaving` when the factory passes the task executor on.
+    /// and hashing, `settle` (in process quiescence sees the SDK's tasks: exact); `interleaving`
+    /// when the factory passes the task executor on.
     public let capabilities: Set<String>
     private let factory: @Sendable (SdkConfig, URLSession, OfflineStore?, any ExperimentationClock, (any Sendable)?) -> any SwiftClientSurface
 
-    private static let baseCapabilities = Set(SDKOperation.allNames + ["app", "virtual_clock", "cancel", "offline_store", "hash", "seed_store"])
+    private static let baseCapabilities = Set(SDKOperation.allNames + ["app", "virtual_clock", "cancel", "offline_store", "hash", "seed_store", "settle"])
 
     /// Creates the driver for the shipping `ExperimentationClient` (with the `interleaving`
     /// capability where task executors exist: its task executor seam gets `DriverContext.taskExecutor`).

@@ -69,6 +69,18 @@ public enum MutantRun {
         }
     }
 
+    /// The driver for the broken variant named `name` (a `Defect` raw value, e.g.
+    /// `cancel-keeps-request`; `experimently-driver` serves it when `EXPERIMENTLY_DRIVER_MUTANT`
+    /// names one, so a defect can be shown caught out of process too).
+    ///
+    /// - Throws: `DriverProtocolError` listing the known names when `name` is none of them.
+    public static func driver(named name: String) throws -> SwiftSDKDriver {
+        guard let defect = Defect.allCases.first(where: { $0.rawValue.unicodeScalars.elementsEqual(name.unicodeScalars) }) else {
+            throw DriverProtocolError("no broken variant named '\(name)' (known: \(Defect.allCases.map(\.rawValue).joined(separator: ", ")))")
+        }
+        return driver(defect)
+    }
+
     /// A driver running `MutantClient` with `defect` (`nil`: the faithful variant).
     public static func driver(_ defect: Defect?) -> SwiftSDKDriver {
         SwiftSDKDriver(name: "ios-mutant-\(defect?.rawValue ?? "none")", version: ExperimentlySDKInfo.version,

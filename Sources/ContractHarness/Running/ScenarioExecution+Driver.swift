@@ -17,10 +17,16 @@ extension ScenarioExecution {
     /// request parked at the mock (of its client, for its user and key when it has them); one
     /// without a request (a clear, a cache query) is not settled until it is answered. This covers
     /// operations the reference app makes on its own, which the runner's list does not show.
+    ///
+    /// Every pending operation of the runner must also have its `perform` written to the adapter
+    /// (none may be on its way there); `adapterConfirmed` then asks an adapter with `settle`.
     func adapterSettled(_ parked: [RequestRecord]) -> Bool {
         guard listeners != nil else { return true }
+        let waiting = pending()
         for (name, client) in clients {
             guard let remote = client as? ProcessDriverClient else { continue }
+            let mine = waiting.filter { $0.client.isExactly(name) && !$0.name.hasPrefix("app.") }.count
+            guard remote.unsentCalls == 0, remote.runnerCallsInFlight == mine else { return false }
             for op in remote.pendingOperations {
                 let user = Self.user(of: op)
                 let key = op.cacheKey
@@ -38,6 +44,22 @@ extension ScenarioExecution {
             }
         }
         return true
+    }
+
+    /// The last condition of out-of-process quiescence, checked once every other one holds (so
+    /// that `settle` is asked only then): an adapter that declares `settle` said every operation of
+    /// the scope reached its wait, after the last `perform`, `cancel` or clock move and with the
+    /// mock as it is now (`DriverSettleGate`). `true` in process and for adapters without `settle`.
+    func adapterConfirmed(_ parked: [RequestRecord]) -> Bool {
+        guard listeners != nil else { return true }
+        var gates: [DriverSettleGate] = []
+        for client in clients.values {
+            if let gate = (client as? ProcessDriverClient)?.gate, !gates.contains(where: { $0 === gate }) { gates.append(gate) }
+        }
+        guard !gates.isEmpty else { return true }
+        let stamp = [port.requestCount] + parked.map(\.seq).sorted()
+        let poke: @Sendable () -> Void = { [recorder] in recorder.poke() }
+        return gates.allSatisfy { $0.settled(mock: stamp, poke: poke) }
     }
 
     /// Tells the driver the scenario is over, stops the listeners, and folds the driver's report

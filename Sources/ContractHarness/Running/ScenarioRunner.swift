@@ -361,7 +361,7 @@ final class ScenarioExecution: @unchecked Sendable {
         }
         cleanUpStores()
         let history = recorder.snapshot
-        let canonical = keepsHistory ? Self.canonical(history) : []
+        let canonical = keepsHistory ? Self.canonical(history, overTCP: listeners != nil) : []
         let results = lock.withLock { checks }
         let smoke = results.isEmpty ? nil : Checks.smokeFields(scenario: scenario, history: history)
         var result = ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, source: scenario.source,
@@ -723,7 +723,9 @@ final class ScenarioExecution: @unchecked Sendable {
         guard others.allSatisfy({ op in parked.contains { mine($0, op) } }) else { return false }
         let trackingRequests = parked.filter { ["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains($0.path) }
         guard let appTrackers = appsSettled(waiting, parked: parked, trackingRequests: trackingRequests) else { return false }
-        return Self.everyOneHasItsOwn(trackers.map { op in trackingRequests.indices.filter { mine(trackingRequests[$0], op) } } + appTrackers)
+        guard Self.everyOneHasItsOwn(trackers.map { op in trackingRequests.indices.filter { mine(trackingRequests[$0], op) } } + appTrackers) else { return false }
+        // Out of process, last: the adapter says every operation reached its wait (`settle`).
+        return adapterConfirmed(parked)
     }
 
     /// Whether each item can be given a distinct one of its `candidates` (indices): a bipartite
@@ -909,7 +911,14 @@ final class ScenarioExecution: @unchecked Sendable {
     /// operation's completion moved to the end of its segment (see `floatingCompletions`), and
     /// each run of consecutive events of one kind at one virtual time (concurrent completions,
     /// concurrent arrivals) sorted by content, so that equal runs give equal histories.
-    static func canonical(_ history: [HistoryEvent]) -> [HistoryEvent] {
+    ///
+    /// `overTCP` (an out-of-process SDK): an answered request's `cancelled` is cleared too. The
+    /// mock marks a request cancelled when it sees its client close the connection; a cancellation
+    /// (`close()`, `cancel`) reaches it through the adapter's HTTP stack and the kernel, after the
+    /// operation has already answered, so whether it lands before or after a later `release`
+    /// answers the request is thread timing that no step can wait for (the runner cannot know
+    /// whether an SDK will cancel at all). Checks and `wait_for` still see the flag as recorded.
+    static func canonical(_ history: [HistoryEvent], overTCP: Bool = false) -> [HistoryEvent] {
         var out: [HistoryEvent] = []
         var run: [(String, HistoryEvent)] = []
         func flush() {
@@ -930,6 +939,7 @@ final class ScenarioExecution: @unchecked Sendable {
                 copy.request?.cancelled = false
                 copy.request?.parked = false
             }
+            if overTCP, copy.request != nil { copy.request?.cancelled = false }
             if let last = run.last?.1, last.kind != copy.kind || last.time != copy.time { flush() }
             copy.index = 0
             run.append((copy.line + "|" + (copy.label ?? "") + "|" + (copy.request?.response?.jsonText ?? ""), copy))

@@ -13,8 +13,10 @@ extension Scenario {
     /// `interleaving` (the SDK's own tasks prefer the task executor of `DriverContext`, so the
     /// harness can choose their interleaving; inferred from an `interleaving` section) and
     /// `seed_store` (the driver can write an entry into a client's offline store as given: the
-    /// `seed_store` step; out of process, the `seed_store` message of experimently-driver/1).
-    public static let knownCapabilities: [String] = ["app", "virtual_clock", "cancel", "offline_store", "hash", "interleaving", "seed_store"] + SDKOperation.allNames
+    /// `seed_store` step; out of process, the `seed_store` message of experimently-driver/1) and
+    /// `settle` (the driver can tell when every running operation has reached its wait, e.g. joined
+    /// a shared request: exact quiescence; out of process, the `settle` message).
+    public static let knownCapabilities: [String] = ["app", "virtual_clock", "cancel", "offline_store", "hash", "interleaving", "seed_store", "settle"] + SDKOperation.allNames
 
     /// One capability the scenario needs and why (the JSON path of what needs it).
     public struct Requirement: Sendable, Equatable {
@@ -31,7 +33,8 @@ extension Scenario {
     /// for `advance` steps and `delay` or `timeout` faults (both wait on the scenario's clock);
     /// `cancel` for `cancel` steps; `offline_store` for `persisted` assertions and the
     /// `offline_fallback` / `no_fallback_on_404` checks; `hash` for `hashUser` and the
-    /// `golden_vectors` check.
+    /// `golden_vectors` check; `settle` for a lookup that may join another's shared request while
+    /// a fault can park it (`sharedLookupStep`).
     public var requirements: [Requirement] {
         var out: [Requirement] = []
         func need(_ capability: String, _ reason: String) {
@@ -62,6 +65,7 @@ extension Scenario {
             default: break
             }
         }
+        if let (i, why) = sharedLookupStep { need("settle", "\(why) at $.steps[\(i)]") }
         for (i, check) in checks.enumerated() {
             switch check {
             case "golden_vectors": need("hash", "the golden_vectors check at $.checks[\(i)]")
@@ -78,6 +82,30 @@ extension Scenario {
             seen.append(key)
         }
         return out
+    }
+
+    /// The first SDK lookup step that may join a request another lookup started and a fault may
+    /// park (its index and why), or `nil`: a step of `times` > 1 lookups, or a lookup of the same
+    /// client, user and key (exact) as an earlier `async` one with no `clearCache` or `close` of
+    /// that client between them, in a scenario with a fault step.
+    /// Quiescence must then know that the joiner really joined (a parked request for its key is
+    /// not enough: a `cancel` of the first caller would otherwise find no other waiter), which
+    /// out of process takes the adapter's word (`settle`); without it the scenario is skipped.
+    var sharedLookupStep: (index: Int, why: String)? {
+        guard steps.contains(where: { if case .addFault = $0 { return true } else { return false } }) else { return nil }
+        var started: [(client: String, user: String, key: String)] = []
+        for (i, step) in steps.enumerated() {
+            // A clear or close detaches the requests in flight: a later lookup starts its own.
+            if case .sdk(let client, let op, _, _, _, _) = step, op == .clearCache || op == .close {
+                started.removeAll { $0.client.isExactly(client) }
+            }
+            guard case .sdk(let client, let op, _, let isAsync, let count, _) = step, let key = op.cacheKey else { continue }
+            if count > 1 { return (i, "\(count) concurrent \(op.name) calls") }
+            let same = started.contains { $0.client.isExactly(client) && $0.user.isExactly(key.user) && $0.key.isExactly(key.key) }
+            if same { return (i, "a \(op.name) that may join an earlier one's request") }
+            if isAsync { started.append((client, key.user, key.key)) }
+        }
+        return nil
     }
 
     /// The requirements `capabilities` does not meet (capability names compared by scalars).

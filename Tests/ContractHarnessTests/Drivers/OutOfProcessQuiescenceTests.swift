@@ -1,0 +1,143 @@
+import Foundation
+import XCTest
+@testable import ContractHarness
+
+/// Out-of-process runs judge like in-process ones (an outside tester's field-race files,
+/// Fixtures/oop-races): the runner waits until every operation has really reached its wait
+/// (`settle`), an `interleaving` scenario is never run over the protocol, and a fully ordered file
+/// gives one history digest. Loops of 20 runs catch what failed about every second run before.
+final class OutOfProcessQuiescenceTests: XCTestCase {
+    private static func scenario(_ name: String) throws -> Scenario {
+        let file = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/oop-races/\(name).json").path
+        return try ScenarioParser.parse(Data(contentsOf: URL(fileURLWithPath: file)), file: file)
+    }
+
+    private static func swiftDriverCommand(mutant: String? = nil) throws -> String {
+        let driver = HarnessCLITests.binary.deletingLastPathComponent().appendingPathComponent("experimently-driver")
+        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: driver.path), "experimently-driver is not built (swift build builds it)")
+        return (mutant.map { "EXPERIMENTLY_DRIVER_MUTANT=\($0) " } ?? "") + "'\(driver.path)'"
+    }
+
+    private static var pythonDriverCommand: String {
+        "python3 '\(Repository.root.appendingPathComponent("Examples/python-sdk/driver.py").path)'"
+    }
+
+    /// Runs each of `names` `times` times through one adapter; returns the results by name.
+    private func run(_ names: [String], times: Int, command: String, stepTimeoutCap: Int = 2000) async throws -> [String: [ScenarioResult]] {
+        let driver = try await ProcessSDKDriver.launch(command: command)
+        var out: [String: [ScenarioResult]] = [:]
+        for name in names {
+            let scenario = try Self.scenario(name)
+            for _ in 0..<times {
+                out[name, default: []].append(await ScenarioRunner(driver: driver, stepTimeoutCap: stepTimeoutCap).run(scenario))
+            }
+        }
+        await driver.shutdown()
+        return out
+    }
+
+    private func assertAllPassed(_ results: [String: [ScenarioResult]], _ via: String, file: StaticString = #filePath, line: UInt = #line) {
+        for (name, runs) in results.sorted(by: { $0.key < $1.key }) {
+            let failed = runs.filter { $0.status != .passed }
+            XCTAssertTrue(failed.isEmpty, "\(name) via \(via): \(failed.count) of \(runs.count) did not pass; first: "
+                          + "\(failed.first.map { $0.firstFailure?.message ?? $0.reason ?? "\($0.status)" } ?? "")", file: file, line: line)
+        }
+    }
+
+    /// Finding 4: the second caller of a shared lookup joins it before the first caller is
+    /// cancelled, so the request goes on for it and no second request is sent (CONTRACT.md
+    /// section 5, defect 3). Before `settle` the joiner counted as settled once the starter's
+    /// request was parked, and about every second run failed with "saw 2 requests".
+    func testTheJoinerOfASharedRequestSurvivesTheStartersCancelOutOfProcess() async throws {
+        let command = try Self.swiftDriverCommand()
+        assertAllPassed(try await run(["r5-cancel-starter-oop", "s13-strict-mode-unmount-cancels"], times: 20, command: command), "experimently-driver")
+    }
+
+    /// The same through the Python example, which answers `settle` from its own wait hook.
+    func testTheJoinerOfASharedRequestSurvivesTheStartersCancelThroughThePythonExample() async throws {
+        assertAllPassed(try await run(["r5-cancel-starter-oop", "s13-strict-mode-unmount-cancels"], times: 20,
+                                      command: Self.pythonDriverCommand), "driver.py")
+    }
+
+    /// The broken variant that keeps the request when every waiter is cancelled is still caught
+    /// out of process (`settle` makes the runner wait for joins, never hide a defect).
+    func testCancelKeepsRequestIsStillCaughtOutOfProcess() async throws {
+        let command = try Self.swiftDriverCommand(mutant: "cancel-keeps-request")
+        let driver = try await ProcessSDKDriver.launch(command: command)
+        XCTAssertEqual(driver.sdkName, "ios-mutant-cancel-keeps-request")
+        let file = Repository.root.appendingPathComponent("scenarios/defect-3-cancel-every-waiter-cancels-request.json").path
+        let shipped = try ScenarioParser.parse(Data(contentsOf: URL(fileURLWithPath: file)), file: file)
+        for scenario in [shipped, try Self.scenario("s13-strict-mode-unmount-cancels")] {
+            let result = await ScenarioRunner(driver: driver, stepTimeoutCap: 1000).run(scenario)
+            XCTAssertEqual(result.status, .failed, "\(scenario.name): the broken variant passed")
+        }
+        await driver.shutdown()
+    }
+
+    /// An adapter that does not declare `settle` is never failed for a join it could not report:
+    /// a scenario whose lookups may join a request a fault parks is skipped, naming `settle`.
+    func testAnAdapterWithoutSettleHasSharedLookupScenariosSkipped() async throws {
+        let r5 = try Self.scenario("r5-cancel-starter-oop")
+        XCTAssertEqual(r5.unmet(by: Set(Scenario.knownCapabilities).subtracting(["settle"])).map(\.capability), ["settle"])
+        XCTAssertEqual(r5.requirements.first { $0.capability == "settle" }?.reason, "a evaluateFlag that may join an earlier one's request at $.steps[3]")
+        // The Python example with `settle` taken out of its hello.
+        let command = Self.pythonDriverCommand + " | sed -u 's/\"settle\"/\"no-settle\"/'"
+        let driver = try await ProcessSDKDriver.launch(command: command)
+        XCTAssertFalse(driver.capabilities.contains("settle"))
+        let result = await ScenarioRunner(driver: driver, stepTimeoutCap: 2000).run(r5)
+        XCTAssertEqual(result.status, .skipped)
+        XCTAssertTrue((result.reason ?? "").contains("settle"), result.reason ?? "")
+        await driver.shutdown()
+        // Without a fault nothing can park a request to join: no `settle` needed.
+        var unfaulted = r5
+        unfaulted.steps.removeAll { if case .addFault = $0 { return true } else { return false } }
+        XCTAssertFalse(unfaulted.requirements.contains { $0.capability == "settle" })
+    }
+
+    /// Finding 2: `interleaving` never crosses the protocol; the shrunk one-step file (20
+    /// concurrent getAssignment with an `interleaving` section) is skipped out of process instead of
+    /// failing a correct SDK with a deadlock, and runs as usual without the section.
+    func testInterleavingIsNeverRunOutOfProcess() async throws {
+        let driver = try await ProcessSDKDriver.launch(command: try Self.swiftDriverCommand())
+        XCTAssertFalse(driver.capabilities.contains("interleaving"))
+        XCTAssertTrue(driver.capabilities.contains("settle"))
+        var scenario = try Self.scenario("s3-shrunk-one-step-interleaving")
+        let skipped = await ScenarioRunner(driver: driver).run(scenario)
+        XCTAssertEqual(skipped.status, .skipped, skipped.firstFailure?.message ?? skipped.reason ?? "")
+        XCTAssertTrue((skipped.reason ?? "").contains("interleaving"), skipped.reason ?? "")
+        scenario.interleaving = nil
+        for _ in 0..<20 {
+            let result = await ScenarioRunner(driver: driver, stepTimeoutCap: 2000).run(scenario)
+            XCTAssertEqual(result.status, .passed, result.firstFailure?.message ?? result.reason ?? "")
+        }
+        await driver.shutdown()
+    }
+
+    /// Finding 5: a fully ordered file gives one digest out of process (before: the held track
+    /// request's cancellation by `close()` raced the later release, 2 digests in 8 runs).
+    func testAFullyOrderedFileGivesOneDigestOutOfProcess() async throws {
+        for (command, via) in [(try Self.swiftDriverCommand(), "experimently-driver"), (Self.pythonDriverCommand, "driver.py")] {
+            let results = try await run(["s7-close-with-events-and-lookups-in-flight"], times: 20, command: command)
+            assertAllPassed(results, via)
+            let digests = Set(results.values.flatMap { $0 }.map(\.historyDigest))
+            XCTAssertEqual(digests.count, 1, "\(via): \(digests.sorted())")
+        }
+    }
+
+    /// The canonical form over TCP leaves out whether an answered request was also seen cancelled;
+    /// in process it keeps it.
+    func testCanonicalFormOverTCPLeavesOutTheCancelledFlagOfAnAnsweredRequest() {
+        func history(cancelled: Bool) -> [HistoryEvent] {
+            var record = RequestRecord.placeholder(seq: 1)
+            record.status = 200
+            record.cancelled = cancelled
+            return [HistoryEvent(index: 0, step: 3, time: 0, kind: .response, client: "main", label: nil, name: nil,
+                                 detail: nil, outcome: nil, request: record)]
+        }
+        let seen = ScenarioExecution.digest(ScenarioExecution.canonical(history(cancelled: true), overTCP: true))
+        let unseen = ScenarioExecution.digest(ScenarioExecution.canonical(history(cancelled: false), overTCP: true))
+        XCTAssertEqual(seen, unseen)
+        XCTAssertNotEqual(ScenarioExecution.digest(ScenarioExecution.canonical(history(cancelled: true))),
+                          ScenarioExecution.digest(ScenarioExecution.canonical(history(cancelled: false))))
+    }
+}
