@@ -160,7 +160,8 @@ public enum MutantRun {
         /// limits; returns those that no longer fail (their catches are discarded).
         func confirm(_ indices: [Int]) async -> [Int] {
             guard !indices.isEmpty else { return [] }
-            counters?.phase("confirming \(indices.count) catches at the capped step limit with the files' own limits")
+            let named = indices.map { "\(pairs[$0].0?.rawValue ?? "faithful") by \(pairs[$0].1.name)" }.joined(separator: ", ")
+            counters?.phase("confirming \(indices.count) catches at the capped step limit with the files' own limits: \(named)")
             let patient = await Self.results(of: indices.map { pairs[$0] }, cap: nil, executable: executable, jobs: jobs, seed: seed)
             var discarded: [Int] = []
             for (index, r) in zip(indices, patient) {
