@@ -56,14 +56,7 @@ final class AppQuiescenceTests: XCTestCase {
     /// (`path`) precedes the invocation of `carol` in every history, and there is one digest.
     func check(_ text: String, path: String, runs: Int = 30) async throws {
         let scenario = try ScenarioParser.parse(Data(text.utf8), file: "app-quiescence.json")
-        let stop = StopFlag()
-        for _ in 0..<2 {
-            Thread.detachNewThread {
-                var x: UInt64 = 1
-                while !stop.isSet { for _ in 0..<10_000 { x = x &* 6364136223846793005 &+ 1 } }
-                _ = x
-            }
-        }
+        let stop = StopFlag.busyLoops(2)
         defer { stop.set() }
         let runner = ScenarioRunner()
         var digests: Set<String> = []

@@ -45,14 +45,7 @@ final class CanonicalOrderTests: XCTestCase {
     func testLogoutWhileFetchPendingGivesOneDigestUnderLoad() async throws {
         let scenario = try ScenarioParser.parse(Data(contentsOf: URL(fileURLWithPath: Self.logoutFile)), file: Self.logoutFile)
         // The field report: three busy loops competing with the runner's threads.
-        let stop = StopFlag()
-        for _ in 0..<3 {
-            Thread.detachNewThread {
-                var x: UInt64 = 1
-                while !stop.isSet { for _ in 0..<10_000 { x = x &* 6364136223846793005 &+ 1 } }
-                _ = x
-            }
-        }
+        let stop = StopFlag.busyLoops(3)
         defer { stop.set() }
         let runner = ScenarioRunner()
         let first = await runner.run(scenario)

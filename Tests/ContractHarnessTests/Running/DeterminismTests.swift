@@ -29,15 +29,7 @@ final class DeterminismTests: XCTestCase {
 
     func testTwoHundredRunsUnderLoadGiveOneHistory() async throws {
         let scenario = try ScenarioParser.parse(Data(Self.racy.utf8), file: "racy.json")
-        let stop = StopFlag()
-        // Keep both cores busy for the whole test.
-        for _ in 0..<2 {
-            Thread.detachNewThread {
-                var x: UInt64 = 1
-                while !stop.isSet { for _ in 0..<10_000 { x = x &* 6364136223846793005 &+ 1 } }
-                _ = x
-            }
-        }
+        let stop = StopFlag.busyLoops(2)
         defer { stop.set() }
         let runner = ScenarioRunner()
         let first = await runner.run(scenario)
@@ -60,4 +52,18 @@ final class StopFlag: @unchecked Sendable {
     private var value = false
     var isSet: Bool { lock.withLock { value } }
     func set() { lock.withLock { value = true } }
+
+    /// Starts `count` threads that keep a core busy each (load for determinism tests, never an
+    /// ordering device) until the returned flag is set.
+    static func busyLoops(_ count: Int) -> StopFlag {
+        let stop = StopFlag()
+        for _ in 0..<count {
+            Thread.detachNewThread {
+                var x: UInt64 = 1
+                while !stop.isSet { for _ in 0..<10_000 { x = x &* 6364136223846793005 &+ 1 } }
+                _ = x
+            }
+        }
+        return stop
+    }
 }

@@ -30,14 +30,7 @@ final class ReleasedTogetherDigestTests: XCTestCase {
     /// step): 100 runs with both cores busy give one history digest.
     func testTwoClientsReleasedTogetherGiveOneDigestUnderLoad() async throws {
         let s = try scenario("field-two-sdk-instances-same-user")
-        let stop = StopFlag()
-        for _ in 0..<2 {
-            Thread.detachNewThread {
-                var x: UInt64 = 1
-                while !stop.isSet { for _ in 0..<10_000 { x = x &* 6364136223846793005 &+ 1 } }
-                _ = x
-            }
-        }
+        let stop = StopFlag.busyLoops(2)
         defer { stop.set() }
         let runner = ScenarioRunner()
         let first = await runner.run(s)
