@@ -84,6 +84,13 @@ enum Checks {
                 }
                 observe(user: user, experiment: exp, value: value, index: e.index)
             }
+            // The reference app's display is a getAssignment too: the variant it shows from an
+            // assignment is the SDK's answer for the app's identity (CONTRACT.md section 8).
+            if e.kind == .marker, e.name == "shown", let client = e.client, let app = c.scenario.appSettings(client: client),
+               e.detail?["layout_source"] == .string("assignment"), case .string(let user)? = e.detail?["identity"],
+               case .string(let variant)? = e.detail?["variant"] {
+                observe(user: user, experiment: app.experiment, value: .object(["variant_name": .string(variant)]), index: e.index)
+            }
         }
         return problems
     }
@@ -303,38 +310,17 @@ enum Checks {
     static func fanOut(_ c: CheckContext, sizesOnly: Bool) -> [(String, [String])] {
         var problems: [(String, [String])] = []
         var expectations: [(invoke: HistoryEvent, expected: [Attribution.Entry], ranks: [Attribution.Rank])] = []
+        // The reference app's unkeyed events, judged like a plain trackWithStatus (`appEventFanOut`).
+        var appEvents = AppEventFanOut(c)
+        var appOperations: [Attribution.Operation] = []
         _ = replayCaches(c) { e, models in
+            if let op = appEvents.operation(at: e, model: models[e.client ?? ""] ?? CacheModel()) { appOperations.append(op) }
             guard e.kind == .invoke, e.client != nil, e.label != nil,
                   ["track", "trackWithStatus", "trackBatch"].contains(e.name ?? "") else { return }
             let model = models[e.client!] ?? CacheModel()
             let events: [JSONValue] = e.name == "trackBatch" ? { if case .array(let a)? = e.detail { return a } else { return [] } }() : [e.detail ?? .null]
-            var expected: [Attribution.Entry] = []
-            var ranks: [Attribution.Rank] = []
-            var group = 0
-            for event in events {
-                guard case .string(let user)? = event["user"], case .string(let name)? = event["name"] else { continue }
-                var experiment: String?, flag: String?
-                if case .string(let x)? = event["experiment"] { experiment = x }
-                if case .string(let x)? = event["flag"] { flag = x }
-                if experiment != nil || flag != nil {
-                    if e.name != "trackBatch" { return }   // a keyed track goes to /track, not fan-out
-                    expected.append(Attribution.Entry(user: user, name: name, experiment: experiment, flag: flag))
-                    group += 1
-                    ranks.append(Attribution.Rank(group: group, lo: 0, hi: 0))
-                    continue
-                }
-                // Assignments then flags, each in cache order; entries the SDK may have written in
-                // either order (answers released together) may be fanned out in either order.
-                let assignments = model.entries(model.assignments, user: user, at: e.time, filter: { $0["assigned"] != .bool(false) })
-                group += 1
-                expected += assignments.map { Attribution.Entry(user: user, name: name, experiment: $0.key, flag: nil) }
-                ranks += assignments.map { Attribution.Rank(group: group, lo: $0.lo, hi: $0.hi) }
-                let flags = model.entries(model.flags, user: user, at: e.time)
-                group += 1
-                expected += flags.map { Attribution.Entry(user: user, name: name, experiment: nil, flag: $0.key) }
-                ranks += flags.map { Attribution.Rank(group: group, lo: $0.lo, hi: $0.hi) }
-            }
-            expectations.append((e, expected, ranks))
+            guard let fan = fanOutExpectation(events: events, keyedAllowed: e.name == "trackBatch", model: model, at: e.time) else { return }
+            expectations.append((e, fan.0, fan.1))
         }
         let completes = Dictionary(c.history.filter { $0.kind == .complete }.compactMap { e in e.label.map { ($0, e.index) } }, uniquingKeysWith: { a, _ in a })
         // Tracking requests happen only while a tracking operation (or an app event) runs: an
@@ -357,9 +343,9 @@ enum Checks {
         let batches = c.requests.filter { $0.record.path == "/api/v1/tracking/batch" }.map { event, record in
             Attribution.Request(seq: record.seq, index: event.index, client: record.client, entries: record.events.compactMap { Attribution.Entry(wire: $0) })
         }
-        let absorbers = c.history.filter { $0.kind == .invoke && $0.name == "app.event" }
-            .map { Attribution.Window(client: $0.client, from: $0.index, to: $0.label.flatMap { completes[$0] } ?? Int.max) }
-        switch Attribution.solve(operations: operations, requests: batches, absorbers: absorbers, mode: sizesOnly ? .sizes : .entries) {
+        // An app event whose fan-out the history cannot fix (`AppEventFanOut.uncertain`) may send any batch.
+        let absorbers = appEvents.uncertain
+        switch Attribution.solve(operations: operations + appOperations, requests: batches, absorbers: absorbers, mode: sizesOnly ? .sizes : .entries) {
         case .attributed: break
         case .unattributable(let reasons):
             for reason in reasons {
@@ -369,6 +355,40 @@ enum Checks {
             problems.append(("could not attribute \(batches.count) batches to \(operations.count) tracking operations within \(states) search states; split the scenario", []))
         }
         return problems
+    }
+
+    /// The `/batch` entries an unkeyed event becomes (CONTRACT.md section 4): one per cached
+    /// `assigned:true` assignment of its user, then one per cached flag, each group in cache order
+    /// (`ranks`: entries the SDK may have written in either order); keyed events of a `trackBatch`
+    /// (`keyedAllowed`) as they are. `nil` for a keyed single track (it goes to `/track`).
+    static func fanOutExpectation(events: [JSONValue], keyedAllowed: Bool, model: CacheModel, at time: Double) -> ([Attribution.Entry], [Attribution.Rank])? {
+        var expected: [Attribution.Entry] = []
+        var ranks: [Attribution.Rank] = []
+        var group = 0
+        for event in events {
+            guard case .string(let user)? = event["user"], case .string(let name)? = event["name"] else { continue }
+            var experiment: String?, flag: String?
+            if case .string(let x)? = event["experiment"] { experiment = x }
+            if case .string(let x)? = event["flag"] { flag = x }
+            if experiment != nil || flag != nil {
+                if !keyedAllowed { return nil }   // a keyed track goes to /track, not fan-out
+                expected.append(Attribution.Entry(user: user, name: name, experiment: experiment, flag: flag))
+                group += 1
+                ranks.append(Attribution.Rank(group: group, lo: 0, hi: 0))
+                continue
+            }
+            // Assignments then flags, each in cache order; entries the SDK may have written in
+            // either order (answers released together) may be fanned out in either order.
+            let assignments = model.entries(model.assignments, user: user, at: time, filter: { $0["assigned"] != .bool(false) })
+            group += 1
+            expected += assignments.map { Attribution.Entry(user: user, name: name, experiment: $0.key, flag: nil) }
+            ranks += assignments.map { Attribution.Rank(group: group, lo: $0.lo, hi: $0.hi) }
+            let flags = model.entries(model.flags, user: user, at: time)
+            group += 1
+            expected += flags.map { Attribution.Entry(user: user, name: name, experiment: nil, flag: $0.key) }
+            ranks += flags.map { Attribution.Rank(group: group, lo: $0.lo, hi: $0.hi) }
+        }
+        return (expected, ranks)
     }
 
     // MARK: single flight
