@@ -640,7 +640,7 @@ public enum HarnessCommand {
     static func exploreAsResult(_ s: Scenario, root: JSONValue, settings: Explorer.Settings, options: RunOptions,
                                 runner: ScenarioRunner) async -> ScenarioResult {
         var settings = settings
-        if let k = options.maxSchedules { settings.maxSchedules = k }
+        if let k = options.maxSchedules { settings.maxSchedules = k; settings.maxSchedulesGiven = true }
         if options.exhaustive { settings.exhaustive = true }
         let progress = Explorer.Progress()
         let ticker = progressTicker(progress)
@@ -720,7 +720,7 @@ public enum HarnessCommand {
             guard var s = try Explorer.settings(of: root, file: file) else {
                 throw ScenarioError(file: file, path: "$.explore", expected: "an \"explore\" section listing the steps that may move", found: "none")
             }
-            if let k = options.maxSchedules { s.maxSchedules = k }
+            if let k = options.maxSchedules { s.maxSchedules = k; s.maxSchedulesGiven = true }
             if options.exhaustive { s.exhaustive = true }
             settings = s
         } catch {
@@ -760,7 +760,7 @@ public enum HarnessCommand {
             say("interrupted: explore stopped after \(p.done) of \(p.total) schedules" + (exploreVerdict.map { "; verdict written to \($0)" } ?? ""))
         }
         defer { sources.forEach { $0.cancel() } }
-        say("explore \(root["name"]?.stringValue ?? file): seed \(options.seed), steps \(settings.steps) may move, at most \(settings.maxSchedules) schedules\(settings.exhaustive ? ", in order" : "")")
+        say("explore \(root["name"]?.stringValue ?? file): seed \(options.seed), steps \(settings.steps) may move, at most \(settings.bound) schedules\(settings.exhaustive ? ", in order" : "")")
         // Schedules run in worker processes, so one that crashes the SDK is reported, not fatal.
         let isolation = workerExecutable(for: originalDriver).map { Explorer.Isolation(executable: $0, mutant: options.mutant, slots: cores) }
         let ticker = progressTicker(progress)

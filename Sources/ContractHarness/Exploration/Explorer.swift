@@ -20,11 +20,23 @@ public enum Explorer {
     public struct Settings: Sendable, Equatable {
         /// The movable step indices, ascending.
         public var steps: [Int]
-        /// The most schedules to run.
+        /// The most schedules to run (the file's `max_schedules` or `--max-schedules`; 100 when
+        /// neither gives one).
         public var maxSchedules: Int
-        /// Try every order (up to `maxSchedules`) even when there are many.
+        /// Try every order even when there are many: up to `maxSchedules` only when a bound was
+        /// given explicitly (`maxSchedulesGiven`), else every order (at most `exhaustiveLimit`).
         public var exhaustive: Bool
+        /// Whether `maxSchedules` was given (file or command line) rather than the default 100.
+        public var maxSchedulesGiven = true
+
+        /// The number of orders this exploration may run: `maxSchedules`, or with `exhaustive`
+        /// and no explicit bound, `exhaustiveLimit` (every order of up to nine movable steps).
+        public var bound: Int { exhaustive && !maxSchedulesGiven ? Explorer.exhaustiveLimit : maxSchedules }
     }
+
+    /// The most orders an exhaustive exploration without an explicit `max_schedules` runs
+    /// (the top of `max_schedules`'s range; 9! = 362,880 orders fit).
+    public static let exhaustiveLimit = 1_000_000
 
     /// The first failing schedule.
     public struct Failure: Sendable {
@@ -125,8 +137,9 @@ public enum Explorer {
             }
             steps.append(n)
         }
-        let settings = Settings(steps: steps.sorted(), maxSchedules: try r.optionalInt("max_schedules", range: 1...1_000_000) ?? 100,
-                                exhaustive: try r.optionalBool("exhaustive") ?? false)
+        let given = try r.optionalInt("max_schedules", range: 1...1_000_000)
+        let settings = Settings(steps: steps.sorted(), maxSchedules: given ?? 100,
+                                exhaustive: try r.optionalBool("exhaustive") ?? false, maxSchedulesGiven: given != nil)
         try r.finish()
         return settings
     }
@@ -312,7 +325,7 @@ public enum Explorer {
                                isolation: Isolation? = nil, progress: Progress? = nil) async -> Report {
         let started = DispatchTime.now()
         let name = root["name"]?.stringValue ?? file
-        let (orders, complete) = schedules(of: settings.steps, max: settings.maxSchedules, exhaustive: settings.exhaustive, seed: seed)
+        let (orders, complete) = schedules(of: settings.steps, max: settings.bound, exhaustive: settings.exhaustive, seed: seed)
         progress?.start(total: orders.count)
         // The file is parsed once; each schedule permutes the parsed steps (serializing and
         // re-parsing every schedule was a tenth of the exploration's CPU time).
@@ -393,7 +406,7 @@ public enum Explorer {
         let total = (1...Swift.max(1, settings.steps.count)).reduce(1.0) { $0 * Double($1) }
         return Report(scenario: name, seed: seed, schedules: orders, failed: failed, crashed: crashed, infeasible: infeasible,
                       failedOnReference: failedOnReference, reference: reference?.driver.sdkName, complete: complete,
-                      sampled: !(settings.exhaustive || total <= Double(settings.maxSchedules)),
+                      sampled: !(settings.exhaustive || total <= Double(settings.bound)),
                       firstFailure: first, durationMilliseconds: ScenarioRunner.elapsed(since: started),
                       exploringMilliseconds: exploring)
     }
