@@ -760,7 +760,7 @@ public enum HarnessCommand {
             say("interrupted: explore stopped after \(p.done) of \(p.total) schedules" + (exploreVerdict.map { "; verdict written to \($0)" } ?? ""))
         }
         defer { sources.forEach { $0.cancel() } }
-        say("explore \(root["name"]?.stringValue ?? file): seed \(options.seed), steps \(settings.steps) may move, at most \(settings.bound) schedules\(settings.exhaustive ? ", in order" : "")")
+        say("explore \(root["name"]?.stringValue ?? file): seed \(options.seed), steps \(settings.steps) may move, \(settings.exhaustive && !settings.maxSchedulesGiven ? "every order" : "at most \(settings.maxSchedules) schedules")\(settings.exhaustive ? ", in order" : "")")
         // Schedules run in worker processes, so one that crashes the SDK is reported, not fatal.
         let isolation = workerExecutable(for: originalDriver).map { Explorer.Isolation(executable: $0, mutant: options.mutant, slots: cores) }
         let ticker = progressTicker(progress)
