@@ -463,6 +463,30 @@ enum Checks {
         func id(_ prefix: String, _ kind: String, _ user: String, _ key: String) -> String {
             "\(prefix)\u{0}\(kind)\u{0}\(exact(user))\u{0}\(exact(key))"
         }
+        var appCalls: [ExactKey: AppCalls] = [:]
+        for client in c.scenario.app == nil ? [] : c.scenario.appClients {
+            guard let settings = c.scenario.appSettings(client: client) else { continue }
+            appCalls[ExactKey(client)] = AppCalls(history: c.history, client: client, initialIdentity: settings.initialUser)
+        }
+        /// Judges the outcome of a lookup that ran from history index `from` to `to`.
+        func judge(label: String, client: String, kind: String, user: String, key: String, from: Int, to: Int, outcome: JSONValue) {
+            if case .string("cancelled")? = outcome["error"] { return }
+            // The candidates: every attempt for (client, user, key) settled while it ran.
+            let candidates = (attempts[id(client, kind, user, key)] ?? []).filter { $0.index > from && $0.index < to }
+            guard !candidates.isEmpty else { return }
+            let stored = (storeOf[client] ?? nil).flatMap { persisted[id($0, kind, user, key)] }
+            let explanations = candidates.map { attempt in
+                fallbackProblem(label: label, kind: kind, user: user, key: key, record: attempt.record, outcome: outcome,
+                                stored: fallbackOn[client] == true ? stored : nil)
+            }
+            if explanations.contains(where: { $0 == nil }) { return }
+            var message = explanations.last!!
+            if candidates.count > 1 {
+                message += " (nor does any other request settled while it ran explain it: "
+                    + candidates.dropLast().map { "#\($0.record.seq) \($0.record.status.map(String.init) ?? "no answer")" }.joined(separator: ", ") + ")"
+            }
+            problems.append((message, c.slice(around: candidates.map(\.index) + [from, to], radius: 0).suffix(12).map { $0 }))
+        }
         for e in c.history {
             switch e.kind {
             case .invoke:
@@ -509,22 +533,16 @@ enum Checks {
                 case .object(let u)?: if case .string(let id)? = u["id"] { user = id } else { continue }
                 default: continue
                 }
-                if case .string("cancelled")? = outcome["error"] { continue }
-                // The candidates: every attempt for (client, user, key) settled while it ran.
-                let candidates = (attempts[id(client, kind, user, key)] ?? []).filter { $0.index > invoke.index && $0.index < e.index }
-                guard !candidates.isEmpty else { continue }
-                let stored = (storeOf[client] ?? nil).flatMap { persisted[id($0, kind, user, key)] }
-                let explanations = candidates.map { attempt in
-                    fallbackProblem(label: label, kind: kind, user: user, key: key, record: attempt.record, outcome: outcome,
-                                    stored: fallbackOn[client] == true ? stored : nil)
-                }
-                if explanations.contains(where: { $0 == nil }) { continue }
-                var message = explanations.last!!
-                if candidates.count > 1 {
-                    message += " (nor does any other request settled while it ran explain it: "
-                        + candidates.dropLast().map { "#\($0.record.seq) \($0.record.status.map(String.init) ?? "no answer")" }.joined(separator: ", ") + ")"
-                }
-                problems.append((message, c.slice(around: candidates.map(\.index) + [invoke.index, e.index], radius: 0).suffix(12).map { $0 }))
+                judge(label: label, client: client, kind: kind, user: user, key: key, from: invoke.index, to: e.index, outcome: outcome)
+            case .marker where e.name == "returned":
+                // A lookup of the reference app (CONTRACT.md section 8) is judged like any other:
+                // its `returned` marker carries the SDK's outcome (`AppCalls`).
+                guard let client = e.client, case .number(let n)? = e.detail?["call"], let outcome = e.detail?["outcome"],
+                      let call = appCalls[ExactKey(client)]?.calls.first(where: { $0.id == Int(n) }),
+                      ["evaluateFlag", "getAssignment"].contains(call.sdk), let app = c.scenario.appSettings(client: client) else { continue }
+                let kind = call.sdk == "evaluateFlag" ? "flag" : "experiment"
+                judge(label: AppCalls.describe(call), client: client, kind: kind, user: call.identity,
+                      key: kind == "flag" ? app.flag : app.experiment, from: call.start, to: e.index, outcome: outcome)
             default: break
             }
         }
