@@ -54,8 +54,8 @@ public enum HarnessCommand {
                        "none" for the second, faithful implementation
 
     explore  Runs a scenario again and again from a fresh state, each time with another order of the steps its
-             "explore" section lists (releases, operation starts, clock advances...): every order up to K when
-             --exhaustive or when there are few, else K seeded random orders. Writes the first failing order, shrunk,
+             "explore" section lists (releases, operation starts, clock advances...): every order when there are
+             few (at most K) or with --exhaustive (the first K when K is given), else K seeded random orders. Writes the first failing order, shrunk,
              as a plain scenario file that `run` replays (default SCENARIO-NAME-schedule.json); exit 1 when one fails.
       --max-schedules K  at most K schedules (default: the file's, else 100)
       --out FILE         where the failing schedule goes

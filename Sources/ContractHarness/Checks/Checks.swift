@@ -52,8 +52,9 @@ enum Checks {
 
     // MARK: stickiness
 
-    /// Every answer for one (user, experiment) names the same variant: the SDK's outcomes and the
-    /// backend's `assigned:true` responses alike.
+    /// Every answer for one (user, experiment) names the same variant: the SDK's outcomes (the
+    /// reference app's getAssignment calls and the variants it shows included) and the backend's
+    /// `assigned:true` responses alike.
     static func stickiness(_ c: CheckContext) -> [(String, [String])] {
         var seen: [String: (variant: String, index: Int)] = [:]
         var problems: [(String, [String])] = []
@@ -68,6 +69,11 @@ enum Checks {
             }
         }
         let invokes = Dictionary(c.history.filter { $0.kind == .invoke }.compactMap { e in e.label.map { ($0, e) } }, uniquingKeysWith: { a, _ in a })
+        var appCalls: [ExactKey: AppCalls] = [:]
+        for client in c.scenario.app == nil ? [] : c.scenario.appClients {
+            guard let settings = c.scenario.appSettings(client: client) else { continue }
+            appCalls[ExactKey(client)] = AppCalls(history: c.history, client: client, initialIdentity: settings.initialUser)
+        }
         for e in c.history {
             if e.kind == .response, let r = e.request, r.path == "/api/v1/tracking/assign", r.succeeded, let response = r.response,
                case .string(let user)? = response["user_id"], case .string(let exp)? = response["experiment_key"] {
@@ -83,6 +89,13 @@ enum Checks {
                 default: continue
                 }
                 observe(user: user, experiment: exp, value: value, index: e.index)
+            }
+            // The reference app's getAssignment calls: the outcome its `returned` marker carries
+            // is the SDK's answer for the identity the call was made as (CONTRACT.md section 8).
+            if e.kind == .marker, e.name == "returned", let client = e.client, let app = c.scenario.appSettings(client: client),
+               case .number(let n)? = e.detail?["call"], let value = e.detail?["outcome"]?["value"],
+               let call = appCalls[ExactKey(client)]?.calls.first(where: { $0.id == Int(n) }), call.sdk == "getAssignment" {
+                observe(user: call.identity, experiment: app.experiment, value: value, index: e.index)
             }
             // The reference app's display is a getAssignment too: the variant it shows from an
             // assignment is the SDK's answer for the app's identity (CONTRACT.md section 8).
