@@ -38,6 +38,28 @@ final class OutsideTesterFindingsTests: XCTestCase {
         }
     }
 
+    /// The app's lookups are judged by the fallback checks through the outcome of their
+    /// `returned` marker: a variant serving the persisted value on 404, or another user's
+    /// persisted value on 502, to the app's refresh fails the named check (the assertion on the
+    /// store dropped, so the check alone judges); the shipping SDK and the faithful variant pass.
+    /// Before, only plain SDK steps were judged and both variants passed.
+    func testFallbackChecksJudgeTheAppsLookups() async throws {
+        let cases: [(String, Defect, String)] = [("app-flag-404-after-ttl-never-served-from-store", .persistedValueOn404, "no_fallback_on_404"),
+                                                 ("app-login-flag-502-never-served-another-users-store", .otherUsersPersistedValue, "offline_fallback")]
+        for (name, defect, check) in cases {
+            var s = try AppStepsTests.load(name)
+            s.steps.removeAll { if case .expect = $0 { return true } else { return false } }
+            for driver in [SwiftSDKDriver() as any SDKDriver, MutantRun.driver(nil)] {
+                let r = await ScenarioRunner(driver: driver).run(s)
+                XCTAssertEqual(r.status, .passed, "\(name) on \(driver.sdkName): \(Self.failures(r))")
+            }
+            let broken = await ScenarioRunner(driver: MutantRun.driver(defect)).run(s)
+            let judged = try XCTUnwrap(broken.checks.first { $0.name == check })
+            XCTAssertFalse(judged.passed, "\(name) on \(defect.rawValue): \(Self.failures(broken))")
+            XCTAssertTrue(judged.message?.contains("(app.refresh: evaluateFlag as") ?? false, judged.message ?? "")
+        }
+    }
+
     /// The variant the app shows from an assignment is the SDK's answer: stickiness reads it. The
     /// same run with the shown variant changed (an SDK answering the app another variant than it
     /// cached) fails stickiness; as recorded, it passes.
