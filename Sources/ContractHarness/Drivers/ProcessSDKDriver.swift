@@ -52,10 +52,7 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
         self.command = command
         sdkName = hello.sdkName
         sdkVersion = hello.sdkVersion
-        // `interleaving` is not reachable over experimently-driver/1 (the harness cannot order
-        // another process's tasks; DriverProtocol.md, Capabilities): a `hello` claiming it is not
-        // believed, so a scenario with an `interleaving` section is skipped, naming it.
-        capabilities = hello.capabilities.filter { !$0.unicodeScalars.elementsEqual("interleaving".unicodeScalars) }
+        capabilities = hello.capabilities
         state = HarnessLocked(State(connection: connection))
     }
 

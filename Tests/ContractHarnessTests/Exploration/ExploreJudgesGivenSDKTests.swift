@@ -85,13 +85,15 @@ final class ExploreJudgesGivenSDKTests: XCTestCase {
     }
 
     func testInterleaveJudgesTheAdapterNotTheBuiltInSDK() throws {
-        // An adapter's hello claiming `interleaving` is not believed (experimently-driver/1 cannot
-        // carry it, DriverProtocol.md): refused naming it, never the built-in SDK explored instead.
+        // Declaring `interleaving` gets past the check, and the adapter (not the built-in SDK,
+        // which would pass) is what is judged: it lacks offline_store, so the scenario is skipped.
         let adapter = try tinyAdapter(Self.everything.filter { $0 != "offline_store" })
-        let (status, err) = try HarnessProcess.run(["explore", Self.scenario, "--interleave", "--sdk-command", adapter,
-                                                    "--verdict", "v.json"], in: dir, readingStandardError: true)
-        XCTAssertEqual(status, 64, err)
-        XCTAssertTrue(err.contains("the driver for tiny lacks the 'interleaving' capability"), err)
+        let (status, out) = try HarnessProcess.run(["explore", Self.scenario, "--interleave", "--sdk-command", adapter,
+                                                    "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status, 1, out)
+        XCTAssertTrue(out.contains("sdk: tiny 1"), out)
+        XCTAssertTrue(out.contains("the driver lacks offline_store"), out)
+        XCTAssertEqual(try verdict()["ok"], .bool(false))
         let builtIn = try HarnessProcess.run(["explore", Self.scenario, "--interleave", "--max-schedules", "2"], in: dir)
         XCTAssertEqual(builtIn.status, 0, builtIn.out)
     }
