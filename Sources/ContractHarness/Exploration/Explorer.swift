@@ -407,7 +407,7 @@ public enum Explorer {
         let total = (1...Swift.max(1, settings.steps.count)).reduce(1.0) { $0 * Double($1) }
         return Report(scenario: name, seed: seed, schedules: orders, failed: failed, crashed: crashed, infeasible: infeasible,
                       failedOnReference: failedOnReference, reference: reference?.driver.sdkName, complete: complete,
-                      sampled: !(settings.exhaustive || total <= Double(settings.bound)),
+                      sampled: !(settings.exhaustive || total <= Double(settings.maxSchedules)),
                       firstFailure: first, durationMilliseconds: ScenarioRunner.elapsed(since: started),
                       exploringMilliseconds: exploring)
     }
