@@ -524,7 +524,7 @@ public enum Explorer {
     /// with nothing held (the runner's messages, `ScenarioExecution.stuck(at:waitingFor:what:)`).
     static func structural(_ message: String?) -> Bool {
         guard let message else { return false }
-        return ["can never finish", "can never be met", "was never started", "nothing to release", "waits for what only a later step provides"]
+        return ["can never finish", "can never happen", "can never be met", "was never started", "nothing to release", "waits for what only a later step provides"]
             .contains { message.contains($0) }
     }
 
