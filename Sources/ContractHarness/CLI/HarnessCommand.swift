@@ -54,8 +54,8 @@ public enum HarnessCommand {
                        "none" for the second, faithful implementation
 
     explore  Runs a scenario again and again from a fresh state, each time with another order of the steps its
-             "explore" section lists (releases, operation starts, clock advances...): every order up to K when
-             --exhaustive or when there are few, else K seeded random orders. Writes the first failing order, shrunk,
+             "explore" section lists (releases, operation starts, clock advances...): every order when there are
+             few (at most K) or with --exhaustive (the first K when K is given), else K seeded random orders. Writes the first failing order, shrunk,
              as a plain scenario file that `run` replays (default SCENARIO-NAME-schedule.json); exit 1 when one fails.
       --max-schedules K  at most K schedules (default: the file's, else 100)
       --out FILE         where the failing schedule goes
@@ -641,7 +641,7 @@ public enum HarnessCommand {
     static func exploreAsResult(_ s: Scenario, root: JSONValue, settings: Explorer.Settings, options: RunOptions,
                                 runner: ScenarioRunner) async -> ScenarioResult {
         var settings = settings
-        if let k = options.maxSchedules { settings.maxSchedules = k }
+        if let k = options.maxSchedules { settings.maxSchedules = k; settings.maxSchedulesGiven = true }
         if options.exhaustive { settings.exhaustive = true }
         let progress = Explorer.Progress()
         let ticker = progressTicker(progress)
@@ -725,7 +725,7 @@ public enum HarnessCommand {
             guard var s = try Explorer.settings(of: root, file: file) else {
                 throw ScenarioError(file: file, path: "$.explore", expected: "an \"explore\" section listing the steps that may move", found: "none")
             }
-            if let k = options.maxSchedules { s.maxSchedules = k }
+            if let k = options.maxSchedules { s.maxSchedules = k; s.maxSchedulesGiven = true }
             if options.exhaustive { s.exhaustive = true }
             settings = s
         } catch {
@@ -769,7 +769,7 @@ public enum HarnessCommand {
             say("interrupted: explore stopped after \(p.done) of \(p.total) schedules" + (exploreVerdict.map { "; verdict written to \($0)" } ?? ""))
         }
         defer { sources.forEach { $0.cancel() } }
-        say("explore \(root["name"]?.stringValue ?? file): seed \(options.seed), steps \(settings.steps) may move, at most \(settings.maxSchedules) schedules\(settings.exhaustive ? ", in order" : "")")
+        say("explore \(root["name"]?.stringValue ?? file): seed \(options.seed), steps \(settings.steps) may move, \(settings.exhaustive && !settings.maxSchedulesGiven ? "every order" : "at most \(settings.maxSchedules) schedules")\(settings.exhaustive ? ", in order" : "")")
         // Schedules run in worker processes, so one that crashes the SDK is reported, not fatal.
         let isolation = workerExecutable(for: originalDriver).map { Explorer.Isolation(executable: $0, mutant: options.mutant, slots: cores) }
         let ticker = progressTicker(progress)

@@ -163,3 +163,107 @@ extension Checks {
         return problems
     }
 }
+
+/// The fan-out the reference app's `event` actions must send (CONTRACT.md sections 4 and 8),
+/// for `fan_out` and `batch_chunking`: an app event is a `trackWithStatus` of the SDK like any
+/// other, so an unkeyed one (the app shows the fallback) becomes one `/batch` entry per cached
+/// `assigned:true` assignment of the app's identity, then one per cached flag.
+///
+/// Each app `call` of action `event` (`AppCalls`) is one operation from its `call` marker to its
+/// `returned` marker, for the identity the call was made as and the event name and
+/// `layout_source` of the app's `event` marker of the same identity and revision. The expected
+/// entries come from the cache model at the `call` marker. When the history cannot fix what the
+/// SDK's cache held when the call read it, the call's window absorbs its batches instead
+/// (`uncertain`; never a verdict on a correct SDK): a clear of the client (logout, undo,
+/// `clearCache`, `close`) that may still have been under way while the call ran, an answer for
+/// the identity received while it ran or not surely written before it began, an entry the SDK
+/// may or may not have written (`CacheModel.Entry.optional`), a clock step while it ran, or two
+/// event markers it may belong to with different names or sources.
+struct AppEventFanOut {
+    /// One app event call.
+    struct Call {
+        let client: String
+        let id: Int
+        let start: Int
+        let end: Int
+        let user: String
+        /// The event name, `nil` when the markers leave it open.
+        let name: String?
+        /// Whether the app sent it keyed (`layout_source` `assignment`: to `/track`).
+        let keyed: Bool
+    }
+
+    /// The app event calls by the history index of their `call` marker.
+    private(set) var calls: [Int: Call] = [:]
+    /// Windows of app event calls whose fan-out the history leaves open (their batches are absorbed).
+    private(set) var uncertain: [Attribution.Window] = []
+    /// Per client: (clear begins, surely done by) history indices.
+    private var clears: [String: [(from: Int, by: Int)]] = [:]
+    private let history: [HistoryEvent]
+
+    init(_ c: CheckContext) {
+        history = c.history
+        guard c.scenario.app != nil else { return }
+        let completes = Dictionary(c.history.filter { $0.kind == .complete }.compactMap { e in e.label.map { ($0, e.index) } }, uniquingKeysWith: { a, _ in a })
+        for client in c.scenario.appClients {
+            guard let settings = c.scenario.appSettings(client: client) else { continue }
+            let appCalls = AppCalls(history: c.history, client: client, initialIdentity: settings.initialUser)
+            let actions = c.history.filter { $0.kind == .invoke && $0.client.isExactly(client) && ($0.name ?? "").hasPrefix("app.") }
+                .map { (from: $0.index, to: $0.label.flatMap { completes[$0] } ?? Int.max) }
+            var windows: [(from: Int, by: Int)] = []
+            for e in c.history where e.client.isExactly(client) {
+                if e.kind == .marker, e.name == "logout" || e.name == "undo" {
+                    // The app clears the SDK cache after the marker, within the action that made it.
+                    let by = actions.filter { $0.from < e.index && e.index < $0.to }.map(\.to).max() ?? Int.max
+                    windows.append((e.index, by))
+                } else if e.kind == .invoke, ["clearCache", "close"].contains(e.name ?? "") {
+                    windows.append((e.index, e.label.flatMap { completes[$0] } ?? Int.max))
+                }
+            }
+            clears[client] = windows
+            let events = c.history.filter { $0.kind == .marker && $0.name == "event" && $0.client.isExactly(client) }
+            var paired: Set<Int> = []
+            for call in appCalls.calls where call.action == "event" && call.sdk == "trackWithStatus" {
+                let candidates = events.filter { m in
+                    guard m.index < call.start, !paired.contains(m.index), case .string(let id)? = m.detail?["identity"],
+                          case .number(let rev)? = m.detail?["revision"] else { return false }
+                    return id.isExactly(call.identity) && Int(rev) == call.revision
+                }
+                guard let mine = candidates.last else { continue }
+                paired.insert(mine.index)
+                let names = Set(candidates.compactMap { $0.detail?["name"]?.stringValue }.map(Checks.exact))
+                let sources = Set(candidates.compactMap { $0.detail?["layout_source"]?.stringValue })
+                let name = names.count == 1 && sources.count == 1 ? mine.detail?["name"]?.stringValue : nil
+                calls[call.start] = Call(client: client, id: call.id, start: call.start, end: call.end, user: call.identity,
+                                         name: name, keyed: mine.detail?["layout_source"]?.stringValue == "assignment")
+            }
+        }
+    }
+
+    /// The operation the app event call whose `call` marker is `e` must satisfy, given the cache
+    /// `model` of its client just before it; `nil` for any other event, a keyed event (judged by
+    /// the `/track` window check, like a keyed `trackWithStatus`), or an uncertain call (its
+    /// window is added to `uncertain`).
+    mutating func operation(at e: HistoryEvent, model: Checks.CacheModel) -> Attribution.Operation? {
+        guard e.kind == .marker, e.name == "call", let call = calls[e.index] else { return nil }
+        if call.keyed && call.name != nil { return nil }
+        let window = Attribution.Window(client: call.client, from: call.start, to: call.end)
+        let entries = model.entries(model.assignments, user: call.user, at: e.time) + model.entries(model.flags, user: call.user, at: e.time)
+        let during = call.end == Int.max ? history[(call.start + 1)...] : history[(call.start + 1)..<min(call.end, history.count)]
+        let open = call.name == nil
+            || entries.contains { $0.optional || $0.hi > call.start }
+            || (clears[call.client] ?? []).contains { $0.from < call.end && $0.by > call.start }
+            || during.contains { d in
+                (d.kind == .marker && d.name == "advance")
+                    || (d.kind == .response && d.request.map { $0.client.isExactly(call.client) && $0.key != nil && ($0.users.first?.isExactly(call.user) ?? false) } ?? false)
+            }
+        if open { uncertain.append(window); return nil }
+        let event: JSONValue = .object(["user": .string(call.user), "name": .string(call.name!)])
+        guard let fan = Checks.fanOutExpectation(events: [event], keyedAllowed: false, model: model, at: e.time) else { return nil }
+        let (expected, ranks) = fan
+        return Attribution.Operation(label: "app call \(call.id) (app.event '\(call.name!.unambiguous)' as '\(call.user.unambiguous)')", name: "trackWithStatus",
+                                     client: call.client, from: call.start, to: call.end,
+                                     expected: stride(from: 0, to: expected.count, by: 100).map { Array(expected[$0..<min($0 + 100, expected.count)]) },
+                                     ranks: stride(from: 0, to: ranks.count, by: 100).map { Array(ranks[$0..<min($0 + 100, ranks.count)]) })
+    }
+}

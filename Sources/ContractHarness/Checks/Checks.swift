@@ -52,8 +52,9 @@ enum Checks {
 
     // MARK: stickiness
 
-    /// Every answer for one (user, experiment) names the same variant: the SDK's outcomes and the
-    /// backend's `assigned:true` responses alike.
+    /// Every answer for one (user, experiment) names the same variant: the SDK's outcomes (the
+    /// reference app's getAssignment calls and the variants it shows included) and the backend's
+    /// `assigned:true` responses alike.
     static func stickiness(_ c: CheckContext) -> [(String, [String])] {
         var seen: [String: (variant: String, index: Int)] = [:]
         var problems: [(String, [String])] = []
@@ -68,6 +69,11 @@ enum Checks {
             }
         }
         let invokes = Dictionary(c.history.filter { $0.kind == .invoke }.compactMap { e in e.label.map { ($0, e) } }, uniquingKeysWith: { a, _ in a })
+        var appCalls: [ExactKey: AppCalls] = [:]
+        for client in c.scenario.app == nil ? [] : c.scenario.appClients {
+            guard let settings = c.scenario.appSettings(client: client) else { continue }
+            appCalls[ExactKey(client)] = AppCalls(history: c.history, client: client, initialIdentity: settings.initialUser)
+        }
         for e in c.history {
             if e.kind == .response, let r = e.request, r.path == "/api/v1/tracking/assign", r.succeeded, let response = r.response,
                case .string(let user)? = response["user_id"], case .string(let exp)? = response["experiment_key"] {
@@ -83,6 +89,20 @@ enum Checks {
                 default: continue
                 }
                 observe(user: user, experiment: exp, value: value, index: e.index)
+            }
+            // The reference app's getAssignment calls: the outcome its `returned` marker carries
+            // is the SDK's answer for the identity the call was made as (CONTRACT.md section 8).
+            if e.kind == .marker, e.name == "returned", let client = e.client, let app = c.scenario.appSettings(client: client),
+               case .number(let n)? = e.detail?["call"], let value = e.detail?["outcome"]?["value"],
+               let call = appCalls[ExactKey(client)]?.calls.first(where: { $0.id == Int(n) }), call.sdk == "getAssignment" {
+                observe(user: call.identity, experiment: app.experiment, value: value, index: e.index)
+            }
+            // The reference app's display is a getAssignment too: the variant it shows from an
+            // assignment is the SDK's answer for the app's identity (CONTRACT.md section 8).
+            if e.kind == .marker, e.name == "shown", let client = e.client, let app = c.scenario.appSettings(client: client),
+               e.detail?["layout_source"] == .string("assignment"), case .string(let user)? = e.detail?["identity"],
+               case .string(let variant)? = e.detail?["variant"] {
+                observe(user: user, experiment: app.experiment, value: .object(["variant_name": .string(variant)]), index: e.index)
             }
         }
         return problems
@@ -303,38 +323,17 @@ enum Checks {
     static func fanOut(_ c: CheckContext, sizesOnly: Bool) -> [(String, [String])] {
         var problems: [(String, [String])] = []
         var expectations: [(invoke: HistoryEvent, expected: [Attribution.Entry], ranks: [Attribution.Rank])] = []
+        // The reference app's unkeyed events, judged like a plain trackWithStatus (`appEventFanOut`).
+        var appEvents = AppEventFanOut(c)
+        var appOperations: [Attribution.Operation] = []
         _ = replayCaches(c) { e, models in
+            if let op = appEvents.operation(at: e, model: models[e.client ?? ""] ?? CacheModel()) { appOperations.append(op) }
             guard e.kind == .invoke, e.client != nil, e.label != nil,
                   ["track", "trackWithStatus", "trackBatch"].contains(e.name ?? "") else { return }
             let model = models[e.client!] ?? CacheModel()
             let events: [JSONValue] = e.name == "trackBatch" ? { if case .array(let a)? = e.detail { return a } else { return [] } }() : [e.detail ?? .null]
-            var expected: [Attribution.Entry] = []
-            var ranks: [Attribution.Rank] = []
-            var group = 0
-            for event in events {
-                guard case .string(let user)? = event["user"], case .string(let name)? = event["name"] else { continue }
-                var experiment: String?, flag: String?
-                if case .string(let x)? = event["experiment"] { experiment = x }
-                if case .string(let x)? = event["flag"] { flag = x }
-                if experiment != nil || flag != nil {
-                    if e.name != "trackBatch" { return }   // a keyed track goes to /track, not fan-out
-                    expected.append(Attribution.Entry(user: user, name: name, experiment: experiment, flag: flag))
-                    group += 1
-                    ranks.append(Attribution.Rank(group: group, lo: 0, hi: 0))
-                    continue
-                }
-                // Assignments then flags, each in cache order; entries the SDK may have written in
-                // either order (answers released together) may be fanned out in either order.
-                let assignments = model.entries(model.assignments, user: user, at: e.time, filter: { $0["assigned"] != .bool(false) })
-                group += 1
-                expected += assignments.map { Attribution.Entry(user: user, name: name, experiment: $0.key, flag: nil) }
-                ranks += assignments.map { Attribution.Rank(group: group, lo: $0.lo, hi: $0.hi) }
-                let flags = model.entries(model.flags, user: user, at: e.time)
-                group += 1
-                expected += flags.map { Attribution.Entry(user: user, name: name, experiment: nil, flag: $0.key) }
-                ranks += flags.map { Attribution.Rank(group: group, lo: $0.lo, hi: $0.hi) }
-            }
-            expectations.append((e, expected, ranks))
+            guard let fan = fanOutExpectation(events: events, keyedAllowed: e.name == "trackBatch", model: model, at: e.time) else { return }
+            expectations.append((e, fan.0, fan.1))
         }
         let completes = Dictionary(c.history.filter { $0.kind == .complete }.compactMap { e in e.label.map { ($0, e.index) } }, uniquingKeysWith: { a, _ in a })
         // Tracking requests happen only while a tracking operation (or an app event) runs: an
@@ -357,9 +356,9 @@ enum Checks {
         let batches = c.requests.filter { $0.record.path == "/api/v1/tracking/batch" }.map { event, record in
             Attribution.Request(seq: record.seq, index: event.index, client: record.client, entries: record.events.compactMap { Attribution.Entry(wire: $0) })
         }
-        let absorbers = c.history.filter { $0.kind == .invoke && $0.name == "app.event" }
-            .map { Attribution.Window(client: $0.client, from: $0.index, to: $0.label.flatMap { completes[$0] } ?? Int.max) }
-        switch Attribution.solve(operations: operations, requests: batches, absorbers: absorbers, mode: sizesOnly ? .sizes : .entries) {
+        // An app event whose fan-out the history cannot fix (`AppEventFanOut.uncertain`) may send any batch.
+        let absorbers = appEvents.uncertain
+        switch Attribution.solve(operations: operations + appOperations, requests: batches, absorbers: absorbers, mode: sizesOnly ? .sizes : .entries) {
         case .attributed: break
         case .unattributable(let reasons):
             for reason in reasons {
@@ -369,6 +368,40 @@ enum Checks {
             problems.append(("could not attribute \(batches.count) batches to \(operations.count) tracking operations within \(states) search states; split the scenario", []))
         }
         return problems
+    }
+
+    /// The `/batch` entries an unkeyed event becomes (CONTRACT.md section 4): one per cached
+    /// `assigned:true` assignment of its user, then one per cached flag, each group in cache order
+    /// (`ranks`: entries the SDK may have written in either order); keyed events of a `trackBatch`
+    /// (`keyedAllowed`) as they are. `nil` for a keyed single track (it goes to `/track`).
+    static func fanOutExpectation(events: [JSONValue], keyedAllowed: Bool, model: CacheModel, at time: Double) -> ([Attribution.Entry], [Attribution.Rank])? {
+        var expected: [Attribution.Entry] = []
+        var ranks: [Attribution.Rank] = []
+        var group = 0
+        for event in events {
+            guard case .string(let user)? = event["user"], case .string(let name)? = event["name"] else { continue }
+            var experiment: String?, flag: String?
+            if case .string(let x)? = event["experiment"] { experiment = x }
+            if case .string(let x)? = event["flag"] { flag = x }
+            if experiment != nil || flag != nil {
+                if !keyedAllowed { return nil }   // a keyed track goes to /track, not fan-out
+                expected.append(Attribution.Entry(user: user, name: name, experiment: experiment, flag: flag))
+                group += 1
+                ranks.append(Attribution.Rank(group: group, lo: 0, hi: 0))
+                continue
+            }
+            // Assignments then flags, each in cache order; entries the SDK may have written in
+            // either order (answers released together) may be fanned out in either order.
+            let assignments = model.entries(model.assignments, user: user, at: time, filter: { $0["assigned"] != .bool(false) })
+            group += 1
+            expected += assignments.map { Attribution.Entry(user: user, name: name, experiment: $0.key, flag: nil) }
+            ranks += assignments.map { Attribution.Rank(group: group, lo: $0.lo, hi: $0.hi) }
+            let flags = model.entries(model.flags, user: user, at: time)
+            group += 1
+            expected += flags.map { Attribution.Entry(user: user, name: name, experiment: nil, flag: $0.key) }
+            ranks += flags.map { Attribution.Rank(group: group, lo: $0.lo, hi: $0.hi) }
+        }
+        return (expected, ranks)
     }
 
     // MARK: single flight
@@ -443,6 +476,30 @@ enum Checks {
         func id(_ prefix: String, _ kind: String, _ user: String, _ key: String) -> String {
             "\(prefix)\u{0}\(kind)\u{0}\(exact(user))\u{0}\(exact(key))"
         }
+        var appCalls: [ExactKey: AppCalls] = [:]
+        for client in c.scenario.app == nil ? [] : c.scenario.appClients {
+            guard let settings = c.scenario.appSettings(client: client) else { continue }
+            appCalls[ExactKey(client)] = AppCalls(history: c.history, client: client, initialIdentity: settings.initialUser)
+        }
+        /// Judges the outcome of a lookup that ran from history index `from` to `to`.
+        func judge(label: String, client: String, kind: String, user: String, key: String, from: Int, to: Int, outcome: JSONValue) {
+            if case .string("cancelled")? = outcome["error"] { return }
+            // The candidates: every attempt for (client, user, key) settled while it ran.
+            let candidates = (attempts[id(client, kind, user, key)] ?? []).filter { $0.index > from && $0.index < to }
+            guard !candidates.isEmpty else { return }
+            let stored = (storeOf[client] ?? nil).flatMap { persisted[id($0, kind, user, key)] }
+            let explanations = candidates.map { attempt in
+                fallbackProblem(label: label, kind: kind, user: user, key: key, record: attempt.record, outcome: outcome,
+                                stored: fallbackOn[client] == true ? stored : nil)
+            }
+            if explanations.contains(where: { $0 == nil }) { return }
+            var message = explanations.last!!
+            if candidates.count > 1 {
+                message += " (nor does any other request settled while it ran explain it: "
+                    + candidates.dropLast().map { "#\($0.record.seq) \($0.record.status.map(String.init) ?? "no answer")" }.joined(separator: ", ") + ")"
+            }
+            problems.append((message, c.slice(around: candidates.map(\.index) + [from, to], radius: 0).suffix(12).map { $0 }))
+        }
         for e in c.history {
             switch e.kind {
             case .invoke:
@@ -489,22 +546,16 @@ enum Checks {
                 case .object(let u)?: if case .string(let id)? = u["id"] { user = id } else { continue }
                 default: continue
                 }
-                if case .string("cancelled")? = outcome["error"] { continue }
-                // The candidates: every attempt for (client, user, key) settled while it ran.
-                let candidates = (attempts[id(client, kind, user, key)] ?? []).filter { $0.index > invoke.index && $0.index < e.index }
-                guard !candidates.isEmpty else { continue }
-                let stored = (storeOf[client] ?? nil).flatMap { persisted[id($0, kind, user, key)] }
-                let explanations = candidates.map { attempt in
-                    fallbackProblem(label: label, kind: kind, user: user, key: key, record: attempt.record, outcome: outcome,
-                                    stored: fallbackOn[client] == true ? stored : nil)
-                }
-                if explanations.contains(where: { $0 == nil }) { continue }
-                var message = explanations.last!!
-                if candidates.count > 1 {
-                    message += " (nor does any other request settled while it ran explain it: "
-                        + candidates.dropLast().map { "#\($0.record.seq) \($0.record.status.map(String.init) ?? "no answer")" }.joined(separator: ", ") + ")"
-                }
-                problems.append((message, c.slice(around: candidates.map(\.index) + [invoke.index, e.index], radius: 0).suffix(12).map { $0 }))
+                judge(label: label, client: client, kind: kind, user: user, key: key, from: invoke.index, to: e.index, outcome: outcome)
+            case .marker where e.name == "returned":
+                // A lookup of the reference app (CONTRACT.md section 8) is judged like any other:
+                // its `returned` marker carries the SDK's outcome (`AppCalls`).
+                guard let client = e.client, case .number(let n)? = e.detail?["call"], let outcome = e.detail?["outcome"],
+                      let call = appCalls[ExactKey(client)]?.calls.first(where: { $0.id == Int(n) }),
+                      ["evaluateFlag", "getAssignment"].contains(call.sdk), let app = c.scenario.appSettings(client: client) else { continue }
+                let kind = call.sdk == "evaluateFlag" ? "flag" : "experiment"
+                judge(label: AppCalls.describe(call), client: client, kind: kind, user: call.identity,
+                      key: kind == "flag" ? app.flag : app.experiment, from: call.start, to: e.index, outcome: outcome)
             default: break
             }
         }

@@ -171,13 +171,24 @@ final class ReferenceApp: @unchecked Sendable {
     /// a `call` marker (`{"call": N, "action", "sdk", "identity", "revision"}`) and a `returned`
     /// marker (`{"call": N}`): the named checks attribute each request of the app's client to the
     /// call in flight that sent it, not to where it falls among the app's other markers (an async
-    /// display's request can reach the mock after a concurrent logout's marker; `AppCalls`).
+    /// display's request can reach the mock after a concurrent logout's marker; `AppCalls`); the
+    /// `returned` marker also carries the call's `outcome` (`{"value"}` or `{"error", "status"?, "code"?}`).
     private func call(_ op: SDKOperation, action: String, identity: String, revision: Int) async -> (OperationOutcome, call: Int) {
         let id = lock.withLock { s -> Int in s.calls += 1; return s.calls }
         mark("call", ["call": .number(Double(id)), "action": .string(action), "sdk": .string(op.name),
                       "identity": .string(identity), "revision": .number(Double(revision))])
         let outcome = await sdk(op)
-        mark("returned", ["call": .number(Double(id))])
+        // The outcome without its message (which may name a port): the named checks judge the
+        // app's lookups like any other (`no_fallback_on_404`, `offline_fallback`).
+        var result: [String: JSONValue] = [:]
+        switch outcome {
+        case .value(let v): result["value"] = v
+        case .error(let kind, let status, let code, _):
+            result["error"] = .string(kind)
+            if let status { result["status"] = .number(Double(status)) }
+            if let code { result["code"] = .number(Double(code)) }
+        }
+        mark("returned", ["call": .number(Double(id)), "outcome": .object(result)])
         return (outcome, id)
     }
 

@@ -20,11 +20,23 @@ public enum Explorer {
     public struct Settings: Sendable, Equatable {
         /// The movable step indices, ascending.
         public var steps: [Int]
-        /// The most schedules to run.
+        /// The most schedules to run (the file's `max_schedules` or `--max-schedules`; 100 when
+        /// neither gives one).
         public var maxSchedules: Int
-        /// Try every order (up to `maxSchedules`) even when there are many.
+        /// Try every order even when there are many: up to `maxSchedules` only when a bound was
+        /// given explicitly (`maxSchedulesGiven`), else every order (at most `exhaustiveLimit`).
         public var exhaustive: Bool
+        /// Whether `maxSchedules` was given (file or command line) rather than the default 100.
+        public var maxSchedulesGiven = true
+
+        /// The number of orders this exploration may run: `maxSchedules`, or with `exhaustive`
+        /// and no explicit bound, `exhaustiveLimit` (every order of up to nine movable steps).
+        public var bound: Int { exhaustive && !maxSchedulesGiven ? Explorer.exhaustiveLimit : maxSchedules }
     }
+
+    /// The most orders an exhaustive exploration without an explicit `max_schedules` runs
+    /// (the top of `max_schedules`'s range; 9! = 362,880 orders fit).
+    public static let exhaustiveLimit = 1_000_000
 
     /// The first failing schedule.
     public struct Failure: Sendable {
@@ -134,8 +146,9 @@ public enum Explorer {
             }
             steps.append(n)
         }
-        let settings = Settings(steps: steps.sorted(), maxSchedules: try r.optionalInt("max_schedules", range: 1...1_000_000) ?? 100,
-                                exhaustive: try r.optionalBool("exhaustive") ?? false)
+        let given = try r.optionalInt("max_schedules", range: 1...1_000_000)
+        let settings = Settings(steps: steps.sorted(), maxSchedules: given ?? 100,
+                                exhaustive: try r.optionalBool("exhaustive") ?? false, maxSchedulesGiven: given != nil)
         try r.finish()
         return settings
     }
@@ -321,7 +334,7 @@ public enum Explorer {
                                isolation: Isolation? = nil, progress: Progress? = nil) async -> Report {
         let started = DispatchTime.now()
         let name = root["name"]?.stringValue ?? file
-        let (orders, complete) = schedules(of: settings.steps, max: settings.maxSchedules, exhaustive: settings.exhaustive, seed: seed)
+        let (orders, complete) = schedules(of: settings.steps, max: settings.bound, exhaustive: settings.exhaustive, seed: seed)
         progress?.start(total: orders.count)
         // The file is parsed once; each schedule permutes the parsed steps (serializing and
         // re-parsing every schedule was a tenth of the exploration's CPU time).
@@ -385,7 +398,8 @@ public enum Explorer {
             let note = "Found by contract-harness explore (seed \(seed), order \(order.map(String.init).joined(separator: ",")) of steps \(settings.steps.map(String.init).joined(separator: ","))), shrunk; fails '\(check)' on \(runner.driver.sdkName)"
                 + (reference == nil ? "." : ", passes on \(referenceName).")
             let fixedJSON = fixed(root, settings: settings, order: order, suffix: "-schedule", note: note)
-            var shrunk = await shrink(fixedJSON, file: file, check: check, runner: runner, reference: reference, isolation: isolation)
+            var shrunk = await shrink(fixedJSON, file: file, check: check, reason: result.firstFailure?.message, runner: runner,
+                                      reference: reference, isolation: isolation)
             if case .object(var o) = shrunk {
                 var explored: [String: JSONValue] = [
                     "by": .string("contract-harness explore"), "file": .string(file), "seed": .number(Double(seed)),
@@ -466,7 +480,7 @@ public enum Explorer {
     /// Drops steps (and lowers `times`) one at a time while the scenario still fails `check` on
     /// `runner`'s SDK and, with a `reference`, passes on it (differential shrinking: a candidate
     /// that fails on the reference too no longer shows what is wrong with the SDK).
-    static func shrink(_ root: JSONValue, file: String, check: String, runner original: ScenarioRunner,
+    static func shrink(_ root: JSONValue, file: String, check: String, reason: String? = nil, runner original: ScenarioRunner,
                        reference: ScenarioRunner? = nil, isolation: Isolation? = nil) async -> JSONValue {
         // A candidate that drops a release is stuck, decided without waiting; a short limit
         // bounds the rest.
@@ -483,7 +497,10 @@ public enum Explorer {
                 result = await runner.run(s)
             }
             guard let r = result else { _ = await onReference; return false }
-            let fails = !r.infeasible && r.checks.contains { !$0.passed && sameCheck($0.name, check) }
+            // The same check failing for another reason is not the same failure: a candidate whose
+            // step is stuck (nothing left can finish it, never started, nothing to release) while
+            // the original failure was not would write a file that only shows the shrinking.
+            let fails = !r.infeasible && r.checks.contains { !$0.passed && sameCheck($0.name, check) && (structural(reason) || !structural($0.message)) }
             guard let ref = await onReference else { return fails }
             return fails && !ref.infeasible && ref.status == .passed
         }
@@ -513,6 +530,15 @@ public enum Explorer {
             }
         }
         return current
+    }
+
+    /// Whether a failure message says the scenario's steps cannot be carried out rather than the
+    /// SDK answered wrongly: a step nothing left can finish, an operation never started, a release
+    /// with nothing held (the runner's messages, `ScenarioExecution.stuck(at:waitingFor:what:)`).
+    static func structural(_ message: String?) -> Bool {
+        guard let message else { return false }
+        return ["can never finish", "can never happen", "can never be met", "was never started", "nothing to release", "waits for what only a later step provides"]
+            .contains { message.contains($0) }
     }
 
     /// Step expectations are named after their position (`step 4 ...`), which moves as steps are

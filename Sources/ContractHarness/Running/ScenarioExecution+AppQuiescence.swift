@@ -83,4 +83,42 @@ extension ScenarioExecution {
         }
         return trackerNeeds
     }
+
+    /// Whether the reference app on `client` can only move when a step acts (`inert` for an app
+    /// action; evaluated only when quiescent): it is inside at least one SDK call, and every call
+    /// it is inside waits on parked requests, none answered or cancelled (an answered one may
+    /// still be travelling through the SDK):
+    /// - a lookup (`evaluateFlag`, `getAssignment`) has requests of its own (its client, user and
+    ///   key, received after it began), all parked; or none, and it is joined (single flight) to
+    ///   a parked request for its client, user and key received before it began;
+    /// - a tracking call has tracking requests of its own (its client and user, received after it
+    ///   began), all parked;
+    /// - any other call (`clearCache`, a cache query) sends no request: never inert.
+    /// An app action inside no call waits on its app's calls (an earlier logout, the fetch before
+    /// its own), so every action of an app is inert exactly when the app's calls are. Before, an
+    /// app action counted as its own every request of its client since it began, answered ones
+    /// included, so it was never inert, and an `await` or `wait_for` that only a later step could
+    /// satisfy waited out the step limit and failed instead of being decided infeasible.
+    func appInert(client: String, requests: [RequestRecord]) -> Bool {
+        guard let app = withAppsLocked({ $0[ExactKey(client)] }) else { return false }
+        let calls = app.callsInFlight
+        if calls.isEmpty { return false }
+        let tracking: Set<String> = ["track", "trackWithStatus", "trackBatch"]
+        let waiting: (RequestRecord) -> Bool = { $0.parked && !$0.answered && !$0.cancelled }
+        return calls.allSatisfy { call in
+            let op = call.operation
+            let user = Self.user(of: op)
+            if tracking.contains(op.name) {
+                let own = requests.filter {
+                    ["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains($0.path)
+                        && Self.owns($0, client: client, user: user, key: nil, after: call.since)
+                }
+                return !own.isEmpty && own.allSatisfy(waiting)
+            }
+            guard let key = Self.cachedKey(of: op) else { return false }
+            let own = requests.filter { Self.owns($0, client: client, user: user, key: key, after: call.since) }
+            if !own.isEmpty { return own.allSatisfy(waiting) }
+            return requests.contains { r in r.seq <= call.since && waiting(r) && Self.owns(r, client: client, user: user, key: key, after: 0) }
+        }
+    }
 }

@@ -194,6 +194,12 @@ final class ScenarioExecution: @unchecked Sendable {
         /// action on its client): the cancellation travels through the SDK and URLSession where
         /// quiescence cannot see it, so the operation is never judged inert.
         var cancelRequested = false
+        /// An app action on its client started while it was pending (`requestCancellation` with
+        /// `byApp`): an app action cancels nothing itself, but its logout or undo clears the
+        /// cache, which another SDK may answer by cancelling requests; a runner operation is
+        /// then never judged inert, nor is an app action out of process (in process the app's
+        /// own clears are SDK calls `appInert` sees, and the Swift SDK's clear detaches).
+        var appActionRaced = false
     }
 
     let scenario: Scenario
@@ -449,7 +455,7 @@ final class ScenarioExecution: @unchecked Sendable {
             let labels = count == 1 ? [base] : (1...count).map { "\(base)#\($0)" }
             lock.withLock { registerGroup(base, labels) }
             guard let app = appInstance(on: client) else { return "no reference app can run on client '\(client)'" }
-            requestCancellation { $0.client.unicodeScalars.elementsEqual(client.unicodeScalars) }
+            requestCancellation(byApp: true) { $0.client.unicodeScalars.elementsEqual(client.unicodeScalars) }
             let launches = labels.map { l in
                 start(label: l, client: client, name: "app.\(Self.appName(action))", user: nil,
                       detail: Self.appArguments(action)) { await app.perform(action) }
@@ -497,7 +503,11 @@ final class ScenarioExecution: @unchecked Sendable {
                 satisfied(condition) || (decidable && quiescent() && inert(nil))
             }
             let met = ended && satisfied(condition)
-            if ended && !met { return self.stuck(at: index, waitingFor: nil, what: Self.describe(condition)) + "; " + nearest(condition) }
+            if ended && !met {
+                let problem = self.stuck(at: index, waitingFor: nil, what: Self.describe(condition))
+                if !infeasible, case .held(let fault, _) = condition, let late = heldTooLate(fault: fault, at: index, what: Self.describe(condition)) { return late }
+                return problem + "; " + nearest(condition)
+            }
             if !met { return "\(Self.describe(condition)) did not happen \(hangNote()); " + nearest(condition) }
             return nil
         case .advance(let seconds):
@@ -540,17 +550,21 @@ final class ScenarioExecution: @unchecked Sendable {
             // Out of process the SDK's timers are invisible: any advance since it started may
             // have woken one (its own request deadline), so it is not inert.
             if listeners != nil, op.advances != advancesNow { return false }
+            // A reference-app action is judged by the SDK calls its app is inside (`appInert`).
+            if op.appActionRaced && (listeners != nil || !op.name.hasPrefix("app.")) { return false }
+            if op.name.hasPrefix("app.") { return appInert(client: op.client, requests: requests) }
             let own = requests.filter { Self.owns($0, client: op.client, user: op.user, key: op.key, after: op.barrier) }
             return !own.isEmpty && own.allSatisfy { $0.parked && !$0.answered && !$0.cancelled }
         }
     }
 
     /// Marks the pending operations that `affects` picks as having a cancellation on its way (see
-    /// `Op.cancelRequested`).
-    func requestCancellation(_ affects: (Op) -> Bool) {
+    /// `Op.cancelRequested`), or, `byApp`, as raced by an app action (`Op.appActionRaced`).
+    func requestCancellation(byApp: Bool = false, _ affects: (Op) -> Bool) {
         lock.withLock {
             for label in order.map({ ExactKey($0) }) where ops[label]?.outcome == nil {
-                if let op = ops[label], affects(op) { ops[label]?.cancelRequested = true }
+                guard let op = ops[label], affects(op) else { continue }
+                if byApp { ops[label]?.appActionRaced = true } else { ops[label]?.cancelRequested = true }
             }
         }
     }
@@ -600,6 +614,49 @@ final class ScenarioExecution: @unchecked Sendable {
         infeasible = true
         return "\(what) waits for what only a later step provides (step \(provider) \(Self.verb(scenario.steps[provider], appClient: scenario.app?.client))): "
             + "the scenario deadlocks in this order of its steps (explore counts such an order infeasible; in a file, move that step earlier)"
+    }
+
+    /// A `wait_for held` of fault `fault` at step `index` that nothing left can meet, in an order
+    /// where the fault was added after a request it would have held had been received: the order
+    /// sent the request the wait is for before the fault existed (a fault step moved after the
+    /// step that sends it), so it is *infeasible*, not an SDK fault (`nil` when no such request
+    /// exists: an SDK that never sent the request still fails). Sets `infeasible`.
+    func heldTooLate(fault id: String, at index: Int, what: String) -> String? {
+        guard let added = scenario.steps.indices.last(where: { i in
+            guard i < index, case .addFault(let f, _) = scenario.steps[i] else { return false }
+            return f.isExactly(id)
+        }), case .addFault(_, let rule) = scenario.steps[added] else { return nil }
+        let match = rule["match"] ?? .object([:])
+        guard let early = currentHistory().first(where: { e in
+            e.kind == .request && e.step < added && e.request.map { Self.faultMatch(match, $0) } ?? false
+        })?.request else { return nil }
+        infeasible = true
+        return "\(what) can never be met in this order of the steps: request \(early.summary) "
+            + "matching fault '\(id.unambiguous)' was received before the fault was added (step \(added)), so it was never held "
+            + "(explore counts such an order infeasible; in a file, add the fault before the step that sends the request)"
+    }
+
+    /// Whether `record` matches a fault rule's `match` (the mock's `FaultMatch`: method, raw path,
+    /// raw path prefix, decoded query values, top-level body members; strings compared by Unicode
+    /// scalars); `false` for a pattern it cannot read.
+    static func faultMatch(_ match: JSONValue, _ record: RequestRecord) -> Bool {
+        guard case .object(let m) = match else { return false }
+        let rawPath = String(record.target.prefix { $0 != "?" })
+        for (name, value) in m {
+            switch (name, value) {
+            case ("method", .string(let v)): if !v.uppercased().isExactly(record.method.uppercased()) { return false }
+            case ("path", .string(let v)): if !v.isExactly(rawPath) { return false }
+            case ("path_prefix", .string(let v)): if !rawPath.unicodeScalars.starts(with: v.unicodeScalars) { return false }
+            case ("query", .object(let q)):
+                for (k, want) in q {
+                    guard case .string(let w) = want, record.query[k].map({ $0.isExactly(w) }) ?? false else { return false }
+                }
+            case ("body", .object(let b)):
+                for (k, want) in b where record.body?[k] != want { return false }
+            default: return false
+            }
+        }
+        return true
     }
 
     private func nextLabel() -> String {

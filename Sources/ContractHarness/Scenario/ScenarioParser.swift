@@ -94,6 +94,9 @@ public enum ScenarioParser {
                                 found: JSONValue.string(name).jsonText)
         }
         let explore = r.value("explore")
+        // Read strictly in every command (run, run --explore, explore): a malformed section or a
+        // step index out of range is an error at its JSON path, never skipped.
+        if explore != nil { _ = try Explorer.settings(of: root, file: file) }
         // What `explore` found when it wrote this file (a record for people; not run).
         if let explored = r.value("explored"), explored.objectValue == nil {
             throw r.error("explored", expected: "an object (written by contract-harness explore)", found: explored)

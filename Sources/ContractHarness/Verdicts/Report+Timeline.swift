@@ -220,6 +220,10 @@ struct ReportTimeline {
                 let noun = count == "1" ? "request" : "requests"
                 return "released \(count) \(noun) held by fault \(fault)"
             }
+            // An app call's end: its number and the SDK's outcome in brief (`AppCalls`).
+            if e.name == "returned", case .number(let n)? = e.detail?["call"] {
+                return "returned call \(Int(n))" + (e.detail?["outcome"].map { " → \(brief($0))" } ?? "")
+            }
             return "\(e.name ?? "marker")" + (e.detail.map { $0 == .null ? "" : " \(brief($0))" } ?? "")
         }
     }

@@ -28,7 +28,7 @@ final class InterruptTests: XCTestCase {
     func hangingScenario() throws -> String {
         let file = dir.appendingPathComponent("hangs.json")
         try Data("""
-        {"format": "experimently-scenario/1", "name": "interrupt-hangs", "description": "waits ten minutes for a hold never reached",
+        {"format": "experimently-scenario/1", "name": "interrupt-hangs", "description": "waits ten minutes for a cancellation that never comes (a wait for cancelled requests is never decided early; a hold nothing can reach now is decided at once)",
          "step_timeout_ms": 600000, "app": {"flag": "sdk_contract_flag", "experiment": "sdk_contract_ab"},
          "steps": [
           {"fault": {"match": {"path": "/api/v1/feature-flags/evaluate/sdk_contract_flag", "query": {"user_id": "user-a"}}, "action": {"hold": {}}}, "id": "held-a"},
@@ -37,7 +37,7 @@ final class InterruptTests: XCTestCase {
           {"wait_for": {"held": "held-a", "count": 1}},
           {"app": "logout", "as": "logout", "async": true},
           {"app": "login", "user": "user-b", "as": "login-b", "async": true},
-          {"wait_for": {"held": "held-b", "count": 1}}],
+          {"wait_for": {"requests": {"path": "/api/v1/feature-flags/evaluate/sdk_contract_flag", "user": "user-b", "cancelled": true}, "count": 1}}],
          "explore": {"steps": [0, 1], "exhaustive": true},
          "checks": ["no_stale_after_logout"]}
         """.utf8).write(to: file)
