@@ -158,11 +158,19 @@ public enum MutantRun {
         var unconfirmed: [String] = []
         /// Re-runs the pairs at `indices` (positions in `pairs` and `results`) with the files' own
         /// limits; returns those that no longer fail (their catches are discarded).
+        /// Confirmations started as soon as a doubtful catch came in (while the rest of the matrix
+        /// ran), by position; `confirm` awaits them instead of running the pair again.
+        let earlyConfirmations = HarnessLocked<[Int: Task<ScenarioResult?, Never>]>([:])
         func confirm(_ indices: [Int]) async -> [Int] {
             guard !indices.isEmpty else { return [] }
             let named = indices.map { "\(pairs[$0].0?.rawValue ?? "faithful") by \(pairs[$0].1.name)" }.joined(separator: ", ")
             counters?.phase("confirming \(indices.count) catches at the capped step limit with the files' own limits: \(named)")
-            let patient = await Self.results(of: indices.map { pairs[$0] }, cap: nil, executable: executable, jobs: jobs, seed: seed)
+            let early = earlyConfirmations.withLock { $0 }
+            let rest = indices.filter { early[$0] == nil }
+            let ranNow = await Self.results(of: rest.map { pairs[$0] }, cap: nil, executable: executable, jobs: jobs, seed: seed)
+            var byIndex = Dictionary(uniqueKeysWithValues: zip(rest, ranNow))
+            for index in indices where byIndex[index] == nil { byIndex[index] = await early[index]!.value }
+            let patient = indices.map { byIndex[$0] ?? nil }
             var discarded: [Int] = []
             for (index, r) in zip(indices, patient) {
                 results[index] = r
@@ -185,7 +193,7 @@ public enum MutantRun {
             // goes on with the scenarios after it.
             let disqualified = scenarios.map { baseline[ExactKey($0.name)] != nil }
             results += [ScenarioResult?](repeating: nil, count: defects.count * n)
-            var todo: [(v: Int, i: Int)] = (0..<defects.count).flatMap { v in (0..<n).map { (v: v, i: $0) } }
+            var todo: [(v: Int, i: Int)] = (0..<n).flatMap { i in (0..<defects.count).map { (v: $0, i: i) } }
             counters?.phase("running each variant until its first catch")
             while !todo.isEmpty {
                 let batch = todo
@@ -196,6 +204,15 @@ public enum MutantRun {
                                              onResult: { id, r in
                     guard !disqualified[batch[id].i], Self.fails(r) else { return }
                     firstCatch.withLock { caught in caught[batch[id].v] = min(caught[batch[id].v] ?? Int.max, batch[id].i) }
+                    // A catch the cap may have caused is confirmed with the file's own limits at
+                    // once, overlapping the rest of the matrix (a real hang waits out that limit).
+                    let pair = (Optional(defects[batch[id].v]), scenarios[batch[id].i])
+                    guard Self.capMayHaveCaused(r, pair.1, cap: stepTimeoutCap) else { return }
+                    let index = n + batch[id].v * n + batch[id].i
+                    earlyConfirmations.withLock { tasks in
+                        guard tasks[index] == nil else { return }
+                        tasks[index] = Task { await Self.results(of: [pair], cap: nil, executable: executable, jobs: 1, seed: seed).first ?? nil }
+                    }
                 })
                 // Results past a variant's first catch (in flight when it was found) are dropped, so
                 // what is reported does not depend on timing.
