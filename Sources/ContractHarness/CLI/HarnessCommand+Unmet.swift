@@ -12,7 +12,7 @@ extension HarnessCommand {
     static func skipUnmet(_ root: JSONValue, file: String, driver: any SDKDriver, options: RunOptions,
                           arguments: [String], secrets: [String]) -> Int32? {
         guard let scenario = try? ScenarioParser.parse(root.serialized(), file: file) else { return nil }
-        let missing = scenario.unmet(by: driver.capabilities)
+        let missing = scenario.unmet(by: driver.capabilities) + [outOfProcessExploreLimit(scenario, driver: driver)].compactMap { $0 }
         guard !missing.isEmpty else { return nil }
         let reason = "the driver lacks " + missing.map { "\($0.capability) (\($0.reason))" }.joined(separator: ", ")
         let redactor = SecretRedactor(secrets: secrets)

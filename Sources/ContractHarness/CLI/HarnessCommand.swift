@@ -640,6 +640,11 @@ public enum HarnessCommand {
     /// Explores `s` and reports it as one scenario result: failed when a schedule fails.
     static func exploreAsResult(_ s: Scenario, root: JSONValue, settings: Explorer.Settings, options: RunOptions,
                                 runner: ScenarioRunner) async -> ScenarioResult {
+        if let limit = outOfProcessExploreLimit(s, driver: runner.driver) {
+            return ScenarioResult(name: s.name, file: s.file, tags: s.tags, source: s.source, status: .skipped, durationMilliseconds: 0,
+                                  checks: [], reason: "the driver lacks \(limit.capability) (\(limit.reason))", smoke: nil, history: [],
+                                  historyDigest: "")
+        }
         var settings = settings
         if let k = options.maxSchedules { settings.maxSchedules = k; settings.maxSchedulesGiven = true }
         if options.exhaustive { settings.exhaustive = true }
