@@ -44,6 +44,25 @@ final class InterruptTests: XCTestCase {
         return file.path
     }
 
+    /// The same kind of hang without reference-app steps (explore skips scenarios with app steps
+    /// out of process): a lookup held, then a wait for a cancellation that never comes.
+    func hangingSDKScenario() throws -> String {
+        let file = dir.appendingPathComponent("hangs-sdk.json")
+        try Data("""
+        {"format": "experimently-scenario/1", "name": "interrupt-hangs-sdk", "description": "waits ten minutes for a cancellation that never comes",
+         "step_timeout_ms": 600000,
+         "steps": [
+          {"fault": {"match": {"path": "/api/v1/feature-flags/evaluate/sdk_contract_flag", "query": {"user_id": "user-a"}}, "action": {"hold": {}}}, "id": "held-a"},
+          {"fault": {"match": {"path": "/api/v1/feature-flags/evaluate/sdk_contract_flag", "query": {"user_id": "user-b"}}, "action": {"hold": {}}}, "id": "held-b"},
+          {"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "user-a", "as": "a", "async": true},
+          {"wait_for": {"held": "held-a", "count": 1}},
+          {"wait_for": {"requests": {"path": "/api/v1/feature-flags/evaluate/sdk_contract_flag", "user": "user-a", "cancelled": true}, "count": 1}}],
+         "explore": {"steps": [0, 1], "exhaustive": true},
+         "checks": ["no_stale_write"]}
+        """.utf8).write(to: file)
+        return file.path
+    }
+
     static let pythonDriver = "python3 '\(Repository.root.appendingPathComponent("Examples/python-sdk/driver.py").path)'"
 
     /// Starts the command, waits for `gate` in its output and for its children, sends `signal`;
@@ -76,7 +95,7 @@ final class InterruptTests: XCTestCase {
     }
 
     func testExploreKillsItsAdapterOnSIGINT() throws {
-        _ = try interrupt(["explore", try hangingScenario(), "--sdk-command", Self.pythonDriver],
+        _ = try interrupt(["explore", try hangingSDKScenario(), "--sdk-command", Self.pythonDriver],
                           gate: "explore: 0/2 schedules", signal: SIGINT, status: 130)
     }
 
