@@ -223,6 +223,9 @@ public enum MutantRun {
                 let discarded = await confirm(catches.map { n + $0.key * n + $0.value }.sorted().filter(doubtful))
                 todo = discarded.flatMap { index in ((index % n + 1)..<n).map { (v: index / n - 1, i: $0) } }
             }
+            // Confirmations started for catches a lower scenario later superseded are awaited too,
+            // so no worker process of this run outlives it.
+            for task in earlyConfirmations.withLock({ Array($0.values) }) { _ = await task.value }
         }
         // Interleaving (issue 15): scenarios tagged "interleave" are also explored with
         // `explore --interleave` (default budget, seed 0) for each variant the suite misses and

@@ -85,7 +85,7 @@ final class ExploreJudgesGivenSDKTests: XCTestCase {
         let (status, out) = try HarnessProcess.run(["explore", app, "--sdk-command", InterruptTests.pythonDriver, "--verdict", "v.json"], in: dir)
         XCTAssertEqual(status, 1, out)
         XCTAssertTrue(out.contains("SKIP") && out.contains("in-process exploration of app steps (app at $.steps[1]"), out)
-        XCTAssertFalse(out.contains(" failed, ") && !out.contains("0 failed"), out)
+        XCTAssertTrue(out.contains("0 passed, 0 failed, 1 skipped"), out)
         XCTAssertEqual(try verdict()["ok"], .bool(false))
         let builtIn = try HarnessProcess.run(["explore", app, "--out", "s.json"], in: dir)
         XCTAssertEqual(builtIn.status, 0, builtIn.out)
