@@ -198,18 +198,20 @@ struct AppEventFanOut {
     /// Windows of app event calls whose fan-out the history leaves open (their batches are absorbed).
     private(set) var uncertain: [Attribution.Window] = []
     /// Per client: (clear begins, surely done by) history indices.
-    private var clears: [String: [(from: Int, by: Int)]] = [:]
+    private var clears: [ExactKey: [(from: Int, by: Int)]] = [:]
     private let history: [HistoryEvent]
 
     init(_ c: CheckContext) {
         history = c.history
         guard c.scenario.app != nil else { return }
-        let completes = Dictionary(c.history.filter { $0.kind == .complete }.compactMap { e in e.label.map { ($0, e.index) } }, uniquingKeysWith: { a, _ in a })
+        // Labels and client names are identity data: keyed by Unicode scalars (ExactKey).
+        let completes = Dictionary(c.history.filter { $0.kind == .complete }.compactMap { e in e.label.map { (ExactKey($0), e.index) } },
+                                   uniquingKeysWith: { a, _ in a })
         for client in c.scenario.appClients {
             guard let settings = c.scenario.appSettings(client: client) else { continue }
             let appCalls = AppCalls(history: c.history, client: client, initialIdentity: settings.initialUser)
             let actions = c.history.filter { $0.kind == .invoke && $0.client.isExactly(client) && ($0.name ?? "").hasPrefix("app.") }
-                .map { (from: $0.index, to: $0.label.flatMap { completes[$0] } ?? Int.max) }
+                .map { (from: $0.index, to: $0.label.flatMap { completes[ExactKey($0)] } ?? Int.max) }
             var windows: [(from: Int, by: Int)] = []
             for e in c.history where e.client.isExactly(client) {
                 if e.kind == .marker, e.name == "logout" || e.name == "undo" {
@@ -217,10 +219,10 @@ struct AppEventFanOut {
                     let by = actions.filter { $0.from < e.index && e.index < $0.to }.map(\.to).max() ?? Int.max
                     windows.append((e.index, by))
                 } else if e.kind == .invoke, ["clearCache", "close"].contains(e.name ?? "") {
-                    windows.append((e.index, e.label.flatMap { completes[$0] } ?? Int.max))
+                    windows.append((e.index, e.label.flatMap { completes[ExactKey($0)] } ?? Int.max))
                 }
             }
-            clears[client] = windows
+            clears[ExactKey(client)] = windows
             let events = c.history.filter { $0.kind == .marker && $0.name == "event" && $0.client.isExactly(client) }
             var paired: Set<Int> = []
             for call in appCalls.calls where call.action == "event" && call.sdk == "trackWithStatus" {
@@ -252,7 +254,7 @@ struct AppEventFanOut {
         let during = call.end == Int.max ? history[(call.start + 1)...] : history[(call.start + 1)..<min(call.end, history.count)]
         let open = call.name == nil
             || entries.contains { $0.optional || $0.hi > call.start }
-            || (clears[call.client] ?? []).contains { $0.from < call.end && $0.by > call.start }
+            || (clears[ExactKey(call.client)] ?? []).contains { $0.from < call.end && $0.by > call.start }
             || during.contains { d in
                 (d.kind == .marker && d.name == "advance")
                     || (d.kind == .response && d.request.map { $0.client.isExactly(call.client) && $0.key != nil && ($0.users.first?.isExactly(call.user) ?? false) } ?? false)
