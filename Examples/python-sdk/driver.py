@@ -87,14 +87,21 @@ class Operation:
 settle_cond = threading.Condition()
 
 
-def waits(flag):
-    """experimently.WAIT_HOOK: counts the current operation's waits."""
+def waits():
+    """experimently.WAIT_HOOK: counts one wait of the current operation; returns its end (called
+    once, by the waker before it wakes the thread, or by the thread when it goes on)."""
     owner = getattr(sdk.CURRENT, "owner", None)
     if not isinstance(owner, Operation):
-        return
+        return None
     with settle_cond:
-        owner.waiting += 1 if flag else -1
+        owner.waiting += 1
         settle_cond.notify_all()
+
+    def end():
+        with settle_cond:
+            owner.waiting -= 1
+            settle_cond.notify_all()
+    return end
 
 
 sdk.WAIT_HOOK = waits

@@ -26,16 +26,30 @@ DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 # What the calling thread works for (set by a driver), recorded with each virtual deadline.
 CURRENT = threading.local()
 
-# Set by a driver: called with True just before the calling thread blocks until something from
-# outside arrives (the result of a shared request it joined, the answer to its own request), and
-# with False once it goes on. driver.py answers `settle` with it (Documentation/DriverProtocol.md).
+# Set by a driver: called just before the calling thread commits to block until something from
+# outside arrives (the result of a shared request it joined, the answer to its own request); returns
+# a callable that ends that wait, or None. `_Wait` calls it exactly once: the code that wakes the
+# thread from inside this process (a cancel, close, an abort, a flight's result) ends the wait just
+# before it wakes the thread, so a driver never counts a woken thread as still waiting; otherwise
+# the thread ends it when it goes on. driver.py answers `settle` with it
+# (Documentation/DriverProtocol.md).
 WAIT_HOOK = None
 
 
-def _waits(flag):
-    hook = WAIT_HOOK
-    if hook is not None:
-        hook(flag)
+class _Wait:
+    """One wait for something from outside, as WAIT_HOOK counts it; `end` is idempotent."""
+
+    def __init__(self):
+        hook = WAIT_HOOK
+        self._end = hook() if hook is not None else None
+        self._lock = threading.Lock()
+
+    def end(self):
+        with self._lock:
+            end, self._end = self._end, None
+        if end is not None:
+            end()
+
 
 # URLError codes as the Swift SDK reports them (CONTRACT.md section 3, networkError).
 TIMED_OUT = -1001
@@ -141,6 +155,7 @@ class Waiter:
         self.id = ident
         self.event = threading.Event()
         self.cancelled = False
+        self.wait = None            # its _Wait, set when it registers
 
 
 class ExperimentationClient:
@@ -182,11 +197,11 @@ class ExperimentationClient:
         headers = {"X-API-Key": self.config.api_key, "Accept": "application/json", "Content-Type": "application/json"}
         try:
             conn.request(method, target, body=body, headers=headers)
-            _waits(True)
+            wait = conn.settle_wait = _Wait()
             try:
                 response = conn.getresponse()
             finally:
-                _waits(False)
+                wait.end()
             data = response.read()
             return response.status, data
         except socket.timeout:
@@ -218,6 +233,9 @@ class ExperimentationClient:
             with self._lock:
                 if flight.aborted is None:
                     flight.aborted = why
+        wait = getattr(conn, "settle_wait", None)
+        if wait is not None:
+            wait.end()
         try:
             if conn.sock is not None:
                 conn.sock.shutdown(socket.SHUT_RDWR)
@@ -243,15 +261,16 @@ class ExperimentationClient:
                 flight = Flight(self._epoch)
                 self._flights[(kind, ck)] = flight
             flight.waiters[waiter.id] = waiter
+            # Counted from here, under the lock, so that a waker always finds it to end.
+            waiter.wait = _Wait()
             if waiter_box is not None:
                 waiter_box.append((self, flight, waiter))
         if start:
             threading.Thread(target=self._run_flight, args=(kind, ck, flight, fetch), daemon=True).start()
-        _waits(True)
         try:
             waiter.event.wait()
         finally:
-            _waits(False)
+            waiter.wait.end()
         if waiter.cancelled:
             raise ExperimentationError("cancelled", "The operation was cancelled.")
         status, value = flight.result
@@ -265,6 +284,7 @@ class ExperimentationClient:
             if flight.waiters.pop(waiter.id, None) is None:
                 return
             waiter.cancelled = True
+            waiter.wait.end()
             last = not flight.waiters
             if last:
                 for k, f in list(self._flights.items()):
@@ -314,6 +334,7 @@ class ExperimentationClient:
             waiters = list(flight.waiters.values())
             flight.waiters.clear()
         for w in waiters:
+            w.wait.end()
             w.event.set()
 
     def evaluate_flag(self, flag_key, user_id, attributes=None, waiter_box=None):
@@ -450,6 +471,7 @@ class ExperimentationClient:
                 f.waiters.clear()
             for w in waiters:
                 w.cancelled = True
+                w.wait.end()
                 w.event.set()
             if conn is not None:
                 self._abort(f, conn, "cancelled")

@@ -140,4 +140,41 @@ final class OutOfProcessQuiescenceTests: XCTestCase {
         XCTAssertNotEqual(ScenarioExecution.digest(ScenarioExecution.canonical(history(cancelled: true))),
                           ScenarioExecution.digest(ScenarioExecution.canonical(history(cancelled: false))))
     }
+    /// Second outside tester, findings 3 and 4: two shipped files (not `history-varies`) give one
+    /// digest out of process. Before: the end of a request that got no answer landed before or
+    /// after the next `invoke` (3-5 digests in 15-20 runs through experimently-driver), and
+    /// driver.py counted a cancelled caller as still waiting until its thread ran (2 digests in 20).
+    func testUnansweredEndsAndCancelledWaitersGiveOneDigestOutOfProcess() async throws {
+        let cases = [("field-timeout-after-backend-processed-assign", try Self.swiftDriverCommand(), "experimently-driver"),
+                     ("field-strict-mode-unmount-cancels", Self.pythonDriverCommand, "driver.py")]
+        for (name, command, via) in cases {
+            let file = Repository.root.appendingPathComponent("scenarios/\(name).json").path
+            let scenario = try ScenarioParser.parse(Data(contentsOf: URL(fileURLWithPath: file)), file: file)
+            let driver = try await ProcessSDKDriver.launch(command: command)
+            var digests: [String: Int] = [:]
+            for _ in 0..<20 {
+                let result = await ScenarioRunner(driver: driver).run(scenario)
+                XCTAssertEqual(result.status, .passed, "\(via) \(name): \(result.firstFailure?.message ?? result.reason ?? "")")
+                digests[result.historyDigest, default: 0] += 1
+            }
+            await driver.shutdown()
+            XCTAssertEqual(digests.count, 1, "\(via) \(name): \(digests)")
+        }
+    }
+
+    /// Over TCP the end of an unanswered request goes to the end of the canonical history, so its
+    /// place before or after a later `invoke` does not change the digest; in process it stays.
+    func testCanonicalFormOverTCPMovesTheEndOfAnUnansweredRequest() {
+        var record = RequestRecord.placeholder(seq: 1)
+        record.cancelled = true
+        let end = HistoryEvent(index: 0, step: 7, time: 5.1, kind: .response, client: "main", label: nil, name: nil,
+                               detail: nil, outcome: nil, request: record)
+        let invoke = HistoryEvent(index: 0, step: 10, time: 5.1, kind: .invoke, client: "main", label: "op1",
+                                  name: "getAssignment", detail: nil, outcome: nil, request: nil)
+        let early = ScenarioExecution.digest(ScenarioExecution.canonical([end, invoke], overTCP: true))
+        let late = ScenarioExecution.digest(ScenarioExecution.canonical([invoke, end], overTCP: true))
+        XCTAssertEqual(early, late)
+        XCTAssertNotEqual(ScenarioExecution.digest(ScenarioExecution.canonical([end, invoke])),
+                          ScenarioExecution.digest(ScenarioExecution.canonical([invoke, end])))
+    }
 }
