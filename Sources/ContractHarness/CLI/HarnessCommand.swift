@@ -437,6 +437,7 @@ public enum HarnessCommand {
             await external?.shutdown()
             // A mistyped path or filter must not look like a green run.
             let message = "no scenario to run: \(scenarios.count) read from \(files.count) file(s)"
+                + (invalid.isEmpty ? "" : " (\(invalid.count) malformed, named above)")
                 + (options.filters.isEmpty ? "" : ", none matching \(options.filters)")
             var v = verdict([])
             v.extra["error"] = .string(message)

@@ -31,6 +31,8 @@ final class DriverSettleGate: Sendable {
         var confirmed: Stamp?
         /// `settle` requests sent (for tests and `describe`).
         var asked = 0
+        /// The last answer was `settled: false` (the adapter's own bounded wait ended first).
+        var lastUnsettled = false
         /// The adapter refused a `settle` or died: asking again would only repeat that (the
         /// problem is reported; the waiting step meets its deadline).
         var failed = false
@@ -53,6 +55,18 @@ final class DriverSettleGate: Sendable {
 
     /// `settle` requests sent so far.
     var asked: Int { state.withLock { $0.asked } }
+
+    /// Why the gate does not count the scope settled now, for a step's timeout message (`nil`
+    /// when it has nothing to add): a `settle` still unanswered, a last answer `settled: false`,
+    /// or an adapter that refused `settle` or died.
+    var describe: String? {
+        state.withLock { s in
+            if s.failed { return "the adapter refused `settle` or died (scope \(scope))" }
+            if s.asking != nil { return "still waiting for the adapter's reply to `settle` (scope \(scope), asked \(s.asked) time(s))" }
+            if s.lastUnsettled { return "the adapter's last `settle` reply was `settled: false` (scope \(scope), asked \(s.asked) time(s))" }
+            return nil
+        }
+    }
 
     /// `true` when the adapter said it was settled in exactly the present state (`mock` is the
     /// mock's stamp now); otherwise asks it (one `settle` at a time) and returns `false`; `poke`
@@ -81,7 +95,8 @@ final class DriverSettleGate: Sendable {
                 s.asking = nil
                 switch result {
                 case .success(let json):
-                    guard case .bool(true)? = json["settled"] else { return false }
+                    guard case .bool(true)? = json["settled"] else { s.lastUnsettled = true; return false }
+                    s.lastUnsettled = false
                     s.confirmed = ask
                     return true
                 case .failure:

@@ -46,6 +46,22 @@ extension ScenarioExecution {
         return true
     }
 
+    /// Whether every out-of-process client's adapter answers `settle` (`true` in process).
+    var adapterSettles: Bool {
+        clients.values.allSatisfy { client in (client as? ProcessDriverClient).map { $0.gate != nil } ?? true }
+    }
+
+    /// What the adapters' `settle` gates add to a step's timeout message ("; " and their notes),
+    /// or "" (in process, or nothing to add).
+    func settleNote() -> String {
+        var gates: [DriverSettleGate] = []
+        for client in clients.values {
+            if let gate = (client as? ProcessDriverClient)?.gate, !gates.contains(where: { $0 === gate }) { gates.append(gate) }
+        }
+        let notes = gates.compactMap(\.describe)
+        return notes.isEmpty ? "" : "; " + notes.joined(separator: "; ")
+    }
+
     /// The last condition of out-of-process quiescence, checked once every other one holds (so
     /// that `settle` is asked only then): an adapter that declares `settle` said every operation of
     /// the scope reached its wait, after the last `perform`, `cancel` or clock move and with the

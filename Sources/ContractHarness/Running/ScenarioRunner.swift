@@ -197,8 +197,9 @@ final class ScenarioExecution: @unchecked Sendable {
         /// An app action on its client started while it was pending (`requestCancellation` with
         /// `byApp`): an app action cancels nothing itself, but its logout or undo clears the
         /// cache, which another SDK may answer by cancelling requests; a runner operation is
-        /// then never judged inert, nor is an app action out of process (in process the app's
-        /// own clears are SDK calls `appInert` sees, and the Swift SDK's clear detaches).
+        /// then never judged inert, nor is an app action out of process with an adapter that does not
+        /// answer `settle` (the app's own clears are SDK calls `appInert` sees, and `settle` or,
+        /// in process, the idle executor shows whether they woke anything).
         var appActionRaced = false
     }
 
@@ -398,7 +399,8 @@ final class ScenarioExecution: @unchecked Sendable {
 
     func fail(_ name: String, _ message: String, history: [String]? = nil) {
         let slice = history ?? Array(currentHistory().suffix(12).map(\.line))
-        let text = name.hasPrefix("step ") ? Self.naming(message, source: scenario.source) : message
+        // An infeasible order is the scenario's deadlock, not a rule the SDK broke.
+        let text = name.hasPrefix("step ") && !infeasible ? Self.naming(message, source: scenario.source) : message
         lock.withLock { checks.append(CheckResult(name: name, passed: false, message: text, history: slice)) }
     }
 
@@ -550,8 +552,11 @@ final class ScenarioExecution: @unchecked Sendable {
             // Out of process the SDK's timers are invisible: any advance since it started may
             // have woken one (its own request deadline), so it is not inert.
             if listeners != nil, op.advances != advancesNow { return false }
-            // A reference-app action is judged by the SDK calls its app is inside (`appInert`).
-            if op.appActionRaced && (listeners != nil || !op.name.hasPrefix("app.")) { return false }
+            // A reference-app action is judged by the SDK calls its app is inside (`appInert`);
+            // out of process only when the adapter answers `settle`: then quiescence has seen every
+            // SDK call of the app at its wait (a cancellation an SDK's clear started would have
+            // woken one), as in process.
+            if op.appActionRaced && (!op.name.hasPrefix("app.") || (listeners != nil && !adapterSettles)) { return false }
             if op.name.hasPrefix("app.") { return appInert(client: op.client, requests: requests) }
             let own = requests.filter { Self.owns($0, client: op.client, user: op.user, key: op.key, after: op.barrier) }
             return !own.isEmpty && own.allSatisfy { $0.parked && !$0.answered && !$0.cancelled }
@@ -808,6 +813,7 @@ final class ScenarioExecution: @unchecked Sendable {
         let parked = port.requests().filter { $0.parked && !$0.answered }
         var text = waiting.isEmpty ? "no operation pending" : waiting.map { "\($0.label) (\($0.name) on \($0.client))" }.joined(separator: ", ")
         text += parked.isEmpty ? "; no request parked" : "; parked requests: " + parked.map(\.summary).joined(separator: "; ")
+        if !waiting.isEmpty { text += settleNote() }
         return text
     }
 

@@ -177,4 +177,22 @@ final class OutOfProcessQuiescenceTests: XCTestCase {
         XCTAssertNotEqual(ScenarioExecution.digest(ScenarioExecution.canonical([end, invoke])),
                           ScenarioExecution.digest(ScenarioExecution.canonical([invoke, end])))
     }
+    /// Second outside tester, finding 2: an order that awaits an app action before the release
+    /// that frees it is decided infeasible at once out of process too, when the adapter answers
+    /// `settle` (before: it waited out the 5 s step limit and failed as a hang). The message names
+    /// the deadlock of the order and no rule of the SDK.
+    func testInfeasibleAppOrderIsDecidedAtOnceOutOfProcess() async throws {
+        let scenario = try Self.scenario("a2-app-order-awaits-before-release")
+        for (command, via) in [(try Self.swiftDriverCommand(), "experimently-driver"), (Self.pythonDriverCommand, "driver.py")] {
+            let driver = try await ProcessSDKDriver.launch(command: command)
+            let result = await ScenarioRunner(driver: driver).run(scenario)
+            await driver.shutdown()
+            let message = result.firstFailure?.message ?? ""
+            XCTAssertEqual(result.status, .failed, via)
+            XCTAssertTrue(result.infeasible, "\(via): \(message)")
+            XCTAssertTrue(message.contains("waits for what only a later step provides (step 5 release init-held)"), "\(via): \(message)")
+            XCTAssertFalse(message.contains("broken rule"), "\(via): \(message)")
+            XCTAssertLessThan(result.durationMilliseconds, 2000, via)
+        }
+    }
 }
