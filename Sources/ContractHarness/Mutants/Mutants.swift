@@ -272,8 +272,8 @@ public enum MutantRun {
 
     /// Whether the failure `r` of `s`, run with step limits capped at `cap` milliseconds, may be
     /// the cap's doing rather than the variant's: the cap lowered the file's own step limit, and
-    /// some step ran out of it (`ScenarioResult.stepLimitReached`) or the worker passed the hard
-    /// deadline derived from it. Such a failure is re-run with the file's own limits before it
+    /// some step ran out of it while the run was not shown stuck
+    /// (`ScenarioResult.stepLimitUnproven`), or the worker passed the hard deadline derived from it. Such a failure is re-run with the file's own limits before it
     /// counts (a failure with them is the file's own verdict, as `run` would give it).
     static func capMayHaveCaused(_ r: ScenarioResult, _ s: Scenario, cap: Int?) -> Bool {
         guard let cap, cap < s.stepTimeoutMilliseconds else { return false }
@@ -281,7 +281,7 @@ public enum MutantRun {
             if case .object(let crash)? = r.crash { return crash["deadline_ms"] != nil }
             return false
         }
-        return r.stepLimitReached
+        return r.stepLimitUnproven
     }
 
     /// Scenarios a matrix worker process runs at once: a scenario mostly waits (on quiescence, a

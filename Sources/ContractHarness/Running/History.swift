@@ -72,12 +72,35 @@ final class Recorder: @unchecked Sendable {
     private var hook: (any WaitHook)?
     /// Some wait ran out of its real-time limit (guarded by `lock`): see `ranOutOfTime`.
     private var timedOut = false
+    /// Some wait ran out of its limit without the run being shown stuck (guarded by `lock`): see
+    /// `ranOutOfTimeUnproven`.
+    private var timedOutUnproven = false
+    /// Reads the run's progress counters when nothing can move without a step, else `nil` (see
+    /// `setStuckProbe`); guarded by `lock`.
+    private var stuckProbe: (@Sendable () -> [Int]?)?
 
     /// Whether any `wait(milliseconds:until:)` ended because its real-time limit (the scenario's
     /// step limit, possibly capped) passed, rather than because its condition held or the
     /// interleaving executor found the run stuck. A failure with this set may be the machine's
     /// load, not the SDK: the mutant matrix re-runs such a catch with the file's own limits.
     var ranOutOfTime: Bool { lock.withLock { timedOut } }
+
+    /// Whether some wait ran out of its real-time limit while the run was not shown stuck: at the
+    /// limit, the stuck probe (`setStuckProbe`) read no stamp, or a stamp different from the one
+    /// it read at least `stuckWindow` earlier. A wait that ran out with the same stamp both times
+    /// is a deadlock that more time cannot end: nothing could run without a step (no SDK job was
+    /// queued or ran, every request in flight sat parked in the mock, the mock saw nothing new, no
+    /// clock sleeper woke), so its failure is the SDK's, whatever the machine's load.
+    var ranOutOfTimeUnproven: Bool { lock.withLock { timedOutUnproven } }
+
+    /// How long the stuck probe must read one stamp before a wait's limit for the run to count
+    /// as stuck (two reads this far apart; the counters in a stamp only grow).
+    static let stuckWindow: DispatchTimeInterval = .milliseconds(100)
+
+    /// Installs the stuck probe: it returns the run's progress counters (SDK jobs run, requests
+    /// seen, history events, clock wakeups, the parked requests) when nothing can move without a
+    /// step, else `nil`. Without one, every wait that runs out of time is unproven.
+    func setStuckProbe(_ probe: @escaping @Sendable () -> [Int]?) { lock.withLock { stuckProbe = probe } }
 
     init(clock: VirtualClock?) {
         self.clock = clock
@@ -117,6 +140,9 @@ final class Recorder: @unchecked Sendable {
 
     var snapshot: [HistoryEvent] { lock.withLock { events } }
 
+    /// How many events are recorded.
+    var eventCount: Int { lock.withLock { events.count } }
+
     /// Replaces the events (used to enrich request entries at the end).
     func replace(_ transform: (inout [HistoryEvent]) -> Void) { lock.withLock { transform(&events) } }
 
@@ -134,13 +160,26 @@ final class Recorder: @unchecked Sendable {
     }
 
     private func wait(deadline: DispatchTime, until condition: @Sendable () -> Bool, stuck: @Sendable () -> Bool = { false }) async -> Bool {
+        let probe = lock.withLock { stuckProbe }
+        // The first read of the stamp the probe reads now, near the deadline (see `ranOutOfTimeUnproven`).
+        var held: (stamp: [Int], since: DispatchTime)?
+        let probeFrom = deadline - Self.stuckWindow - .milliseconds(60)
         while true {
             let seen = lock.withLock { version }
             if condition() { return true }
             // Interleaved runs: nothing but the runner can change anything, so this is a hang.
             if stuck() { return false }
-            if DispatchTime.now() >= deadline {
-                lock.withLock { timedOut = true }
+            let now = DispatchTime.now()
+            if let probe, now >= probeFrom {
+                let stamp = probe()
+                if stamp == nil || stamp != held?.stamp { held = stamp.map { ($0, now) } }
+            }
+            if now >= deadline {
+                let proven = held.map { now >= $0.since + Self.stuckWindow } ?? false
+                lock.withLock {
+                    timedOut = true
+                    if !proven { timedOutUnproven = true }
+                }
                 return false
             }
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

@@ -75,6 +75,10 @@ public struct ScenarioResult: Sendable, Codable {
     /// runner's cap on it): a failure with this set may come from a loaded machine, so the mutant
     /// matrix confirms such a catch with the file's own limits before it counts.
     public var stepLimitReached = false
+    /// `true` when some step ran out of its step limit without the run being shown stuck
+    /// (`Recorder.ranOutOfTimeUnproven`): only such a catch needs the mutant matrix's
+    /// confirmation; a step that ran out while nothing could move is a deadlock at any load.
+    public var stepLimitUnproven = false
 
     /// The first failing check, for the console line.
     public var firstFailure: CheckResult? { checks.first { !$0.passed } }
@@ -104,6 +108,8 @@ extension ScenarioResult {
         interleaving = try c.decodeIfPresent(InterleavingTrace.self, forKey: .interleaving)
         stepSummaries = try c.decodeIfPresent([String].self, forKey: .stepSummaries) ?? []
         stepLimitReached = try c.decodeIfPresent(Bool.self, forKey: .stepLimitReached) ?? false
+        // An older worker's record without it: every limit reached counts as unproven.
+        stepLimitUnproven = try c.decodeIfPresent(Bool.self, forKey: .stepLimitUnproven) ?? stepLimitReached
     }
 }
 
@@ -159,6 +165,7 @@ public struct ScenarioRunner: Sendable {
         result.durationMilliseconds = Self.elapsed(since: started)
         result.infeasible = execution.infeasible
         result.stepLimitReached = execution.recorder.ranOutOfTime
+        result.stepLimitUnproven = execution.recorder.ranOutOfTimeUnproven
         return result
     }
 
@@ -304,11 +311,32 @@ final class ScenarioExecution: @unchecked Sendable {
         // The app's own tasks (its serialized fetches) run where the operations do, so the
         // executor's idleness covers them (exact quiescence for app operations, `appsSettled`).
         appTaskExecutor = sdkExecutor
+        if listeners == nil, interleaving == nil, executor.jobsRun != nil {
+            recorder.setStuckProbe(Self.stuckProbe(executor: executor, port: port, clock: clock, recorder: recorder))
+        }
         if let a = scenario.app, let client = clients[a.client] {
             let made = ReferenceApp(settings: a, client: client, recorder: recorder, taskExecutor: appTaskExecutor,
                                     requestCount: { [port] in port.requestCount })
             app = made
             apps[ExactKey(a.client)] = made
+        }
+    }
+
+    /// The stuck probe of an in-process run (`Recorder.setStuckProbe`): the progress counters
+    /// (operation-executor jobs run, requests the mock has seen, history events, clock wakeups,
+    /// then the parked requests' numbers) when the executor is idle, the mock is answering
+    /// nothing, and every URLSession task in flight is a request parked in the mock; else `nil`.
+    /// It rests on the SDK's tasks preferring the executor the runner gives it
+    /// (`DriverContext.taskExecutor`), as the shipping SDK's and the broken variants' do: work
+    /// an SDK does on other threads is invisible to it. The mutant matrix uses it to tell a
+    /// variant's deadlock from a loaded machine (`Recorder.ranOutOfTimeUnproven`).
+    static func stuckProbe(executor: any IdleReporting, port: any BackendPort, clock: VirtualClock,
+                           recorder: Recorder) -> @Sendable () -> [Int]? {
+        { [weak recorder] in
+            guard let recorder, executor.isIdle, let jobs = executor.jobsRun, port.unsettledRequests == 0 else { return nil }
+            let parked = port.parkedRequests().filter { !$0.answered && !$0.cancelled }
+            guard let outstanding = port.outstandingTasks, outstanding == parked.count else { return nil }
+            return [jobs, port.requestCount, recorder.eventCount, clock.wakeups] + parked.map(\.seq).sorted()
         }
     }
 

@@ -1,6 +1,7 @@
 import XCTest
 import Foundation
 import ExperimentlyMutants
+import ExperimentlyMock
 @testable import ContractHarness
 
 /// The mutant matrix caps each step's real-time limit so known hangs fail fast; a catch that came
@@ -58,5 +59,59 @@ final class CapConfirmationTests: XCTestCase {
             XCTAssertTrue(report.unconfirmedCatches.contains("no-own-deadline: sequential-lookups"), "full \(full): \(report.unconfirmedCatches)")
             XCTAssertFalse(report.unconfirmedCatches.contains("no-own-deadline: deadline-ends-a-held-lookup"))
         }
+    }
+    /// A variant's deadlock is shown stuck at the cap: the step ran out of its limit while no SDK
+    /// job ran, every request in flight sat parked and the mock saw nothing new, so the catch
+    /// needs no confirmation with the file's own limits (it would only wait them out).
+    /// The three shipped catches that are hangs (before: each waited out its file's 5 s limit in
+    /// the matrix's confirmation phase, most of the matrix's time).
+    func testARealHangIsShownStuckAtTheCap() async throws {
+        let hangs: [(Defect, String)] = [(.clearKeepsInFlight, "defect-2-inflight-bookkeeping-after-clear"),
+                                         (.cancelKeepsRequest, "defect-3-cancel-every-waiter-cancels-request"),
+                                         (.canonicalIdentity, "field-canonically-equivalent-user-ids-are-distinct-users")]
+        for (defect, name) in hangs {
+            let file = Repository.root.appendingPathComponent("scenarios/\(name).json").path
+            let scenario = try ScenarioParser.parse(Data(contentsOf: URL(fileURLWithPath: file)), file: file)
+            let capped = await ScenarioRunner(driver: MutantRun.driver(defect), stepTimeoutCap: 300, keepsHistory: false).run(scenario)
+            XCTAssertEqual(capped.status, .failed, "\(defect.rawValue)")
+            XCTAssertTrue(capped.stepLimitReached, "\(defect.rawValue): \(capped.firstFailure?.message ?? "")")
+            XCTAssertFalse(capped.stepLimitUnproven, "\(defect.rawValue): \(capped.firstFailure?.message ?? "")")
+            XCTAssertFalse(MutantRun.capMayHaveCaused(capped, scenario, cap: 300), defect.rawValue)
+        }
+    }
+
+    /// An SDK still working when the cap runs out is never shown stuck: its tasks keep running on
+    /// the operations' executor (here a lookup that first works for 600 ms of real time, in 5 ms
+    /// slices, as a loaded machine would stretch it), so the counters move inside every window.
+    func testAnSDKStillWorkingAtTheCapIsNotShownStuck() async {
+        let capped = await ScenarioRunner(driver: SlowStartDriver(), stepTimeoutCap: 300, keepsHistory: false).run(Self.lookups)
+        XCTAssertEqual(capped.status, .failed)
+        XCTAssertTrue(capped.stepLimitReached)
+        XCTAssertTrue(capped.stepLimitUnproven, "a working SDK was shown stuck")
+        XCTAssertTrue(MutantRun.capMayHaveCaused(capped, Self.lookups, cap: 300))
+    }
+}
+
+/// The shipping SDK, each of whose operations first works for 600 ms of real time in 5 ms
+/// slices on the executor the runner gives it (what a loaded machine does to a correct SDK).
+private struct SlowStartDriver: SDKDriver {
+    let inner = SwiftSDKDriver()
+    var sdkName: String { "slow-start" }
+    var sdkVersion: String { inner.sdkVersion }
+    var capabilities: Set<String> { inner.capabilities }
+    func makeClient(name: String, settings: ClientSettings, store: String?, context: DriverContext) throws -> any DriverClient {
+        SlowStartClient(inner: try inner.makeClient(name: name, settings: settings, store: store, context: context))
+    }
+}
+
+private struct SlowStartClient: DriverClient {
+    let inner: any DriverClient
+    func perform(_ operation: SDKOperation) async -> OperationOutcome {
+        let until = DispatchTime.now() + .milliseconds(600)
+        while DispatchTime.now() < until { try? await Task.sleep(for: .milliseconds(5)) }
+        return await inner.perform(operation)
+    }
+    func persisted(kind: String, user: String, key: String) async -> JSONValue? {
+        await inner.persisted(kind: kind, user: user, key: key)
     }
 }
