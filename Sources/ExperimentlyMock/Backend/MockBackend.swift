@@ -53,6 +53,8 @@ public final class MockBackend: MockRequestHandler, Sendable {
         var inFlight = 0
         var isShutDown = false
         var observer: (@Sendable (MockEvent) -> Void)?
+        /// The next observer event's place in line (see `ObserverLine`), taken with the event.
+        var nextEventTicket: UInt64 = 0
         /// Suspended ``MockBackend/waitForHolds(_:)`` callers, resumed when enough holds are parked.
         var holdWaiters: [HoldWaiter] = []
         var nextHoldWaiter = 0
@@ -172,6 +174,8 @@ public final class MockBackend: MockRequestHandler, Sendable {
     static func monotonicSeconds() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 
     private let box: MockLocked<State>
+    /// Delivers observer events in the order their tickets were taken (see `setObserver`).
+    private let observerLine = ObserverLine()
 
     /// Creates a backend over `fixtures`, reading `clock`; outage windows count from `clock.now()`.
     /// With `redactor`, every history entry is recorded with the secrets masked (``redactor``).
@@ -229,7 +233,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
         let now = clock.now()
         let incoming = IncomingRequest(request)
         let mono = request.connection == nil ? 0 : Self.monotonicSeconds()
-        let (ticket, observer) = box.withLock { s -> (Ticket, (@Sendable (MockEvent) -> Void)?) in
+        let (ticket, observer) = box.withLock { s -> (Ticket, State.LinedObserver?) in
             let seq = s.historyBase + s.history.count + 1
             s.inFlight += 1
             var decision: FaultDecision?
@@ -270,9 +274,9 @@ public final class MockBackend: MockRequestHandler, Sendable {
                 s.seen.append(incoming)
             }
             if s.stream != nil && s.seen.count > 512 { s.seen.removeFirst(256) }
-            return (Ticket(seq: seq, incoming: incoming, decision: decision, refused: refused, receivedAt: now), s.observer)
+            return (Ticket(seq: seq, incoming: incoming, decision: decision, refused: refused, receivedAt: now), s.takeObserver())
         }
-        observer?(.received(seq: ticket.seq))
+        if let observer { observerLine.deliver(observer.ticket) { observer.call(.received(seq: ticket.seq)) } }
         return ticket
     }
 
@@ -298,7 +302,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
         // resends it (see TransportRetryTrap).
         let reused = ticket.incoming.raw.connection.flatMap { $0.index > 0 ? $0 : nil }
         let mono = outcome == .dropBeforeResponse && reused != nil ? Self.monotonicSeconds() : 0
-        let (observer, streamed) = box.withLock { s -> ((@Sendable (MockEvent) -> Void)?, (HistoryStream, HistoryEntry)?) in
+        let (observer, streamed) = box.withLock { s -> (State.LinedObserver?, (HistoryStream, HistoryEntry)?) in
             s.inFlight -= 1
             let prefix = s.stream?.retention.bodyPrefixBytes
             // The entry is copied out only when a stream or a retry trap needs it.
@@ -337,7 +341,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
                 s.trimHistory(window: stream.retention.window)
                 s.trimState(window: stream.retention.stateWindow)
             }
-            return (ticket.transportRetryOf == nil ? s.observer : nil, streamed)
+            return (ticket.transportRetryOf == nil ? s.takeObserver() : nil, streamed)
         }
         if let (stream, entry) = streamed {
             stream.sink(entry)
@@ -348,7 +352,9 @@ public final class MockBackend: MockRequestHandler, Sendable {
         case .respond(let r), .dropMidBody(let r, _): status = r.status
         default: status = nil
         }
-        observer?(.answered(seq: ticket.seq, outcome: MockBackend.outcomeName(outcome), status: status))
+        if let observer {
+            observerLine.deliver(observer.ticket) { observer.call(.answered(seq: ticket.seq, outcome: MockBackend.outcomeName(outcome), status: status)) }
+        }
     }
 
     static func outcomeName(_ outcome: MockOutcome) -> String {
@@ -528,7 +534,8 @@ public final class MockBackend: MockRequestHandler, Sendable {
     private enum Parking { case parked(HoldID), early(HoldResolution) }
 
     private func emit(_ event: MockEvent) {
-        box.withLock { $0.observer }?(event)
+        guard let observer = box.withLock({ $0.takeObserver() }) else { return }
+        observerLine.deliver(observer.ticket) { observer.call(event) }
     }
 
     /// Resumes the ``waitForHolds(_:)`` callers whose count is now parked (or all, after shutdown).
@@ -725,7 +732,11 @@ public final class MockBackend: MockRequestHandler, Sendable {
     public var inFlightCount: Int { box.withLock { $0.inFlight } }
 
     /// Sets (or clears) the observer; it is called synchronously, outside the lock, on the
-    /// thread that moved the request (`received`, `parked`, `answered`).
+    /// thread that moved the request (`received`, `parked`, `answered`, `cancelled`), one event at
+    /// a time and in the order the events happened under the lock (`ObserverLine`): a history
+    /// built from them lists requests in the order the mock received them (before, two threads
+    /// could call it in either order, and a held first request could be recorded after a second
+    /// one's answer, hiding a single-flight violation).
     public func setObserver(_ observer: (@Sendable (MockEvent) -> Void)?) {
         box.withLock { $0.observer = observer }
     }
