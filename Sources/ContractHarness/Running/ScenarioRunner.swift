@@ -194,6 +194,8 @@ final class ScenarioExecution: @unchecked Sendable {
         var barrier = 0
         /// The clock's `wakeups` when the operation started.
         var wakeups = 0
+        /// The virtual time when the operation started.
+        var started = Date.distantPast
         /// How many `advance` steps had run when the operation started: an out-of-process SDK's
         /// timers sleep on its own copy of the clock, which `wakeups` cannot count.
         var advances = 0
@@ -611,6 +613,7 @@ final class ScenarioExecution: @unchecked Sendable {
     func stuck(at index: Int, waitingFor labels: [String]?, what: String) -> String {
         // Fault ids and labels are identity data: compared by Unicode scalars.
         func same(_ a: String, _ b: String) -> Bool { a.unicodeScalars.elementsEqual(b.unicodeScalars) }
+        if let labels, let overdue = pastOwnDeadline(labels) { return overdue }
         let holding = port.parkedRequests().filter { !$0.answered && !$0.cancelled }.compactMap(\.fault)
         let later = scenario.steps.indices.filter { $0 > index }
         // The step named is the most direct one: a release (or removal) of a holding fault, then
@@ -647,6 +650,29 @@ final class ScenarioExecution: @unchecked Sendable {
         infeasible = true
         return "\(what) waits for what only a later step provides (step \(provider) \(Self.verb(scenario.steps[provider], appClient: scenario.app?.client))): "
             + "the scenario deadlocks in this order of its steps (explore counts such an order infeasible; in a file, move that step earlier)"
+    }
+
+    /// Why one of the operations `labels` can only be the SDK's fault, when it is: an SDK
+    /// operation whose own requests sit parked in the mock, sent longer ago by the virtual clock
+    /// than its client's `timeout`. Whatever later step could release them, the SDK had to end the
+    /// operation itself, with `networkError` -1001 (CONTRACT.md section 5, defect 6: the SDK
+    /// enforces its own deadline); the order is not infeasible. `nil` otherwise. Evaluated only
+    /// when quiescent and inert (in process a correct SDK's deadline timer would have woken).
+    func pastOwnDeadline(_ labels: [String]) -> String? {
+        let now = clock.now()
+        let requests = port.requests()
+        for op in pending() where !op.name.hasPrefix("app.") && labels.contains(where: { $0.isExactly(op.label) }) {
+            guard let timeout = scenario.clients.first(where: { $0.name.isExactly(op.client) })?.settings.timeout,
+                  now.timeIntervalSince(op.started) >= timeout else { continue }
+            let own = requests.filter { Self.owns($0, client: op.client, user: op.user, key: op.key, after: op.barrier) }
+            guard !own.isEmpty, own.allSatisfy({ $0.parked && !$0.answered && !$0.cancelled }) else { continue }
+            let waited = (now.timeIntervalSince(op.started) * 1000).rounded() / 1000
+            return "operation '\(op.label)' (\(op.name) on \(op.client)) is still pending \(waited) s of virtual time after it started, "
+                + "past its client's timeout of \(timeout) s, on request(s) \(own.map { "#\($0.seq)" }.joined(separator: ", ")) parked in the mock: "
+                + "the SDK must end it itself with networkError -1001 whatever the backend does (CONTRACT.md section 5, defect 6: "
+                + "the SDK enforces its own deadline); this SDK has no deadline of its own"
+        }
+        return nil
     }
 
     /// A `wait_for held` of fault `fault` at step `index` that nothing left can meet, in an order
@@ -754,7 +780,7 @@ final class ScenarioExecution: @unchecked Sendable {
                detail: JSONValue, body: @escaping @Sendable () async -> OperationOutcome) -> () -> Void {
         lock.withLock {
             ops[ExactKey(label)] = Op(label: label, client: client, name: name, user: user, key: key, barrier: barriers[client] ?? 0,
-                            wakeups: clock.wakeups, advances: advances)
+                            wakeups: clock.wakeups, started: clock.now(), advances: advances)
             order.append(label)
         }
         recorder.record(.invoke, client: client, label: label, name: name, detail: detail)

@@ -141,6 +141,25 @@ final class OutsideTesterFindingsTests: XCTestCase {
 
     /// The other way: with app actions pending and no later step that could free the awaited
     /// one (the release dropped), the await can never finish: a failure, not infeasible.
+    /// An await of an operation past its client's timeout, on a request parked in the mock, is
+    /// the SDK's missing deadline (CONTRACT.md section 5, defect 6), not an infeasible order,
+    /// although a later step (`release never`) could free the request: the variant without its own
+    /// deadline fails naming defect 6 and the order is not counted infeasible (before, the message
+    /// blamed the scenario's order of steps, and explore would have skipped such an order). The
+    /// shipping SDK ends the operation itself and passes.
+    func testAnAwaitPastTheClientsTimeoutBlamesTheMissingDeadlineNotTheOrder() async throws {
+        let file = Repository.root.appendingPathComponent("scenarios/defect-6-own-deadline-times-out.json").path
+        let scenario = try ScenarioParser.parse(Data(contentsOf: URL(fileURLWithPath: file)), file: file)
+        let broken = await ScenarioRunner(driver: MutantRun.driver(.noOwnDeadline)).run(scenario)
+        XCTAssertEqual(broken.status, .failed)
+        XCTAssertFalse(broken.infeasible, Self.failures(broken))
+        let message = broken.firstFailure?.message ?? ""
+        XCTAssertTrue(message.contains("past its client's timeout of 3.0 s") && message.contains("defect 6"), message)
+        XCTAssertFalse(message.contains("waits for what only a later step provides"), message)
+        let shipping = await ScenarioRunner().run(scenario)
+        XCTAssertEqual(shipping.status, .passed, Self.failures(shipping))
+    }
+
     func testAnAwaitNothingLaterCanFreeStillFailsWithAppActionsPending() async throws {
         let noRelease = Self.awaitBeforeReleaseWithApp.replacingOccurrences(of: #"{"release": "init-held"},"#, with: "")
         XCTAssertNotEqual(noRelease, Self.awaitBeforeReleaseWithApp)
