@@ -150,6 +150,7 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
             return DriverScenarioReport()
         }
         let connection = info.connection
+        connection.closeScope(info.id)
         if connection.death == nil {
             for client in mine {
                 var request = DriverRequest(id: 0, type: .closeClient)
@@ -368,6 +369,9 @@ final class DriverConnection: Sendable {
         var stderrClosed = false
         /// Requests given up on at the end of their scenario: a late reply to one is no error.
         var abandoned: Set<Int> = []
+        /// Scopes whose scenario is ending or over (`closeScope`): nothing but `close_client` is
+        /// sent for them any more.
+        var closing: Set<String> = []
     }
     private let state = HarnessLocked(State())
     private let writeLock = NSLock()
@@ -440,17 +444,20 @@ final class DriverConnection: Sendable {
     }
 
     /// Sends `request` with a fresh id and returns the slot its reply fills. A dead adapter's
-    /// slot fails at once with `.crashed`.
+    /// slot fails at once with `.crashed`; a request other than `close_client` for a scope that
+    /// is closing (`closeScope`) is not sent, and its slot fails at once with `.abandoned`.
     func send(_ request: DriverRequest, scope: String) -> ReplySlot {
         var request = request
-        let (slot, death) = state.withLock { s -> (ReplySlot, String?) in
+        let (slot, death, closed) = state.withLock { s -> (ReplySlot, String?, Bool) in
             s.nextID += 1
             request.id = s.nextID
             let slot = ReplySlot(id: s.nextID, scope: scope)
-            if s.death == nil { s.slots[s.nextID] = slot }
-            return (slot, s.death)
+            let closed = !scope.isEmpty && request.type != .closeClient && s.closing.contains(scope)
+            if s.death == nil && !closed { s.slots[s.nextID] = slot }
+            return (slot, s.death, closed)
         }
         if let death { slot.resolve(.failure(.crashed(death))); return slot }
+        if closed { slot.resolve(.failure(.abandoned)); return slot }
         guard let line = try? DriverMessageEncoder().line(request) else {
             slot.resolve(.failure(.refused("the request cannot be encoded")))
             return slot
@@ -501,6 +508,15 @@ final class DriverConnection: Sendable {
             }
             return hello
         }
+    }
+
+    /// The scenario of `scope` is ending: from now on only `close_client` is sent for it. A call
+    /// the reference app or a pending operation makes after its scenario ended (an app action of
+    /// an infeasible schedule goes on after the schedule) is never sent: the adapter would refuse
+    /// it for a closed client, and that refusal, noted as a protocol problem, failed the next
+    /// schedule (`explore` of app steps, found by an outside tester).
+    func closeScope(_ scope: String) {
+        _ = state.withLock { $0.closing.insert(scope) }
     }
 
     /// Fails the slots of `scope` still waiting with `.abandoned`.
