@@ -38,6 +38,8 @@ final class ReferenceApp: @unchecked Sendable {
         var inFlight: [Int: InFlightCall] = [:]
         /// SDK calls begun so far (the `inFlight` numbers, every call counted, marked or not).
         var begun = 0
+        /// The mock's request count when the app's latest `clearCache` began (0: none yet).
+        var clearedAt = 0
     }
 
     /// An SDK call the app is inside: the operation and how many requests the mock had received
@@ -87,11 +89,18 @@ final class ReferenceApp: @unchecked Sendable {
         lock.withLock { s in s.inFlight.sorted { $0.key < $1.key }.map(\.value) }
     }
 
+    /// The mock's request count when the app's latest `clearCache` began (0: none yet): no
+    /// request received before it can be joined by a lookup the app begins later (CONTRACT.md
+    /// section 5.1: a clear detaches the requests in flight).
+    var clearedAt: Int { lock.withLock { $0.clearedAt } }
+
     /// Makes one SDK call, listed in `callsInFlight` from before it starts until it returns.
     private func sdk(_ op: SDKOperation) async -> OperationOutcome {
         let number = lock.withLock { s -> Int in
             s.begun += 1
-            s.inFlight[s.begun] = InFlightCall(operation: op, since: requestCount())
+            let since = requestCount()
+            s.inFlight[s.begun] = InFlightCall(operation: op, since: since)
+            if op == .clearCache || op == .close { s.clearedAt = since }
             return s.begun
         }
         // Marked as the app's (out-of-process quiescence tells its calls from the runner's).

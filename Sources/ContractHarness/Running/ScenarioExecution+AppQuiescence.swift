@@ -54,6 +54,7 @@ extension ScenarioExecution {
         for client in clients {
             guard let app = withAppsLocked({ $0[ExactKey(client)] }) else { continue }
             let calls = app.callsInFlight
+            let cleared = clearBarrier(client: client, app: app)
             for (i, call) in calls.enumerated() {
                 let op = call.operation
                 let user = Self.user(of: op)
@@ -68,7 +69,7 @@ extension ScenarioExecution {
                 if own { continue }
                 // Single flight: an earlier parked request another waiting call owns.
                 let joined = parked.contains { r in
-                    guard Self.owns(r, client: client, user: user, key: key, after: 0), r.seq <= call.since else { return false }
+                    guard Self.owns(r, client: client, user: user, key: key, after: cleared), r.seq <= call.since else { return false }
                     let runnerOwns = waiting.contains { w in
                         !w.name.hasPrefix("app.") && w.user != nil && w.key != nil && Self.owns(r, client: w.client, user: w.user, key: w.key, after: w.barrier)
                     }
@@ -103,6 +104,7 @@ extension ScenarioExecution {
         guard let app = withAppsLocked({ $0[ExactKey(client)] }) else { return false }
         let calls = app.callsInFlight
         if calls.isEmpty { return false }
+        let cleared = clearBarrier(client: client, app: app)
         let tracking: Set<String> = ["track", "trackWithStatus", "trackBatch"]
         let waiting: (RequestRecord) -> Bool = { $0.parked && !$0.answered && !$0.cancelled }
         return calls.allSatisfy { call in
@@ -118,7 +120,19 @@ extension ScenarioExecution {
             guard let key = Self.cachedKey(of: op) else { return false }
             let own = requests.filter { Self.owns($0, client: client, user: user, key: key, after: call.since) }
             if !own.isEmpty { return own.allSatisfy(waiting) }
-            return requests.contains { r in r.seq <= call.since && waiting(r) && Self.owns(r, client: client, user: user, key: key, after: 0) }
+            return requests.contains { r in r.seq <= call.since && waiting(r) && Self.owns(r, client: client, user: user, key: key, after: cleared) }
         }
+    }
+
+    /// The latest clear of `client`'s cache, as the mock's request count when it began: the
+    /// runner's `clearCache`/`close` steps and the app's own clears (logout, undo). A lookup that
+    /// began after it never joins a request received before it (CONTRACT.md section 5.1: a clear
+    /// detaches the requests in flight), so such a request is not its shared request. Before,
+    /// any earlier parked request of the client, user and key counted, and an app lookup after a
+    /// clear was taken as settled (or inert) before its own request was sent (a third outside
+    /// tester: correct SDKs failed "waits for what only a later step provides" in up to 30 of 30
+    /// runs out of process).
+    func clearBarrier(client: String, app: ReferenceApp) -> Int {
+        max(runnerClearBarrier(client), app.clearedAt)
     }
 }

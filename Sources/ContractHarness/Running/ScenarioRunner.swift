@@ -244,6 +244,8 @@ final class ScenarioExecution: @unchecked Sendable {
     /// `advance` steps run so far (guarded by `lock`).
     private var advances = 0
     private var barriers: [String: Int] = [:]
+    /// The mock's request count at the latest `clearCache`/`close` step on `client` (0: none).
+    func runnerClearBarrier(_ client: String) -> Int { lock.withLock { barriers[client] ?? 0 } }
     /// The `expect` of each async step, by group label, checked when the group is awaited (or,
     /// never awaited, once it finished at the end of the scenario): every expectation is evaluated.
     private var deferred: [String: (index: Int, step: String, expect: OutcomeExpectation)] = [:]

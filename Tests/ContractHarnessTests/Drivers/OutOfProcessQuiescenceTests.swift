@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import ExperimentlyMutants
 @testable import ContractHarness
 
 /// Out-of-process runs judge like in-process ones (an outside tester's field-race files,
@@ -193,6 +194,24 @@ final class OutOfProcessQuiescenceTests: XCTestCase {
             XCTAssertTrue(message.contains("waits for what only a later step provides (step 5 release init-held)"), "\(via): \(message)")
             XCTAssertFalse(message.contains("broken rule"), "\(via): \(message)")
             XCTAssertLessThan(result.durationMilliseconds, 2000, via)
+        }
+    }
+    /// Third outside tester, finding 2: an app lookup that begins after a clear of its client (a
+    /// runner `clearCache`, or the app's own logout) never counts as joined to a request received
+    /// before the clear. Before, it was taken as settled (or inert) before its own request was
+    /// sent: through both adapters the correct SDK failed "waits for what only a later step
+    /// provides" in up to 30 of 30 runs. A variant that does join the old request is still caught.
+    func testAnAppLookupAfterAClearNeverJoinsARequestFromBeforeIt() async throws {
+        let names = ["t3-a3-display-after-clear-while-predclear-held", "t3-a5-relogin-display-while-old-display-held"]
+        for (command, via) in [(try Self.swiftDriverCommand(), "experimently-driver"), (Self.pythonDriverCommand, "driver.py")] {
+            assertAllPassed(try await run(names, times: 10, command: command), via)
+        }
+        for name in names {
+            let scenario = try Self.scenario(name)
+            let shipping = await ScenarioRunner().run(scenario)
+            XCTAssertEqual(shipping.status, .passed, "\(name): \(shipping.firstFailure?.message ?? "")")
+            let broken = await ScenarioRunner(driver: MutantRun.driver(.clearKeepsInFlight), stepTimeoutCap: 500).run(scenario)
+            XCTAssertEqual(broken.status, .failed, "\(name): clear-keeps-in-flight passed")
         }
     }
 }
