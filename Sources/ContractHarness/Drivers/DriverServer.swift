@@ -60,6 +60,10 @@ public final class DriverServer: @unchecked Sendable {
     }
 
     /// A fresh executor for a scope's operations (`nil` before macOS 15).
+    /// Connections a served client may hold open to one host at once: more than any scenario
+    /// holds requests of one client at the same time.
+    static let connectionsPerHost = 256
+
     private static func makeExecutor() -> (any IdleReporting)? {
         if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) { return OperationExecutor(onIdle: {}) }
         return nil
@@ -256,6 +260,10 @@ public final class DriverServer: @unchecked Sendable {
             let configuration = URLSessionConfiguration.ephemeral
             configuration.urlCache = nil
             configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+            // A held request keeps its connection: with URLSession's default of 6 per host a 7th
+            // request held at once for one client (one host of the mock) was never sent, and a
+            // correct SDK failed out of process where it passed in process (a third outside tester).
+            configuration.httpMaximumConnectionsPerHost = Self.connectionsPerHost
             return URLSession(configuration: configuration)
         }()
         let stores = state

@@ -214,4 +214,11 @@ final class OutOfProcessQuiescenceTests: XCTestCase {
             XCTAssertEqual(broken.status, .failed, "\(name): clear-keeps-in-flight passed")
         }
     }
+    /// Third outside tester, finding 13: seven requests of one client held at once are all sent
+    /// through experimently-driver (before, URLSession's 6 connections per host kept the 7th back
+    /// and the correct SDK failed "not quiescent", sometimes named a section-5 defect).
+    func testSevenHeldRequestsOfOneClientAreAllSentOutOfProcess() async throws {
+        let results = try await run(["t3-seven-held-lookups-one-client"], times: 3, command: try Self.swiftDriverCommand())
+        assertAllPassed(results, "experimently-driver")
+    }
 }
