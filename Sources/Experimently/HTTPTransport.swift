@@ -66,6 +66,10 @@ struct HTTPTransport: Sendable {
         return url
     }
 
+    /// The loading system's own timeout, seconds, when the SDK runs on a clock other than
+    /// `SystemClock`: a day, longer than any test waits.
+    static let nonSystemClockWallTimeout: TimeInterval = 86_400
+
     /// Sends one request and returns the status and body of any HTTP answer (2xx or not).
     ///
     /// - Throws: `.networkError` for transport failures and for the SDK's own deadline
@@ -76,7 +80,11 @@ struct HTTPTransport: Sendable {
         var request = URLRequest(url: try url(path: path, query: query))
         request.httpMethod = method
         request.httpBody = body
-        request.timeoutInterval = timeout
+        // The deadline follows `clock` (CONTRACT.md section 5, defect 6: the SDK enforces its own
+        // deadline). With the wall clock the loading system's timeout is the same number, a second
+        // line of defence; with any other clock (a test's virtual clock) it must never fire first,
+        // or a held request would end on the wall clock at a virtual instant before its deadline.
+        request.timeoutInterval = clock is SystemClock ? timeout : Self.nonSystemClockWallTimeout
         request.setValue(apiKey, forHTTPHeaderField: "X-API-Key")
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")

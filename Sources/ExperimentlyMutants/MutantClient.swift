@@ -446,7 +446,8 @@ public final class MutantClient: @unchecked Sendable {
         guard let url = URL(string: base + path + (query.map { "?" + $0 } ?? "")) else {
             throw ExperimentationError.invalidConfig("cannot form a URL")
         }
-        var request = URLRequest(url: url, timeoutInterval: config.timeout)
+        // As the shipping SDK: the loading system's own timeout only with the wall clock.
+        var request = URLRequest(url: url, timeoutInterval: clock is SystemClock ? config.timeout : 86_400)
         request.httpMethod = method
         request.httpBody = body
         for (name, value) in [("X-API-Key", config.apiKey), ("Accept", "application/json"), ("Content-Type", "application/json")] {

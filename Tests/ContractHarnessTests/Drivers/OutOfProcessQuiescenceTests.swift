@@ -221,4 +221,16 @@ final class OutOfProcessQuiescenceTests: XCTestCase {
         let results = try await run(["t3-seven-held-lookups-one-client"], times: 3, command: try Self.swiftDriverCommand())
         assertAllPassed(results, "experimently-driver")
     }
+    /// Third outside tester, finding 12: on a virtual clock the SDK's request never ends on the
+    /// wall clock, out of process as in process (before, libcurl honoured the request's
+    /// `timeoutInterval` and ended it with -1001 after 1 s of wall time at virtual time 0, so the
+    /// two gave different verdicts).
+    func testAVirtualClockSDKNeverTimesOutOnTheWallClock() async throws {
+        let results = try await run(["t3-no-wall-clock-timeout-with-virtual-clock"], times: 1, command: try Self.swiftDriverCommand())
+        let inProcess = await ScenarioRunner(stepTimeoutCap: 2000).run(try Self.scenario("t3-no-wall-clock-timeout-with-virtual-clock"))
+        for r in (results.values.first ?? []) + [inProcess] {
+            XCTAssertEqual(r.status, .failed)
+            XCTAssertTrue((r.firstFailure?.message ?? "").contains("did not finish within 2000 ms"), r.firstFailure?.message ?? "")
+        }
+    }
 }
