@@ -42,7 +42,7 @@ public enum HarnessCommand {
       --jobs N         worker processes running scenarios at once (default: the number of cores); each scenario
                        runs in a worker, and one whose worker dies or passes its hard deadline is reported crashed
       --explore        scenarios with an "explore" section are explored (see explore) instead of run once
-      --history        the verdict also lists each scenario's whole canonical history
+      --history        the verdict also lists each scenario's whole history as recorded (the digest is of its canonical form)
       --sdk-command CMD  run against an SDK in another process: CMD (through /bin/sh -c) speaks the driver protocol
                        experimently-driver/1 (Documentation/DriverProtocol.md); the mock answers over loopback TCP
       --skip TEXT      scenarios whose name or a tag contains TEXT are known failures (repeatable): a failure is

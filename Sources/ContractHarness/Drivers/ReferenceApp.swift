@@ -49,6 +49,9 @@ final class ReferenceApp: @unchecked Sendable {
         let operation: SDKOperation
         /// The mock's request count when the call began.
         let since: Int
+        /// The history's event count when the call began: orders it against the runner's
+        /// `cancel` markers (`Op.cancelMarker`).
+        var startEvent = 0
     }
 
     let settings: AppSettings
@@ -99,7 +102,7 @@ final class ReferenceApp: @unchecked Sendable {
         let number = lock.withLock { s -> Int in
             s.begun += 1
             let since = requestCount()
-            s.inFlight[s.begun] = InFlightCall(operation: op, since: since)
+            s.inFlight[s.begun] = InFlightCall(operation: op, since: since, startEvent: recorder.eventCount)
             if op == .clearCache || op == .close { s.clearedAt = since }
             return s.begun
         }

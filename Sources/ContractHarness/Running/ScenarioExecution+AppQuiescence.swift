@@ -51,6 +51,7 @@ extension ScenarioExecution {
             clients.append(op.client)
         }
         var trackerNeeds: [[Int]] = []
+        let runnerOps = allOps()
         for client in clients {
             guard let app = withAppsLocked({ $0[ExactKey(client)] }) else { continue }
             let calls = app.callsInFlight
@@ -70,14 +71,21 @@ extension ScenarioExecution {
                 // Single flight: an earlier parked request another waiting call owns.
                 let joined = parked.contains { r in
                     guard Self.owns(r, client: client, user: user, key: key, after: cleared), r.seq <= call.since else { return false }
-                    let runnerOwns = waiting.contains { w in
+                    // A runner operation owns it while waiting, or if it was cancelled only after
+                    // this call began (the call joined while it was alive: cancelling one of two
+                    // waiters keeps the request, CONTRACT.md section 5.3; a third outside tester's
+                    // strict-mode race failed "not quiescent" every run, in process too).
+                    let runnerOwns = runnerOps.contains { w in
                         !w.name.hasPrefix("app.") && w.user != nil && w.key != nil && Self.owns(r, client: w.client, user: w.user, key: w.key, after: w.barrier)
+                            && (w.outcome == nil || (w.cancelMarker.map { $0 >= call.startEvent } ?? false))
                     }
                     let appOwns = calls.indices.contains { j in
                         j != i && Self.owns(r, client: client, user: Self.user(of: calls[j].operation),
                                             key: Self.cachedKey(of: calls[j].operation) ?? ("", ""), after: calls[j].since)
                     }
-                    return runnerOwns || appOwns
+                    // No `cancel` between the request's arrival and the call's start: whoever
+                    // started it was still waiting when the call began, so the call joined it.
+                    return runnerOwns || appOwns || !cancelled(after: r.seq, before: call.startEvent)
                 }
                 if !joined { return nil }
             }

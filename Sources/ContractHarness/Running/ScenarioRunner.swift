@@ -203,6 +203,8 @@ final class ScenarioExecution: @unchecked Sendable {
         /// action on its client): the cancellation travels through the SDK and URLSession where
         /// quiescence cannot see it, so the operation is never judged inert.
         var cancelRequested = false
+        /// The index of the `cancel` marker of the step that cancelled it, if one did.
+        var cancelMarker: Int?
         /// An app action on its client started while it was pending (`requestCancellation` with
         /// `byApp`): an app action cancels nothing itself, but its logout or undo clears the
         /// cache, which another SDK may answer by cancelling requests; a runner operation is
@@ -244,6 +246,14 @@ final class ScenarioExecution: @unchecked Sendable {
     /// `advance` steps run so far (guarded by `lock`).
     private var advances = 0
     private var barriers: [String: Int] = [:]
+    /// Each `cancel` step so far: its marker's index and the mock's request count then (guarded
+    /// by `lock`).
+    private var cancelSteps: [(event: Int, seen: Int)] = []
+    /// Whether a `cancel` step ran after request `seq` arrived and before history event `event`
+    /// (an app call's start): it may have left that request without a caller.
+    func cancelled(after seq: Int, before event: Int) -> Bool {
+        lock.withLock { cancelSteps.contains { $0.seen >= seq && $0.event < event } }
+    }
     /// The mock's request count at the latest `clearCache`/`close` step on `client` (0: none).
     func runnerClearBarrier(_ client: String) -> Int { lock.withLock { barriers[client] ?? 0 } }
     /// The `expect` of each async step, by group label, checked when the group is awaited (or,
@@ -506,7 +516,12 @@ final class ScenarioExecution: @unchecked Sendable {
             }
             let tasks = lock.withLock { members.compactMap { ops[ExactKey($0)]?.task } }
             requestCancellation { op in members.contains { $0.unicodeScalars.elementsEqual(op.label.unicodeScalars) } }
-            recorder.record(.marker, label: label, name: "cancel")
+            let seen = port.requestCount
+            let marker = recorder.record(.marker, label: label, name: "cancel")
+            lock.withLock {
+                for m in members where ops[ExactKey(m)]?.cancelMarker == nil { ops[ExactKey(m)]?.cancelMarker = marker }
+                cancelSteps.append((event: marker, seen: seen))
+            }
             tasks.forEach { $0.cancel() }
         case .addFault(let id, let rule):
             do { try port.addFault(id: id, rule: rule, file: scenario.file, path: "$.steps[\(index)].fault") }
@@ -807,6 +822,11 @@ final class ScenarioExecution: @unchecked Sendable {
             }
             lock.withLock { ops[ExactKey(label)]?.task = task }
         }
+    }
+
+    /// Every runner operation started so far, finished or not, in the order they started.
+    func allOps() -> [Op] {
+        lock.withLock { order.compactMap { ops[ExactKey($0)] } }
     }
 
     func pending() -> [Op] {

@@ -28,7 +28,7 @@ public struct Verdict: Sendable {
     public var invalid: [(file: String, error: String)]
     /// Extra sections written by other commands (e.g. a mutant matrix), by key.
     public var extra: [String: JSONValue] = [:]
-    /// Whether each scenario entry lists its whole canonical history (`run --history`).
+    /// Whether each scenario entry lists its whole recorded history (`run --history`).
     public var includesHistory = false
 
     /// Creates a verdict.

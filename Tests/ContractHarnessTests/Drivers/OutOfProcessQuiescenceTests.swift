@@ -233,4 +233,22 @@ final class OutOfProcessQuiescenceTests: XCTestCase {
             XCTAssertTrue((r.firstFailure?.message ?? "").contains("did not finish within 2000 ms"), r.firstFailure?.message ?? "")
         }
     }
+    /// Third outside tester, finding 3: an app lookup joined to a shared request whose starter
+    /// is cancelled afterwards stays settled on it (cancelling one of two waiters keeps the
+    /// request, CONTRACT.md section 5.3). Before, nothing "owned" the request once the starter
+    /// finished, and a correct SDK failed "not quiescent" every run, in process and out. The
+    /// no-single-flight variant is still caught.
+    func testAnAppLookupJoinedBeforeItsStarterWasCancelledStaysSettled() async throws {
+        let names = ["t3-a6-display-joined-to-cancelled-runner-call", "t3-a9-strict-mode-two-displays-one-unmounts"]
+        for name in names {
+            let scenario = try Self.scenario(name)
+            let shipping = await ScenarioRunner(stepTimeoutCap: 2000).run(scenario)
+            XCTAssertEqual(shipping.status, .passed, "\(name): \(shipping.firstFailure?.message ?? "")")
+            let broken = await ScenarioRunner(driver: MutantRun.driver(.noSingleFlight), stepTimeoutCap: 2000).run(scenario)
+            XCTAssertEqual(broken.status, .failed, "\(name): no-single-flight passed")
+        }
+        for (command, via) in [(try Self.swiftDriverCommand(), "experimently-driver"), (Self.pythonDriverCommand, "driver.py")] {
+            assertAllPassed(try await run(names, times: 5, command: command), via)
+        }
+    }
 }
