@@ -31,8 +31,8 @@ final class DriverSettleGate: Sendable {
         var confirmed: Stamp?
         /// `settle` requests sent (for tests and `describe`).
         var asked = 0
-        /// The last answer was `settled: false` (the adapter's own bounded wait ended first).
-        var lastUnsettled = false
+        /// Answers `settled: false` so far (the adapter's own bounded wait ended first).
+        var unsettledAnswers = 0
         /// The adapter refused a `settle` or died: asking again would only repeat that (the
         /// problem is reported; the waiting step meets its deadline).
         var failed = false
@@ -61,9 +61,12 @@ final class DriverSettleGate: Sendable {
     /// or an adapter that refused `settle` or died.
     var describe: String? {
         state.withLock { s in
-            if s.failed { return "the adapter refused `settle` or died (scope \(scope))" }
+            if s.failed { return "the adapter refused `settle`, answered it outside the protocol (see the driver protocol check) or died (scope \(scope))" }
+            if s.unsettledAnswers > 0 {
+                return "the adapter answered `settle` with `settled: false` \(s.unsettledAnswers) of \(s.asked) time(s) (scope \(scope))"
+                    + (s.asking != nil ? ", and the last one asked is unanswered" : "")
+            }
             if s.asking != nil { return "still waiting for the adapter's reply to `settle` (scope \(scope), asked \(s.asked) time(s))" }
-            if s.lastUnsettled { return "the adapter's last `settle` reply was `settled: false` (scope \(scope), asked \(s.asked) time(s))" }
             return nil
         }
     }
@@ -87,22 +90,35 @@ final class DriverSettleGate: Sendable {
         var request = DriverRequest(id: 0, type: .settle)
         request.scope = scope
         let slot = connection.send(request, scope: scope)
-        Task { [state] in
+        Task { [state, connection] in
             let result = await slot.value()
+            var malformed: JSONValue?
             // `settled: false` (the adapter's bounded wait ended first) is asked again at the next
             // check (the recorder re-checks every 20 ms while it waits), without a poke: no busy loop.
             let answered = state.withLock { s -> Bool in
                 s.asking = nil
                 switch result {
                 case .success(let json):
-                    guard case .bool(true)? = json["settled"] else { s.lastUnsettled = true; return false }
-                    s.lastUnsettled = false
-                    s.confirmed = ask
-                    return true
+                    switch json["settled"] {
+                    case .bool(true)?:
+                        s.confirmed = ask
+                        return true
+                    case .bool(false)?:
+                        s.unsettledAnswers += 1
+                        return false
+                    default:
+                        // Not the protocol: a failure quoting it, never a wait blamed on the SDK.
+                        s.failed = true
+                        malformed = json
+                        return false
+                    }
                 case .failure:
                     s.failed = true
                     return false
                 }
+            }
+            if let malformed {
+                connection.noteProblem("reply to settle (request \(slot.id)): expected {\"settled\": true or false}, found \(malformed.jsonText)")
             }
             if answered { poke() }
         }
