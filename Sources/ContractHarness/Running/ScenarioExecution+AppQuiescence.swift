@@ -31,8 +31,10 @@ extension ScenarioExecution {
     /// - it is a lookup (`evaluateFlag`, `getAssignment`) and a request of its own is parked:
     ///   same client, the call's user and key, received after the call began; or it is joined
     ///   (single flight) to a parked request of its client, user and key received before it
-    ///   began, which another waiting call owns (a runner operation's, or another app call begun
-    ///   before that request was received);
+    ///   began and after the client's latest clear (`clearBarrier`), which another waiting call
+    ///   owns (a runner operation's, one cancelled only after the call began, or another app call
+    ///   begun before that request was received), or which no `cancel` step can have left without
+    ///   a caller before the call began;
     /// - it is a tracking call (`track`, `trackWithStatus`, `trackBatch`) with a parked tracking
     ///   request of its own (its client and user, received after it began), distinct from every
     ///   other tracking operation's;
