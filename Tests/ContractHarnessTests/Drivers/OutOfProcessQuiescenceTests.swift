@@ -251,4 +251,16 @@ final class OutOfProcessQuiescenceTests: XCTestCase {
             assertAllPassed(try await run(names, times: 5, command: command), via)
         }
     }
+    /// Third outside tester, finding 6: after the only caller of a held request is cancelled, the
+    /// next call for the same key is not settled on that request: it waits for its own (before,
+    /// out of process it was judged infeasible before its own request arrived, 8-12 of 30 runs
+    /// through experimently-driver). The variant that keeps the request is still caught.
+    func testANewCallAfterTheOnlyCallerWasCancelledWaitsForItsOwnRequest() async throws {
+        let name = "t3-new-call-after-cancel-sees-old-request-parked"
+        for (command, via) in [(try Self.swiftDriverCommand(), "experimently-driver"), (Self.pythonDriverCommand, "driver.py")] {
+            assertAllPassed(try await run([name], times: 15, command: command), via)
+        }
+        let broken = await ScenarioRunner(driver: MutantRun.driver(.cancelKeepsRequest), stepTimeoutCap: 500).run(try Self.scenario(name))
+        XCTAssertEqual(broken.status, .failed, "cancel-keeps-request passed")
+    }
 }
