@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import ExperimentlyMock
 import ExperimentlyMutants
 @testable import ContractHarness
 
@@ -262,5 +263,24 @@ final class OutOfProcessQuiescenceTests: XCTestCase {
         }
         let broken = await ScenarioRunner(driver: MutantRun.driver(.cancelKeepsRequest), stepTimeoutCap: 500).run(try Self.scenario(name))
         XCTAssertEqual(broken.status, .failed, "cancel-keeps-request passed")
+    }
+    /// Third outside tester, finding 8: exploring a cancel-then-release race in process, an order
+    /// that moves the release before the wait for the cancelled request is infeasible (the answer
+    /// and the SDK's cancellation race), never a failure of the correct SDK (before: 1-3 of 120
+    /// orders failed, and their written schedules passed). The variant that keeps the request is
+    /// still caught.
+    func testACancellationRacedByAnEarlierReleaseIsInfeasible() async throws {
+        let file = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/oop-races/t3-explore-new-call-after-cancel.json").path
+        let root = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: file)), file: file)
+        let settings = try XCTUnwrap(Explorer.settings(of: root, file: file))
+        for _ in 0..<3 {
+            let report = await Explorer.explore(root, file: file, settings: settings, seed: 0,
+                                                runner: ScenarioRunner(keepsHistory: false), reference: nil, concurrency: 2)
+            XCTAssertEqual(report.failed, 0, "\(report.firstFailure.map { "\($0)" } ?? "")")
+        }
+        let broken = await Explorer.explore(root, file: file, settings: settings, seed: 0,
+                                            runner: ScenarioRunner(driver: MutantRun.driver(.cancelKeepsRequest), stepTimeoutCap: 300, keepsHistory: false),
+                                            reference: ScenarioRunner(keepsHistory: false), concurrency: 2)
+        XCTAssertGreaterThan(broken.failed, 0)
     }
 }
