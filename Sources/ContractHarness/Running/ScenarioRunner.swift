@@ -941,13 +941,15 @@ final class ScenarioExecution: @unchecked Sendable {
             + "first was thread timing (explore counts such an order infeasible; in a file, release the request after this wait)"
     }
 
-    /// Whether every request `condition` could count (its match, whatever its `cancelled` and
-    /// `status`) has been answered or cancelled: none can still change.
+    /// Whether some request `condition` could count (its match, whatever its `cancelled` and
+    /// `status`) exists and every such request has been answered or cancelled: none can still
+    /// change. (With none yet, the wait is left to its limit, as before.)
     func noneOpen(_ condition: WaitCondition) -> Bool {
         guard case .requests(var match, _) = condition else { return true }
         match.cancelled = nil
         match.status = nil
-        return port.requests().filter { $0.matches(match) }.allSatisfy { $0.answered || $0.cancelled }
+        let candidates = port.requests().filter { $0.matches(match) }
+        return !candidates.isEmpty && candidates.allSatisfy { $0.answered || $0.cancelled }
     }
 
     func satisfied(_ condition: WaitCondition) -> Bool {
