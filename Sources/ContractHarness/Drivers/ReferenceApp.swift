@@ -50,7 +50,7 @@ final class ReferenceApp: @unchecked Sendable {
         /// The mock's request count when the call began.
         let since: Int
         /// The history's event count when the call began: orders it against the runner's
-        /// `cancel` markers (`Op.cancelMarker`).
+        /// `cancel` steps (`ScenarioExecution.cancelled(after:before:)`).
         var startEvent = 0
     }
 

@@ -32,9 +32,8 @@ extension ScenarioExecution {
     ///   same client, the call's user and key, received after the call began; or it is joined
     ///   (single flight) to a parked request of its client, user and key received before it
     ///   began and after the client's latest clear (`clearBarrier`), which another waiting call
-    ///   owns (a runner operation's, one cancelled only after the call began, or another app call
-    ///   begun before that request was received), or which no `cancel` step can have left without
-    ///   a caller before the call began;
+    ///   owns (a runner operation's, or another app call begun before that request was
+    ///   received), or which no `cancel` step can have left without a caller before the call began;
     /// - it is a tracking call (`track`, `trackWithStatus`, `trackBatch`) with a parked tracking
     ///   request of its own (its client and user, received after it began), distinct from every
     ///   other tracking operation's;
@@ -53,7 +52,6 @@ extension ScenarioExecution {
             clients.append(op.client)
         }
         var trackerNeeds: [[Int]] = []
-        let runnerOps = allOps()
         for client in clients {
             guard let app = withAppsLocked({ $0[ExactKey(client)] }) else { continue }
             let calls = app.callsInFlight
@@ -73,20 +71,18 @@ extension ScenarioExecution {
                 // Single flight: an earlier parked request another waiting call owns.
                 let joined = parked.contains { r in
                     guard Self.owns(r, client: client, user: user, key: key, after: cleared), r.seq <= call.since else { return false }
-                    // A runner operation owns it while waiting, or if it was cancelled only after
-                    // this call began (the call joined while it was alive: cancelling one of two
-                    // waiters keeps the request, CONTRACT.md section 5.3; a third outside tester's
-                    // strict-mode race failed "not quiescent" every run, in process too).
-                    let runnerOwns = runnerOps.contains { w in
+                    let runnerOwns = waiting.contains { w in
                         !w.name.hasPrefix("app.") && w.user != nil && w.key != nil && Self.owns(r, client: w.client, user: w.user, key: w.key, after: w.barrier)
-                            && (w.outcome == nil || (w.cancelMarker.map { $0 >= call.startEvent } ?? false))
                     }
                     let appOwns = calls.indices.contains { j in
                         j != i && Self.owns(r, client: client, user: Self.user(of: calls[j].operation),
                                             key: Self.cachedKey(of: calls[j].operation) ?? ("", ""), after: calls[j].since)
                     }
                     // No `cancel` between the request's arrival and the call's start: whoever
-                    // started it was still waiting when the call began, so the call joined it.
+                    // started it was still waiting when the call began, so the call joined it,
+                    // and a later cancel of the starter keeps the request for it (CONTRACT.md
+                    // section 5.3; a third outside tester's strict-mode race failed "not
+                    // quiescent" every run, in process too, when an owner was required).
                     return runnerOwns || appOwns || !cancelled(after: r.seq, before: call.startEvent)
                 }
                 if !joined { return nil }

@@ -203,8 +203,6 @@ final class ScenarioExecution: @unchecked Sendable {
         /// action on its client): the cancellation travels through the SDK and URLSession where
         /// quiescence cannot see it, so the operation is never judged inert.
         var cancelRequested = false
-        /// The index of the `cancel` marker of the step that cancelled it, if one did.
-        var cancelMarker: Int?
         /// The mock's request count and the history's event count when it started.
         var since = 0
         var startEvent = 0
@@ -521,10 +519,7 @@ final class ScenarioExecution: @unchecked Sendable {
             requestCancellation { op in members.contains { $0.unicodeScalars.elementsEqual(op.label.unicodeScalars) } }
             let seen = port.requestCount
             let marker = recorder.record(.marker, label: label, name: "cancel")
-            lock.withLock {
-                for m in members where ops[ExactKey(m)]?.cancelMarker == nil { ops[ExactKey(m)]?.cancelMarker = marker }
-                cancelSteps.append((event: marker, seen: seen))
-            }
+            lock.withLock { cancelSteps.append((event: marker, seen: seen)) }
             tasks.forEach { $0.cancel() }
         case .addFault(let id, let rule):
             do { try port.addFault(id: id, rule: rule, file: scenario.file, path: "$.steps[\(index)].fault") }
@@ -559,7 +554,7 @@ final class ScenarioExecution: @unchecked Sendable {
                 satisfied(condition) || (decidable && quiescent() && inert(nil))
             }
             let met = ended && satisfied(condition)
-            if ended && !met, let raced = cancellationRaced(condition, at: index) { return raced }
+            if ended && !met, let raced = cancellationRaced(condition) { return raced }
             if ended && !met {
                 let problem = self.stuck(at: index, waitingFor: nil, what: Self.describe(condition))
                 if !infeasible, case .held(let fault, _) = condition, let late = heldTooLate(fault: fault, at: index, what: Self.describe(condition)) { return late }
@@ -833,11 +828,6 @@ final class ScenarioExecution: @unchecked Sendable {
         }
     }
 
-    /// Every runner operation started so far, finished or not, in the order they started.
-    func allOps() -> [Op] {
-        lock.withLock { order.compactMap { ops[ExactKey($0)] } }
-    }
-
     func pending() -> [Op] {
         lock.withLock { order.compactMap { ops[ExactKey($0)] }.filter { $0.outcome == nil } }
     }
@@ -929,26 +919,30 @@ final class ScenarioExecution: @unchecked Sendable {
     /// timing, so the order is *infeasible* (sets `infeasible`); `nil` otherwise. Without this, an
     /// explored order that moved the release before the wait failed a correct SDK in 1-3 of 120
     /// orders, as a defect-3 failure its written schedule did not reproduce (a third outside tester).
-    func cancellationRaced(_ condition: WaitCondition, at index: Int) -> String? {
-        guard listeners == nil, condition.awaitsCancellation, case .requests(var match, _) = condition else { return nil }
-        match.cancelled = nil
-        match.status = nil
-        guard let r = port.requests().first(where: { $0.matches(match) && $0.answered && !$0.cancelled
-                                                     && cancelled(after: $0.seq, before: Int.max) }) else { return nil }
+    func cancellationRaced(_ condition: WaitCondition) -> String? {
+        guard listeners == nil, condition.awaitsCancellation, let r = candidates(condition).first(where: {
+            $0.answered && !$0.cancelled && cancelled(after: $0.seq, before: Int.max)
+        }) else { return nil }
         infeasible = true
         return "\(Self.describe(condition)) can never be met in this order of the steps: request \(r.summary) was answered "
             + "after a cancel step had left it without a caller, so whether the SDK's cancellation or the answer reached the mock "
             + "first was thread timing (explore counts such an order infeasible; in a file, release the request after this wait)"
     }
 
-    /// Whether some request `condition` could count (its match, whatever its `cancelled` and
-    /// `status`) exists and every such request has been answered or cancelled: none can still
-    /// change. (With none yet, the wait is left to its limit, as before.)
-    func noneOpen(_ condition: WaitCondition) -> Bool {
-        guard case .requests(var match, _) = condition else { return true }
+    /// The requests a `requests` wait could count once they end: its match, whatever their
+    /// `cancelled` and `status` (none for other conditions).
+    func candidates(_ condition: WaitCondition) -> [RequestRecord] {
+        guard case .requests(var match, _) = condition else { return [] }
         match.cancelled = nil
         match.status = nil
-        let candidates = port.requests().filter { $0.matches(match) }
+        return port.requests().filter { $0.matches(match) }
+    }
+
+    /// Whether some request `condition` could count exists and every such request has been
+    /// answered or cancelled: none can still change. (With none yet, the wait is left to its
+    /// limit, as before.)
+    func noneOpen(_ condition: WaitCondition) -> Bool {
+        let candidates = candidates(condition)
         return !candidates.isEmpty && candidates.allSatisfy { $0.answered || $0.cancelled }
     }
 
