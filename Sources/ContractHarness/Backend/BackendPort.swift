@@ -146,6 +146,9 @@ protocol BackendPort: AnyObject, Sendable {
     /// Why fault `id` has not fired when it never matched a request (the nearest request and the
     /// fields that differed, the mock's phrases), or `nil`.
     func neverMatched(fault id: String) -> String?
+    /// In process: the requests whose SDK has begun cancelling them (`URLSessionTask.cancel()`)
+    /// while the mock has not yet seen the cancellation, in ascending order; empty over TCP.
+    func cancellationsOnTheirWay() -> [Int]
 }
 
 extension BackendPort {
@@ -155,4 +158,7 @@ extension BackendPort {
     /// Why fault `id` has not fired yet when it never matched a request (the nearest request and
     /// what differed), or `nil` when it matched, is unknown, or the port cannot tell.
     func neverMatched(fault id: String) -> String? { nil }
+
+    /// None known (a port that cannot tell).
+    func cancellationsOnTheirWay() -> [Int] { [] }
 }

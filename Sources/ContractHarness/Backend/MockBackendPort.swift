@@ -324,6 +324,8 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         return records
     }
 
+    func cancellationsOnTheirWay() -> [Int] { backend.cancellationsOnTheirWay() }
+
     func parkedRequests() -> [RequestRecord] {
         let (parked, known) = state.withLock { s in (parkedNow(s), s.parkedRecords) }
         guard !parked.isEmpty else { return [] }

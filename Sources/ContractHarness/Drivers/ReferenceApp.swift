@@ -40,6 +40,9 @@ final class ReferenceApp: @unchecked Sendable {
         var begun = 0
         /// The mock's request count when the app's latest `clearCache` began (0: none yet).
         var clearedAt = 0
+        /// Every `clearCache` (or `close`) the app began: the history's event count and the mock's
+        /// request count then.
+        var clearLog: [(event: Int, seen: Int)] = []
     }
 
     /// An SDK call the app is inside: the operation and how many requests the mock had received
@@ -97,13 +100,21 @@ final class ReferenceApp: @unchecked Sendable {
     /// section 5.1: a clear detaches the requests in flight).
     var clearedAt: Int { lock.withLock { $0.clearedAt } }
 
+    /// Every `clearCache` (or `close`) the app began, in order: the history's event count and the
+    /// mock's request count when it began.
+    var clearLog: [(event: Int, seen: Int)] { lock.withLock { $0.clearLog } }
+
     /// Makes one SDK call, listed in `callsInFlight` from before it starts until it returns.
     private func sdk(_ op: SDKOperation) async -> OperationOutcome {
         let number = lock.withLock { s -> Int in
             s.begun += 1
             let since = requestCount()
-            s.inFlight[s.begun] = InFlightCall(operation: op, since: since, startEvent: recorder.eventCount)
-            if op == .clearCache || op == .close { s.clearedAt = since }
+            let call = InFlightCall(operation: op, since: since, startEvent: recorder.eventCount)
+            s.inFlight[s.begun] = call
+            if op == .clearCache || op == .close {
+                s.clearedAt = since
+                s.clearLog.append((event: call.startEvent, seen: since))
+            }
             return s.begun
         }
         // Marked as the app's (out-of-process quiescence tells its calls from the runner's).

@@ -55,7 +55,6 @@ extension ScenarioExecution {
         for client in clients {
             guard let app = withAppsLocked({ $0[ExactKey(client)] }) else { continue }
             let calls = app.callsInFlight
-            let cleared = clearBarrier(client: client, app: app)
             for (i, call) in calls.enumerated() {
                 let op = call.operation
                 let user = Self.user(of: op)
@@ -68,7 +67,11 @@ extension ScenarioExecution {
                 guard let key = Self.cachedKey(of: op) else { return nil }
                 let own = parked.contains { Self.owns($0, client: client, user: user, key: key, after: call.since) }
                 if own { continue }
-                // Single flight: an earlier parked request another waiting call owns.
+                // Single flight: an earlier parked request another waiting call owns. The clear
+                // barrier is the one when the call began: a clear after it detaches the request
+                // the call waits on, it does not move the call (before, the latest clear was
+                // used, and calls joined before a logout were never settled).
+                let cleared = clearBarrier(of: client, atEvent: call.startEvent)
                 let joined = parked.contains { r in
                     guard Self.owns(r, client: client, user: user, key: key, after: cleared), r.seq <= call.since else { return false }
                     let runnerOwns = waiting.contains { w in
@@ -106,39 +109,32 @@ extension ScenarioExecution {
     /// app action counted as its own every request of its client since it began, answered ones
     /// included, so it was never inert, and an `await` or `wait_for` that only a later step could
     /// satisfy waited out the step limit and failed instead of being decided infeasible.
-    func appInert(client: String, requests: [RequestRecord]) -> Bool {
+    func appInert(client: String, requests: [RequestRecord], cancelling: Set<Int> = []) -> Bool {
         guard let app = withAppsLocked({ $0[ExactKey(client)] }) else { return false }
         let calls = app.callsInFlight
         if calls.isEmpty { return false }
-        let cleared = clearBarrier(client: client, app: app)
         let tracking: Set<String> = ["track", "trackWithStatus", "trackBatch"]
-        let waiting: (RequestRecord) -> Bool = { $0.parked && !$0.answered && !$0.cancelled }
+        let waiting: (RequestRecord) -> Bool = { $0.parked && !$0.answered && !$0.cancelled && !cancelling.contains($0.seq) }
         return calls.allSatisfy { call in
             let op = call.operation
             let user = Self.user(of: op)
+            // Its own requests end where the next step began (`ownWindowEnd`): a later call's
+            // request for the same user and key is not this call's.
+            let end = ownWindowEnd(after: call.startEvent) ?? Int.max
             if tracking.contains(op.name) {
                 let own = requests.filter {
-                    ["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains($0.path)
+                    $0.seq <= end && ["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains($0.path)
                         && Self.owns($0, client: client, user: user, key: nil, after: call.since)
                 }
                 return !own.isEmpty && own.allSatisfy(waiting)
             }
             guard let key = Self.cachedKey(of: op) else { return false }
-            let own = requests.filter { Self.owns($0, client: client, user: user, key: key, after: call.since) }
+            let own = requests.filter { $0.seq <= end && Self.owns($0, client: client, user: user, key: key, after: call.since) }
             if !own.isEmpty { return own.allSatisfy(waiting) }
+            // Joined: the clear barrier is the one when the call began (a later clear detaches
+            // the request the call waits on; it does not make the call move).
+            let cleared = clearBarrier(of: client, atEvent: call.startEvent)
             return requests.contains { r in r.seq <= call.since && waiting(r) && Self.owns(r, client: client, user: user, key: key, after: cleared) }
         }
-    }
-
-    /// The latest clear of `client`'s cache, as the mock's request count when it began: the
-    /// runner's `clearCache`/`close` steps and the app's own clears (logout, undo). A lookup that
-    /// began after it never joins a request received before it (CONTRACT.md section 5.1: a clear
-    /// detaches the requests in flight), so such a request is not its shared request. Before,
-    /// any earlier parked request of the client, user and key counted, and an app lookup after a
-    /// clear was taken as settled (or inert) before its own request was sent (a third outside
-    /// tester: correct SDKs failed "waits for what only a later step provides" in up to 30 of 30
-    /// runs out of process).
-    func clearBarrier(client: String, app: ReferenceApp) -> Int {
-        max(runnerClearBarrier(client), app.clearedAt)
     }
 }

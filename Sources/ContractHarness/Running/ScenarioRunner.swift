@@ -208,10 +208,13 @@ final class ScenarioExecution: @unchecked Sendable {
         var startEvent = 0
         /// An app action on its client started while it was pending (`requestCancellation` with
         /// `byApp`): an app action cancels nothing itself, but its logout or undo clears the
-        /// cache, which another SDK may answer by cancelling requests; a runner operation is
-        /// then never judged inert, nor is an app action out of process with an adapter that does not
-        /// answer `settle` (the app's own clears are SDK calls `appInert` sees, and `settle` or,
-        /// in process, the idle executor shows whether they woke anything).
+        /// cache, which another SDK may answer by cancelling requests. In process that is seen
+        /// (the idle executor, and a request whose task is being cancelled is not inert:
+        /// `BackendPort.cancellationsOnTheirWay`). Out of process a runner operation is then
+        /// never judged inert, nor is an app action with an adapter that does not answer
+        /// `settle`. Before, a runner operation raced by an app action was never inert in process
+        /// either, and explore failed the shipping SDK on orders that await it before the release
+        /// that frees it (a third outside tester, finding 11).
         var appActionRaced = false
     }
 
@@ -247,6 +250,12 @@ final class ScenarioExecution: @unchecked Sendable {
     /// `advance` steps run so far (guarded by `lock`).
     private var advances = 0
     private var barriers: [String: Int] = [:]
+    /// Each `clearCache`/`close` step so far, by client: the history's event count and the mock's
+    /// request count when it began (guarded by `lock`).
+    private var clearSteps: [ExactKey: [(event: Int, seen: Int)]] = [:]
+    /// Each step begun so far: the history's event count and the mock's request count when it
+    /// began (guarded by `lock`; `ownWindowEnd(after:)`).
+    private var stepStarts: [(event: Int, seen: Int)] = []
     /// Each `cancel` step so far: its marker's index and the mock's request count then (guarded
     /// by `lock`).
     private var cancelSteps: [(event: Int, seen: Int)] = []
@@ -255,8 +264,33 @@ final class ScenarioExecution: @unchecked Sendable {
     func cancelled(after seq: Int, before event: Int) -> Bool {
         lock.withLock { cancelSteps.contains { $0.seen >= seq && $0.event < event } }
     }
-    /// The mock's request count at the latest `clearCache`/`close` step on `client` (0: none).
-    func runnerClearBarrier(_ client: String) -> Int { lock.withLock { barriers[client] ?? 0 } }
+    /// The mock's request count at the latest clear of `client`'s cache begun no later than
+    /// history event `event` (a `clearCache`/`close` step, or a clear of the client's app, logout
+    /// or undo): the barrier an SDK call begun then had (0: none). A lookup begun after a clear
+    /// never joins a request received before it (CONTRACT.md section 5.1: a clear detaches the
+    /// requests in flight); a clear after the lookup began does not move it. Before, the latest
+    /// clear served both: an app lookup after a clear was taken as settled on a request from
+    /// before it (a third outside tester: correct SDKs failed in up to 30 of 30 runs out of
+    /// process), and an app lookup joined before a logout was never settled again (explore:
+    /// "not quiescent").
+    func clearBarrier(of client: String, atEvent event: Int) -> Int {
+        let steps = lock.withLock { clearSteps[ExactKey(client)] ?? [] }
+        let app = withAppsLocked { $0[ExactKey(client)] }
+        return (steps + (app?.clearLog ?? [])).filter { $0.event <= event }.map(\.seen).max() ?? 0
+    }
+
+    /// The mock's request count when the first step begun after history event `event` began, or
+    /// `nil` (no such step yet): the end of the requests an SDK call begun at `event` may have
+    /// sent before any answer. That step began only once the scenario was quiescent, so the
+    /// call's first request had arrived (or it had joined an earlier one); any later request of
+    /// the call is a retry, which needs an answer to one of these first. So while these all
+    /// wait, parked and unanswered, a later request for the same user and key is another
+    /// call's. Before, every later one counted, and an await of a held call that a later call
+    /// for the same key had been answered beside was never judged inert: explore failed the
+    /// shipping SDK on 144 of 720 infeasible orders (a third outside tester, finding 10).
+    func ownWindowEnd(after event: Int) -> Int? {
+        lock.withLock { stepStarts.first { $0.event > event }?.seen }
+    }
     /// The `expect` of each async step, by group label, checked when the group is awaited (or,
     /// never awaited, once it finished at the end of the scenario): every expectation is evaluated.
     private var deferred: [String: (index: Int, step: String, expect: OutcomeExpectation)] = [:]
@@ -473,6 +507,8 @@ final class ScenarioExecution: @unchecked Sendable {
     /// Runs one step; returns a message when the scenario cannot go on (a hang or a bad step).
     func perform(_ step: Step, index: Int) async -> String? {
         let name = "step \(index) \(Self.verb(step, appClient: scenario.app?.client))"
+        let begun = (event: recorder.eventCount, seen: port.requestCount)
+        lock.withLock { stepStarts.append(begun) }
         switch step {
         case .sdk(let client, let op, let label, let isAsync, let count, let expect):
             let base = label ?? nextLabel()
@@ -482,7 +518,11 @@ final class ScenarioExecution: @unchecked Sendable {
             // never land between its invocations.
             if op == .clearCache || op == .close {
                 let seen = port.requestCount
-                lock.withLock { barriers[client] = seen }
+                let event = recorder.eventCount
+                lock.withLock {
+                    barriers[client] = seen
+                    clearSteps[ExactKey(client), default: []].append((event: event, seen: seen))
+                }
             }
             if op == .close { requestCancellation { $0.client.unicodeScalars.elementsEqual(client.unicodeScalars) } }
             let key = op.cacheKey.map { (kind: $0.kind == "flag" ? "flag" : "experiment", key: $0.key) }
@@ -597,6 +637,9 @@ final class ScenarioExecution: @unchecked Sendable {
         let wakeups = clock.wakeups
         let advancesNow = lock.withLock { advances }
         let requests = port.requests()
+        // In process, a cancellation the SDK began is seen at once (its task's state), before
+        // the loading system tells the mock.
+        let cancelling = Set(port.cancellationsOnTheirWay())
         return waiting.allSatisfy { op in
             guard op.wakeups == wakeups, !op.cancelRequested else { return false }
             // Out of process the SDK's timers are invisible: any advance since it started may
@@ -606,10 +649,13 @@ final class ScenarioExecution: @unchecked Sendable {
             // out of process only when the adapter answers `settle`: then quiescence has seen every
             // SDK call of the app at its wait (a cancellation an SDK's clear started would have
             // woken one), as in process.
-            if op.appActionRaced && (!op.name.hasPrefix("app.") || (listeners != nil && !adapterSettles)) { return false }
-            if op.name.hasPrefix("app.") { return appInert(client: op.client, requests: requests) }
-            let own = requests.filter { Self.owns($0, client: op.client, user: op.user, key: op.key, after: op.barrier) && joinable($0, by: op) }
-            return !own.isEmpty && own.allSatisfy { $0.parked && !$0.answered && !$0.cancelled }
+            if op.appActionRaced && (op.name.hasPrefix("app.") ? listeners != nil && !adapterSettles : listeners != nil) { return false }
+            if op.name.hasPrefix("app.") { return appInert(client: op.client, requests: requests, cancelling: cancelling) }
+            let end = ownWindowEnd(after: op.startEvent) ?? Int.max
+            let own = requests.filter {
+                $0.seq <= end && Self.owns($0, client: op.client, user: op.user, key: op.key, after: op.barrier) && joinable($0, by: op)
+            }
+            return !own.isEmpty && own.allSatisfy { $0.parked && !$0.answered && !$0.cancelled && !cancelling.contains($0.seq) }
         }
     }
 
@@ -684,7 +730,8 @@ final class ScenarioExecution: @unchecked Sendable {
         for op in pending() where !op.name.hasPrefix("app.") && labels.contains(where: { $0.isExactly(op.label) }) {
             guard let timeout = scenario.clients.first(where: { $0.name.isExactly(op.client) })?.settings.timeout,
                   now.timeIntervalSince(op.started) >= timeout else { continue }
-            let own = requests.filter { Self.owns($0, client: op.client, user: op.user, key: op.key, after: op.barrier) }
+            let end = ownWindowEnd(after: op.startEvent) ?? Int.max
+            let own = requests.filter { $0.seq <= end && Self.owns($0, client: op.client, user: op.user, key: op.key, after: op.barrier) }
             guard !own.isEmpty, own.allSatisfy({ $0.parked && !$0.answered && !$0.cancelled }) else { continue }
             let waited = (now.timeIntervalSince(op.started) * 1000).rounded() / 1000
             return "operation '\(op.label)' (\(op.name) on \(op.client)) is still pending \(waited) s of virtual time after it started, "
@@ -799,7 +846,7 @@ final class ScenarioExecution: @unchecked Sendable {
     func start(label: String, client: String, name: String, user: String?, key: (kind: String, key: String)? = nil,
                detail: JSONValue, body: @escaping @Sendable () async -> OperationOutcome) -> () -> Void {
         lock.withLock {
-            ops[ExactKey(label)] = Op(label: label, client: client, name: name, user: user, key: key, barrier: barriers[client] ?? 0,
+            ops[ExactKey(label)] = Op(label: label, client: client, name: name, user: user, key: key, barrier: max(barriers[client] ?? 0, apps[ExactKey(client)]?.clearedAt ?? 0),
                             wakeups: clock.wakeups, started: clock.now(), advances: advances,
                             since: port.requestCount, startEvent: recorder.eventCount)
             order.append(label)

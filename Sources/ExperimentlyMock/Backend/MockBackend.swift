@@ -597,6 +597,30 @@ public final class MockBackend: MockRequestHandler, Sendable {
         }
     }
 
+    /// In process: the client's loads still running in the backend (a hold, a delay, a
+    /// timeout), by sequence number, each able to tell whether its client has begun cancelling
+    /// it (behind a `MockLocked`; registered by ``MockURLProtocol``).
+    private let clientLoads = MockLocked<[Int: any ClientCancellationProbe]>([:])
+
+    /// Registers `probe` for the in-process load of request `seq`, until ``forgetClientLoad(seq:)``.
+    func noteClientLoad(seq: Int, probe: any ClientCancellationProbe) {
+        clientLoads.withLock { $0[seq] = probe }
+    }
+
+    /// Drops the probe of request `seq` (its load finished or stopped).
+    func forgetClientLoad(seq: Int) {
+        _ = clientLoads.withLock { $0.removeValue(forKey: seq) }
+    }
+
+    /// In process: the requests whose client has begun cancelling them (`URLSessionTask.cancel()`
+    /// ran, its state is `canceling`) while the backend has not yet heard of it (the loading
+    /// system calls `stopLoading` later, on its own queue), in ascending order. Empty for
+    /// requests over TCP, where a cancellation is only seen when the connection closes.
+    public func cancellationsOnTheirWay() -> [Int] {
+        let probes = clientLoads.withLock { $0 }
+        return probes.filter { $0.value.clientIsCancelling }.map(\.key).sorted()
+    }
+
     /// Marks the history entry `seq` as cancelled by the client (URLProtocol `stopLoading`).
     func markCancelled(seq: Int) {
         let marked = box.withLock { s -> Bool in
@@ -777,4 +801,10 @@ public enum MockHTTPDate {
         f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
         return f.string(from: date)
     }
+}
+
+/// Tells whether the client of an in-process load has begun cancelling it.
+protocol ClientCancellationProbe: Sendable {
+    /// `true` once the client called `cancel()` on the load's task.
+    var clientIsCancelling: Bool { get }
 }

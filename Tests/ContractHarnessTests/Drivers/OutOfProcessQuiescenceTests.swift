@@ -283,4 +283,26 @@ final class OutOfProcessQuiescenceTests: XCTestCase {
                                             reference: ScenarioRunner(keepsHistory: false), concurrency: 2)
         XCTAssertGreaterThan(broken.failed, 0)
     }
+
+    /// A third outside tester, findings 10 and 11: exploring an app race in process, orders that
+    /// await a held call before the release that frees it are infeasible, not SDK failures. An
+    /// app call's own requests counted a later call's answered request for the same user and key
+    /// (a8: 3 of 24 orders failed the shipping SDK, 144 of 720 in the tester's wider file), and a
+    /// runner operation raced by an app action was never inert (a11: 3 of 6). Both files still
+    /// fail the variant that keeps its in-flight requests across a clear.
+    func testExploringAnAppRaceCountsAwaitsBeforeTheReleaseInfeasible() async throws {
+        for name in ["t3-a8-explore-relogin-display", "t3-a11-explore-display-after-clear"] {
+            let file = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/oop-races/\(name).json").path
+            let root = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: file)), file: file)
+            let settings = try XCTUnwrap(Explorer.settings(of: root, file: file))
+            let report = await Explorer.explore(root, file: file, settings: settings, seed: 0,
+                                                runner: ScenarioRunner(keepsHistory: false), reference: nil, concurrency: 2)
+            XCTAssertEqual(report.failed, 0, "\(name): \(report.firstFailure.map { "\($0)" } ?? "")")
+            XCTAssertGreaterThan(report.infeasible, 0, name)
+            let broken = await Explorer.explore(root, file: file, settings: settings, seed: 0,
+                                                runner: ScenarioRunner(driver: MutantRun.driver(.clearKeepsInFlight), stepTimeoutCap: 300, keepsHistory: false),
+                                                reference: ScenarioRunner(keepsHistory: false), concurrency: 2)
+            XCTAssertGreaterThan(broken.failed, 0, name)
+        }
+    }
 }

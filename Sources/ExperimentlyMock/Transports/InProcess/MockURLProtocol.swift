@@ -190,8 +190,10 @@ public final class MockURLProtocol: URLProtocol {
         }
         let timeout = request.timeoutInterval
         let queue = MockURLProtocol.loadingQueue(of: task)
+        if let task { backend.noteClientLoad(seq: ticket.seq, probe: TaskCancellationProbe(task: task)) }
         Task {
             let outcome = await backend.complete(ticket, transport: .inProcess(timeoutSeconds: timeout))
+            backend.forgetClientLoad(seq: ticket.seq)
             if let queue {
                 queue.async { load.finish { MockURLProtocol.deliver(outcome, url: url, load: load) } }
             } else {
@@ -247,6 +249,7 @@ public final class MockURLProtocol: URLProtocol {
     public override func stopLoading() {
         guard let load, let seq = load.stop(), let backend = MockRouting.backend(for: request) else { return }
         backend.markCancelled(seq: seq)
+        backend.forgetClientLoad(seq: seq)
     }
 
     /// Builds the transport-independent request: raw target, headers sorted by name (the
@@ -343,4 +346,13 @@ public final class MockURLProtocol: URLProtocol {
             client.urlProtocol(p, didFailWithError: URLError(.timedOut))
         }
     }
+}
+
+/// Reads whether a load's `URLSessionTask` is being cancelled (`state == .canceling`): the task
+/// sets that state inside `cancel()`, before the loading system calls `stopLoading` on its queue.
+private final class TaskCancellationProbe: ClientCancellationProbe, @unchecked Sendable {
+    // @unchecked Sendable: `task` is weak and only read; `URLSessionTask.state` is thread-safe.
+    weak var task: URLSessionTask?
+    init(task: URLSessionTask) { self.task = task }
+    var clientIsCancelling: Bool { task?.state == .canceling }
 }
