@@ -234,6 +234,65 @@ public struct DriverMessageDecoder: Sendable {
         return Int(n)
     }
 
+    /// The whole-number `id` member of the JSON object `line` is, read by scanning its top level
+    /// only (nested values are skipped, strings respected), so a line too deep or too odd to
+    /// decode still names the request it answers; `nil` when there is none.
+    public static func topLevelID(in line: Data) -> Int? {
+        let bytes = [UInt8](line)
+        var i = 0
+        var depth = 0
+        var inString = false
+        var keyStart: Int?
+        var lastKey: ArraySlice<UInt8>?
+        var afterColon = false
+        while i < bytes.count {
+            let b = bytes[i]
+            if inString {
+                if b == UInt8(ascii: "\\") { i += 2; continue }
+                if b == UInt8(ascii: "\"") {
+                    inString = false
+                    if depth == 1, let start = keyStart, !afterColon { lastKey = bytes[start..<i] }
+                    keyStart = nil
+                }
+                i += 1
+                continue
+            }
+            switch b {
+            case UInt8(ascii: "\""):
+                inString = true
+                if depth == 1 && !afterColon { keyStart = i + 1 }
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                depth += 1
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                depth -= 1
+                if depth == 1 { afterColon = false }
+            case UInt8(ascii: ":") where depth == 1:
+                afterColon = true
+                if lastKey.map({ Array($0) == Array("id".utf8) }) ?? false {
+                    var j = i + 1
+                    while j < bytes.count, bytes[j] == 0x20 || bytes[j] == 0x09 { j += 1 }
+                    var k = j
+                    while k < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[k]) || (k == j && bytes[k] == UInt8(ascii: "-")) { k += 1 }
+                    guard k > j, k - j < 16, let n = Int(String(decoding: bytes[j..<k], as: UTF8.self)) else { return nil }
+                    return n
+                }
+            case UInt8(ascii: ",") where depth == 1:
+                afterColon = false
+                lastKey = nil
+            default:
+                break
+            }
+            i += 1
+        }
+        return nil
+    }
+
+    /// Why `line` does not decode as a reply, in a few words (for a refusal naming it).
+    static func whyNotAReply(_ line: Data) -> String {
+        do { _ = try JSONDecoder().decode(DriverReply.self, from: line); return "no result or error" }
+        catch { return MockBackendPort.describe(error) }
+    }
+
     /// The line as text for error messages, cut at 300 characters.
     static func quote(_ line: Data) -> String {
         let text = String(decoding: line, as: UTF8.self)

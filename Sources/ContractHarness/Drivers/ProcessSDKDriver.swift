@@ -569,6 +569,14 @@ final class DriverConnection: Sendable {
         let reply: DriverReply
         do { reply = try DriverMessageDecoder().reply(line) } catch {
             noteProblem("output that is not the protocol: \(DriverMessageDecoder.quote(line))")
+            // A line that names a pending request (its top-level `id`, read without parsing the
+            // rest) ends that request as refused, so the step fails naming the driver protocol
+            // at once instead of waiting out its limit and blaming the SDK (an outside tester:
+            // a reply nested 600 levels deep was dropped and the operation "did not finish").
+            if let id = DriverMessageDecoder.topLevelID(in: line),
+               let slot = state.withLock({ s in s.slots.removeValue(forKey: id) }) {
+                slot.resolve(.failure(.refused("the reply to request \(id) is not a driver reply (\(DriverMessageDecoder.whyNotAReply(line)))")))
+            }
             return
         }
         let (found, late) = state.withLock { s in (s.slots.removeValue(forKey: reply.id), s.abandoned.remove(reply.id) != nil) }

@@ -33,9 +33,12 @@ extension ScenarioExecution {
 extension ScenarioExecution {
     /// A step's failure `message` with the contract rule the scenario is about appended (its
     /// `source`, e.g. "CONTRACT.md section 5, defect 2 (...)"), unless the message already names
-    /// one: every failure says which rule was broken (issue 11 section 9).
+    /// one: every failure says which rule was broken (issue 11 section 9). A failure the driver
+    /// caused (an outcome `driverError`: the adapter refused a request, wrote a reply that is
+    /// not the protocol, or died) names no rule: the SDK's behaviour was never seen.
     static func naming(_ message: String, source: String?) -> String {
-        guard let source, source.contains("CONTRACT.md"), !message.contains("CONTRACT.md") else { return message }
+        guard let source, source.contains("CONTRACT.md"), !message.contains("CONTRACT.md"),
+              !message.contains("driverError: ") else { return message }
         return message + " [broken rule: \(source)]"
     }
 }

@@ -91,6 +91,41 @@ final class DriverProtocolTests: XCTestCase {
         XCTAssertTrue(result.adapterStderr.contains("segfault in evaluate_flag"), "\(result.adapterStderr)")
     }
 
+    /// An outside tester: a reply nested deeper than the decoder goes (here 600 levels, in an
+    /// ignorable field) was dropped, and the operation "did not finish" after the step limit,
+    /// blamed on a contract rule. Now the reply's top-level `id` ends the request at once as a
+    /// driver failure, naming no rule.
+    func testAReplyTooDeepToDecodeFailsItsRequestAtOnceNamingTheDriver() async throws {
+        let script = FileManager.default.temporaryDirectory.appendingPathComponent("deep-adapter-\(getpid()).py")
+        try """
+        import json, sys
+        for line in sys.stdin:
+            m = json.loads(line)
+            if m["type"] == "hello":
+                print(json.dumps({"id": m["id"], "result": {"protocol": "experimently-driver/1", "sdk": {"name": "deep", "version": "0"}, "capabilities": ["evaluateFlag"]}}), flush=True)
+            elif m["type"] in ("create_client", "close_client", "shutdown"):
+                print(json.dumps({"id": m["id"], "result": {}}), flush=True)
+                if m["type"] == "shutdown": sys.exit(0)
+            elif m["type"] == "perform":
+                print('{"result": {"value": {"key": "f", "enabled": true}}, "junk": ' + "[" * 600 + "]" * 600 + ', "id": ' + str(m["id"]) + '}', flush=True)
+        """.write(to: script, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: script) }
+        let driver = try await ProcessSDKDriver.launch(command: "python3 \(script.path)")
+        let scenario = try ScenarioParser.parse(Data("""
+        {"format": "experimently-scenario/1", "name": "deep", "description": "a reply nested too deep", "source": "CONTRACT.md section 3", "steps": [
+          {"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "u", "expect": {"value": {"enabled": true}}}]}
+        """.utf8), file: "deep.json")
+        let result = await ScenarioRunner(driver: driver, stepTimeoutCap: 5000).run(scenario)
+        await driver.shutdown()
+        XCTAssertEqual(result.status, .failed)
+        let message = result.firstFailure?.message ?? ""
+        XCTAssertTrue(message.contains("is not a driver reply"), message)
+        XCTAssertFalse(message.contains("did not finish"), message)
+        XCTAssertFalse(message.contains("broken rule"), message)
+        XCTAssertEqual(DriverMessageDecoder.topLevelID(in: Data(#"{"a": {"id": 3}, "b": "\"id\": 4", "id": 7}"#.utf8)), 7)
+        XCTAssertNil(DriverMessageDecoder.topLevelID(in: Data(#"{"a": {"id": 3}}"#.utf8)))
+    }
+
     func testAnAdapterThatNeverAnswersMeetsTheStepDeadlineAndItsStderrIsQuoted() async throws {
         let script = FileManager.default.temporaryDirectory.appendingPathComponent("silent-adapter-\(getpid()).py")
         try """
