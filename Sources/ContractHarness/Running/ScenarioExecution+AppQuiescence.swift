@@ -99,8 +99,9 @@ extension ScenarioExecution {
     /// it is inside waits on parked requests, none answered or cancelled (an answered one may
     /// still be travelling through the SDK):
     /// - a lookup (`evaluateFlag`, `getAssignment`) has requests of its own (its client, user and
-    ///   key, received after it began), all parked; or none, and it is joined (single flight) to
-    ///   a parked request for its client, user and key received before it began;
+    ///   key, received after it began and before the next step began), all parked; or none, and
+    ///   it is joined (single flight) to a parked request for its client, user and key received
+    ///   before it began and after the clear barrier it began with;
     /// - a tracking call has tracking requests of its own (its client and user, received after it
     ///   began), all parked;
     /// - any other call (`clearCache`, a cache query) sends no request: never inert.

@@ -628,8 +628,9 @@ final class ScenarioExecution: @unchecked Sendable {
     /// Whether the pending operations among `labels` (all pending operations when `nil`) can only
     /// move when a step acts: quiescence is not enough, as it cannot see the SDK's own tasks.
     /// Each such operation has requests of its own (its client, for its user and key, after its
-    /// client's last clear) and every one of them is parked, none answered or cancelled (an
-    /// answered one may still be travelling through the SDK), and no clock sleeper has been woken
+    /// client's last clear, received before the next step began: `ownWindowEnd`) and every one
+    /// of them is parked, none answered or cancelled or being cancelled by the SDK (an answered
+    /// one may still be travelling through the SDK), and no clock sleeper has been woken
     /// since it started (an SDK deadline may be acting on it). Evaluated only when quiescent.
     func inert(_ labels: [String]?) -> Bool {
         let waiting = pending().filter { op in labels?.contains { $0.unicodeScalars.elementsEqual(op.label.unicodeScalars) } ?? true }
