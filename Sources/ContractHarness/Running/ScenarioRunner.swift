@@ -249,7 +249,7 @@ final class ScenarioExecution: @unchecked Sendable {
     private var autoLabel = 0
     /// `advance` steps run so far (guarded by `lock`).
     private var advances = 0
-    private var barriers: [String: Int] = [:]
+    private var barriers: [ExactKey: Int] = [:]   // by client name, compared exactly
     /// Each `clearCache`/`close` step so far, by client: the history's event count and the mock's
     /// request count when it began (guarded by `lock`).
     private var clearSteps: [ExactKey: [(event: Int, seen: Int)]] = [:]
@@ -520,7 +520,7 @@ final class ScenarioExecution: @unchecked Sendable {
                 let seen = port.requestCount
                 let event = recorder.eventCount
                 lock.withLock {
-                    barriers[client] = seen
+                    barriers[ExactKey(client)] = seen
                     clearSteps[ExactKey(client), default: []].append((event: event, seen: seen))
                 }
             }
@@ -847,7 +847,7 @@ final class ScenarioExecution: @unchecked Sendable {
     func start(label: String, client: String, name: String, user: String?, key: (kind: String, key: String)? = nil,
                detail: JSONValue, body: @escaping @Sendable () async -> OperationOutcome) -> () -> Void {
         lock.withLock {
-            ops[ExactKey(label)] = Op(label: label, client: client, name: name, user: user, key: key, barrier: max(barriers[client] ?? 0, apps[ExactKey(client)]?.clearedAt ?? 0),
+            ops[ExactKey(label)] = Op(label: label, client: client, name: name, user: user, key: key, barrier: max(barriers[ExactKey(client)] ?? 0, apps[ExactKey(client)]?.clearedAt ?? 0),
                             wakeups: clock.wakeups, started: clock.now(), advances: advances,
                             since: port.requestCount, startEvent: recorder.eventCount)
             order.append(label)
