@@ -59,7 +59,7 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
             do { decoded = try Self.decoded(Fixtures.self, fixtures) }
             catch { throw ScenarioError(file: file, path: "$.fixtures", expected: "mock fixtures", found: Self.describe(error)) }
         }
-        backend = MockBackend(fixtures: decoded, clock: clock)
+        backend = MockBackend(fixtures: decoded, clock: clock.mockView)
         // Requests are counted by the host their URL names (pooled sessions hold no scenario).
         InProcessSessions.register(counter, host: backend.baseURL.host ?? "")
         backend.setObserver { [state] event in

@@ -194,6 +194,8 @@ final class ScenarioExecution: @unchecked Sendable {
         var barrier = 0
         /// The clock's `wakeups` when the operation started.
         var wakeups = 0
+        /// The clock's `unseenWakeups` when the operation started.
+        var unseenWakeups = 0
         /// The virtual time when the operation started.
         var started = Date.distantPast
         /// How many `advance` steps had run when the operation started: an out-of-process SDK's
@@ -630,22 +632,33 @@ final class ScenarioExecution: @unchecked Sendable {
     /// Each such operation has requests of its own (its client, for its user and key, after its
     /// client's last clear, received before the next step began: `ownWindowEnd`) and every one
     /// of them is parked, none answered or cancelled or being cancelled by the SDK (an answered
-    /// one may still be travelling through the SDK), and no clock sleeper has been woken
-    /// since it started (an SDK deadline may be acting on it). Evaluated only when quiescent.
+    /// one may still be travelling through the SDK), and no clock sleeper the runner cannot see
+    /// act has been woken since it started (an SDK deadline may be acting on it: in process a
+    /// timer task that prefers no executor, out of process any). Evaluated only when quiescent.
     func inert(_ labels: [String]?) -> Bool {
         let waiting = pending().filter { op in labels?.contains { $0.unicodeScalars.elementsEqual(op.label.unicodeScalars) } ?? true }
         if waiting.isEmpty { return labels == nil }
         let wakeups = clock.wakeups
+        let unseenWakeups = clock.unseenWakeups
         let advancesNow = lock.withLock { advances }
         let requests = port.requests()
         // In process, a cancellation the SDK began is seen at once (its task's state), before
         // the loading system tells the mock.
         let cancelling = Set(port.cancellationsOnTheirWay())
         return waiting.allSatisfy { op in
-            guard op.wakeups == wakeups, !op.cancelRequested else { return false }
+            // A woken SDK timer may be acting on it where the runner cannot see: out of process
+            // any woken sleeper counts; in process only one whose task prefers no executor (a
+            // woken task on the runner's executor has acted once quiescent, and the mock's own
+            // timers show in the requests they park). Before, any wakeup, a delay of another
+            // request included, kept every operation started earlier from being inert.
             // Out of process the SDK's timers are invisible: any advance since it started may
-            // have woken one (its own request deadline), so it is not inert.
-            if listeners != nil, op.advances != advancesNow { return false }
+            // have woken one (its own request deadline), so it is not inert, unless the adapter
+            // answers `settle`: quiescence then has its word, given after the last clock move,
+            // that every operation has reached its wait or answered (the SDK's timers sleep on
+            // the adapter's own copy of the clock, and the mock's show in the requests they park).
+            let seesTimers = listeners == nil || adapterSettles
+            guard seesTimers ? op.unseenWakeups == unseenWakeups : op.wakeups == wakeups, !op.cancelRequested else { return false }
+            if !seesTimers, op.advances != advancesNow { return false }
             // A reference-app action is judged by the SDK calls its app is inside (`appInert`);
             // out of process only when the adapter answers `settle`: then quiescence has seen every
             // SDK call of the app at its wait (a cancellation an SDK's clear started would have
@@ -848,7 +861,7 @@ final class ScenarioExecution: @unchecked Sendable {
                detail: JSONValue, body: @escaping @Sendable () async -> OperationOutcome) -> () -> Void {
         lock.withLock {
             ops[ExactKey(label)] = Op(label: label, client: client, name: name, user: user, key: key, barrier: max(barriers[ExactKey(client)] ?? 0, apps[ExactKey(client)]?.clearedAt ?? 0),
-                            wakeups: clock.wakeups, started: clock.now(), advances: advances,
+                            wakeups: clock.wakeups, unseenWakeups: clock.unseenWakeups, started: clock.now(), advances: advances,
                             since: port.requestCount, startEvent: recorder.eventCount)
             order.append(label)
         }

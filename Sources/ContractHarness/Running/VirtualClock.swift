@@ -12,10 +12,11 @@ public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sen
     // @unchecked Sendable: `now`, `sleepers` and `nextID` are only touched inside `lock`.
     private let lock = NSLock()
     private var current: Date
-    private var sleepers: [UInt64: (deadline: Date, continuation: CheckedContinuation<Void, Error>?)] = [:]
+    private var sleepers: [UInt64: (deadline: Date, continuation: CheckedContinuation<Void, Error>?, unseen: Bool)] = [:]
     private var cancelledEarly: Set<UInt64> = []
     private var nextID: UInt64 = 0
     private var woken = 0
+    private var wokenUnseen = 0
     private let onChange: (@Sendable () -> Void)?
 
     /// Creates a clock reading `start` (default 2023-11-14T22:13:20Z, 1_700_000_000 s after 1970).
@@ -37,6 +38,24 @@ public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sen
     /// back-off) may still be acting on the SDK, which the runner cannot see.
     public var wakeups: Int { lock.withLock { woken } }
 
+    /// How many of those were SDK sleepers whose task prefers no task executor: what such a
+    /// task does once woken runs where the runner cannot see it (an SDK task that prefers the
+    /// runner's executor is seen, as the executor is busy until it suspends again; the mock's
+    /// sleepers, through ``mockView``, are seen in the requests they park). In process, an
+    /// operation is judged inert only while this count has not moved since it started.
+    public var unseenWakeups: Int { lock.withLock { wokenUnseen } }
+
+    /// This clock as the mock backend's clock: the same time and sleepers, its sleepers marked as
+    /// the mock's (a delay or an in-process timeout), which ``unseenWakeups`` never counts.
+    public var mockView: any MockClock { MockView(clock: self) }
+
+    private struct MockView: MockClock {
+        let clock: VirtualClock
+        func now() -> Date { clock.now() }
+        func sleep(seconds: TimeInterval) async throws { try await clock.sleep(until: clock.now().addingTimeInterval(seconds), byMock: true) }
+        func sleep(until deadline: Date) async throws { try await clock.sleep(until: deadline, byMock: true) }
+    }
+
     /// The earliest pending deadline, or `nil` when nobody sleeps.
     public var nextDeadline: Date? { lock.withLock { sleepers.values.map(\.deadline).min() } }
 
@@ -53,11 +72,17 @@ public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sen
     ///
     /// - Throws: `CancellationError` when the task is cancelled first.
     public func sleep(until deadline: Date) async throws {
+        try await sleep(until: deadline, byMock: false)
+    }
+
+    /// ``sleep(until:)``, the sleeper marked as the mock's (`byMock`) or an SDK's.
+    func sleep(until deadline: Date, byMock: Bool) async throws {
         try Task.checkCancellation()
+        let unseen = !byMock && !Self.currentTaskPrefersAnExecutor()
         let id: UInt64? = lock.withLock {
             guard deadline > current else { return nil }
             nextID += 1
-            sleepers[nextID] = (deadline, nil)
+            sleepers[nextID] = (deadline, nil, unseen)
             return nextID
         }
         guard let id else { return }
@@ -67,7 +92,7 @@ public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sen
                 let action: Result<Void, Error>? = lock.withLock {
                     if cancelledEarly.remove(id) != nil { return .failure(CancellationError()) }
                     guard let entry = sleepers[id] else { return .success(()) }
-                    sleepers[id] = (entry.deadline, continuation)
+                    sleepers[id] = (entry.deadline, continuation, entry.unseen)
                     return nil
                 }
                 if let action { continuation.resume(with: action) }
@@ -94,10 +119,19 @@ public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sen
             }
             for (id, _) in ready { sleepers[id] = nil }
             woken += ready.count
+            wokenUnseen += ready.filter(\.value.unseen).count
             // A sleeper registered but not yet suspended finds its entry gone and returns at once.
             return ready.compactMap(\.value.continuation)
         }
         for c in due { c.resume() }
         if !due.isEmpty { onChange?() }
+    }
+
+    /// Whether the calling task prefers a task executor (SE-0417): in process, only the runner's.
+    static func currentTaskPrefersAnExecutor() -> Bool {
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
+            return withUnsafeCurrentTask { $0?.unownedTaskExecutor != nil }
+        }
+        return false
     }
 }

@@ -101,6 +101,20 @@ final class ExploreJudgesGivenSDKTests: XCTestCase {
         XCTAssertEqual(try verdict()["ok"], .bool(false))
     }
 
+    /// Out of process, an adapter that answers `settle` has its word that a clock move woke
+    /// nothing still acting, so an advance no longer keeps an earlier operation from being inert:
+    /// before, exploring a file that advances past another request's delay failed the SDK on 3
+    /// of 24 orders through experimently-driver (each after the 5 s step limit).
+    func testAnAdvanceLeavesAHeldCallInertOutOfProcessWithSettle() throws {
+        let file = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/oop-races/t4-unrelated-delay-wakes-during-held-call.json").path
+        let driver = HarnessCLITests.binary.deletingLastPathComponent().appendingPathComponent("experimently-driver").path
+        for adapter in [InterruptTests.pythonDriver, "'\(driver)'"] {
+            let (status, out) = try HarnessProcess.run(["explore", file, "--sdk-command", adapter, "--out", "s.json", "--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 0, out)
+            XCTAssertTrue(out.contains("24 schedules (every order (24)), 0 failed, 18 infeasible"), out)
+        }
+    }
+
     func testInterleaveWithAnAdapterWithoutInterleavingExits64NamingIt() throws {
         let adapter = try tinyAdapter(Self.everything.filter { $0 != "interleaving" })
         let (status, err) = try HarnessProcess.run(["explore", Self.scenario, "--interleave", "--sdk-command", adapter], in: dir,
