@@ -149,6 +149,8 @@ protocol BackendPort: AnyObject, Sendable {
     /// In process: the requests whose SDK has begun cancelling them (`URLSessionTask.cancel()`)
     /// while the mock has not yet seen the cancellation, in ascending order; empty over TCP.
     func cancellationsOnTheirWay() -> [Int]
+    /// When the delays and timeouts the mock has parked end (virtual time), those still ahead.
+    func pendingDeadlines() -> [Date]
 }
 
 extension BackendPort {
@@ -161,4 +163,7 @@ extension BackendPort {
 
     /// None known (a port that cannot tell).
     func cancellationsOnTheirWay() -> [Int] { [] }
+
+    /// None known.
+    func pendingDeadlines() -> [Date] { [] }
 }

@@ -299,10 +299,18 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
     /// How each request that parked at receipt was parked, by sequence number.
     func parkedAtReceipt() -> [Int: String] { state.withLock { $0.parkedHow } }
 
-    /// The requests parked now: holds, and delays or timeouts whose time has not come.
+    /// The requests parked now: holds, and delays or timeouts whose time has not come, or has
+    /// come while the mock's sleepers due then have not been woken yet (an `advance` wakes the
+    /// SDK's sleepers at an instant, lets them settle, then the mock's).
     private func parkedNow(_ s: State) -> Set<Int> {
         let now = clock.now()
-        return Set(s.parkedUntil.compactMap { seq, until in (until.map { $0 > now } ?? true) ? seq : nil })
+        let dueUnwoken = clock.mockSleepersDue > 0
+        return Set(s.parkedUntil.compactMap { seq, until in (until.map { $0 > now || dueUnwoken } ?? true) ? seq : nil })
+    }
+
+    func pendingDeadlines() -> [Date] {
+        let now = clock.now()
+        return state.withLock { s in s.parkedUntil.values.compactMap { $0 }.filter { $0 > now } }
     }
 
     func requests() -> [RequestRecord] {

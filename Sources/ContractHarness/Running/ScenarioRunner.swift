@@ -608,9 +608,30 @@ final class ScenarioExecution: @unchecked Sendable {
             // The marker goes first: what the advance wakes follows it in the history.
             recorder.record(.marker, name: "advance", detail: .number(seconds))
             lock.withLock { advances += 1 }
-            clock.advance(by: seconds)
-            if let problem = await driver.clockDidAdvance(clock, clients: Array(clients.values),
-                                                          deadlineMilliseconds: scenario.stepTimeoutMilliseconds) { return problem }
+            // One instant at a time, each settled before the next: an answer the mock has due at
+            // 2 s reaches the SDK before its deadline at 10 s fires, as in real time. Out of
+            // process the adapter's clock is moved to each instant the mock has something due.
+            let target = clock.now().addingTimeInterval(max(0, seconds))
+            let moveAdapter = { [self] in
+                await driver.clockDidAdvance(clock, clients: Array(clients.values), deadlineMilliseconds: scenario.stepTimeoutMilliseconds)
+            }
+            // The next instant: a sleeper's deadline, or a parked delay's end the mock has
+            // reported but not yet begun to sleep on.
+            func nextInstant() -> Date? {
+                ([clock.nextInstant(toward: target)].compactMap { $0 } + port.pendingDeadlines().filter { $0 <= target }).min()
+            }
+            while let instant = nextInstant() {
+                // The SDK's deadlines at the instant first (in process; out of process the adapter
+                // acknowledges the move after what it completed), then the mock's answers.
+                let before = clock.wakeups
+                clock.advanceWakingSDK(to: instant)
+                if let problem = await moveAdapter() { return problem }
+                if clock.wakeups != before, let problem = await quiesce(step: name) { return problem }
+                clock.wakeMock()
+                if let problem = await quiesce(step: name) { return problem }
+            }
+            clock.advanceWakingSDK(to: target)
+            if let problem = await moveAdapter() { return problem }
         case .seedStore(let client, let kind, let user, let key, let json):
             guard let c = clients[client] else { return "no client \(client)" }
             if let problem = await c.seedPersisted(kind: kind, user: user, key: key, json: json) { return problem }

@@ -12,7 +12,16 @@ public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sen
     // @unchecked Sendable: `now`, `sleepers` and `nextID` are only touched inside `lock`.
     private let lock = NSLock()
     private var current: Date
-    private var sleepers: [UInt64: (deadline: Date, continuation: CheckedContinuation<Void, Error>?, unseen: Bool)] = [:]
+    private var sleepers: [UInt64: Sleeper] = [:]
+    /// One task sleeping on the clock.
+    private struct Sleeper {
+        var deadline: Date
+        var continuation: CheckedContinuation<Void, Error>?
+        /// An SDK sleeper whose task prefers no task executor (``unseenWakeups``).
+        var unseen: Bool
+        /// The mock's (through ``mockView``).
+        var byMock: Bool
+    }
     private var cancelledEarly: Set<UInt64> = []
     private var nextID: UInt64 = 0
     private var woken = 0
@@ -82,7 +91,7 @@ public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sen
         let id: UInt64? = lock.withLock {
             guard deadline > current else { return nil }
             nextID += 1
-            sleepers[nextID] = (deadline, nil, unseen)
+            sleepers[nextID] = Sleeper(deadline: deadline, continuation: nil, unseen: unseen, byMock: byMock)
             return nextID
         }
         guard let id else { return }
@@ -91,8 +100,8 @@ public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sen
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
                 let action: Result<Void, Error>? = lock.withLock {
                     if cancelledEarly.remove(id) != nil { return .failure(CancellationError()) }
-                    guard let entry = sleepers[id] else { return .success(()) }
-                    sleepers[id] = (entry.deadline, continuation, entry.unseen)
+                    guard sleepers[id] != nil else { return .success(()) }
+                    sleepers[id]?.continuation = continuation
                     return nil
                 }
                 if let action { continuation.resume(with: action) }
@@ -110,11 +119,51 @@ public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sen
         }
     }
 
-    /// Moves time forward by `seconds` and wakes every sleeper whose deadline has come, in order.
+    /// Moves time forward by `seconds` and wakes every sleeper whose deadline has come, in order
+    /// (all at once: what they do then runs concurrently; the runner moves one instant at a time
+    /// with ``nextInstant(toward:)``).
     public func advance(by seconds: TimeInterval) {
+        wake(moving: now().addingTimeInterval(max(0, seconds))) { _ in true }
+    }
+
+    /// The earliest deadline of a sleeper due by `target` (the next instant something wakes on
+    /// the way there), or `nil`. The runner moves one instant at a time, each settled before the
+    /// next (``advanceWakingSDK(to:)``, then ``wakeMock()``): before, one `advance` woke every
+    /// sleeper due at once, so a mock delay of 2 s and an SDK deadline of 10 s woken by an
+    /// advance of 10 s raced, and the request timed out in most runs although its answer was
+    /// due 8 s earlier.
+    public func nextInstant(toward target: Date) -> Date? {
+        lock.withLock { sleepers.values.map(\.deadline).filter { $0 <= target }.min() }
+    }
+
+    /// How many of the mock's sleepers are due (their deadline has come) but not woken yet: only
+    /// inside an `advance`, between the SDK's wakeups at an instant and the mock's. Their
+    /// requests still count as parked then.
+    public var mockSleepersDue: Int {
+        lock.withLock { sleepers.values.filter { $0.byMock && $0.deadline <= current }.count }
+    }
+
+    /// Moves the time to `time` (never back) and wakes the SDK's sleepers due by then (a
+    /// client's deadline comes before an answer the mock has due at the same instant).
+    public func advanceWakingSDK(to time: Date) {
+        wake(moving: time) { !$0.byMock }
+    }
+
+    /// Wakes the mock's sleepers due by now (a delay's or an in-process timeout's end).
+    ///
+    /// - Returns: how many woke.
+    @discardableResult
+    public func wakeMock() -> Int {
+        wake(moving: now()) { $0.byMock }
+    }
+
+    /// Moves the time to `time` (never back) and wakes the due sleepers `which` picks, in
+    /// deadline order (ties in the order they went to sleep).
+    @discardableResult
+    private func wake(moving time: Date, _ which: (Sleeper) -> Bool) -> Int {
         let due: [CheckedContinuation<Void, Error>] = lock.withLock {
-            current = current.addingTimeInterval(max(0, seconds))
-            let ready = sleepers.filter { $0.value.deadline <= current }.sorted {
+            current = max(current, time)
+            let ready = sleepers.filter { $0.value.deadline <= current && which($0.value) }.sorted {
                 ($0.value.deadline, $0.key) < ($1.value.deadline, $1.key)
             }
             for (id, _) in ready { sleepers[id] = nil }
@@ -125,6 +174,7 @@ public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sen
         }
         for c in due { c.resume() }
         if !due.isEmpty { onChange?() }
+        return due.count
     }
 
     /// Whether the calling task prefers a task executor (SE-0417): in process, only the runner's.

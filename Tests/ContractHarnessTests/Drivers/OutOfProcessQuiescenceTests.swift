@@ -323,4 +323,25 @@ final class OutOfProcessQuiescenceTests: XCTestCase {
             XCTAssertGreaterThan(report.infeasible, 0, which)
         }
     }
+
+    /// One `advance` past a mock delay (2 s) and the SDK's deadline (5 s) woke both sleepers at
+    /// once, and the SDK's deadline won the race in most runs (10 of 10 failed in process): the
+    /// runner now moves one instant at a time, each settled before the next, the client's
+    /// deadline first at a tie. In and out of process, every run; the variant without its own
+    /// deadline still fails it.
+    func testOneAdvanceDeliversAnAnswerDueBeforeTheDeadline() async throws {
+        let name = "t4-answer-due-before-deadline-in-one-advance"
+        let scenario = try Self.scenario(name)
+        for (driver, which) in [(SwiftSDKDriver(), "shipping"), (MutantRun.driver(nil), "faithful")] {
+            for _ in 0..<10 {
+                let result = await ScenarioRunner(driver: driver).run(scenario)
+                XCTAssertEqual(result.status, .passed, "\(which): \(result.firstFailure?.message ?? "")")
+            }
+        }
+        let broken = await ScenarioRunner(driver: MutantRun.driver(.noOwnDeadline), stepTimeoutCap: 500).run(scenario)
+        XCTAssertEqual(broken.status, .failed)
+        for (command, via) in [(try Self.swiftDriverCommand(), "experimently-driver"), (Self.pythonDriverCommand, "driver.py")] {
+            assertAllPassed(try await run([name], times: 3, command: command), via)
+        }
+    }
 }
