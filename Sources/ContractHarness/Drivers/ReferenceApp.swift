@@ -42,7 +42,7 @@ final class ReferenceApp: @unchecked Sendable {
         var clearedAt = 0
         /// Every `clearCache` (or `close`) the app began: the history's event count and the mock's
         /// request count then.
-        var clearLog: [(event: Int, seen: Int)] = []
+        var clearLog: [(ordinal: Int, seen: Int)] = []
     }
 
     /// An SDK call the app is inside: the operation and how many requests the mock had received
@@ -55,6 +55,8 @@ final class ReferenceApp: @unchecked Sendable {
         /// The history's event count when the call began: orders it against the runner's
         /// `cancel` steps (`ScenarioExecution.cancelled(after:before:)`).
         var startEvent = 0
+        /// The recorder's ordinal when the call began: orders it against steps and clears.
+        var ordinal = 0
     }
 
     let settings: AppSettings
@@ -102,18 +104,18 @@ final class ReferenceApp: @unchecked Sendable {
 
     /// Every `clearCache` (or `close`) the app began, in order: the history's event count and the
     /// mock's request count when it began.
-    var clearLog: [(event: Int, seen: Int)] { lock.withLock { $0.clearLog } }
+    var clearLog: [(ordinal: Int, seen: Int)] { lock.withLock { $0.clearLog } }
 
     /// Makes one SDK call, listed in `callsInFlight` from before it starts until it returns.
     private func sdk(_ op: SDKOperation) async -> OperationOutcome {
         let number = lock.withLock { s -> Int in
             s.begun += 1
             let since = requestCount()
-            let call = InFlightCall(operation: op, since: since, startEvent: recorder.eventCount)
+            let call = InFlightCall(operation: op, since: since, startEvent: recorder.eventCount, ordinal: recorder.ordinal())
             s.inFlight[s.begun] = call
             if op == .clearCache || op == .close {
                 s.clearedAt = since
-                s.clearLog.append((event: call.startEvent, seen: since))
+                s.clearLog.append((ordinal: call.ordinal, seen: since))
             }
             return s.begun
         }

@@ -61,6 +61,7 @@ final class Recorder: @unchecked Sendable {
     // @unchecked Sendable: `events`, `version`, `waiters`, `ticker` and `step` are guarded by `lock`.
     private let lock = NSLock()
     private var events: [HistoryEvent] = []
+    private var ordinals = 0
     private var version: UInt64 = 0
     private var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
     private var nextWaiter: UInt64 = 0
@@ -142,6 +143,12 @@ final class Recorder: @unchecked Sendable {
 
     /// How many events are recorded.
     var eventCount: Int { lock.withLock { events.count } }
+
+    /// A number greater than every one handed out before (guarded by `lock`): orders the starts
+    /// of steps, SDK calls and clears exactly, where two may fall between the same two history
+    /// events (an app call joined to a request records none, so a clear step right after it had
+    /// the same event count and was taken as before it).
+    func ordinal() -> Int { lock.withLock { ordinals += 1; return ordinals } }
 
     /// Replaces the events (used to enrich request entries at the end).
     func replace(_ transform: (inout [HistoryEvent]) -> Void) { lock.withLock { transform(&events) } }

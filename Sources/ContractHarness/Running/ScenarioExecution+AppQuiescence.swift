@@ -71,7 +71,7 @@ extension ScenarioExecution {
                 // barrier is the one when the call began: a clear after it detaches the request
                 // the call waits on, it does not move the call (before, the latest clear was
                 // used, and calls joined before a logout were never settled).
-                let cleared = clearBarrier(of: client, atEvent: call.startEvent)
+                let cleared = clearBarrier(of: client, atOrdinal: call.ordinal)
                 let joined = parked.contains { r in
                     guard Self.owns(r, client: client, user: user, key: key, after: cleared), r.seq <= call.since else { return false }
                     let runnerOwns = waiting.contains { w in
@@ -121,7 +121,7 @@ extension ScenarioExecution {
             let user = Self.user(of: op)
             // Its own requests end where the next step began (`ownWindowEnd`): a later call's
             // request for the same user and key is not this call's.
-            let end = ownWindowEnd(after: call.startEvent) ?? Int.max
+            let end = ownWindowEnd(after: call.ordinal) ?? Int.max
             if tracking.contains(op.name) {
                 let own = requests.filter {
                     $0.seq <= end && ["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains($0.path)
@@ -134,7 +134,7 @@ extension ScenarioExecution {
             if !own.isEmpty { return own.allSatisfy(waiting) }
             // Joined: the clear barrier is the one when the call began (a later clear detaches
             // the request the call waits on; it does not make the call move).
-            let cleared = clearBarrier(of: client, atEvent: call.startEvent)
+            let cleared = clearBarrier(of: client, atOrdinal: call.ordinal)
             return requests.contains { r in r.seq <= call.since && waiting(r) && Self.owns(r, client: client, user: user, key: key, after: cleared) }
         }
     }

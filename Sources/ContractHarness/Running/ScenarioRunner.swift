@@ -208,6 +208,8 @@ final class ScenarioExecution: @unchecked Sendable {
         /// The mock's request count and the history's event count when it started.
         var since = 0
         var startEvent = 0
+        /// The recorder's ordinal when it started: orders it against steps and clears.
+        var ordinal = 0
         /// An app action on its client started while it was pending (`requestCancellation` with
         /// `byApp`): an app action cancels nothing itself, but its logout or undo clears the
         /// cache, which another SDK may answer by cancelling requests. In process that is seen
@@ -254,10 +256,10 @@ final class ScenarioExecution: @unchecked Sendable {
     private var barriers: [ExactKey: Int] = [:]   // by client name, compared exactly
     /// Each `clearCache`/`close` step so far, by client: the history's event count and the mock's
     /// request count when it began (guarded by `lock`).
-    private var clearSteps: [ExactKey: [(event: Int, seen: Int)]] = [:]
+    private var clearSteps: [ExactKey: [(ordinal: Int, seen: Int)]] = [:]
     /// Each step begun so far: the history's event count and the mock's request count when it
     /// began (guarded by `lock`; `ownWindowEnd(after:)`).
-    private var stepStarts: [(event: Int, seen: Int)] = []
+    private var stepStarts: [(ordinal: Int, seen: Int)] = []
     /// Each `cancel` step so far: its marker's index and the mock's request count then (guarded
     /// by `lock`).
     private var cancelSteps: [(event: Int, seen: Int)] = []
@@ -266,8 +268,8 @@ final class ScenarioExecution: @unchecked Sendable {
     func cancelled(after seq: Int, before event: Int) -> Bool {
         lock.withLock { cancelSteps.contains { $0.seen >= seq && $0.event < event } }
     }
-    /// The mock's request count at the latest clear of `client`'s cache begun no later than
-    /// history event `event` (a `clearCache`/`close` step, or a clear of the client's app, logout
+    /// The mock's request count at the latest clear of `client`'s cache begun before the
+    /// recorder's ordinal `ordinal` (a `clearCache`/`close` step, or a clear of the client's app, logout
     /// or undo): the barrier an SDK call begun then had (0: none). A lookup begun after a clear
     /// never joins a request received before it (CONTRACT.md section 5.1: a clear detaches the
     /// requests in flight); a clear after the lookup began does not move it. Before, the latest
@@ -275,14 +277,14 @@ final class ScenarioExecution: @unchecked Sendable {
     /// before it (a third outside tester: correct SDKs failed in up to 30 of 30 runs out of
     /// process), and an app lookup joined before a logout was never settled again (explore:
     /// "not quiescent").
-    func clearBarrier(of client: String, atEvent event: Int) -> Int {
+    func clearBarrier(of client: String, atOrdinal ordinal: Int) -> Int {
         let steps = lock.withLock { clearSteps[ExactKey(client)] ?? [] }
         let app = withAppsLocked { $0[ExactKey(client)] }
-        return (steps + (app?.clearLog ?? [])).filter { $0.event <= event }.map(\.seen).max() ?? 0
+        return (steps + (app?.clearLog ?? [])).filter { $0.ordinal < ordinal }.map(\.seen).max() ?? 0
     }
 
-    /// The mock's request count when the first step begun after history event `event` began, or
-    /// `nil` (no such step yet): the end of the requests an SDK call begun at `event` may have
+    /// The mock's request count when the first step begun after the recorder's ordinal `ordinal` began, or
+    /// `nil` (no such step yet): the end of the requests an SDK call begun then may have
     /// sent before any answer. That step began only once the scenario was quiescent, so the
     /// call's first request had arrived (or it had joined an earlier one); any later request of
     /// the call is a retry, which needs an answer to one of these first. So while these all
@@ -290,8 +292,8 @@ final class ScenarioExecution: @unchecked Sendable {
     /// call's. Before, every later one counted, and an await of a held call that a later call
     /// for the same key had been answered beside was never judged inert: explore failed the
     /// shipping SDK on 144 of 720 infeasible orders (a third outside tester, finding 10).
-    func ownWindowEnd(after event: Int) -> Int? {
-        lock.withLock { stepStarts.first { $0.event > event }?.seen }
+    func ownWindowEnd(after ordinal: Int) -> Int? {
+        lock.withLock { stepStarts.first { $0.ordinal > ordinal }?.seen }
     }
     /// The `expect` of each async step, by group label, checked when the group is awaited (or,
     /// never awaited, once it finished at the end of the scenario): every expectation is evaluated.
@@ -509,7 +511,7 @@ final class ScenarioExecution: @unchecked Sendable {
     /// Runs one step; returns a message when the scenario cannot go on (a hang or a bad step).
     func perform(_ step: Step, index: Int) async -> String? {
         let name = "step \(index) \(Self.verb(step, appClient: scenario.app?.client))"
-        let begun = (event: recorder.eventCount, seen: port.requestCount)
+        let begun = (ordinal: recorder.ordinal(), seen: port.requestCount)
         lock.withLock { stepStarts.append(begun) }
         switch step {
         case .sdk(let client, let op, let label, let isAsync, let count, let expect):
@@ -520,10 +522,10 @@ final class ScenarioExecution: @unchecked Sendable {
             // never land between its invocations.
             if op == .clearCache || op == .close {
                 let seen = port.requestCount
-                let event = recorder.eventCount
+                let ordinal = recorder.ordinal()
                 lock.withLock {
                     barriers[ExactKey(client)] = seen
-                    clearSteps[ExactKey(client), default: []].append((event: event, seen: seen))
+                    clearSteps[ExactKey(client), default: []].append((ordinal: ordinal, seen: seen))
                 }
             }
             if op == .close { requestCancellation { $0.client.unicodeScalars.elementsEqual(client.unicodeScalars) } }
@@ -686,7 +688,7 @@ final class ScenarioExecution: @unchecked Sendable {
             // woken one), as in process.
             if op.appActionRaced && (op.name.hasPrefix("app.") ? listeners != nil && !adapterSettles : listeners != nil) { return false }
             if op.name.hasPrefix("app.") { return appInert(client: op.client, requests: requests, cancelling: cancelling) }
-            let end = ownWindowEnd(after: op.startEvent) ?? Int.max
+            let end = ownWindowEnd(after: op.ordinal) ?? Int.max
             let own = requests.filter {
                 $0.seq <= end && Self.owns($0, client: op.client, user: op.user, key: op.key, after: op.barrier) && joinable($0, by: op)
             }
@@ -765,7 +767,7 @@ final class ScenarioExecution: @unchecked Sendable {
         for op in pending() where !op.name.hasPrefix("app.") && labels.contains(where: { $0.isExactly(op.label) }) {
             guard let timeout = scenario.clients.first(where: { $0.name.isExactly(op.client) })?.settings.timeout,
                   now.timeIntervalSince(op.started) >= timeout else { continue }
-            let end = ownWindowEnd(after: op.startEvent) ?? Int.max
+            let end = ownWindowEnd(after: op.ordinal) ?? Int.max
             let own = requests.filter { $0.seq <= end && Self.owns($0, client: op.client, user: op.user, key: op.key, after: op.barrier) }
             guard !own.isEmpty, own.allSatisfy({ $0.parked && !$0.answered && !$0.cancelled }) else { continue }
             let waited = (now.timeIntervalSince(op.started) * 1000).rounded() / 1000
@@ -883,7 +885,7 @@ final class ScenarioExecution: @unchecked Sendable {
         lock.withLock {
             ops[ExactKey(label)] = Op(label: label, client: client, name: name, user: user, key: key, barrier: max(barriers[ExactKey(client)] ?? 0, apps[ExactKey(client)]?.clearedAt ?? 0),
                             wakeups: clock.wakeups, unseenWakeups: clock.unseenWakeups, started: clock.now(), advances: advances,
-                            since: port.requestCount, startEvent: recorder.eventCount)
+                            since: port.requestCount, startEvent: recorder.eventCount, ordinal: recorder.ordinal())
             order.append(label)
         }
         recorder.record(.invoke, client: client, label: label, name: name, detail: detail)

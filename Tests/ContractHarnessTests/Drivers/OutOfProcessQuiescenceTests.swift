@@ -344,4 +344,26 @@ final class OutOfProcessQuiescenceTests: XCTestCase {
             assertAllPassed(try await run([name], times: 3, command: command), via)
         }
     }
+
+    /// A fourth outside tester, finding 1 (a regression of this stop): an app lookup joined to a
+    /// held request, then at once a `clearCache` step. The call's start and the clear were
+    /// ordered by history event counts, equal here (a joined call records no event), so the
+    /// clear counted as before the call and the call was never settled: "not quiescent" every
+    /// run, in process and out. Starts and clears are now ordered by the recorder's ordinals.
+    /// The files still catch the variants that write a detached answer after the clear.
+    func testAnAppLookupJoinedRightBeforeAClearStaysSettled() async throws {
+        let names = ["t4-f2-display-joined-to-runner-request-then-clearcache", "t4-f2f-second-display-joins-then-clearcache"]
+        for name in names {
+            let scenario = try Self.scenario(name)
+            for (driver, which) in [(SwiftSDKDriver(), "shipping"), (MutantRun.driver(nil), "faithful")] {
+                let result = await ScenarioRunner(driver: driver, stepTimeoutCap: 2000).run(scenario)
+                XCTAssertEqual(result.status, .passed, "\(name) \(which): \(result.firstFailure?.message ?? "")")
+            }
+            let broken = await ScenarioRunner(driver: MutantRun.driver(.staleWriteAfterClear), stepTimeoutCap: 2000).run(scenario)
+            XCTAssertEqual(broken.status, .failed, name)
+        }
+        for (command, via) in [(try Self.swiftDriverCommand(), "experimently-driver"), (Self.pythonDriverCommand, "driver.py")] {
+            assertAllPassed(try await run(names, times: 3, command: command), via)
+        }
+    }
 }
