@@ -110,7 +110,7 @@ extension ScenarioExecution {
     /// app action counted as its own every request of its client since it began, answered ones
     /// included, so it was never inert, and an `await` or `wait_for` that only a later step could
     /// satisfy waited out the step limit and failed instead of being decided infeasible.
-    func appInert(client: String, requests: [RequestRecord], cancelling: Set<Int> = []) -> Bool {
+    func appInert(client: String, requests: [RequestRecord], cancelling: Set<Int> = [], processed: Bool = false, answeredAt: [Int: Int] = [:]) -> Bool {
         guard let app = withAppsLocked({ $0[ExactKey(client)] }) else { return false }
         let calls = app.callsInFlight
         if calls.isEmpty { return false }
@@ -121,17 +121,18 @@ extension ScenarioExecution {
             let user = Self.user(of: op)
             // Its own requests end where the next step began (`ownWindowEnd`): a later call's
             // request for the same user and key is not this call's.
-            let end = ownWindowEnd(after: call.ordinal) ?? Int.max
             if tracking.contains(op.name) {
-                let own = requests.filter {
-                    $0.seq <= end && ["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains($0.path)
+                let own = ownRequests(requests, since: call.since, ordinal: call.ordinal, startEvent: call.startEvent, answeredAt: answeredAt) {
+                    ["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains($0.path)
                         && Self.owns($0, client: client, user: user, key: nil, after: call.since)
                 }
-                return !own.isEmpty && own.allSatisfy(waiting)
+                return Self.waitsOnParked(own, cancelling: cancelling, processed: processed)
             }
             guard let key = Self.cachedKey(of: op) else { return false }
-            let own = requests.filter { $0.seq <= end && Self.owns($0, client: client, user: user, key: key, after: call.since) }
-            if !own.isEmpty { return own.allSatisfy(waiting) }
+            let own = ownRequests(requests, since: call.since, ordinal: call.ordinal, startEvent: call.startEvent, answeredAt: answeredAt) {
+                Self.owns($0, client: client, user: user, key: key, after: call.since)
+            }
+            if !own.isEmpty { return Self.waitsOnParked(own, cancelling: cancelling, processed: processed) }
             // Joined: the clear barrier is the one when the call began (a later clear detaches
             // the request the call waits on; it does not make the call move).
             let cleared = clearBarrier(of: client, atOrdinal: call.ordinal)

@@ -295,6 +295,23 @@ final class ScenarioExecution: @unchecked Sendable {
     func ownWindowEnd(after ordinal: Int) -> Int? {
         lock.withLock { stepStarts.first { $0.ordinal > ordinal }?.seen }
     }
+
+    /// The requests among `requests` that `matches` picks and that can be the own requests of an
+    /// SDK call that began when the mock had received `since` and at the recorder's `ordinal`:
+    /// those received before the next step began (`ownWindowEnd`), or every one once a request
+    /// the call sent in that window (after `since`) was answered or cancelled (a retry or the
+    /// next chunk of a batch may follow it).
+    /// A request answered before the call began (`answeredAt`: the history index of each
+    /// request's answer, `startEvent`: the call's) is never its own: it cannot be travelling to
+    /// it (out of process, an earlier call's answered lookup for the same user and key, or any
+    /// earlier answered request of a tracking call's user, kept it from being inert).
+    func ownRequests(_ requests: [RequestRecord], since: Int, ordinal: Int, startEvent: Int, answeredAt: [Int: Int],
+                     _ matches: (RequestRecord) -> Bool) -> [RequestRecord] {
+        let all = requests.filter { r in matches(r) && (answeredAt[r.seq].map { $0 >= startEvent } ?? true) }
+        guard let end = ownWindowEnd(after: ordinal) else { return all }
+        let window = all.filter { $0.seq <= end }
+        return window.contains(where: { $0.seq > since && ($0.answered || $0.cancelled) }) ? all : window
+    }
     /// The `expect` of each async step, by group label, checked when the group is awaited (or,
     /// never awaited, once it finished at the end of the scenario): every expectation is evaluated.
     private var deferred: [String: (index: Int, step: String, expect: OutcomeExpectation)] = [:]
@@ -668,6 +685,11 @@ final class ScenarioExecution: @unchecked Sendable {
         // In process, a cancellation the SDK began is seen at once (its task's state), before
         // the loading system tells the mock.
         let cancelling = Set(port.cancellationsOnTheirWay())
+        // In process with counted sessions, quiescence means every answer and cancellation has
+        // reached the SDK (every task not parked has returned its completion), so an answered
+        // request of an operation's is behind it, not on its way.
+        let processed = listeners == nil && port.outstandingTasks != nil
+        let answeredAt = answerEvents()
         return waiting.allSatisfy { op in
             // A woken SDK timer may be acting on it where the runner cannot see: out of process
             // any woken sleeper counts; in process only one whose task prefers no executor (a
@@ -687,13 +709,34 @@ final class ScenarioExecution: @unchecked Sendable {
             // SDK call of the app at its wait (a cancellation an SDK's clear started would have
             // woken one), as in process.
             if op.appActionRaced && (op.name.hasPrefix("app.") ? listeners != nil && !adapterSettles : listeners != nil) { return false }
-            if op.name.hasPrefix("app.") { return appInert(client: op.client, requests: requests, cancelling: cancelling) }
-            let end = ownWindowEnd(after: op.ordinal) ?? Int.max
-            let own = requests.filter {
-                $0.seq <= end && Self.owns($0, client: op.client, user: op.user, key: op.key, after: op.barrier) && joinable($0, by: op)
+            if op.name.hasPrefix("app.") { return appInert(client: op.client, requests: requests, cancelling: cancelling, processed: processed, answeredAt: answeredAt) }
+            let own = ownRequests(requests, since: op.since, ordinal: op.ordinal, startEvent: op.startEvent, answeredAt: answeredAt) {
+                Self.owns($0, client: op.client, user: op.user, key: op.key, after: op.barrier) && joinable($0, by: op)
             }
-            return !own.isEmpty && own.allSatisfy { $0.parked && !$0.answered && !$0.cancelled && !cancelling.contains($0.seq) }
+            return Self.waitsOnParked(own, cancelling: cancelling, processed: processed)
         }
+    }
+
+    /// The history index of each request's answer, by sequence number.
+    func answerEvents() -> [Int: Int] {
+        var out: [Int: Int] = [:]
+        for e in recorder.snapshot where e.kind == .response { if let seq = e.request?.seq, out[seq] == nil { out[seq] = e.index } }
+        return out
+    }
+
+    /// Whether an operation whose requests are `own` waits on a parked one and nothing else it
+    /// sent can still move it: one of them is parked (neither answered nor cancelled) and none
+    /// is being cancelled by the SDK (`cancelling`); and, unless the answers and cancellations
+    /// of `own` have all reached the SDK (`processed`: in process, quiescent), none is answered
+    /// or cancelled (it may still be travelling to the SDK). Before, an answered request of its
+    /// own always kept it from being inert, so an await before the release of its held request
+    /// waited out the step limit and failed the SDK when an earlier call's answered request for
+    /// the same user and key, an answered first chunk of a batch, or a copy's answered track
+    /// counted as its own (a fourth outside tester, finding 2).
+    static func waitsOnParked(_ own: [RequestRecord], cancelling: Set<Int>, processed: Bool) -> Bool {
+        let waiting: (RequestRecord) -> Bool = { $0.parked && !$0.answered && !$0.cancelled && !cancelling.contains($0.seq) }
+        if own.contains(where: { cancelling.contains($0.seq) }) { return false }
+        return processed ? own.contains(where: waiting) : !own.isEmpty && own.allSatisfy(waiting)
     }
 
     /// Marks the pending operations that `affects` picks as having a cancellation on its way (see
@@ -767,8 +810,9 @@ final class ScenarioExecution: @unchecked Sendable {
         for op in pending() where !op.name.hasPrefix("app.") && labels.contains(where: { $0.isExactly(op.label) }) {
             guard let timeout = scenario.clients.first(where: { $0.name.isExactly(op.client) })?.settings.timeout,
                   now.timeIntervalSince(op.started) >= timeout else { continue }
-            let end = ownWindowEnd(after: op.ordinal) ?? Int.max
-            let own = requests.filter { $0.seq <= end && Self.owns($0, client: op.client, user: op.user, key: op.key, after: op.barrier) }
+            let own = ownRequests(requests, since: op.since, ordinal: op.ordinal, startEvent: op.startEvent, answeredAt: answerEvents()) {
+                Self.owns($0, client: op.client, user: op.user, key: op.key, after: op.barrier)
+            }
             guard !own.isEmpty, own.allSatisfy({ $0.parked && !$0.answered && !$0.cancelled }) else { continue }
             let waited = (now.timeIntervalSince(op.started) * 1000).rounded() / 1000
             return "operation '\(op.label)' (\(op.name) on \(op.client)) is still pending \(waited) s of virtual time after it started, "

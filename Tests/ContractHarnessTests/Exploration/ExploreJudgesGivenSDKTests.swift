@@ -115,6 +115,22 @@ final class ExploreJudgesGivenSDKTests: XCTestCase {
         }
     }
 
+    /// Out of process, a request answered before the operation began is never its own (a fourth
+    /// outside tester, finding 2: an earlier answered lookup for the same key, or any earlier
+    /// request of a track's user, made the order that awaits the held operation before its
+    /// release a failure of the SDK).
+    func testARequestAnsweredBeforeAnOperationBeganIsNotItsOwnOutOfProcess() throws {
+        let driver = HarnessCLITests.binary.deletingLastPathComponent().appendingPathComponent("experimently-driver").path
+        for name in ["t4-t10-explore-track-after-earlier-lookup", "t4-t11-explore-lookup-after-ttl-expiry"] {
+            let file = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/oop-races/\(name).json").path
+            for adapter in [InterruptTests.pythonDriver, "'\(driver)'"] {
+                let (status, out) = try HarnessProcess.run(["explore", file, "--sdk-command", adapter, "--out", "s.json", "--verdict", "v.json"], in: dir)
+                XCTAssertEqual(status, 0, out)
+                XCTAssertTrue(out.contains("2 schedules (every order (2)), 0 failed, 1 infeasible"), "\(name): \(out)")
+            }
+        }
+    }
+
     func testInterleaveWithAnAdapterWithoutInterleavingExits64NamingIt() throws {
         let adapter = try tinyAdapter(Self.everything.filter { $0 != "interleaving" })
         let (status, err) = try HarnessProcess.run(["explore", Self.scenario, "--interleave", "--sdk-command", adapter], in: dir,
