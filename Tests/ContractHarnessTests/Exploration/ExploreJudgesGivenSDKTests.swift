@@ -131,6 +131,21 @@ final class ExploreJudgesGivenSDKTests: XCTestCase {
         }
     }
 
+    /// A fourth outside tester, finding 4: out of process a runner operation raced by an app
+    /// action was never inert, so through experimently-driver (its own reference) 36 of 120
+    /// orders that await it before its release failed the shipping SDK; with `settle` they are
+    /// infeasible, as in process, and the variant keeping its in-flight table is still caught.
+    func testARunnerOperationRacedByAnAppActionIsInertOutOfProcessWithSettle() throws {
+        let file = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/oop-races/t4-e3-explore-runner-held-app-logout-login-display.json").path
+        let driver = HarnessCLITests.binary.deletingLastPathComponent().appendingPathComponent("experimently-driver").path
+        let (status, out) = try HarnessProcess.run(["explore", file, "--sdk-command", "'\(driver)'", "--out", "s.json", "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status, 0, out)
+        XCTAssertTrue(out.contains("120 schedules (every order (120)), 0 failed, 60 infeasible"), out)
+        let (brokenStatus, brokenOut) = try HarnessProcess.run(["explore", file, "--sdk-command", "EXPERIMENTLY_DRIVER_MUTANT=crash-on-clear-in-flight '\(driver)'",
+                                                                 "--out", "s.json", "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(brokenStatus, 1, brokenOut)
+    }
+
     func testInterleaveWithAnAdapterWithoutInterleavingExits64NamingIt() throws {
         let adapter = try tinyAdapter(Self.everything.filter { $0 != "interleaving" })
         let (status, err) = try HarnessProcess.run(["explore", Self.scenario, "--interleave", "--sdk-command", adapter], in: dir,
