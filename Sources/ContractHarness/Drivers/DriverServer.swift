@@ -267,7 +267,7 @@ public final class DriverServer: @unchecked Sendable {
             return URLSession(configuration: configuration)
         }()
         let stores = state
-        let context = DriverContext(makeSession: { _ in session }, clock: clock,
+        var context = DriverContext(makeSession: { _ in session }, clock: clock,
                                     storeSuite: { "experimently-driver-\($0)" },
                                     memoryStore: { name in
                                         stores.withLock { s in
@@ -278,6 +278,11 @@ public final class DriverServer: @unchecked Sendable {
                                         }
                                     },
                                     baseURL: { _ in settings.baseURL })
+        // The SDK's own tasks (a request's deadline, a single-flight fetch) prefer the scope's
+        // executor, so `settle` and a `clock` move's reply see them: on the global executor a
+        // deadline a clock move woke could still be running when `settle` said true, and the
+        // harness judged the operation past its own deadline (a fourth outside tester, 1 of 40).
+        context.taskExecutor = state.withLock { $0.scopes[scope]?.executor }
         do {
             let client = try driver.makeClient(name: id, settings: settings.clientSettings, store: r.store, context: context)
             state.withLock { s in

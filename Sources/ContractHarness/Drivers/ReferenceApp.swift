@@ -43,6 +43,9 @@ final class ReferenceApp: @unchecked Sendable {
         /// Every `clearCache` (or `close`) the app began: the history's event count and the mock's
         /// request count then.
         var clearLog: [(ordinal: Int, seen: Int)] = []
+        /// Every SDK call the app began, by its number, with the history's event count once it
+        /// returned (`nil`: in flight).
+        var callLog: [Int: (call: InFlightCall, end: Int?)] = [:]
     }
 
     /// An SDK call the app is inside: the operation and how many requests the mock had received
@@ -106,6 +109,11 @@ final class ReferenceApp: @unchecked Sendable {
     /// mock's request count when it began.
     var clearLog: [(ordinal: Int, seen: Int)] { lock.withLock { $0.clearLog } }
 
+    /// The SDK calls the app had begun and not yet returned at history event count `event`.
+    func calls(inFlightAt event: Int) -> [InFlightCall] {
+        lock.withLock { s in s.callLog.values.filter { $0.call.startEvent < event && ($0.end ?? Int.max) > event }.map(\.call) }
+    }
+
     /// Makes one SDK call, listed in `callsInFlight` from before it starts until it returns.
     private func sdk(_ op: SDKOperation) async -> OperationOutcome {
         let number = lock.withLock { s -> Int in
@@ -113,6 +121,7 @@ final class ReferenceApp: @unchecked Sendable {
             let since = requestCount()
             let call = InFlightCall(operation: op, since: since, startEvent: recorder.eventCount, ordinal: recorder.ordinal())
             s.inFlight[s.begun] = call
+            s.callLog[s.begun] = (call, nil)
             if op == .clearCache || op == .close {
                 s.clearedAt = since
                 s.clearLog.append((ordinal: call.ordinal, seen: since))
@@ -121,7 +130,11 @@ final class ReferenceApp: @unchecked Sendable {
         }
         // Marked as the app's (out-of-process quiescence tells its calls from the runner's).
         let outcome = await DriverCallOrigin.$app.withValue(true) { await client.perform(op) }
-        lock.withLock { _ = $0.inFlight.removeValue(forKey: number) }
+        let end = recorder.eventCount
+        lock.withLock { s in
+            _ = s.inFlight.removeValue(forKey: number)
+            s.callLog[number]?.end = end
+        }
         return outcome
     }
 

@@ -86,12 +86,25 @@ extension ScenarioExecution {
                     // and a later cancel of the starter keeps the request for it (CONTRACT.md
                     // section 5.3; a third outside tester's strict-mode race failed "not
                     // quiescent" every run, in process too, when an owner was required).
-                    return runnerOwns || appOwns || !cancelled(after: r.seq, before: call.startEvent)
+                    // And somebody waited on it when the call began: a request whose every
+                    // caller had finished (its own deadline) was let go by the SDK.
+                    return runnerOwns || appOwns
+                        || (!cancelled(after: r.seq, before: call.startEvent) && callerWaited(on: r, atEvent: call.startEvent, except: nil))
                 }
                 if !joined { return nil }
             }
         }
         return trackerNeeds
+    }
+
+    /// Whether an SDK call of the reference app on `r`'s client is in flight now for `r`'s user
+    /// and key (it may wait on `r`, single flight).
+    func appCallWaits(on r: RequestRecord) -> Bool {
+        guard let client = r.client, let app = withAppsLocked({ $0[ExactKey(client)] }) else { return false }
+        return app.callsInFlight.contains { call in
+            guard let key = Self.cachedKey(of: call.operation) else { return false }
+            return Self.owns(r, client: client, user: Self.user(of: call.operation), key: key, after: clearBarrier(of: client, atOrdinal: call.ordinal))
+        }
     }
 
     /// Whether the reference app on `client` can only move when a step acts (`inert` for an app
@@ -122,14 +135,14 @@ extension ScenarioExecution {
             // Its own requests end where the next step began (`ownWindowEnd`): a later call's
             // request for the same user and key is not this call's.
             if tracking.contains(op.name) {
-                let own = ownRequests(requests, since: call.since, ordinal: call.ordinal, startEvent: call.startEvent, answeredAt: answeredAt) {
+                let own = ownRequests(requests, client: client, since: call.since, ordinal: call.ordinal, startEvent: call.startEvent, answeredAt: answeredAt) {
                     ["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains($0.path)
                         && Self.owns($0, client: client, user: user, key: nil, after: call.since)
                 }
                 return Self.waitsOnParked(own, cancelling: cancelling, processed: processed)
             }
             guard let key = Self.cachedKey(of: op) else { return false }
-            let own = ownRequests(requests, since: call.since, ordinal: call.ordinal, startEvent: call.startEvent, answeredAt: answeredAt) {
+            let own = ownRequests(requests, client: client, since: call.since, ordinal: call.ordinal, startEvent: call.startEvent, answeredAt: answeredAt) {
                 Self.owns($0, client: client, user: user, key: key, after: call.since)
             }
             if !own.isEmpty { return Self.waitsOnParked(own, cancelling: cancelling, processed: processed) }

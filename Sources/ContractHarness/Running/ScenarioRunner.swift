@@ -210,6 +210,8 @@ final class ScenarioExecution: @unchecked Sendable {
         var startEvent = 0
         /// The recorder's ordinal when it started: orders it against steps and clears.
         var ordinal = 0
+        /// The history's event count once its completion was recorded (`nil`: pending).
+        var endEvent: Int?
         /// An app action on its client started while it was pending (`requestCancellation` with
         /// `byApp`): an app action cancels nothing itself, but its logout or undo clears the
         /// cache, which another SDK may answer by cancelling requests. In process that is seen
@@ -306,12 +308,16 @@ final class ScenarioExecution: @unchecked Sendable {
     /// request's answer, `startEvent`: the call's) is never its own: it cannot be travelling to
     /// it (out of process, an earlier call's answered lookup for the same user and key, or any
     /// earlier answered request of a tracking call's user, kept it from being inert).
-    func ownRequests(_ requests: [RequestRecord], since: Int, ordinal: Int, startEvent: Int, answeredAt: [Int: Int],
+    func ownRequests(_ requests: [RequestRecord], client: String, since: Int, ordinal: Int, startEvent: Int, answeredAt: [Int: Int],
                      _ matches: (RequestRecord) -> Bool) -> [RequestRecord] {
         let all = requests.filter { r in matches(r) && (answeredAt[r.seq].map { $0 >= startEvent } ?? true) }
         guard let end = ownWindowEnd(after: ordinal) else { return all }
         let window = all.filter { $0.seq <= end }
-        return window.contains(where: { $0.seq > since && ($0.answered || $0.cancelled) }) ? all : window
+        guard window.contains(where: { $0.seq > since && ($0.answered || $0.cancelled) }) else { return window }
+        // Never past a clear after it began: a request received after that is a later call's
+        // (a call begun after the clear sends its own, CONTRACT.md section 5.1).
+        let cleared = firstClear(of: client, after: ordinal) ?? Int.max
+        return all.filter { $0.seq <= cleared }
     }
     /// The `expect` of each async step, by group label, checked when the group is awaited (or,
     /// never awaited, once it finished at the end of the scenario): every expectation is evaluated.
@@ -711,7 +717,7 @@ final class ScenarioExecution: @unchecked Sendable {
             // woken one), as in process.
             if op.appActionRaced && listeners != nil && !adapterSettles { return false }
             if op.name.hasPrefix("app.") { return appInert(client: op.client, requests: requests, cancelling: cancelling, processed: processed, answeredAt: answeredAt) }
-            let own = ownRequests(requests, since: op.since, ordinal: op.ordinal, startEvent: op.startEvent, answeredAt: answeredAt) {
+            let own = ownRequests(requests, client: op.client, since: op.since, ordinal: op.ordinal, startEvent: op.startEvent, answeredAt: answeredAt) {
                 Self.owns($0, client: op.client, user: op.user, key: op.key, after: op.barrier) && joinable($0, by: op)
             }
             return Self.waitsOnParked(own, cancelling: cancelling, processed: processed)
@@ -811,7 +817,7 @@ final class ScenarioExecution: @unchecked Sendable {
         for op in pending() where !op.name.hasPrefix("app.") && labels.contains(where: { $0.isExactly(op.label) }) {
             guard let timeout = scenario.clients.first(where: { $0.name.isExactly(op.client) })?.settings.timeout,
                   now.timeIntervalSince(op.started) >= timeout else { continue }
-            let own = ownRequests(requests, since: op.since, ordinal: op.ordinal, startEvent: op.startEvent, answeredAt: answerEvents()) {
+            let own = ownRequests(requests, client: op.client, since: op.since, ordinal: op.ordinal, startEvent: op.startEvent, answeredAt: answerEvents()) {
                 Self.owns($0, client: op.client, user: op.user, key: op.key, after: op.barrier)
             }
             guard !own.isEmpty, own.allSatisfy({ $0.parked && !$0.answered && !$0.cancelled }) else { continue }
@@ -942,7 +948,8 @@ final class ScenarioExecution: @unchecked Sendable {
                 // The completion is in the history before anyone can see the operation finished,
                 // so the next step's events always come after it.
                 recorder.record(.complete, client: client, label: label, name: name, outcome: outcome.json)
-                lock.withLock { ops[ExactKey(label)]?.outcome = outcome }
+                let end = recorder.eventCount
+                lock.withLock { ops[ExactKey(label)]?.outcome = outcome; ops[ExactKey(label)]?.endEvent = end }
                 recorder.poke()
             }
             let task: Task<Void, Never>
@@ -1001,12 +1008,44 @@ final class ScenarioExecution: @unchecked Sendable {
     /// way out (the SDK cancels it; the mock sees that later, over TCP much later): a correct SDK
     /// sends `op` a request of its own, which must arrive before `op` counts as settled (a third
     /// outside tester: out of process the next call was judged infeasible before its own request
-    /// arrived, 8-12 of 30 runs).
+    /// arrived, 8-12 of 30 runs). Nor is a request whose every caller had finished before `op`
+    /// began (its own deadline, say): nobody waited on it then, so the SDK had let it go (a
+    /// fourth outside tester: out of process a call after the deadline of the only earlier one
+    /// was judged infeasible before its own request arrived, 6 of 40 runs).
     func joinable(_ r: RequestRecord, by op: Op) -> Bool {
-        guard op.key != nil, r.seq <= op.since, cancelled(after: r.seq, before: op.startEvent) else { return true }
-        return pending().contains { w in
+        guard op.key != nil, r.seq <= op.since else { return true }
+        let ownedNow = pending().contains { w in
             !w.label.isExactly(op.label) && !w.cancelRequested && !w.name.hasPrefix("app.") && w.user != nil && w.key != nil
                 && Self.owns(r, client: w.client, user: w.user, key: w.key, after: w.barrier)
+        }
+        if ownedNow || appCallWaits(on: r) { return true }
+        return !cancelled(after: r.seq, before: op.startEvent) && callerWaited(on: r, atEvent: op.startEvent, except: op.label)
+    }
+
+    /// The mock's request count at the first clear of `client`'s cache begun after the recorder's
+    /// `ordinal` (a `clearCache`/`close` step or a clear of the client's app), or `nil`.
+    func firstClear(of client: String, after ordinal: Int) -> Int? {
+        let steps = lock.withLock { clearSteps[ExactKey(client)] ?? [] }
+        let app = withAppsLocked { $0[ExactKey(client)] }
+        return (steps + (app?.clearLog ?? [])).filter { $0.ordinal > ordinal }.map(\.seen).min()
+    }
+
+    /// Whether a lookup other than runner operation `label` that `r` can serve (its client, user
+    /// and key) had begun and not yet finished at history event `event`: a runner operation, or
+    /// an SDK call of the client's reference app.
+    func callerWaited(on r: RequestRecord, atEvent event: Int, except label: String?) -> Bool {
+        let runner = lock.withLock {
+            ops.values.contains { w in
+                !(label.map { w.label.isExactly($0) } ?? false) && !w.name.hasPrefix("app.") && w.user != nil && w.key != nil
+                    && w.startEvent < event && (w.endEvent ?? Int.max) > event
+                    && Self.owns(r, client: w.client, user: w.user, key: w.key, after: w.barrier)
+            }
+        }
+        if runner { return true }
+        guard let client = r.client, let app = withAppsLocked({ $0[ExactKey(client)] }) else { return false }
+        return app.calls(inFlightAt: event).contains { call in
+            guard let key = Self.cachedKey(of: call.operation) else { return false }
+            return Self.owns(r, client: client, user: Self.user(of: call.operation), key: key, after: clearBarrier(of: client, atOrdinal: call.ordinal))
         }
     }
 

@@ -405,4 +405,20 @@ final class OutOfProcessQuiescenceTests: XCTestCase {
             }
         }
     }
+
+    /// A fourth outside tester, finding 6: a lookup begun after the SDK's own deadline had
+    /// abandoned the only earlier request for its key was taken as joined to that request while
+    /// the mock had not yet seen its connection close, so a correct SDK failed "waits for what
+    /// only a later step provides" (experimently-driver 6 of 40). A request whose every caller had
+    /// finished when the lookup began is never its shared request now; and experimently-driver's
+    /// SDK tasks prefer the scope's executor, so its `settle` sees a deadline a clock move woke.
+    func testANewLookupAfterTheDeadlineOfTheOnlyEarlierOneWaitsForItsOwnRequest() async throws {
+        let names = ["t4-e10-new-call-after-deadline-abandoned-request", "t4-e12-display-after-deadline-abandoned-request"]
+        assertAllPassed(try await run(names, times: 15, command: try Self.swiftDriverCommand()), "experimently-driver")
+        assertAllPassed(try await run(names, times: 5, command: Self.pythonDriverCommand), "driver.py")
+        for name in names {
+            let result = await ScenarioRunner(stepTimeoutCap: 2000).run(try Self.scenario(name))
+            XCTAssertEqual(result.status, .passed, "\(name): \(result.firstFailure?.message ?? "")")
+        }
+    }
 }
