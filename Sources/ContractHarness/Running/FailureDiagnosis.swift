@@ -26,6 +26,31 @@ extension ScenarioExecution {
                 + "sent before the clear (\(old.summary)). CONTRACT.md section 5 (defects 1 and 2): a clear detaches the requests in flight, "
                 + "so the next call sends its own request; this SDK kept its in-flight table across the clear"
         }
+        return appHang(requests)
+    }
+
+    /// `diagnoseHang` for the reference apps' SDK calls: a lookup the app began after a clear of
+    /// its client (the runner's or the app's own logout) that sent no request of its own and
+    /// waits on one for the same user and key received before the clear. Before, the app's form
+    /// of the defect gave a bare "not quiescent" (a fourth outside tester, finding 5).
+    func appHang(_ requests: [RequestRecord]) -> String? {
+        var clients: [String] = []
+        for op in pending() where op.name.hasPrefix("app.") && !clients.contains(where: { $0.isExactly(op.client) }) { clients.append(op.client) }
+        for client in clients {
+            guard let app = withAppsLocked({ $0[ExactKey(client)] }) else { continue }
+            for call in app.callsInFlight {
+                guard let key = Self.cachedKey(of: call.operation), let user = Self.user(of: call.operation) else { continue }
+                let barrier = clearBarrier(of: client, atOrdinal: call.ordinal)
+                guard barrier > 0 else { continue }
+                let same = requests.filter { Self.owns($0, client: client, user: user, key: key, after: 0) }
+                guard !same.contains(where: { $0.seq > call.since }),
+                      let old = same.last(where: { $0.seq <= barrier && !$0.answered }) else { continue }
+                return "the app's \(call.operation.name) of user '\(Attribution.show(user))', \(key.kind) '\(Attribution.show(key.key))' on client '\(client)' "
+                    + "began after a clear of the cache but sent no request of its own: it waits on request #\(old.seq), sent before the clear "
+                    + "(\(old.summary)). CONTRACT.md section 5 (defects 1 and 2): a clear detaches the requests in flight, so the next call sends "
+                    + "its own request; this SDK kept its in-flight table across the clear"
+            }
+        }
         return nil
     }
 }

@@ -144,6 +144,9 @@ final class Recorder: @unchecked Sendable {
     /// How many events are recorded.
     var eventCount: Int { lock.withLock { events.count } }
 
+    /// Seconds since the scenario started, as the events' `time` counts them.
+    var elapsed: Double { (clock?.now() ?? Date()).timeIntervalSince(start) }
+
     /// A number greater than every one handed out before (guarded by `lock`): orders the starts
     /// of steps, SDK calls and clears exactly, where two may fall between the same two history
     /// events (an app call joined to a request records none, so a clear step right after it had

@@ -827,6 +827,36 @@ final class ScenarioExecution: @unchecked Sendable {
                 + "the SDK must end it itself with networkError -1001 whatever the backend does (CONTRACT.md section 5, defect 6: "
                 + "the SDK enforces its own deadline); this SDK has no deadline of its own"
         }
+        return appPastOwnDeadline(labels, requests: requests)
+    }
+
+    /// `pastOwnDeadline` for the reference-app actions among `labels`: an SDK call the app is
+    /// inside whose own requests sit parked in the mock longer (virtual time, since the mock
+    /// received them) than its client's `timeout`. Before, such an await was called a deadlock
+    /// of the scenario (a fourth outside tester, finding 5), while the same defect in a runner
+    /// operation was named.
+    func appPastOwnDeadline(_ labels: [String], requests: [RequestRecord]) -> String? {
+        let now = recorder.elapsed
+        var received: [Int: Double] = [:]
+        for e in recorder.snapshot where e.kind == .request { if let seq = e.request?.seq { received[seq] = e.time } }
+        let answeredAt = answerEvents()
+        for op in pending() where op.name.hasPrefix("app.") && labels.contains(where: { $0.isExactly(op.label) }) {
+            guard let timeout = scenario.clients.first(where: { $0.name.isExactly(op.client) })?.settings.timeout,
+                  let app = withAppsLocked({ $0[ExactKey(op.client)] }) else { continue }
+            for call in app.callsInFlight {
+                guard let key = Self.cachedKey(of: call.operation) else { continue }
+                let own = ownRequests(requests, client: op.client, since: call.since, ordinal: call.ordinal, startEvent: call.startEvent, answeredAt: answeredAt) {
+                    Self.owns($0, client: op.client, user: Self.user(of: call.operation), key: key, after: call.since)
+                }
+                guard !own.isEmpty, own.allSatisfy({ $0.parked && !$0.answered && !$0.cancelled }),
+                      let first = own.compactMap({ received[$0.seq] }).min(), now - first >= timeout else { continue }
+                let waited = ((now - first) * 1000).rounded() / 1000
+                return "app action '\(op.label)' (\(op.name) on \(op.client)) waits in \(call.operation.name), whose request(s) "
+                    + "\(own.map { "#\($0.seq)" }.joined(separator: ", ")) have been parked in the mock \(waited) s of virtual time, "
+                    + "past its client's timeout of \(timeout) s: the SDK must end the call itself with networkError -1001 whatever the backend does "
+                    + "(CONTRACT.md section 5, defect 6: the SDK enforces its own deadline); this SDK has no deadline of its own"
+            }
+        }
         return nil
     }
 

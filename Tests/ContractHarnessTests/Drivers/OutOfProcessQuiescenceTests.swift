@@ -421,4 +421,22 @@ final class OutOfProcessQuiescenceTests: XCTestCase {
             XCTAssertEqual(result.status, .passed, "\(name): \(result.firstFailure?.message ?? "")")
         }
     }
+
+    /// A fourth outside tester, finding 5: the defects of section 5 met through the reference app
+    /// are named as they are for runner operations. A display whose assignment stays parked past
+    /// the client's timeout blamed the scenario ("deadlocks ... move that step earlier"); an app
+    /// lookup that joined a request from before a clear gave a bare "not quiescent". The correct
+    /// SDK passes the first file; the second is a schedule that only fails a broken SDK.
+    func testSectionFiveDefectsThroughTheAppAreNamed() async throws {
+        let deadline = try Self.scenario("t4-e4-app-display-held-past-own-deadline")
+        let passed = await ScenarioRunner(stepTimeoutCap: 2000).run(deadline)
+        XCTAssertEqual(passed.status, .passed, passed.firstFailure?.message ?? "")
+        let noDeadline = await ScenarioRunner(driver: MutantRun.driver(.noOwnDeadline), stepTimeoutCap: 2000).run(deadline)
+        let message = noDeadline.firstFailure?.message ?? ""
+        XCTAssertTrue(message.contains("defect 6") && message.contains("app action 'd'"), message)
+        XCTAssertFalse(message.contains("deadlocks"), message)
+        let kept = await ScenarioRunner(driver: MutantRun.driver(.clearKeepsInFlight), stepTimeoutCap: 500).run(try Self.scenario("t4-e3-clear-keeps-in-flight-schedule"))
+        let keptMessage = kept.firstFailure?.message ?? ""
+        XCTAssertTrue(keptMessage.contains("kept its in-flight table across the clear"), keptMessage)
+    }
 }
