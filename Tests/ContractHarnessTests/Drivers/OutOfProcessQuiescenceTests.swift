@@ -312,16 +312,23 @@ final class OutOfProcessQuiescenceTests: XCTestCase {
     /// 5000 ms") that await a held call before its release. Now only a woken SDK timer the runner
     /// cannot see (its task prefers no executor) counts.
     func testAWakeupOfAnotherRequestsDelayLeavesAHeldCallInert() async throws {
-        let name = "t4-unrelated-delay-wakes-during-held-call"
-        let file = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/oop-races/\(name).json").path
-        let root = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: file)), file: file)
-        let settings = try XCTUnwrap(Explorer.settings(of: root, file: file))
-        for (driver, which) in [(SwiftSDKDriver(), "shipping"), (MutantRun.driver(nil), "faithful")] {
-            let report = await Explorer.explore(root, file: file, settings: settings, seed: 0,
-                                                runner: ScenarioRunner(driver: driver, keepsHistory: false), reference: nil, concurrency: 2)
+        for (report, which) in try await exploreWithCorrectSDKs("t4-unrelated-delay-wakes-during-held-call") {
             XCTAssertEqual(report.failed, 0, "\(which): \(report.firstFailure.map { "\($0)" } ?? "")")
             XCTAssertGreaterThan(report.infeasible, 0, which)
         }
+    }
+
+    /// Explores fixture `name` in process with the shipping SDK and the faithful variant.
+    private func exploreWithCorrectSDKs(_ name: String) async throws -> [(report: Explorer.Report, which: String)] {
+        let file = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/oop-races/\(name).json").path
+        let root = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: file)), file: file)
+        let settings = try XCTUnwrap(Explorer.settings(of: root, file: file))
+        var out: [(report: Explorer.Report, which: String)] = []
+        for (driver, which) in [(SwiftSDKDriver(), "shipping"), (MutantRun.driver(nil), "faithful")] {
+            out.append((await Explorer.explore(root, file: file, settings: settings, seed: 0,
+                                               runner: ScenarioRunner(driver: driver, keepsHistory: false), reference: nil, concurrency: 2), which))
+        }
+        return out
     }
 
     /// One `advance` past a mock delay (2 s) and the SDK's deadline (5 s) woke both sleepers at
@@ -377,12 +384,7 @@ final class OutOfProcessQuiescenceTests: XCTestCase {
         let names = ["t4-t10-explore-track-after-earlier-lookup", "t4-t11-explore-lookup-after-ttl-expiry", "t4-t5b-explore-trackbatch-second-chunk",
                      "t4-t6-explore-times2-track-one-held", "t4-t7-explore-app-event-times2-one-held"]
         for name in names {
-            let file = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/oop-races/\(name).json").path
-            let root = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: file)), file: file)
-            let settings = try XCTUnwrap(Explorer.settings(of: root, file: file))
-            for (driver, which) in [(SwiftSDKDriver(), "shipping"), (MutantRun.driver(nil), "faithful")] {
-                let report = await Explorer.explore(root, file: file, settings: settings, seed: 0,
-                                                    runner: ScenarioRunner(driver: driver, keepsHistory: false), reference: nil, concurrency: 2)
+            for (report, which) in try await exploreWithCorrectSDKs(name) {
                 XCTAssertEqual(report.failed, 0, "\(name) \(which): \(report.firstFailure.map { "\($0)" } ?? "")")
                 XCTAssertEqual(report.infeasible, 1, "\(name) \(which)")
             }
