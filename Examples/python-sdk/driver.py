@@ -59,6 +59,11 @@ class VirtualClock:
             if d in self._deadlines:
                 self._deadlines.remove(d)
 
+    def next(self):
+        """The earliest pending deadline, or None (the `clock` reply's `next`)."""
+        with self._lock:
+            return min((d.at for d in self._deadlines), default=None)
+
     def set(self, now):
         with self._lock:
             self._now = max(self._now, now)
@@ -266,7 +271,7 @@ def handle(message):
                 waiting.extend(op for op in ops if any(f is d.owner for _, f, _ in op.waiters))
         for op in waiting:
             op.replied.wait(2)
-        reply(rid, {"now": clock.now()})
+        reply(rid, {"now": clock.now(), "next": clock.next()})
     elif kind == "settle":
         if message.get("scope") not in clocks:
             return reply(rid, error="no scope %r" % message.get("scope"))

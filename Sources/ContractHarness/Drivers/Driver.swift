@@ -208,6 +208,10 @@ public protocol SDKDriver: Sendable {
     /// The scenario's clock moved forward (an `advance` step); returns once the SDK has seen it,
     /// or a problem (the step then fails). Default: nothing to do (in-process clients read the clock).
     func clockDidAdvance(_ clock: VirtualClock, clients: [any DriverClient], deadlineMilliseconds: Int) async -> String?
+    /// When the SDK's earliest timer on its own copy of `clock` is due, as its last reply to a
+    /// clock move said (`nil`: none, or unknown). Default: `nil` (in process the SDK's timers
+    /// sleep on `clock` itself).
+    func nextTimer(of clock: VirtualClock) -> Date?
     /// The scenario is over (checks done, mock shut down): release its clients and report what
     /// the driver saw (a crash, protocol errors, the adapter's standard error). Default: nothing.
     func scenarioDidEnd(clients: [any DriverClient]) async -> DriverScenarioReport

@@ -37,6 +37,9 @@ extension SDKDriver {
     /// Nothing to do in process: the clients read the scenario's clock themselves.
     public func clockDidAdvance(_ clock: VirtualClock, clients: [any DriverClient], deadlineMilliseconds: Int) async -> String? { nil }
 
+    /// None in process: the SDK's timers sleep on the scenario's clock.
+    public func nextTimer(of clock: VirtualClock) -> Date? { nil }
+
     /// Nothing to report in process.
     public func scenarioDidEnd(clients: [any DriverClient]) async -> DriverScenarioReport { DriverScenarioReport() }
 }

@@ -183,7 +183,11 @@ public final class DriverServer: @unchecked Sendable {
             }
             found.clock.advance(by: now - found.clock.now().timeIntervalSince1970)
             _ = await settle(found.executor)
-            reply(DriverReply(id: r.id, result: .object(["now": .number(found.clock.now().timeIntervalSince1970)])))
+            // `next`: the earliest timer still pending (a request deadline), so the harness can
+            // stop the clock there on its way (one instant at a time, as in process).
+            var result: [String: JSONValue] = ["now": .number(found.clock.now().timeIntervalSince1970)]
+            result["next"] = found.clock.nextDeadline.map { .number($0.timeIntervalSince1970) } ?? .null
+            reply(DriverReply(id: r.id, result: .object(result)))
         case .settle:
             // Answered on a task of its own, so the reading of the next request goes on meanwhile;
             // the performs read before it are already on the scope's executor.

@@ -50,6 +50,8 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
         var connection: DriverConnection
         var scopes: [ObjectIdentifier: ScopeInfo] = [:]
         var nextScope = 0
+        /// By scope clock: the adapter's earliest timer, as its last `clock` reply gave it (`next`).
+        var nextTimers: [ObjectIdentifier: Date] = [:]
     }
     private let state: HarnessLocked<State>
 
@@ -137,9 +139,18 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
         let slot = info.connection.send(request, scope: info.id)
         info.gate?.sent()
         switch await slot.value(deadlineMilliseconds: deadlineMilliseconds) {
-        case .success: return nil
+        case .success(let result):
+            let next: Date? = if case .number(let n)? = result["next"], n.isFinite { Date(timeIntervalSince1970: n) } else { nil }
+            state.withLock { $0.nextTimers[ObjectIdentifier(clock)] = next }
+            return nil
         case .failure(let f): return "the adapter did not take the clock move: \(f.message)"
         }
+    }
+
+    /// The adapter's earliest timer on the scope's clock, as its last `clock` reply said (`next`,
+    /// optional in the reply; `nil`: none or not said).
+    public func nextTimer(of clock: VirtualClock) -> Date? {
+        state.withLock { $0.nextTimers[ObjectIdentifier(clock)] }
     }
 
     /// Closes the scenario's clients on the adapter, gives up on what they never answered, and

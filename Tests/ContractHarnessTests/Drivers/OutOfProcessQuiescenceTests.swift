@@ -121,8 +121,12 @@ final class OutOfProcessQuiescenceTests: XCTestCase {
         for (command, via) in [(try Self.swiftDriverCommand(), "experimently-driver"), (Self.pythonDriverCommand, "driver.py")] {
             let results = try await run(["s7-close-with-events-and-lookups-in-flight"], times: 20, command: command)
             assertAllPassed(results, via)
-            let digests = Set(results.values.flatMap { $0 }.map(\.historyDigest))
-            XCTAssertEqual(digests.count, 1, "\(via): \(digests.sorted())")
+            let runs = results.values.flatMap { $0 }
+            let digests = Set(runs.map(\.historyDigest))
+            // On failure, one canonical history per digest, so the difference can be read.
+            let samples = digests.sorted().compactMap { d in runs.first { $0.historyDigest == d } }
+                .map { r in "\(r.historyDigest):\n" + r.history.map(\.line).joined(separator: "\n") }
+            XCTAssertEqual(digests.count, 1, "\(via): \(digests.sorted())\n" + (digests.count > 1 ? samples.joined(separator: "\n---\n") : ""))
         }
     }
 
@@ -440,5 +444,23 @@ final class OutOfProcessQuiescenceTests: XCTestCase {
         let kept = await ScenarioRunner(driver: MutantRun.driver(.clearKeepsInFlight), stepTimeoutCap: 500).run(try Self.scenario("t4-e3-clear-keeps-in-flight-schedule"))
         let keptMessage = kept.firstFailure?.message ?? ""
         XCTAssertTrue(keptMessage.contains("kept its in-flight table across the clear"), keptMessage)
+    }
+
+    /// A fifth outside tester: out of process an `advance` stopped only where the mock had
+    /// something due, so the SDK's own deadline inside it fired at the end (a refetch it made
+    /// then met the mock at the wrong time: k1, k2 failed every run through both adapters); and
+    /// at a tie the caller's failure could be recorded after the mock's answer (`no_stale_write`
+    /// failed 6 of 20). The adapters now say their next timer (`next` in the `clock` reply), the
+    /// runner stops there too, and it settles after each move of the adapter's clock.
+    func testAnAdvanceStopsAtTheAdaptersOwnDeadlines() async throws {
+        let names = ["t5-k1-request-sent-at-sdk-deadline-instant-meets-outage-window", "t5-k2-refetch-after-sdk-deadline-inside-one-advance"]
+        for (command, via) in [(try Self.swiftDriverCommand(), "experimently-driver"), (Self.pythonDriverCommand, "driver.py")] {
+            assertAllPassed(try await run(names, times: 3, command: command), via)
+        }
+        assertAllPassed(try await run(["t5-t4x-tie-with-no-stale-write"], times: 10, command: try Self.swiftDriverCommand()), "experimently-driver")
+        for name in names + ["t5-t4x-tie-with-no-stale-write"] {
+            let result = await ScenarioRunner(stepTimeoutCap: 2000).run(try Self.scenario(name))
+            XCTAssertEqual(result.status, .passed, "\(name): \(result.firstFailure?.message ?? "")")
+        }
     }
 }
