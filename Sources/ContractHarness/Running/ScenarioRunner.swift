@@ -636,7 +636,8 @@ final class ScenarioExecution: @unchecked Sendable {
             lock.withLock { advances += 1 }
             // One instant at a time, each settled before the next: an answer the mock has due at
             // 2 s reaches the SDK before its deadline at 10 s fires, as in real time. Out of
-            // process the adapter's clock is moved to each instant the mock has something due.
+            // process the adapter's clock is moved to each instant the mock or the adapter (its
+            // `next` timer) has something due.
             let target = clock.now().addingTimeInterval(max(0, seconds))
             let moveAdapter = { [self] in
                 await driver.clockDidAdvance(clock, clients: Array(clients.values), deadlineMilliseconds: scenario.stepTimeoutMilliseconds)
@@ -685,9 +686,9 @@ final class ScenarioExecution: @unchecked Sendable {
     /// Whether the pending operations among `labels` (all pending operations when `nil`) can only
     /// move when a step acts: quiescence is not enough, as it cannot see the SDK's own tasks.
     /// Each such operation has requests of its own (its client, for its user and key, after its
-    /// client's last clear, received before the next step began: `ownWindowEnd`) and every one
-    /// of them is parked, none answered or cancelled or being cancelled by the SDK (an answered
-    /// one may still be travelling through the SDK), and no clock sleeper the runner cannot see
+    /// client's last clear: `ownRequests`) and waits on a parked one (`waitsOnParked`: none is
+    /// being cancelled by the SDK; out of process none is answered or cancelled either, as the
+    /// answer may still be travelling to the SDK), and no clock sleeper the runner cannot see
     /// act has been woken since it started (an SDK deadline may be acting on it: in process a
     /// timer task that prefers no executor, out of process any). Evaluated only when quiescent.
     func inert(_ labels: [String]?) -> Bool {
