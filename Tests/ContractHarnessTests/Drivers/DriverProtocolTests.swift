@@ -91,24 +91,34 @@ final class DriverProtocolTests: XCTestCase {
         XCTAssertTrue(result.adapterStderr.contains("segfault in evaluate_flag"), "\(result.adapterStderr)")
     }
 
-    /// An outside tester: a reply nested deeper than the decoder goes (here 600 levels, in an
-    /// ignorable field) was dropped, and the operation "did not finish" after the step limit,
-    /// blamed on a contract rule. Now the reply's top-level `id` ends the request at once as a
-    /// driver failure, naming no rule.
-    func testAReplyTooDeepToDecodeFailsItsRequestAtOnceNamingTheDriver() async throws {
-        let script = FileManager.default.temporaryDirectory.appendingPathComponent("deep-adapter-\(getpid()).py")
+    /// Writes a Python adapter named `name` (declaring `evaluateFlag` only) that answers
+    /// `hello`, `create_client`, `close_client` and `shutdown`, and runs `perform` (one line of
+    /// Python, `m` the request) for each `perform`; returns its path in the temporary directory.
+    static func evaluateFlagAdapter(name: String, perform: String) throws -> URL {
+        let script = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-adapter-\(getpid()).py")
         try """
         import json, sys
         for line in sys.stdin:
             m = json.loads(line)
             if m["type"] == "hello":
-                print(json.dumps({"id": m["id"], "result": {"protocol": "experimently-driver/1", "sdk": {"name": "deep", "version": "0"}, "capabilities": ["evaluateFlag"]}}), flush=True)
+                print(json.dumps({"id": m["id"], "result": {"protocol": "experimently-driver/1", "sdk": {"name": "\(name)", "version": "0"}, "capabilities": ["evaluateFlag"]}}), flush=True)
             elif m["type"] in ("create_client", "close_client", "shutdown"):
                 print(json.dumps({"id": m["id"], "result": {}}), flush=True)
                 if m["type"] == "shutdown": sys.exit(0)
             elif m["type"] == "perform":
-                print('{"result": {"value": {"key": "f", "enabled": true}}, "junk": ' + "[" * 600 + "]" * 600 + ', "id": ' + str(m["id"]) + '}', flush=True)
+                \(perform)
         """.write(to: script, atomically: true, encoding: .utf8)
+        return script
+    }
+
+    /// An outside tester: a reply nested deeper than the decoder goes (here 600 levels, in an
+    /// ignorable field) was dropped, and the operation "did not finish" after the step limit,
+    /// blamed on a contract rule. Now the reply's top-level `id` ends the request at once as a
+    /// driver failure, naming no rule.
+    func testAReplyTooDeepToDecodeFailsItsRequestAtOnceNamingTheDriver() async throws {
+        let script = try Self.evaluateFlagAdapter(name: "deep", perform: #"""
+        print('{"result": {"value": {"key": "f", "enabled": true}}, "junk": ' + "[" * 600 + "]" * 600 + ', "id": ' + str(m["id"]) + '}', flush=True)
+        """#)
         defer { try? FileManager.default.removeItem(at: script) }
         let driver = try await ProcessSDKDriver.launch(command: "python3 \(script.path)")
         let scenario = try ScenarioParser.parse(Data("""
@@ -127,19 +137,9 @@ final class DriverProtocolTests: XCTestCase {
     }
 
     func testAnAdapterThatNeverAnswersMeetsTheStepDeadlineAndItsStderrIsQuoted() async throws {
-        let script = FileManager.default.temporaryDirectory.appendingPathComponent("silent-adapter-\(getpid()).py")
-        try """
-        import json, sys
-        for line in sys.stdin:
-            m = json.loads(line)
-            if m["type"] == "hello":
-                print(json.dumps({"id": m["id"], "result": {"protocol": "experimently-driver/1", "sdk": {"name": "silent", "version": "0"}, "capabilities": ["evaluateFlag"]}}), flush=True)
-            elif m["type"] in ("create_client", "close_client", "shutdown"):
-                print(json.dumps({"id": m["id"], "result": {}}), flush=True)
-                if m["type"] == "shutdown": sys.exit(0)
-            elif m["type"] == "perform":
-                sys.stderr.write("deadlock in evaluate_flag\\n"); sys.stderr.flush()
-        """.write(to: script, atomically: true, encoding: .utf8)
+        let script = try Self.evaluateFlagAdapter(name: "silent", perform: #"""
+        sys.stderr.write("deadlock in evaluate_flag\n"); sys.stderr.flush()
+        """#)
         defer { try? FileManager.default.removeItem(at: script) }
         let driver = try await ProcessSDKDriver.launch(command: "python3 \(script.path)")
         let scenario = try ScenarioParser.parse(Data("""
