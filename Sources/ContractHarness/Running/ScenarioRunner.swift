@@ -1306,15 +1306,16 @@ final class ScenarioExecution: @unchecked Sendable {
     /// each run of consecutive events of one kind at one virtual time (concurrent completions,
     /// concurrent arrivals) sorted by content, so that equal runs give equal histories.
     ///
-    /// `overTCP` (an out-of-process SDK): an answered request's `cancelled` is cleared too. The
-    /// mock marks a request cancelled when it sees its client close the connection; a cancellation
-    /// (`close()`, `cancel`) reaches it through the adapter's HTTP stack and the kernel, after the
-    /// operation has already answered, so whether it lands before or after a later `release`
-    /// answers the request is thread timing that no step can wait for (the runner cannot know
-    /// whether an SDK will cancel at all). Checks and `wait_for` still see the flag as recorded.
-    /// For the same reason the end of a request that got no answer (its `response` event with no
-    /// status: the client gave up on a timeout or hold, or cancelled) is moved to the end of the
-    /// history, in content order: the mock records it when the adapter's connection closes, which
+    /// A request's `cancelled` is cleared in both modes: the mock marks a request cancelled when
+    /// it sees its client give up, and that cancellation reaches it on a thread of its own (over
+    /// TCP through the adapter's HTTP stack and the kernel; in process through URLSession's
+    /// delegate queue), so whether it lands before or after a later `release` answers the request
+    /// is thread timing that no step can wait for (the runner cannot know whether an SDK will
+    /// cancel at all). Checks and `wait_for` still see the flag as recorded.
+    ///
+    /// `overTCP` (an out-of-process SDK): the end of a request that got no answer (its `response`
+    /// event with no status: the client gave up on a timeout or hold, or cancelled) is moved to the
+    /// end of the history, in content order: the mock records it when the adapter's connection closes, which
     /// can fall after the next step's `invoke` (a second outside tester: 3-5 digests in 15-20 runs
     /// of `field-timeout-after-backend-processed-assign` through experimently-driver).
     static func canonical(_ history: [HistoryEvent], overTCP: Bool = false) -> [HistoryEvent] {
@@ -1335,11 +1336,13 @@ final class ScenarioExecution: @unchecked Sendable {
             // timers due at one virtual instant (the SDK's own deadline cancelling it, the mock's
             // timeout fault failing it) or of a cancellation on its way through URLSession: the
             // canonical form says only that it got no answer. (Checks still see which it was.)
-            if copy.request != nil, copy.request?.status == nil {
-                copy.request?.cancelled = false
-                copy.request?.parked = false
-            }
-            if overTCP, copy.request != nil { copy.request?.cancelled = false }
+            if copy.request != nil, copy.request?.status == nil { copy.request?.parked = false }
+            // An answered request seen cancelled too: the cancellation (the client gave up at its
+            // deadline, or on a `cancel` step) reaches the mock on a thread of its own (over TCP
+            // through the kernel; in process through URLSession's delegate queue), so whether it
+            // lands before the answer is thread timing (fifth outside tester: 2 digests in 12 runs
+            // in process). The canonical form leaves it out in both modes.
+            if copy.request != nil { copy.request?.cancelled = false }
             copy.index = 0
             // Over TCP the end of an unanswered request is seen when its connection closes: the
             // virtual instant and step it lands in are thread timing too (an advance that stops at
