@@ -93,6 +93,28 @@ enum MockInProcessBench {
         _ = backend.shutdown()
     }
 
+    /// `MockBackend.handle` alone (history entry, fault script, model, record; no transport) in a
+    /// tight loop of N flag GETs (default 100,000): the mock's own cost per request, for profiling.
+    static func handleOnly(arguments: [String]) async {
+        let n = arguments.first.flatMap(Int.init) ?? 100_000
+        var fixtures = Fixtures.sdkContract
+        fixtures.rateLimit = RateLimit(limit: 1_000_000_000, windowSeconds: 60)
+        let backend = MockBackend(fixtures: fixtures)
+        let requests = (0..<1000).map { i in
+            MockRequest(method: "GET", target: "/api/v1/feature-flags/evaluate/sdk_contract_flag?user_id=user-\(i)",
+                        headers: [("Accept", "application/json"), ("X-Api-Key", Fixtures.sdkContractAPIKey)])
+        }
+        var samples: [Double] = []
+        samples.reserveCapacity(n)
+        for i in 0..<n {
+            let start = DispatchTime.now().uptimeNanoseconds
+            _ = await backend.handle(requests[i % requests.count])
+            samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000)
+        }
+        print(String(format: "mock-handle: %d x flag GET: median %.2f us per MockBackend.handle", n, median(samples)))
+        _ = backend.shutdown()
+    }
+
     /// `BackendModel.respond` alone in a tight loop (N requests, default 200,000), for profiling
     /// (`perf record experimently-bench mock-model`): prints the median per request for a flag GET
     /// and an assign POST.
