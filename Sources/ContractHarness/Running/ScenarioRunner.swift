@@ -281,9 +281,15 @@ final class ScenarioExecution: @unchecked Sendable {
     /// process), and an app lookup joined before a logout was never settled again (explore:
     /// "not quiescent").
     func clearBarrier(of client: String, atOrdinal ordinal: Int) -> Int {
+        clears(of: client).filter { $0.ordinal < ordinal }.map(\.seen).max() ?? 0
+    }
+
+    /// Every clear of `client`'s cache so far, the runner's steps and its reference app's: the
+    /// recorder's ordinal when each began and the mock's request count then.
+    func clears(of client: String) -> [(ordinal: Int, seen: Int)] {
         let steps = lock.withLock { clearSteps[ExactKey(client)] ?? [] }
         let app = withAppsLocked { $0[ExactKey(client)] }
-        return (steps + (app?.clearLog ?? [])).filter { $0.ordinal < ordinal }.map(\.seen).max() ?? 0
+        return steps + (app?.clearLog ?? [])
     }
 
     /// The mock's request count when the first step begun after the recorder's ordinal `ordinal` began, or
@@ -1064,9 +1070,7 @@ final class ScenarioExecution: @unchecked Sendable {
     /// The mock's request count at the first clear of `client`'s cache begun after the recorder's
     /// `ordinal` (a `clearCache`/`close` step or a clear of the client's app), or `nil`.
     func firstClear(of client: String, after ordinal: Int) -> Int? {
-        let steps = lock.withLock { clearSteps[ExactKey(client)] ?? [] }
-        let app = withAppsLocked { $0[ExactKey(client)] }
-        return (steps + (app?.clearLog ?? [])).filter { $0.ordinal > ordinal }.map(\.seen).min()
+        clears(of: client).filter { $0.ordinal > ordinal }.map(\.seen).min()
     }
 
     /// Whether a lookup other than runner operation `label` that `r` can serve (its client, user
