@@ -131,7 +131,7 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
     }
 
     /// A decoding error as (the JSON path below the decoded value, what was wrong), e.g.
-    /// (`.action.respond`, `status must be 100...599, got -5`).
+    /// (`.action.respond`, `status must be 200...599 (a final status), got -5`).
     static func locate(_ error: Error) -> (path: String, what: String) {
         func rel(_ keys: [CodingKey]) -> String { String(path(keys).dropFirst()) }
         switch error {
@@ -376,11 +376,14 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         }
         // Foundation's removingPercentEncoding is slow; most components have nothing to decode.
         func decoded(_ s: String) -> String? { s.utf8.contains(UInt8(ascii: "%")) ? s.removingPercentEncoding : s }
+        // The query as the backend reads it (`+` is a space: a literal `+` in `user_id=a+b` is
+        // user "a b" there, so it is here; a sixth outside tester: the checks and matchers took
+        // it for user "a+b" while the mock served "a b"), the last value of a repeated name.
         var query: [String: String] = [:]
         for pair in (e.query ?? "").split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
-            let name = decoded(parts[0]) ?? parts[0]
-            query[name] = parts.count > 1 ? (decoded(parts[1]) ?? parts[1]) : ""
+            let name = PercentDecoding.queryComponent(parts[0]) ?? parts[0]
+            query[name] = parts.count > 1 ? (PercentDecoding.queryComponent(parts[1]) ?? parts[1]) : ""
         }
         let response = e.response.flatMap { try? JSONValue.parse($0.body).value }
         var responseHeaders: [String: String] = [:]

@@ -307,7 +307,11 @@ public enum HarnessCommand {
         verdict.extra["error"] = .string(message)
         verdict.extra["ok"] = .bool(false)
         try? verdict.write(to: path, redacting: [])
-        if let junit { try? verdict.junit(redacting: [], error: message).writeOutput(to: junit) }
+        // Not over the verdict: a refusal of `--junit` naming the verdict's file keeps the verdict.
+        func resolved(_ p: String) -> String { URL(fileURLWithPath: p).standardizedFileURL.resolvingSymlinksInPath().path }
+        if let junit, !resolved(junit).utf8.elementsEqual(resolved(path).utf8) {
+            try? verdict.junit(redacting: [], error: message).writeOutput(to: junit)
+        }
     }
 
     /// The value after the last `flag` in raw arguments, if any.
@@ -377,9 +381,12 @@ public enum HarnessCommand {
             try checkWritable(options.verdict, option: "--verdict")
             if let junit = options.junit { try checkWritable(junit, option: "--junit") }
             try options.report.checkWritable()
-            try checkDistinct([("--verdict", options.verdict), ("--junit", options.junit), ("--html", options.report.html),
-                               ("--mermaid", options.report.mermaid)])
             files = try discover(options.paths)
+            // No output over an input: `--verdict scenarios/x.json` would delete the scenario.
+            let outputs: [(option: String, path: String?)] = [("--verdict", options.verdict), ("--junit", options.junit),
+                                                                ("--html", options.report.html), ("--mermaid", options.report.mermaid)]
+            try checkDistinct(outputs)
+            for file in files { try checkDistinct([("the scenario file", file)] + outputs) }
             if let m = options.mutant { driver = MutantRun.driver(Defect(rawValue: m)) }
             if options.sdkCommand != nil && options.mutant != nil { throw UsageError("--sdk-command and --mutant exclude each other") }
         } catch let e as UsageError {
@@ -799,7 +806,7 @@ public enum HarnessCommand {
             let out = options.out ?? "\(report.scenario)-schedule.json"
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            do { try redactor.redact(encoder.encode(f.scenarioJSON) + Data("\n".utf8)).writeOutput(to: out) } catch {
+            do { try redactor.redact(encoder.encode(f.scenarioJSON) + Data("\n".utf8)).writeOutput(to: out, mayReplaceScenario: true) } catch {
                 StandardStream.error(Data("contract-harness: cannot write \(out): \(error)\n".utf8))
                 return Exit.internalFault.rawValue
             }

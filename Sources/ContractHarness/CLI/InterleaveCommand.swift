@@ -104,7 +104,7 @@ enum InterleaveCommand {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
             do {
-                try redactor.redact(encoder.encode(f.scenarioJSON) + Data("\n".utf8)).writeOutput(to: out)
+                try redactor.redact(encoder.encode(f.scenarioJSON) + Data("\n".utf8)).writeOutput(to: out, mayReplaceScenario: true)
             } catch {
                 StandardStream.error(Data("contract-harness: cannot write \(out): \(error)\n".utf8))
                 return HarnessCommand.Exit.internalFault.rawValue

@@ -79,7 +79,7 @@ enum ScenarioCommand {
             StandardStream.output(Data(text.utf8))
             return HarnessCommand.Exit.ok.rawValue
         }
-        do { try Data(text.utf8).writeOutput(to: out) } catch {
+        do { try Data(text.utf8).writeOutput(to: out, mayReplaceScenario: true) } catch {
             HarnessCommand.complain("cannot write the scenario to \(out): \(error.localizedDescription)")
             return HarnessCommand.Exit.internalFault.rawValue
         }

@@ -250,7 +250,7 @@ struct AppEventFanOut {
         guard e.kind == .marker, e.name == "call", let call = calls[e.index] else { return nil }
         if call.keyed && call.name != nil { return nil }
         let window = Attribution.Window(client: call.client, from: call.start, to: call.end)
-        let entries = model.entries(model.assignments, user: call.user, at: e.time) + model.entries(model.flags, user: call.user, at: e.time)
+        let entries = model.entries(model.assignments, user: call.user, at: e.exactTime) + model.entries(model.flags, user: call.user, at: e.exactTime)
         let during = call.end == Int.max ? history[(call.start + 1)...] : history[(call.start + 1)..<min(call.end, history.count)]
         let open = call.name == nil
             || entries.contains { $0.optional || $0.hi > call.start }
@@ -261,7 +261,7 @@ struct AppEventFanOut {
             }
         if open { uncertain.append(window); return nil }
         let event: JSONValue = .object(["user": .string(call.user), "name": .string(call.name!)])
-        guard let fan = Checks.fanOutExpectation(events: [event], keyedAllowed: false, model: model, at: e.time) else { return nil }
+        guard let fan = Checks.fanOutExpectation(events: [event], keyedAllowed: false, model: model, at: e.exactTime) else { return nil }
         let (expected, ranks) = fan
         return Attribution.Operation(label: "app call \(call.id) (app.event '\(call.name!.unambiguous)' as '\(call.user.unambiguous)')", name: "trackWithStatus",
                                      client: call.client, from: call.start, to: call.end,

@@ -106,7 +106,8 @@ enum Attribution {
         let client: String?
         let from: Int
         let to: Int
-        func contains(_ r: Request) -> Bool { client == r.client && from < r.index && r.index < to }
+        // Client names are identity data: compared by Unicode scalars.
+        func contains(_ r: Request) -> Bool { client.isExactly(r.client) && from < r.index && r.index < to }
     }
 
     /// How a request is compared with an expected one.

@@ -120,12 +120,28 @@ enum Checks {
         /// `optional`: the SDK may or may not have written it (an app call began before a clear
         /// of the app's client, its request reached the mock after it: `Checks.appIssueStarts`).
         struct Entry { var key: String; var value: JSONValue; var expires: Double; var order: Int; var lo = 0; var hi = Int.max; var optional = false }
+        /// More entries were written since the last clear than the client's `cache_size`: the SDK
+        /// may have evicted any of them (CONTRACT.md section 3 bounds the cache by `cacheSize` and
+        /// names no eviction order), so every entry is optional from then on and fan-out is not
+        /// predicted (a sixth outside tester: the model kept every entry, and the shipping SDK,
+        /// which evicts the oldest, failed `fan_out` and `no_stale_write`). Counted over both
+        /// tables and with expired entries, an upper bound of what any SDK holds.
+        var overflowed = false
         // Keyed by `Checks.exact` spellings: identity is compared by Unicode scalars (CONTRACT.md section 4).
         var flags: [String: [String: Entry]] = [:]        // exact user -> exact key -> entry
         var assignments: [String: [String: Entry]] = [:]
         var counter = 0
 
-        mutating func clear() { flags.removeAll(); assignments.removeAll() }
+        mutating func clear() { flags.removeAll(); assignments.removeAll(); overflowed = false }
+
+        /// Marks the model overflowed once it holds more entries than `limit` (see `overflowed`),
+        /// and then every entry optional.
+        mutating func noteSize(limit: Int) {
+            if !overflowed, (flags.values.map(\.count) + assignments.values.map(\.count)).reduce(0, +) > limit { overflowed = true }
+            guard overflowed else { return }
+            for user in flags.keys { for key in flags[user]!.keys { flags[user]![key]!.optional = true } }
+            for user in assignments.keys { for key in assignments[user]!.keys { assignments[user]![key]!.optional = true } }
+        }
 
         func entries(_ table: [String: [String: Entry]], user: String, at time: Double, filter: (JSONValue) -> Bool = { _ in true }) -> [Entry] {
             (table[Checks.exact(user)] ?? [:]).filter { $0.value.expires > time && filter($0.value.value) }
@@ -160,6 +176,7 @@ enum Checks {
         var clearIndices: [String: [Int]] = [:]
         var receipts: [Int: Int] = [:]
         let ttl = Dictionary(c.scenario.clients.map { ($0.name, $0.settings.cacheTTL) }, uniquingKeysWith: { a, _ in a })
+        let sizes = Dictionary(c.scenario.clients.map { (exact($0.name), $0.settings.cacheSize) }, uniquingKeysWith: { a, _ in a })
         let invokes = Dictionary(c.history.filter { $0.kind == .invoke }.compactMap { e in e.label.map { ($0, e) } }, uniquingKeysWith: { a, _ in a })
         /// By when the SDK surely wrote the answer at history index `i`: the first completion of a
         /// lookup for the same (client, user, key) after it, or the first event of a later step.
@@ -222,7 +239,7 @@ enum Checks {
                       epochAtReceipt[r.seq] == epochs[client, default: 0], let value = r.response else { break }
                 var model = models[client, default: CacheModel()]
                 model.counter += 1
-                var entry = CacheModel.Entry(key: key.key, value: value, expires: e.time + (ttl[client] ?? 300), order: model.counter,
+                var entry = CacheModel.Entry(key: key.key, value: value, expires: e.exactTime + (ttl[client] ?? 300), order: model.counter,
                                              lo: e.index, hi: writtenBy(e.index, client: client, user: user, key: key))
                 // Answered after every call that could wait on it had finished (its own deadline,
                 // a cancel of its only caller): whether the SDK's cancellation of the abandoned
@@ -237,10 +254,11 @@ enum Checks {
                    (clearIndices[client] ?? []).contains(where: { $0 > start && $0 < receipt }) {
                     let table = key.kind == "flag" ? model.flags : model.assignments
                     let previous = table[exact(user)]?[exact(key.key)]
-                    entry.optional = previous.map { $0.optional || $0.expires <= e.time } ?? true
+                    entry.optional = previous.map { $0.optional || $0.expires <= e.exactTime } ?? true
                 }
                 if key.kind == "flag" { model.flags[exact(user), default: [:]][exact(key.key)] = entry }
                 else { model.assignments[exact(user), default: [:]][exact(key.key)] = entry }
+                model.noteSize(limit: sizes[exact(client)] ?? 1000)
                 models[client] = model
             default: break
             }
@@ -255,7 +273,7 @@ enum Checks {
         // The caches are queried now: after the last event and after the last clock step (an
         // `advance` marker is recorded at the time it starts from).
         let end = c.history.reduce(0.0) { latest, e in
-            var t = e.time
+            var t = e.exactTime
             if e.kind == .marker, e.name == "advance", case .number(let seconds)? = e.detail { t += seconds }
             return max(latest, t)
         }
@@ -355,13 +373,22 @@ enum Checks {
         // The reference app's unkeyed events, judged like a plain trackWithStatus (`appEventFanOut`).
         var appEvents = AppEventFanOut(c)
         var appOperations: [Attribution.Operation] = []
+        var unpredictable: [Attribution.Window] = []
+        let completesByLabel = Dictionary(c.history.filter { $0.kind == .complete }.compactMap { e in e.label.map { (ExactKey($0), e.index) } },
+                                          uniquingKeysWith: { a, _ in a })
         _ = replayCaches(c) { e, models in
             if let op = appEvents.operation(at: e, model: models[e.client ?? ""] ?? CacheModel()) { appOperations.append(op) }
             guard e.kind == .invoke, e.client != nil, e.label != nil,
                   ["track", "trackWithStatus", "trackBatch"].contains(e.name ?? "") else { return }
             let model = models[e.client!] ?? CacheModel()
             let events: [JSONValue] = e.name == "trackBatch" ? { if case .array(let a)? = e.detail { return a } else { return [] } }() : [e.detail ?? .null]
-            guard let fan = fanOutExpectation(events: events, keyedAllowed: e.name == "trackBatch", model: model, at: e.time) else { return }
+            // Past the cache size the entries an unkeyed event fans out to are unknown: its
+            // batches are taken as its own, whatever they hold (`CacheModel.overflowed`).
+            if model.overflowed, events.contains(where: { $0["experiment"] == nil && $0["flag"] == nil }) {
+                unpredictable.append(Attribution.Window(client: e.client, from: e.index, to: e.label.flatMap { completesByLabel[ExactKey($0)] } ?? Int.max))
+                return
+            }
+            guard let fan = fanOutExpectation(events: events, keyedAllowed: e.name == "trackBatch", model: model, at: e.exactTime) else { return }
             expectations.append((e, fan.0, fan.1))
         }
         let completes = Dictionary(c.history.filter { $0.kind == .complete }.compactMap { e in e.label.map { ($0, e.index) } }, uniquingKeysWith: { a, _ in a })
@@ -386,7 +413,7 @@ enum Checks {
             Attribution.Request(seq: record.seq, index: event.index, client: record.client, entries: record.events.compactMap { Attribution.Entry(wire: $0) })
         }
         // An app event whose fan-out the history cannot fix (`AppEventFanOut.uncertain`) may send any batch.
-        let absorbers = appEvents.uncertain
+        let absorbers = appEvents.uncertain + unpredictable
         switch Attribution.solve(operations: operations + appOperations, requests: batches, absorbers: absorbers, mode: sizesOnly ? .sizes : .entries) {
         case .attributed: break
         case .unattributable(let reasons):

@@ -392,7 +392,24 @@ final class DriverConnection: Sendable {
     /// Marks every process the adapter starts (`AdapterDescendants`).
     private let token = AdapterDescendants.newToken()
 
-    /// Starts `command` through `/bin/sh -c` in its own process group.
+    /// `command` with `exec ` before it when it is one simple command (words, quotes, `$VAR`,
+    /// no operators, no assignment or shell keyword first): the shell then becomes the adapter
+    /// instead of waiting for it while holding the adapter's standard output, so an adapter that
+    /// closes its standard output is seen at once (end of file), as one that exits (a sixth
+    /// outside tester: with `/bin/sh` in between every later scenario waited out its step
+    /// limit on a silent adapter). A compound command (`cd dir && ./adapter`) runs as written.
+    static func execing(_ command: String) -> String {
+        let trimmed = command.trimmingCharacters(in: .whitespaces)
+        let operators = CharacterSet(charactersIn: ";&|()<>`\n\r{}!")
+        guard !trimmed.isEmpty, trimmed.rangeOfCharacter(from: operators) == nil, !trimmed.contains("$(") else { return command }
+        let first = String(trimmed.prefix { !$0.isWhitespace })
+        let keywords: Set<String> = ["exec", "cd", "export", "set", "unset", "eval", "if", "for", "while", "until", "case", ".", "source", "time", "env"]
+        guard !first.contains("="), !keywords.contains(first) else { return command }
+        return "exec " + trimmed
+    }
+
+    /// Starts `command` through `/bin/sh -c` in its own process group (as `exec command` when it
+    /// is one simple command: `execing`).
     ///
     /// - Throws: `DriverProtocolError` when it cannot be started.
     init(command: String) throws {
@@ -400,7 +417,7 @@ final class DriverConnection: Sendable {
         // Its processes carry a token, so what escapes its process group is found at `stop()`.
         AdapterDescendants.becomeSubreaper()
         do {
-            child = try VectorsSubprocess.spawn(program: "/bin/sh", arguments: ["/bin/sh", "-c", command],
+            child = try VectorsSubprocess.spawn(program: "/bin/sh", arguments: ["/bin/sh", "-c", Self.execing(command)],
                                                 environment: AdapterDescendants.environment(token: token))
         } catch {
             throw DriverProtocolError("cannot start the adapter '\(command)': \(error)")

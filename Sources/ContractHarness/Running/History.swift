@@ -38,6 +38,26 @@ public struct HistoryEvent: Codable, Sendable, Equatable {
     public var outcome: JSONValue?
     /// The request (`request`, `response`).
     public var request: RequestRecord?
+    /// The unrounded time in seconds (`time` is rounded to the millisecond for the history's lines
+    /// and digest), for the checks' models of time: a cache entry stored at 0.0004 s with a TTL of
+    /// 1 s is still fresh at 1.0003 s, which the rounded times (0.0 and 1.0) would call expired (a
+    /// sixth outside tester: `fan_out` and `no_stale_write` failed correct SDKs at sub-millisecond
+    /// TTL edges, and passed `fan-out-to-expired`). Not encoded (a decoded event has `nil`) and
+    /// not compared; `exactTime` reads it.
+    public var instant: Double? = nil
+
+    /// `instant` to the microsecond when known, else `time`: the time the checks' models use.
+    /// Scenario times are whole microseconds (the parser refuses finer ones), and the clock's
+    /// `Date` is off by up to about 0.1 microsecond at today's dates, which the rounding undoes.
+    public var exactTime: Double { instant.map { ($0 * 1_000_000).rounded() / 1_000_000 } ?? time }
+
+    enum CodingKeys: String, CodingKey { case index, step, time, kind, client, label, name, detail, outcome, request }
+
+    /// Equal when every encoded field is (`instant` is not compared, as it is not encoded).
+    public static func == (a: HistoryEvent, b: HistoryEvent) -> Bool {
+        a.index == b.index && a.step == b.step && a.time == b.time && a.kind == b.kind && a.client == b.client && a.label == b.label
+            && a.name == b.name && a.detail == b.detail && a.outcome == b.outcome && a.request == b.request
+    }
 
     /// A one-line rendering for failure messages.
     public var line: String {
@@ -120,7 +140,8 @@ final class Recorder: @unchecked Sendable {
         let time = (clock?.now() ?? Date()).timeIntervalSince(start)
         let index: Int = lock.withLock {
             events.append(HistoryEvent(index: events.count, step: step, time: (time * 1000).rounded() / 1000, kind: kind,
-                                       client: client, label: label, name: name, detail: detail, outcome: outcome, request: request))
+                                       client: client, label: label, name: name, detail: detail, outcome: outcome, request: request,
+                                       instant: time))
             return events.count - 1
         }
         poke()

@@ -20,17 +20,26 @@ extension JSONValue: CustomStringConvertible {
         do {
             let parsed = try JSONValue.parse(data)
             let value = parsed.value
-            if let lone = parsed.loneSurrogatePaths.first {
-                // A lone surrogate escape is no Unicode scalar: read as U+FFFD, two different
-                // spellings would become one identity.
-                let path = "$" + lone.map { c -> String in
+            func jsonPath(_ components: [JSONPathComponent]) -> String {
+                "$" + components.map { c -> String in
                     switch c {
                     case .key(let k): return DuplicateKeys.member(k)
                     case .index(let i): return "[\(i)]"
                     }
                 }.joined()
-                throw ScenarioError(file: file, path: path, expected: "text of Unicode scalars",
+            }
+            if let lone = parsed.loneSurrogatePaths.first {
+                // A lone surrogate escape is no Unicode scalar: read as U+FFFD, two different
+                // spellings would become one identity.
+                throw ScenarioError(file: file, path: jsonPath(lone), expected: "text of Unicode scalars",
                                     found: "a lone surrogate escape (\\uD800-\\uDFFF without its pair), which is no character: write the character or its surrogate pair")
+            }
+            if let huge = parsed.nonFiniteNumberPaths.first {
+                // Read as infinity, which no JSON encoder writes: the value would reach the SDK
+                // as `null`, or stop the harness from writing the step or its result (a sixth
+                // outside tester: a correct SDK reported as crashed).
+                throw ScenarioError(file: file, path: jsonPath(huge), expected: "a number a double can hold (magnitude below 1.8e308)",
+                                    found: "a number too large for a double (RFC 8259 section 6), which would be read as infinity")
             }
             if let d = DuplicateKeys.first(in: [UInt8](data)) {
                 throw ScenarioError(file: file, path: d.path, expected: "each key at most once per object",
@@ -83,7 +92,13 @@ extension JSONValue: CustomStringConvertible {
     func contains(_ expected: JSONValue) -> Bool {
         switch (self, expected) {
         case (.object(let mine), .object(let theirs)):
-            return theirs.allSatisfy { key, value in mine[key].map { $0.contains(value) } ?? (value == .null) }
+            // Member names are compared by Unicode scalars: a dictionary finds the member of the
+            // same canonical class, whose spelling may differ (a sixth outside tester: an SDK
+            // sending "\u{E9}" passed an expectation of "e\u{301}").
+            return theirs.allSatisfy { key, value in
+                guard let i = mine.index(forKey: key), mine[i].key.isExactly(key) else { return value == .null }
+                return mine[i].value.contains(value)
+            }
         case (.array(let mine), .array(let theirs)):
             return mine.count == theirs.count && zip(mine, theirs).allSatisfy { $0.contains($1) }
         default:

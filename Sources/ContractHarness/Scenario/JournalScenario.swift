@@ -51,13 +51,14 @@ public enum JournalScenario {
         var path: String { rawPath.removingPercentEncoding ?? rawPath }
         var label: String { "#\(seq) \(method) \(rawPath)\(query.map { "?" + $0 } ?? "")" }
 
-        /// The decoded query parameters (`+` read as a space, as HTML forms write it).
+        /// The decoded query parameters as the backend reads them (`+` a space; the last value
+        /// of a repeated name: `PercentDecoding.queryComponent`, `IncomingRequest.query`).
         var queryItems: [String: String] {
             var items: [String: String] = [:]
             for part in (query ?? "").split(separator: "&") {
-                let pair = part.split(separator: "=", maxSplits: 1).map { String($0).replacingOccurrences(of: "+", with: " ") }
-                let name = pair[0].removingPercentEncoding ?? pair[0]
-                if items[name] == nil { items[name] = pair.count > 1 ? (pair[1].removingPercentEncoding ?? pair[1]) : "" }
+                let pair = part.split(separator: "=", maxSplits: 1).map(String.init)
+                let name = PercentDecoding.queryComponent(pair[0]) ?? pair[0]
+                items[name] = pair.count > 1 ? (PercentDecoding.queryComponent(pair[1]) ?? pair[1]) : ""
             }
             return items
         }

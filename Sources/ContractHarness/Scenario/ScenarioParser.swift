@@ -126,13 +126,29 @@ public enum ScenarioParser {
         }
     }
 
+    /// Whether `seconds` is a whole number of microseconds, the resolution of scenario times: the
+    /// clock's `Date` holds about 0.1 microsecond at today's dates, so the checks' models of time
+    /// (cache TTL, deadlines) read event times to the microsecond (`HistoryEvent.exactTime`); a
+    /// finer TTL, advance or delay would put a boundary where the model and an SDK's `Date`
+    /// arithmetic cannot agree (a sixth outside tester: sub-millisecond TTL edges failed every
+    /// correct SDK when the model read milliseconds).
+    static func wholeMicroseconds(_ seconds: Double) -> Bool {
+        let micros = seconds * 1_000_000
+        // Within a thousandth of a microsecond, or a few units in the last place for large values.
+        return abs(micros - micros.rounded()) <= max(1e-3, micros.magnitude.ulp * 4)
+    }
+
     static func parseSettings(_ value: JSONValue, base: ClientSettings, file: String, path: String) throws -> ClientSettings {
         var r = try ObjectReader(value, file: file, path: path)
         var s = base
         s.timeout = try r.optionalNumber("timeout") ?? s.timeout
-        guard s.timeout > 0, s.timeout.isFinite else { throw r.error("timeout", expected: "seconds > 0", found: .number(s.timeout)) }
+        guard s.timeout > 0, s.timeout.isFinite, wholeMicroseconds(s.timeout) else {
+            throw r.error("timeout", expected: "seconds > 0, in whole microseconds", found: .number(s.timeout))
+        }
         s.cacheTTL = try r.optionalNumber("cache_ttl") ?? s.cacheTTL
-        guard s.cacheTTL >= 0, s.cacheTTL.isFinite else { throw r.error("cache_ttl", expected: "seconds >= 0", found: .number(s.cacheTTL)) }
+        guard s.cacheTTL >= 0, s.cacheTTL.isFinite, wholeMicroseconds(s.cacheTTL) else {
+            throw r.error("cache_ttl", expected: "seconds >= 0, in whole microseconds", found: .number(s.cacheTTL))
+        }
         s.cacheSize = try r.optionalInt("cache_size", range: 1...1_000_000) ?? s.cacheSize
         s.offlineFallback = try r.optionalBool("offline_fallback") ?? s.offlineFallback
         s.baseURL = try r.optionalString("base_url") ?? s.baseURL
@@ -181,6 +197,13 @@ struct StepContext {
             guard case .object = rule else { throw r.error("fault", expected: "a fault rule object", found: rule) }
             try ScenarioParser.validate(FaultRule.self, rule, file: file, path: path + ".fault",
                                         expected: "a fault rule (Documentation/ScenarioFormat.md, Faults)")
+            // Delays in whole microseconds, as every scenario time (`wholeMicroseconds`).
+            for (key, kind) in [("delay", "delay"), ("delay_then_drop", "delay_then_drop")] {
+                if case .number(let seconds)? = rule["action"]?[key]?["seconds"], !ScenarioParser.wholeMicroseconds(seconds) {
+                    throw ScenarioError(file: file, path: path + ".fault.action.\(kind).seconds", expected: "seconds in whole microseconds",
+                                        found: "\(seconds)")
+                }
+            }
             let id = try r.string("id")
             guard !faults.contains(ExactKey(id)) else { throw r.error("id", expected: "a fault id not used before in this scenario", found: .string(id)) }
             faults.insert(ExactKey(id))
@@ -197,7 +220,8 @@ struct StepContext {
                 override = try parseTransportError(failure, response: override, path: path + ".transport_error")
             } else if let override {
                 var rr = try ObjectReader(override, file: file, path: path + ".response")
-                _ = try rr.optionalInt("status", range: 100...599) ?? { throw rr.error("status", expected: "an HTTP status 100...599", found: nil) }()
+                // A final status, as a fault's `respond` (1xx are interim answers no transport delivers as one).
+                _ = try rr.optionalInt("status", range: 200...599) ?? { throw rr.error("status", expected: "an HTTP status 200...599", found: nil) }()
                 if let json = rr.value("json"), rr.has("body") {
                     throw rr.error("body", expected: "either \"json\" or \"body\", not both", found: json)
                 }
@@ -211,8 +235,8 @@ struct StepContext {
         case "advance":
             // At most ten years of virtual time: beyond about 1e15 s a Date cannot tell t + 10 s
             // from t, so every deadline would pass at once (and 1e308 overflows the clock).
-            guard let s = try r.optionalNumber("advance"), s >= 0, s <= 315_360_000 else {
-                throw r.error("advance", expected: "seconds from 0 to 315360000 (ten years)", found: r.value("advance"))
+            guard let s = try r.optionalNumber("advance"), s >= 0, s <= 315_360_000, ScenarioParser.wholeMicroseconds(s) else {
+                throw r.error("advance", expected: "seconds from 0 to 315360000 (ten years), in whole microseconds", found: r.value("advance"))
             }
             step = .advance(seconds: s)
         case "fixtures":

@@ -51,9 +51,16 @@ extension Data {
     /// yet, so a reader never sees half a file; written through otherwise, so `--verdict /dev/null`,
     /// a FIFO or a symlink gets the bytes and is never replaced by a regular file.
     ///
+    /// Unless `mayReplaceScenario` (the commands that write scenario files), it never writes over
+    /// a scenario file (a regular file whose first 64 KiB hold `"experimently-scenario/1"`): a
+    /// `--verdict` or `--html` naming a scenario by mistake would delete it (a sixth outside
+    /// tester lost one that way).
+    ///
     /// - Throws: the underlying write error (e.g. ENOSPC on `/dev/full`, EACCES), so the caller can
-    ///   exit 70 instead of claiming the output was written.
-    func writeOutput(to path: String) throws {
+    ///   exit 70 instead of claiming the output was written; `OutputOverScenarioError` for a
+    ///   scenario file.
+    func writeOutput(to path: String, mayReplaceScenario: Bool = false) throws {
+        if !mayReplaceScenario, Self.isScenarioFile(path) { throw OutputOverScenarioError(path: path) }
         var info = stat()
         // A FIFO (also through a symlink) is opened without blocking: with no reader the open
         // fails at once (ENXIO) instead of waiting forever; then written blocking, to the end.
@@ -67,6 +74,26 @@ extension Data {
             try write(to: URL(fileURLWithPath: path), options: .atomic)
         }
     }
+}
+
+extension Data {
+    /// Whether `path` is a regular file (after symbolic links) that starts like a scenario file:
+    /// its first 64 KiB hold `"experimently-scenario/1"`.
+    static func isScenarioFile(_ path: String) -> Bool {
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        let head = (try? handle.read(upToCount: 65_536)) ?? Data()
+        return head.range(of: Data(#""experimently-scenario/1""#.utf8)) != nil
+    }
+}
+
+/// An output the harness refused to write because its path holds a scenario file.
+struct OutputOverScenarioError: LocalizedError, CustomStringConvertible {
+    /// The scenario file's path.
+    let path: String
+    var description: String { "\(path) is a scenario file: an output never replaces one (name another file)" }
+    var errorDescription: String? { description }
 }
 
 /// Why an output of the harness could not be written to a FIFO (`Data.writeOutput(to:)`).

@@ -282,16 +282,36 @@ public final class MockBackend: MockRequestHandler, Sendable {
 
     /// Produces the outcome for a registered request (may suspend) and records it.
     func complete(_ ticket: Ticket, transport: Transport) async -> MockOutcome {
-        let outcome = await decideOutcome(ticket, transport: transport)
+        var outcome = await decideOutcome(ticket, transport: transport)
+        if ticket.decision != nil { outcome = Self.sendable(outcome) }   // the model's own answers always are
         record(ticket, outcome)
         return outcome
+    }
+
+    /// `outcome`, or a 500 naming the problem when its response could not be sent as it is (a
+    /// status outside 200...999, a header field no HTTP/1.1 message may carry: see
+    /// ``HeaderField/problem(name:value:)``). Decided before history records it, so every
+    /// transport sends what history says (a fault built in code can hold such a field; the
+    /// fault rules' parser refuses one). Before, the TCP server swapped in its own 500 while
+    /// history recorded the scripted status, and the in-process transport delivered the field.
+    static func sendable(_ outcome: MockOutcome) -> MockOutcome {
+        let response: MockResponse
+        switch outcome {
+        case .respond(let r), .dropMidBody(let r, _): response = r
+        default: return outcome
+        }
+        let problem = (200...999).contains(response.status) ? response.headers.lazy.compactMap { HeaderField.problem(name: $0.name, value: $0.value) }.first
+            : "status \(response.status) is no final status"
+        guard let problem else { return outcome }
+        return .respond(BackendModel.detail(500, "mock fault produced a response no transport can send: \(problem)"))
     }
 
     /// The outcome, recorded, when it needs no suspension (no delay, hold or in-process
     /// timeout); nil otherwise (then call ``complete(_:transport:)``). The in-process transport
     /// uses it to answer inside `startLoading` without a task hop.
     func completeImmediately(_ ticket: Ticket) -> MockOutcome? {
-        guard let outcome = immediateOutcome(ticket) else { return nil }
+        guard var outcome = immediateOutcome(ticket) else { return nil }
+        if ticket.decision != nil { outcome = Self.sendable(outcome) }   // the model's own answers always are
         record(ticket, outcome)
         return outcome
     }

@@ -22,6 +22,33 @@ public struct HeaderField: Codable, Sendable, Equatable {
     public var value: String
     /// Creates a field.
     public init(name: String, value: String) { self.name = name; self.value = value }
+
+    /// Why a field with `name` and `value` cannot be sent in an HTTP/1.1 message, or `nil` when it
+    /// can: the name must be a token (RFC 9110 section 5.1: visible ASCII without delimiters), the
+    /// value must hold no CR, LF, NUL or other control character but tab (section 5.5: a value
+    /// with CR, LF or NUL is invalid, and a sender must not generate one). Both transports and
+    /// the fault rules' parser use it, so a field one of them could not send never exists.
+    public static func problem(name: String, value: String) -> String? {
+        if name.isEmpty { return "an empty header name" }
+        let delimiters = Array("()<>@,;:\\\"/[]?={}".utf8)
+        if let bad = name.unicodeScalars.first(where: { $0.value <= 0x20 || $0.value >= 0x7F || delimiters.contains(UInt8($0.value)) }) {
+            return "header name \(name.debugDescription) holds \(Self.describe(bad)), which no token may (RFC 9110 section 5.1)"
+        }
+        if let bad = value.unicodeScalars.first(where: { ($0.value < 0x20 && $0.value != 0x09) || $0.value == 0x7F }) {
+            return "the value of header \(name.debugDescription) holds \(Self.describe(bad)) (RFC 9110 section 5.5: no CR, LF, NUL or other control character)"
+        }
+        return nil
+    }
+
+    private static func describe(_ scalar: Unicode.Scalar) -> String {
+        switch scalar {
+        case "\r": return "a CR"
+        case "\n": return "an LF"
+        case "\0": return "a NUL"
+        case " ": return "a space"
+        default: return scalar.isASCII && scalar.value >= 0x21 && scalar.value < 0x7F ? "'\(scalar)'" : String(format: "U+%04X", scalar.value)
+        }
+    }
 }
 
 /// A scriptable fault: which requests it matches, on which occurrences it fires, and what it does.
@@ -310,9 +337,13 @@ public enum FaultAction: Codable, Sendable, Equatable {
             try StrictKeys.check(d, RespondKeys.self)
             let r = try d.container(keyedBy: RespondKeys.self)
             let status = try r.decode(Int.self, forKey: .status)
-            guard (100...599).contains(status) else { throw Self.fail(d, "status must be 100...599, got \(status)") }
+            // A final status: 1xx are interim answers, which no transport can deliver as the answer.
+            guard (200...599).contains(status) else { throw Self.fail(d, "status must be 200...599 (a final status), got \(status)") }
             var headers = (try r.decodeIfPresent([String: String].self, forKey: .headers) ?? [:])
                 .sorted { $0.key < $1.key }.map { HeaderField(name: $0.key, value: $0.value) }
+            if let problem = headers.lazy.compactMap({ HeaderField.problem(name: $0.name, value: $0.value) }).first {
+                throw Self.fail(d, "'headers': \(problem)")
+            }
             let json = try r.decodeIfPresent(JSONValue.self, forKey: .json)
             let text = try r.decodeIfPresent(String.self, forKey: .body)
             if json != nil && text != nil { throw Self.fail(d, "'respond' takes 'json' or 'body', not both") }
@@ -325,7 +356,10 @@ public enum FaultAction: Codable, Sendable, Equatable {
             let r = try d.container(keyedBy: RateKeys.self)
             guard r.allKeys.count == 1 else { throw Self.fail(d, "'rate_limited' needs exactly one of: retry_after_seconds, retry_after_date, retry_after_date_in_seconds") }
             if let s = try r.decodeIfPresent(Int.self, forKey: .retryAfterSeconds) { self = .rateLimited(.seconds(s)) }
-            else if let s = try r.decodeIfPresent(String.self, forKey: .retryAfterDate) { self = .rateLimited(.httpDate(s)) }
+            else if let s = try r.decodeIfPresent(String.self, forKey: .retryAfterDate) {
+                if let problem = HeaderField.problem(name: "Retry-After", value: s) { throw Self.fail(d, "'retry_after_date': \(problem)") }
+                self = .rateLimited(.httpDate(s))
+            }
             else { self = .rateLimited(.httpDateIn(seconds: try r.decode(Int.self, forKey: .retryAfterDateIn))) }
         case .delay:
             try StrictKeys.check(d, DelayKeys.self)
@@ -359,8 +393,9 @@ public enum FaultAction: Codable, Sendable, Equatable {
         case .wrongContentType:
             try StrictKeys.check(d, ContentTypeKeys.self)
             let w = try d.container(keyedBy: ContentTypeKeys.self)
-            self = .wrongContentType(contentType: try w.decodeIfPresent(String.self, forKey: .contentType) ?? "text/html",
-                                     body: try w.decodeIfPresent(String.self, forKey: .body))
+            let contentType = try w.decodeIfPresent(String.self, forKey: .contentType) ?? "text/html"
+            if let problem = HeaderField.problem(name: "Content-Type", value: contentType) { throw Self.fail(d, "'content_type': \(problem)") }
+            self = .wrongContentType(contentType: contentType, body: try w.decodeIfPresent(String.self, forKey: .body))
         }
     }
 

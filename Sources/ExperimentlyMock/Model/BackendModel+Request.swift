@@ -117,9 +117,12 @@ final class IncomingRequest: Sendable {
         return pieces
     }
 
-    /// The first query value named `name`: nil when absent, `.some(nil)` when present but not UTF-8.
+    /// The query value named `name` as the backend reads it: the last one when the name repeats
+    /// (FastAPI reads a scalar query parameter with Starlette's `QueryParams.get`, whose
+    /// dictionary keeps the last pair: `user_id=a&user_id=b` is user "b"); nil when absent,
+    /// `.some(nil)` when present but not UTF-8.
     func query(_ name: String) -> String?? {
-        guard let pair = queryPairs.first(where: { $0.name.isExactly(name) }) else { return nil }
+        guard let pair = queryPairs.last(where: { $0.name.isExactly(name) }) else { return nil }
         return .some(pair.value)
     }
 
@@ -128,7 +131,16 @@ final class IncomingRequest: Sendable {
 }
 
 /// Percent-decoding of URL components (RFC 3986 section 2.1).
-enum PercentDecoding {
+public enum PercentDecoding {
+    /// A query name or value as the backend reads it: `%XX` escapes decoded and `+` read as a
+    /// space (HTML form encoding, as Starlette's `parse_qsl`), so `user_id=a+b` is user "a b";
+    /// `nil` when an escape is malformed or the bytes are not UTF-8. The harness reads queries
+    /// with it too, so its checks and matchers see the user the backend served.
+    public static func queryComponent(_ s: String) -> String? {
+        guard s.utf8.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }) else { return s }
+        return decode(s[...], plusAsSpace: true).flatMap { String(validating: $0, as: UTF8.self) }
+    }
+
     /// Decodes `%XX` escapes (and `+` as space when `plusAsSpace`); nil on a malformed escape.
     static func decode(_ s: Substring, plusAsSpace: Bool) -> [UInt8]? {
         var out: [UInt8] = []

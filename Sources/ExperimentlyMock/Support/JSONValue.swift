@@ -31,12 +31,15 @@ public enum JSONValue: Sendable, Equatable, Hashable, Codable {
         throw DecodingError.dataCorruptedError(in: c, debugDescription: "not a JSON value")
     }
 
-    /// Encodes the value as itself.
+    /// Encodes the value as itself; a number JSON cannot hold (infinity, NaN: an SDK may decode
+    /// `1e400` in a body as infinity) as the string `"Infinity"`, `"-Infinity"` or `"NaN"`, so a
+    /// verdict or worker record that quotes it is still written (a `JSONEncoder` throws on one).
     public func encode(to encoder: Encoder) throws {
         var c = encoder.singleValueContainer()
         switch self {
         case .null: try c.encodeNil()
         case .bool(let b): try c.encode(b)
+        case .number(let n) where !n.isFinite: try c.encode(n.isNaN ? "NaN" : n > 0 ? "Infinity" : "-Infinity")
         case .number(let n): try c.encode(n)
         case .string(let s): try c.encode(s)
         case .array(let a): try c.encode(a)
@@ -250,6 +253,9 @@ public struct ParsedJSON: Sendable, Equatable {
     public var value: JSONValue
     /// Paths (object keys as `String`, array indices as `Int`) of strings that held a lone surrogate.
     public var loneSurrogatePaths: [[JSONPathComponent]]
+    /// Paths of numbers too large for a double (`1e400`): RFC 8259 section 6 lets a parser limit
+    /// the range; the value holds infinity there, which no JSON encoder can write back.
+    public var nonFiniteNumberPaths: [[JSONPathComponent]] = []
 }
 
 /// One step of a JSON path: an object member name or an array index.
@@ -302,7 +308,7 @@ extension JSONValue {
         let value = try parser.parseValue(depth: 0)
         parser.skipWhitespace()
         if parser.index != parser.bytes.count { throw parser.error("unexpected content after the JSON value") }
-        return ParsedJSON(value: value, loneSurrogatePaths: parser.loneSurrogatePaths)
+        return ParsedJSON(value: value, loneSurrogatePaths: parser.loneSurrogatePaths, nonFiniteNumberPaths: parser.nonFiniteNumberPaths)
     }
 }
 
@@ -312,6 +318,7 @@ private struct JSONByteParser {
     var index = 0
     var path: [JSONPathComponent] = []
     var loneSurrogatePaths: [[JSONPathComponent]] = []
+    var nonFiniteNumberPaths: [[JSONPathComponent]] = []
 
     init(bytes: [UInt8]) { self.bytes = bytes }
 
@@ -407,6 +414,7 @@ private struct JSONByteParser {
         }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
         guard let value = Double(text) else { throw JSONParseError(offset: start, message: "invalid number") }
+        if !value.isFinite { nonFiniteNumberPaths.append(path) }
         return value
     }
 

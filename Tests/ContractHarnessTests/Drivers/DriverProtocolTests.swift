@@ -136,6 +136,36 @@ final class DriverProtocolTests: XCTestCase {
         XCTAssertNil(DriverMessageDecoder.topLevelID(in: Data(#"{"a": {"id": 3}}"#.utf8)))
     }
 
+    /// A sixth outside tester: an adapter that closed its standard output and kept running was
+    /// never seen (`/bin/sh -c` held the pipe while it waited for the adapter), so every later
+    /// scenario waited out its step limit on the same silent adapter. Now a simple command runs
+    /// as `exec command`: the closed output is the adapter's death at once, and the next
+    /// scenario gets a new adapter.
+    func testAnAdapterThatClosesItsStandardOutputIsACrashAtOnceAndIsReplaced() async throws {
+        // The first adapter closes its output at its first `perform` and sleeps; the next answers.
+        let script = try Self.evaluateFlagAdapter(name: "mute", perform: #"""
+        exec("import os, time\nif not os.path.exists(sys.argv[1]):\n    open(sys.argv[1], 'w').close(); os.close(1); time.sleep(30)"); print(json.dumps({"id": m["id"], "result": {"value": {"key": "sdk_contract_flag", "enabled": True, "reason": "rollout"}}}), flush=True)
+        """#)
+        let marker = FileManager.default.temporaryDirectory.appendingPathComponent("mute-\(getpid()).done")
+        defer { try? FileManager.default.removeItem(at: script); try? FileManager.default.removeItem(at: marker) }
+        try? FileManager.default.removeItem(at: marker)
+        let driver = try await ProcessSDKDriver.launch(command: "python3 \(script.path) \(marker.path)")
+        let scenario = try ScenarioParser.parse(Data("""
+        {"format": "experimently-scenario/1", "name": "mute", "description": "an adapter that closes its output", "steps": [
+          {"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "u", "expect": {"value": {"enabled": true}}}]}
+        """.utf8), file: "mute.json")
+        let first = await ScenarioRunner(driver: driver, stepTimeoutCap: 20_000).run(scenario)
+        let second = await ScenarioRunner(driver: driver, stepTimeoutCap: 20_000).run(scenario)
+        await driver.shutdown()
+        XCTAssertEqual(first.status, .crashed, first.reason ?? "")
+        XCTAssertTrue((first.reason ?? "").contains("closed its standard output"), first.reason ?? "")
+        XCTAssertLessThan(first.durationMilliseconds, 10_000, "seen at once, not at the step limit")
+        XCTAssertEqual(second.status, .passed, second.firstFailure?.message ?? second.reason ?? "")
+        XCTAssertEqual(DriverConnection.execing("python3 driver.py --x 'a b'"), "exec python3 driver.py --x 'a b'")
+        XCTAssertEqual(DriverConnection.execing("cd x && ./adapter"), "cd x && ./adapter")
+        XCTAssertEqual(DriverConnection.execing("FOO=1 ./adapter"), "FOO=1 ./adapter")
+    }
+
     func testAnAdapterThatNeverAnswersMeetsTheStepDeadlineAndItsStderrIsQuoted() async throws {
         let script = try Self.evaluateFlagAdapter(name: "silent", perform: #"""
         sys.stderr.write("deadlock in evaluate_flag\n"); sys.stderr.flush()

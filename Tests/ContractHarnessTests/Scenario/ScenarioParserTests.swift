@@ -93,7 +93,7 @@ final class ScenarioParserTests: XCTestCase {
         expectError("{\(head), \"steps\": [{\"fault\": {\"action\": {\"hold\": {}, \"delay\": {\"seconds\": 1}}}, \"id\": \"f\"}]}",
                     path: "$.steps[0].fault.action", contains: "exactly one of")
         expectError("{\(head), \"steps\": [{\"fault\": {\"action\": {\"respond\": {\"status\": -5}}}, \"id\": \"f\"}]}",
-                    path: "$.steps[0].fault.action.respond", contains: "100...599")
+                    path: "$.steps[0].fault.action.respond", contains: "200...599")
         expectError("{\(head), \"steps\": [{\"fault\": {\"action\": {\"hold\": {}}}, \"id\": \"f\"}, {\"fault\": {\"action\": {\"hold\": {}}}, \"id\": \"f\"}]}",
                     path: "$.steps[1].id", contains: "not used before")
     }

@@ -264,7 +264,7 @@ final class MockBackendFaultTests: XCTestCase {
             (#"{"match":{"user_id":"bob"},"action":{"hold":{}}}"#, "unknown key 'user_id' at match.user_id"),
             (#"{"when":{"nth":0},"action":{"hold":{}}}"#, "'nth' must be at least 1, got 0"),
             (#"{"action":{"hold":{},"delay":{"seconds":1}}}"#, "'action' needs exactly one of"),
-            (#"{"action":{"respond":{"status":700}}}"#, "status must be 100...599, got 700"),
+            (#"{"action":{"respond":{"status":700}}}"#, "status must be 200...599 (a final status), got 700"),
         ]
         for (json, message) in bad {
             XCTAssertThrowsError(try decodeRule(json), json) { XCTAssertTrue("\($0)".contains(message), "\(json): \($0)") }

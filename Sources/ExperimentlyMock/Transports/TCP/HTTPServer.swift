@@ -361,10 +361,8 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
         }
         var wantsClose = false
         for (name, value) in response.headers {
-            let nameOK = !name.isEmpty && name.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && !"()<>@,;:\\\"/[]?={}".utf8.contains($0) }
-            let valueOK = value.utf8.allSatisfy { $0 != 0x0D && $0 != 0x0A && $0 != 0 }
-            guard nameOK && valueOK else {
-                return (errorResponse(status: 500, detail: "mock handler returned an invalid header field \(name.debugDescription)"), false)
+            if let problem = HeaderField.problem(name: name, value: value) {
+                return (errorResponse(status: 500, detail: "mock handler returned an invalid header field: \(problem)"), false)
             }
             if name.lowercased() == "connection" && value.lowercased().contains("close") { wantsClose = true }
         }
