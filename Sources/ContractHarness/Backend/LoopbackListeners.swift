@@ -9,6 +9,13 @@ import ExperimentlyMock
 final class LoopbackListeners: Sendable {
     private let servers: [String: MockHTTPServer]
 
+    /// The request size limits of an adapter's listeners: far above `serve`'s (16 KiB of head,
+    /// 1 MiB of body), so that what a scenario can ask of an SDK reaches the backend model as
+    /// in process (a user id of 1,500 emoji is 18 KiB of query: the model answers 422 as
+    /// CONTRACT.md section 2 says, where the default head limit answered 431 before the model
+    /// saw it and history had no request; a sixth outside tester). 4 MiB of head, 64 MiB of body.
+    static let limits = MockHTTPParserLimits(maxHeaderBytes: 4 << 20, maxBodyBytes: 64 << 20)
+
     /// Starts one listener per client in `clients`.
     ///
     /// - Parameter canonicalHost: the `Host` value (`host:port`) the in-process transport would
@@ -19,7 +26,7 @@ final class LoopbackListeners: Sendable {
         do {
             for client in clients {
                 let handler = HostRewriter(backend: backend, host: canonicalHost(client))
-                let server = MockHTTPServer(handler: handler, configuration: .init(shutdownGracePeriod: 1))
+                let server = MockHTTPServer(handler: handler, configuration: .init(shutdownGracePeriod: 1, limits: Self.limits))
                 try server.start()
                 servers[client] = server
             }
