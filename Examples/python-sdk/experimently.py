@@ -5,6 +5,7 @@ epoch; no lock is held while a request is on the wire. Time comes from an inject
 (`SystemClock` by default; the driver injects a virtual one so TTLs and deadlines follow the
 harness's clock).
 """
+import math
 import http.client
 import json
 import socket
@@ -132,8 +133,22 @@ def _quote(text):
 
 
 def _timestamp(seconds):
-    dt = datetime.fromtimestamp(seconds, tz=timezone.utc)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (int(round(seconds * 1000)) % 1000)
+    # ISO-8601 UTC with milliseconds and Z (CONTRACT.md section 1), the instant floored to the
+    # millisecond, by arithmetic (proleptic Gregorian, H. Hinnant's civil_from_days): datetime
+    # stops at year 9999, and rounding the milliseconds apart from the seconds sent
+    # 1700000000.9996 as ...:20.000Z.
+    millis = math.floor(seconds * 1000)
+    days, ms = divmod(millis, 86400000)
+    z = days + 719468
+    era = (z if z >= 0 else z - 146096) // 146097
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    d = doy - (153 * mp + 2) // 5 + 1
+    m = mp + 3 if mp < 10 else mp - 9
+    y = yoe + era * 400 + (1 if m <= 2 else 0)
+    return "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ" % (y, m, d, ms // 3600000, ms // 60000 % 60, ms // 1000 % 60, ms % 1000)
 
 
 class Flight:

@@ -577,6 +577,11 @@ public enum HarnessCommand {
                 }
                 cap = n
             }
+            // `run` options this command does not honour are refused, not ignored (a sixth outside
+            // tester: `mutants --list` ran the whole matrix).
+            if let ignored = rest.first(where: { ["--list", "--sdk-command", "--mutant", "--junit", "--html", "--mermaid"].contains($0) }) {
+                throw UsageError("mutants takes no \(ignored) (its options: PATH..., --filter, --jobs, --step-timeout-ms, --full, --verdict)")
+            }
             options = try parseRun(rest)
             if !rest.contains("--verdict") { options.verdict = "mutants-verdict.json" }
             try checkWritable(options.verdict, option: "--verdict")

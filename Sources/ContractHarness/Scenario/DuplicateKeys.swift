@@ -54,7 +54,8 @@ enum DuplicateKeys {
         let simple = !key.isEmpty && key.unicodeScalars.allSatisfy { s in
             (s >= "a" && s <= "z") || (s >= "A" && s <= "Z") || (s >= "0" && s <= "9") || s == "_" || s == "-"
         }
-        return simple ? "." + key : "[" + JSONValue.string(key).jsonText + "]"
+        // Escaped when not in NFC (`unambiguousJSONText`), so two spellings never read alike.
+        return simple ? "." + key : "[" + JSONValue.string(key).unambiguousJSONText + "]"
     }
 
     /// A minimal walk over valid JSON (values, objects with their keys, arrays with indices)

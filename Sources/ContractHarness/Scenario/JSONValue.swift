@@ -43,8 +43,8 @@ extension JSONValue: CustomStringConvertible {
             }
             if let d = DuplicateKeys.first(in: [UInt8](data)) {
                 throw ScenarioError(file: file, path: d.path, expected: "each key at most once per object",
-                                    found: "the key \(JSONValue.string(d.key).jsonText) a second time"
-                                        + (d.equivalentOnly ? " (a canonically equivalent spelling of an earlier key)" : ""))
+                                    found: "the key \(JSONValue.string(d.key).unambiguousJSONText) a second time"
+                                        + (d.equivalentOnly ? " (a canonically equivalent spelling of an earlier key: two member names that differ only so cannot be kept apart in one object here; as identity data, such as two clients, use names that differ otherwise)" : ""))
             }
             return value
         } catch let error as ScenarioError {

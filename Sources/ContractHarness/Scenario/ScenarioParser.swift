@@ -81,6 +81,20 @@ public enum ScenarioParser {
         var ctx = StepContext(file: file, clients: clientNames, hasApp: app != nil)
         ctx.appClient = app?.client
         let steps = try rawSteps.enumerated().map { i, raw in try ctx.parseStep(raw, path: "$.steps[\(i)]") }
+        // A `persisted` assertion or a `seed_store` step on a client without a store would check
+        // or write nothing ("Nothing passes unchecked"; a sixth outside tester: one passed).
+        for (i, step) in steps.enumerated() {
+            let named: (String, String)?
+            switch step {
+            case .expect(.persisted(let client, _, _, _, _, _)): named = (client, "$.steps[\(i)].assert.persisted")
+            case .seedStore(let client, _, _, _, _): named = (client, "$.steps[\(i)].seed_store")
+            default: named = nil
+            }
+            if let (client, path) = named, let entry = clients.first(where: { $0.0.isExactly(client) }), entry.1 == nil {
+                throw ScenarioError(file: file, path: path, expected: "a client with an offline store (its \"store\" is not null)",
+                                    found: "client '\(client)', whose \"store\" is null: nothing is persisted, so this checks nothing")
+            }
+        }
         let checks = try r.optionalStrings("checks") ?? []
         for (i, check) in checks.enumerated() where !Scenario.knownChecks.contains(check) {
             throw ScenarioError(file: file, path: "$.checks[\(i)]", expected: "one of \(Scenario.knownChecks.joined(separator: ", "))",
