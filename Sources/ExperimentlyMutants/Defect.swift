@@ -28,6 +28,7 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
     case canonicalIdentity = "canonical-identity"
     case unregisterBeforeCacheWrite = "unregister-before-cache-write"
     case joinFinishedFlight = "join-finished-flight"
+    case timestampWholeSeconds = "timestamp-whole-seconds"
 
     /// What the broken SDK does, in one line.
     public var summary: String {
@@ -61,6 +62,8 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
             return "unregisters the in-flight request, then awaits the offline-store write before caching: a call in between sends a second request"
         case .joinFinishedFlight:
             return "takes the waiting callers, then awaits the offline-store write before caching, unregistering and answering them: a call joining in between is never answered"
+        case .timestampWholeSeconds:
+            return "sends an event's timestamp cut to the whole second (`...:20.000Z` for 20.9996 s), as a Python example SDK did"
         }
     }
 

@@ -133,6 +133,7 @@ public final class MutantClient: @unchecked Sendable {
 
     /// Records an event and reports whether every request succeeded.
     public func trackWithStatus(_ event: TrackEvent) async -> Bool {
+        let event = onTheWire(event)
         if event.hasKey {
             guard let body = try? encode(event), let (status, _) = try? await send("POST", "/api/v1/tracking/track", body: body) else { return false }
             return (200..<300).contains(status)
@@ -142,7 +143,16 @@ public final class MutantClient: @unchecked Sendable {
 
     /// Records events in batches of 100.
     public func trackBatch(_ events: [TrackEvent]) async -> Bool {
-        await sendBatches(events.flatMap { $0.hasKey ? [$0] : fanOut($0) })
+        await sendBatches(events.map(onTheWire).flatMap { $0.hasKey ? [$0] : fanOut($0) })
+    }
+
+    /// The event as this variant sends it: with `timestamp-whole-seconds`, its timestamp cut to
+    /// the whole second; otherwise as given.
+    private func onTheWire(_ event: TrackEvent) -> TrackEvent {
+        guard has(.timestampWholeSeconds), let t = event.timestamp else { return event }
+        return TrackEvent(userId: event.userId, eventName: event.eventName, properties: event.properties?.mapValues(\.value),
+                          experimentKey: event.experimentKey, featureFlagKey: event.featureFlagKey, value: event.value,
+                          eventType: event.eventType, timestamp: Date(timeIntervalSince1970: t.timeIntervalSince1970.rounded(.down)))
     }
 
     /// Cached unexpired assignments of a user, oldest first.

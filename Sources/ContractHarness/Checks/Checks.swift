@@ -42,6 +42,7 @@ enum Checks {
         case "no_stale_after_logout": problems = await noStaleAfterLogout(c)
         case "golden_vectors": problems = await goldenVectors(c)
         case "contract_smoke": problems = smoke(c)
+        case "event_payload": problems = eventPayload(c)
         default: problems = [("unknown check \(name)", [])]
         }
         if problems.isEmpty { return [CheckResult(name: name, passed: true)] }

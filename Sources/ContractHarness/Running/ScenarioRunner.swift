@@ -1457,6 +1457,8 @@ final class ScenarioExecution: @unchecked Sendable {
             if let v = e.featureFlagKey { o["flag"] = .string(v) }
             if let v = e.value { o["value"] = .number(v) }
             if let v = e.properties { o["properties"] = v }
+            if let v = e.eventType { o["event_type"] = .string(v) }
+            if let v = e.timestamp { o["timestamp"] = .number(v) }
             return .object(o)
         }
         switch op {

@@ -41,7 +41,7 @@ public struct Scenario: Sendable {
     /// The names of the named checks a scenario may list.
     public static let knownChecks = ["stickiness", "fan_out", "exposure_after_display", "no_stale_after_logout",
                                      "single_flight", "no_fallback_on_404", "batch_chunking", "golden_vectors",
-                                     "no_stale_write", "offline_fallback", "contract_smoke"]
+                                     "no_stale_write", "offline_fallback", "contract_smoke", "event_payload"]
 }
 
 /// Settings of the reference app of CONTRACT.md section 8.

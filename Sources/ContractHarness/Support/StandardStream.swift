@@ -52,7 +52,7 @@ extension Data {
     /// a FIFO or a symlink gets the bytes and is never replaced by a regular file.
     ///
     /// Unless `mayReplaceScenario` (the commands that write scenario files), it never writes over
-    /// a scenario file (a regular file whose first 64 KiB hold `"experimently-scenario/1"`): a
+    /// a scenario file (`isScenarioFile`: `"format": "experimently-scenario/1"` in its head): a
     /// `--verdict` or `--html` naming a scenario by mistake would delete it (a sixth outside
     /// tester lost one that way).
     ///
@@ -77,14 +77,16 @@ extension Data {
 }
 
 extension Data {
-    /// Whether `path` is a regular file (after symbolic links) that starts like a scenario file:
-    /// its first 64 KiB hold `"experimently-scenario/1"`.
+    /// Whether `path` is a regular file (after symbolic links) that reads like a scenario file:
+    /// its first 64 KiB hold a member `"format"` whose value is `"experimently-scenario/1"`
+    /// (whitespace allowed around the colon; also a file too broken to parse, so a scenario being
+    /// edited is kept too).
     static func isScenarioFile(_ path: String) -> Bool {
         var info = stat()
         guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, let handle = FileHandle(forReadingAtPath: path) else { return false }
         defer { try? handle.close() }
-        let head = (try? handle.read(upToCount: 65_536)) ?? Data()
-        return head.range(of: Data(#""experimently-scenario/1""#.utf8)) != nil
+        let head = String(decoding: (try? handle.read(upToCount: 65_536)) ?? Data(), as: UTF8.self)
+        return head.range(of: #""format"\s*:\s*"experimently-scenario/1""#, options: .regularExpression) != nil
     }
 }
 

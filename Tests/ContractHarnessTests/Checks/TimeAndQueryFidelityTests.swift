@@ -108,4 +108,30 @@ final class TimeAndQueryFidelityTests: XCTestCase {
         }
         XCTAssertEqual(digests.count, 1, "\(digests)")
     }
+
+    /// `event_payload`: events carry what the call gave (CONTRACT.md section 1). The shipped file
+    /// passes the shipping SDK and the faithful variant and fails `timestamp-whole-seconds`
+    /// naming the instant; the timestamp reader takes years of four digits or more, and before 1970.
+    func testEventPayloadJudgesTimestampsAndFields() async throws {
+        let file = Repository.root.appendingPathComponent("scenarios/field-event-payload-timestamps-and-fields.json").path
+        let scenario = try ScenarioParser.parse(Data(contentsOf: URL(fileURLWithPath: file)), file: file)
+        for (driver, what) in [(SwiftSDKDriver(), "shipping SDK"), (MutantRun.driver(nil), "faithful variant")] {
+            let result = await ScenarioRunner(driver: driver).run(scenario)
+            XCTAssertEqual(result.status, .passed, "\(what): \(result.firstFailure?.message ?? "")")
+        }
+        let broken = await ScenarioRunner(driver: MutantRun.driver(.timestampWholeSeconds)).run(scenario)
+        XCTAssertEqual(broken.firstFailure?.name, "event_payload")
+        XCTAssertTrue((broken.firstFailure?.message ?? "").contains("2023-11-14T22:13:20.999Z to the millisecond"), broken.firstFailure?.message ?? "")
+
+        XCTAssertEqual(Checks.isoMillisSeconds(.string("2023-11-14T22:13:20.999Z")), 1_700_000_000.999)
+        XCTAssertEqual(Checks.isoMillisSeconds(.string("1969-12-31T23:59:59.500Z")), -0.5)
+        XCTAssertEqual(Checks.isoMillisSeconds(.string("10000-01-01T00:00:00.000Z")), 253_402_300_800)
+        for bad in ["2023-11-14T22:13:20Z", "2023-11-14T22:13:20.99Z", "2023-11-14 22:13:20.999Z", "2023-13-14T22:13:20.999Z", "2023-11-14T22:13:20.999+00:00"] {
+            XCTAssertNil(Checks.isoMillisSeconds(.string(bad)), bad)
+        }
+        let given: JSONValue = .object(["user": .string("u"), "name": .string("buy"), "value": .number(2), "timestamp": .number(10.0005)])
+        XCTAssertEqual(Checks.payloadDifferences(sent: .object(["event_type": .string("buy"), "value": .number(2), "timestamp": .string("1970-01-01T00:00:10.000Z")]), given: given), [])
+        XCTAssertEqual(Checks.payloadDifferences(sent: .object(["event_type": .string("buy"), "value": .number(2), "timestamp": .string("1970-01-01T00:00:10.001Z")]), given: given), [])
+        XCTAssertEqual(Checks.payloadDifferences(sent: .object(["event_type": .string("buy"), "timestamp": .string("1970-01-01T00:00:10.000Z")]), given: given).count, 1)
+    }
 }

@@ -1,0 +1,114 @@
+import Foundation
+import ExperimentlyMock
+
+extension Checks {
+    /// Every event object the SDK sends (a `/track` body, each entry of a `/batch`) carries what a
+    /// tracking call of the runner gave for that user and event name (CONTRACT.md section 1, event
+    /// object): `event_type` is the call's `eventType`, else its name; `value` and `metadata` (the
+    /// properties) are there exactly when given, and equal; `timestamp` is there exactly when given,
+    /// written as ISO-8601 UTC with milliseconds and `Z`, naming the given instant to the
+    /// millisecond (cut or rounded: within 1 ms). A fanned-out entry carries the keys the cache
+    /// gave it (`fan_out` judges those). An event no runner call gave (the reference app's, an
+    /// exposure) is judged by the other checks. Identity is exact: users and names by Unicode
+    /// scalars. A sixth outside tester: an example SDK sent `...:20.000Z` for 20.9996 s and no
+    /// check looked.
+    static func eventPayload(_ c: CheckContext) -> [(String, [String])] {
+        var given: [String: [JSONValue]] = [:]   // exact user \0 exact name -> the events given
+        for e in c.history where e.kind == .invoke && ["track", "trackWithStatus", "trackBatch"].contains(e.name ?? "") {
+            let events: [JSONValue]
+            if e.name == "trackBatch" { if case .array(let a)? = e.detail { events = a } else { events = [] } } else { events = [e.detail ?? .null] }
+            for event in events {
+                guard case .string(let user)? = event["user"], case .string(let name)? = event["name"] else { continue }
+                given[exact(user) + "\0" + exact(name), default: []].append(event)
+            }
+        }
+        var problems: [(String, [String])] = []
+        for (event, record) in c.requests {
+            let wire: [JSONValue]
+            switch record.path {
+            case "/api/v1/tracking/track": wire = record.body.map { [$0] } ?? []
+            case "/api/v1/tracking/batch": wire = record.events
+            default: continue
+            }
+            for sent in wire {
+                if let stamp = sent["timestamp"], stamp != .null, Self.isoMillisSeconds(stamp) == nil {
+                    problems.append(("request #\(record.seq) sends the timestamp \(stamp) for user \(Attribution.show(sent["user_id"]?.stringValue ?? "?")), which is no ISO-8601 UTC time with milliseconds and Z (CONTRACT.md section 1)",
+                                     c.slice(around: [event.index], radius: 1)))
+                    continue
+                }
+                guard case .string(let user)? = sent["user_id"], case .string(let name)? = sent["event_name"],
+                      let calls = given[exact(user) + "\0" + exact(name)], !calls.isEmpty else { continue }
+                let differences = calls.map { Self.payloadDifferences(sent: sent, given: $0) }
+                guard !differences.contains(where: \.isEmpty) else { continue }
+                let closest = differences.min { $0.count < $1.count } ?? []
+                problems.append(("request #\(record.seq) sends event '\(Attribution.show(name))' of user \(Attribution.show(user)) with "
+                                 + closest.joined(separator: "; ") + " (CONTRACT.md section 1, event object)",
+                                 c.slice(around: [event.index], radius: 1)))
+            }
+        }
+        return problems
+    }
+
+    /// How the event object `sent` differs from the event a call gave (`given`, as the history's
+    /// invoke records it: `name`, `event_type`, `value`, `properties`, `timestamp` in seconds).
+    static func payloadDifferences(sent: JSONValue, given: JSONValue) -> [String] {
+        var out: [String] = []
+        let type = given["event_type"] ?? given["name"] ?? .null
+        if sent["event_type"].map({ $0 != type }) ?? true { out.append("event_type \(sent["event_type"]?.description ?? "absent") where the call gave \(type)") }
+        func present(_ v: JSONValue?) -> JSONValue? { v == .null ? nil : v }
+        switch (present(sent["value"]), present(given["value"])) {
+        case (nil, nil): break
+        case (.number(let a)?, .number(let b)?) where abs(a - b) <= 1e-9 * max(1, abs(b)): break
+        case (let a, let b): out.append("value \(a?.description ?? "absent") where the call gave \(b?.description ?? "none")")
+        }
+        if present(sent["metadata"]) != present(given["properties"]) {
+            out.append("metadata \(present(sent["metadata"])?.description ?? "absent") where the call gave properties \(present(given["properties"])?.description ?? "none")")
+        }
+        switch (present(sent["timestamp"]), present(given["timestamp"])) {
+        case (nil, nil): break
+        case (let a?, .number(let t)?):
+            if let s = isoMillisSeconds(a), abs(s - t) < 0.001 + 1e-6 { break }
+            out.append("timestamp \(a) where the call gave \(t) s, \(isoMillisText(t)) to the millisecond")
+        case (let a, let b):
+            out.append("timestamp \(a?.description ?? "absent") where the call gave \(b.map { "\($0) s" } ?? "none")")
+        }
+        return out
+    }
+
+    /// The seconds since 1970 an ISO-8601 UTC time with milliseconds and `Z` names
+    /// (`2023-11-14T22:13:20.999Z`; a year of four digits or more), or `nil` for anything else.
+    static func isoMillisSeconds(_ value: JSONValue) -> Double? {
+        guard case .string(let text) = value else { return nil }
+        let u = Array(text.utf8)
+        guard u.count >= 24, u.last == UInt8(ascii: "Z") else { return nil }
+        let y = u.count - 20   // digits of the year
+        func num(_ from: Int, _ count: Int) -> Int64? {
+            var v: Int64 = 0
+            for i in from..<(from + count) { guard (48...57).contains(u[i]) else { return nil }; v = v * 10 + Int64(u[i] - 48) }
+            return v
+        }
+        let marks: [(Int, UInt8)] = [(y, 45), (y + 3, 45), (y + 6, 84), (y + 9, 58), (y + 12, 58), (y + 15, 46)]
+        guard y >= 4, y <= 9, marks.allSatisfy({ u[$0.0] == $0.1 }),
+              let year = num(0, y), let month = num(y + 1, 2), let day = num(y + 4, 2), let hour = num(y + 7, 2),
+              let minute = num(y + 10, 2), let second = num(y + 13, 2), let millis = num(y + 16, 3),
+              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 60 else { return nil }
+        // Days from the civil date (proleptic Gregorian; H. Hinnant's days_from_civil).
+        let yy = month <= 2 ? year - 1 : year
+        let era = (yy >= 0 ? yy : yy - 399) / 400
+        let yoe = yy - era * 400
+        let doy = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        let days = era * 146_097 + doe - 719_468
+        return Double(days * 86_400 + hour * 3600 + minute * 60 + second) + Double(millis) / 1000
+    }
+
+    /// `seconds` since 1970 as ISO-8601 UTC with milliseconds (cut) and `Z`, for messages.
+    static func isoMillisText(_ seconds: Double) -> String {
+        let date = Date(timeIntervalSince1970: (seconds * 1000).rounded(.down) / 1000)
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "UTC")
+        f.dateFormat = "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"
+        return f.string(from: date)
+    }
+}
