@@ -132,7 +132,7 @@ public struct WorkloadGenerator: Sendable {
             let length = 8 + random.int(23)
             for _ in 0..<length { step() }
             finish()
-            var checks = ["fan_out", "batch_chunking", "single_flight", "no_stale_write", "stickiness", "offline_fallback"]
+            var checks = ["fan_out", "batch_chunking", "single_flight", "no_stale_write", "stickiness", "offline_fallback", "event_payload"]
             if hasApp { checks += ["exposure_after_display", "no_stale_after_logout"] }
             var top: [String: JSONValue] = [
                 "format": .string("experimently-scenario/1"),
@@ -345,6 +345,11 @@ public struct WorkloadGenerator: Sendable {
                 else { e["flag"] = .string(random.pick(WorkloadGenerator.flags)) }
             }
             if random.chance(20) { e["value"] = .number(Double(random.int(100))) }
+            // Timestamps with milliseconds (and a fraction below them), types and properties, for
+            // `event_payload`.
+            if random.chance(30) { e["timestamp"] = .number(1_700_000_000 + Double(random.int(100_000)) / 1000 + Double(random.int(10)) / 10_000) }
+            if random.chance(20) { e["type"] = .string(random.pick(["custom", "revenue"])) }
+            if random.chance(20) { e["properties"] = .object(["n": .number(Double(random.int(10))), "s": .string(random.pick(["a", "b\u{301}"]))]) }
             return .object(e)
         }
 
