@@ -126,7 +126,7 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
         let created = info.connection.send(request, scope: info.id)
         return ProcessDriverClient(id: request.client!, scope: info.id, clockKey: key, connection: info.connection,
                                    created: created, cancels: capabilities.contains("cancel"), store: request.store,
-                                   seeds: capabilities.contains("seed_store"), gate: info.gate)
+                                   seeds: capabilities.contains("seed_store"), gate: info.gate, problemMark: info.problemMark)
     }
 
     /// Sends `clock` with the scope's new time and waits for the adapter's acknowledgement, which
@@ -198,14 +198,18 @@ final class ProcessDriverClient: DriverClient, Sendable {
     let connection: DriverConnection
     let created: ReplySlot
     let cancels: Bool
+    /// The connection's problem count when this client was created: its problems since then are
+    /// this scenario's (`connection.problems(since:)`).
+    let problemMark: Int
     /// The adapter's id of the client's offline store (`s<N>.<store>`), `nil` when it has none.
     let store: String?
     /// Whether the adapter declared `seed_store`.
     let seeds: Bool
 
     init(id: String, scope: String, clockKey: ObjectIdentifier, connection: DriverConnection, created: ReplySlot, cancels: Bool,
-         store: String? = nil, seeds: Bool = false, gate: DriverSettleGate? = nil) {
+         store: String? = nil, seeds: Bool = false, gate: DriverSettleGate? = nil, problemMark: Int = 0) {
         self.gate = gate
+        self.problemMark = problemMark
         self.id = id
         self.scope = scope
         self.clockKey = clockKey
@@ -289,6 +293,11 @@ final class ProcessDriverClient: DriverClient, Sendable {
 enum SlotFailure: Error, Sendable {
     /// The adapter answered with `error`.
     case refused(String)
+    /// The adapter wrote a line naming the request that is no driver reply (not JSON, not
+    /// UTF-8, nested too deep): it answered nothing the harness can read.
+    case unreadable(String)
+    /// The harness could not write the request (a value no JSON encoder writes).
+    case unsendable(String)
     /// The adapter died first.
     case crashed(String)
     /// The scenario ended first.
@@ -299,6 +308,8 @@ enum SlotFailure: Error, Sendable {
     var message: String {
         switch self {
         case .refused(let m): return "the adapter refused: \(m)"
+        case .unreadable(let m): return "the adapter's reply could not be read: \(m)"
+        case .unsendable(let m): return "the harness could not send the request: \(m)"
         case .crashed(let m): return "the adapter crashed: \(m)"
         case .abandoned: return "the scenario ended before the adapter answered"
         case .timedOut(let ms): return "no answer within \(ms) ms"
@@ -487,7 +498,7 @@ final class DriverConnection: Sendable {
         if let death { slot.resolve(.failure(.crashed(death))); return slot }
         if closed { slot.resolve(.failure(.abandoned)); return slot }
         guard let line = try? DriverMessageEncoder().line(request) else {
-            slot.resolve(.failure(.refused("the request cannot be encoded")))
+            slot.resolve(.failure(.unsendable("it cannot be encoded as JSON")))
             return slot
         }
         let ok = writeLock.withLock { () -> Bool in
@@ -603,7 +614,8 @@ final class DriverConnection: Sendable {
             // a reply nested 600 levels deep was dropped and the operation "did not finish").
             if let id = DriverMessageDecoder.topLevelID(in: line),
                let slot = state.withLock({ s in s.slots.removeValue(forKey: id) }) {
-                slot.resolve(.failure(.refused("the reply to request \(id) is not a driver reply (\(DriverMessageDecoder.whyNotAReply(line)))")))
+                slot.resolve(.failure(.unreadable("the reply to request \(id) is not a driver reply (\(DriverMessageDecoder.whyNotAReply(line))): "
+                                                  + DriverMessageDecoder.quote(line))))
             }
             return
         }

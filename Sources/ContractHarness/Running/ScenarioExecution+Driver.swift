@@ -51,14 +51,27 @@ extension ScenarioExecution {
         clients.values.allSatisfy { client in (client as? ProcessDriverClient).map { $0.gate != nil } ?? true }
     }
 
-    /// What the adapters' `settle` gates add to a step's timeout message ("; " and their notes),
+    /// What the adapters' `settle` gates and the adapters' protocol problems in this scenario add to a
+    /// step's timeout message ("; " and their notes),
     /// or "" (in process, or nothing to add).
     func settleNote() -> String {
         var gates: [DriverSettleGate] = []
         for client in clients.values {
             if let gate = (client as? ProcessDriverClient)?.gate, !gates.contains(where: { $0 === gate }) { gates.append(gate) }
         }
-        let notes = gates.compactMap(\.describe)
+        var notes = gates.compactMap(\.describe)
+        // What the adapter wrote outside the protocol in this scenario (a reply to no pending
+        // request, a line that is no reply): named at the step that waited, not only in the
+        // driver protocol check (a sixth outside tester: a stray reply's step said only "did
+        // not finish").
+        var connections: [DriverConnection] = []
+        for case let client as ProcessDriverClient in clients.values where !connections.contains(where: { $0 === client.connection }) {
+            connections.append(client.connection)
+            let problems = client.connection.problems(since: client.problemMark)
+            if !problems.isEmpty {
+                notes.append("the adapter's output had \(problems.count) problem(s) in this scenario, the last: \(problems.last!)")
+            }
+        }
         return notes.isEmpty ? "" : "; " + notes.joined(separator: "; ")
     }
 

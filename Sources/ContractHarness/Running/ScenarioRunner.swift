@@ -13,12 +13,23 @@ public struct CheckResult: Codable, Sendable, Equatable {
     /// On failure: the history lines that show it.
     public var history: [String]?
 
-    /// Creates a result.
+    /// Creates a result; the message and each history line are kept to `CheckResult.limit`
+    /// characters (a value an SDK returned is quoted in them, and a 64 MB one made a 67 MB
+    /// console line and a 201 MB verdict: a sixth outside tester).
     public init(name: String, passed: Bool, message: String? = nil, history: [String]? = nil) {
         self.name = name
         self.passed = passed
-        self.message = message
-        self.history = history
+        self.message = message.map(Self.bounded)
+        self.history = history?.map(Self.bounded)
+    }
+
+    /// Most characters of a message or history line kept in a result (the rest is counted).
+    public static let limit = 4_000
+
+    /// `text` cut to `limit` characters, saying how many more there were.
+    static func bounded(_ text: String) -> String {
+        guard text.utf8.count > limit, text.count > limit else { return text }
+        return String(text.prefix(limit)) + "… (\(text.count - limit) more characters)"
     }
 }
 

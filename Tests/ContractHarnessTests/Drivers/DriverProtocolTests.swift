@@ -166,6 +166,35 @@ final class DriverProtocolTests: XCTestCase {
         XCTAssertEqual(DriverConnection.execing("FOO=1 ./adapter"), "FOO=1 ./adapter")
     }
 
+    /// A sixth outside tester: an unreadable reply was reported as "the adapter refused", a reply
+    /// to no pending request only in the driver protocol check (the step said "did not finish"),
+    /// and a 64 MB value was quoted whole. Now the reply is "could not be read" and quoted, the
+    /// waiting step names the stray reply, and messages keep 4,000 characters.
+    func testAdapterOutputProblemsAreNamedWhereTheStepFails() async throws {
+        let scenario = try ScenarioParser.parse(Data("""
+        {"format": "experimently-scenario/1", "name": "odd", "description": "odd replies", "source": "CONTRACT.md section 3", "steps": [
+          {"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "u", "expect": {"value": {"enabled": true}}}]}
+        """.utf8), file: "odd.json")
+        let cases: [(String, String, String)] = [
+            ("nan", #"print('{"id": %d, "result": {"value": NaN}}' % m["id"], flush=True)"#, "the adapter's reply could not be read"),
+            ("stray", #"print(json.dumps({"id": m["id"] + 1000, "result": {"value": True}}), flush=True)"#, "a reply to no pending request"),
+        ]
+        for (name, perform, expected) in cases {
+            let script = try Self.evaluateFlagAdapter(name: name, perform: perform)
+            defer { try? FileManager.default.removeItem(at: script) }
+            let driver = try await ProcessSDKDriver.launch(command: "python3 \(script.path)")
+            let result = await ScenarioRunner(driver: driver, stepTimeoutCap: 400).run(scenario)
+            await driver.shutdown()
+            XCTAssertEqual(result.status, .failed, name)
+            let message = result.firstFailure?.message ?? ""
+            XCTAssertTrue(message.contains(expected), "\(name): \(message)")
+            XCTAssertFalse(message.contains("refused"), "\(name): \(message)")
+        }
+        let long = CheckResult(name: "x", passed: false, message: String(repeating: "A", count: 10_000), history: [String(repeating: "B", count: 9_000)])
+        XCTAssertEqual(long.message?.hasSuffix("… (6000 more characters)"), true)
+        XCTAssertLessThan(long.history?.first?.count ?? 0, 4_100)
+    }
+
     func testAnAdapterThatNeverAnswersMeetsTheStepDeadlineAndItsStderrIsQuoted() async throws {
         let script = try Self.evaluateFlagAdapter(name: "silent", perform: #"""
         sys.stderr.write("deadlock in evaluate_flag\n"); sys.stderr.flush()
