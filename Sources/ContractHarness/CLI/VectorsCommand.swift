@@ -335,7 +335,10 @@ enum VectorsCommand {
     }
 
     static func shown(_ s: String) -> String {
-        s.count <= 60 ? s.debugDescription : String(s.prefix(40)).debugDescription + "... (\(s.count) characters)"
+        // JSON text with a non-NFC string's non-ASCII scalars escaped (`"Jose\u0301"`), so two
+        // spellings never read alike (a sixth outside tester: an NFD id printed as "José").
+        func text(_ t: String) -> String { JSONValue.string(t).unambiguousJSONText }
+        return s.count <= 60 ? text(s) : text(String(s.prefix(40))) + "... (\(s.count) characters)"
     }
 
     static func line(_ m: Mismatch) -> String {

@@ -1251,8 +1251,20 @@ final class ScenarioExecution: @unchecked Sendable {
         case .requests(let match, let count, let sizes):
             let matching = port.requests().filter { $0.matches(match) }
             if let count, matching.count != count {
-                return "expected \(count) request(s) matching \(Self.describe(match)), saw \(matching.count): "
-                    + matching.prefix(8).map(\.summary).joined(separator: "; ")
+                var text = "expected \(count) request(s) matching \(Self.describe(match)), saw \(matching.count)"
+                if !matching.isEmpty { text += ": " + matching.prefix(8).map(\.summary).joined(separator: "; ") }
+                // None matched: the near misses, requests to the same path (or of the same
+                // method), so what differed can be read (a sixth outside tester: "saw 0: ").
+                if matching.isEmpty {
+                    var near = RequestMatch()
+                    near.path = match.path
+                    near.pathPrefix = match.pathPrefix
+                    near.method = match.path == nil && match.pathPrefix == nil ? match.method : nil
+                    let misses = port.requests().filter { $0.matches(near) }
+                    text += misses.isEmpty ? "; no request to that path either" : "; near misses (same path): " + misses.prefix(3).map(\.summary).joined(separator: "; ")
+                        + (misses.count > 3 ? " (+\(misses.count - 3) more)" : "")
+                }
+                return text
             }
             if let sizes {
                 let got = matching.map(\.events.count)

@@ -69,6 +69,8 @@ final class TimeAndQueryFidelityTests: XCTestCase {
         let broken = await ScenarioRunner(driver: MutantRun.driver(.noPercentEncoding)).run(plus)
         XCTAssertEqual(broken.status, .failed)
         XCTAssertTrue((broken.firstFailure?.message ?? "").contains("user=a+b, saw 0"), broken.firstFailure?.message ?? "")
+        // Nothing matched: the message shows the near misses (the same path), here user "a b".
+        XCTAssertTrue((broken.firstFailure?.message ?? "").contains("near misses (same path): #1"), broken.firstFailure?.message ?? "")
         let view = await ScenarioRunner().run(try Self.fixture("f-plus-in-user-id-mockview"))
         XCTAssertEqual(view.status, .passed, view.firstFailure?.message ?? "")
 
