@@ -36,6 +36,10 @@ public struct RequestRecord: Sendable, Equatable, Codable {
     public var cancelled: Bool
     /// `true` once the mock gave its outcome.
     public var answered: Bool
+    /// `true` when the answer was cut off on the wire (a `drop_mid_body` fault: the head and part
+    /// of the body, then the connection closed): the client got a transport error, whatever the
+    /// status says (`nil` when not, and in records written before the field existed).
+    public var cutOff: Bool? = nil
 
     /// The user ids the request is about: `user_id` of the query or body, or of each batch event.
     public var users: [String] {
@@ -63,7 +67,9 @@ public struct RequestRecord: Sendable, Equatable, Codable {
     }
 
     /// `true` when the answer was 2xx.
-    public var succeeded: Bool { (status ?? 0) / 100 == 2 }
+    /// A 2xx answer the client received whole: a `drop_mid_body` answer is a failure for the
+    /// client (a sixth outside tester: the cache model cached it, failing every correct SDK).
+    public var succeeded: Bool { (status ?? 0) / 100 == 2 && cutOff != true }
 
     /// Whether the request matches a scenario's pattern. Every string compares exactly (Unicode
     /// scalars, never canonical equivalence): `user` NFC é does not match a request for NFD é, and
@@ -97,6 +103,7 @@ public struct RequestRecord: Sendable, Equatable, Codable {
         var s = "#\(seq) \(client.map { "[\($0)] " } ?? "")\(method) \(target)"
         if let body { s += " \(body)" }
         s += " -> " + (status.map(String.init) ?? (cancelled ? "cancelled" : parked ? "parked" : "no answer"))
+        if cutOff == true { s += " cut off mid-body" }
         if let fault { s += " (fault \(fault))" }
         return s
     }

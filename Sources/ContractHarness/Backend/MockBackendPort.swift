@@ -391,7 +391,8 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         return RequestRecord(seq: e.seq, client: client, method: e.method, path: decoded(e.path) ?? e.path,
                              target: e.path + (e.query.map { "?" + $0 } ?? ""), query: query, headers: headers,
                              body: e.json, status: e.response?.status, response: response, responseHeaders: responseHeaders,
-                             fault: e.fault?.name, parked: parked, cancelled: e.cancelled, answered: e.outcome != nil)
+                             fault: e.fault?.name, parked: parked, cancelled: e.cancelled, answered: e.outcome != nil,
+                             cutOff: e.outcome == "drop_mid_body" ? true : nil)
     }
 
     func setObserver(_ observer: @escaping @Sendable (Int?, Bool) -> Void) {

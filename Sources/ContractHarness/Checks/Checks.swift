@@ -120,7 +120,13 @@ enum Checks {
         /// windows overlap may sit in the cache in either order (issue 11 section 3).
         /// `optional`: the SDK may or may not have written it (an app call began before a clear
         /// of the app's client, its request reached the mock after it: `Checks.appIssueStarts`).
-        struct Entry { var key: String; var value: JSONValue; var expires: Double; var order: Int; var lo = 0; var hi = Int.max; var optional = false }
+        /// `expires`: microseconds since the scenario started (`CacheModel.micros`): whole numbers,
+        /// so `0.1 s + 0.2 s` is exactly `0.3 s` (in doubles it was later, and an entry stored at
+        /// 0.1 s with a TTL of 0.2 s was fresh at 0.3 s: a seventh outside tester).
+        struct Entry { var key: String; var value: JSONValue; var expires: Int64; var order: Int; var lo = 0; var hi = Int.max; var optional = false }
+
+        /// `seconds` in whole microseconds, the resolution of scenario times.
+        static func micros(_ seconds: Double) -> Int64 { Int64((seconds * 1_000_000).rounded()) }
         /// More entries were written since the last clear than the client's `cache_size`: the SDK
         /// may have evicted any of them (CONTRACT.md section 3 bounds the cache by `cacheSize` and
         /// names no eviction order), so every entry is optional from then on and fan-out is not
@@ -144,9 +150,21 @@ enum Checks {
             for user in assignments.keys { for key in assignments[user]!.keys { assignments[user]![key]!.optional = true } }
         }
 
+        /// The entries of `user` live at `time` (seconds), oldest first. One that expires exactly
+        /// then is included as optional: the contract says it has expired, but an SDK's `Date`
+        /// arithmetic (about 0.1 microsecond at today's dates) can land either side of the tie.
         func entries(_ table: [String: [String: Entry]], user: String, at time: Double, filter: (JSONValue) -> Bool = { _ in true }) -> [Entry] {
-            (table[Checks.exact(user)] ?? [:]).filter { $0.value.expires > time && filter($0.value.value) }
-                .sorted { $0.value.order < $1.value.order }.map(\.value)
+            let now = Self.micros(time)
+            return (table[Checks.exact(user)] ?? [:]).filter { $0.value.expires >= now && filter($0.value.value) }
+                .sorted { $0.value.order < $1.value.order }
+                .map { item in var e = item.value; if e.expires == now { e.optional = true }; return e }
+        }
+
+        /// Whether an entry of `user` expires exactly at `time`: whether it is still there is the
+        /// SDK's rounding, so its fan-out cannot be predicted.
+        func hasTie(user: String, at time: Double) -> Bool {
+            let now = Self.micros(time)
+            return [flags, assignments].contains { ($0[Checks.exact(user)] ?? [:]).values.contains { $0.expires == now } }
         }
 
         /// Whether `got` (keys in the SDK's order) holds exactly `want`'s keys in an order the
@@ -162,7 +180,8 @@ enum Checks {
         }
 
         func keys(_ table: [String: [String: Entry]], user: String, at time: Double, filter: (JSONValue) -> Bool = { _ in true }) -> [String] {
-            (table[Checks.exact(user)] ?? [:]).filter { $0.value.expires > time && filter($0.value.value) }
+            let now = Self.micros(time)
+            return (table[Checks.exact(user)] ?? [:]).filter { $0.value.expires > now && filter($0.value.value) }
                 .sorted { $0.value.order < $1.value.order }.map(\.value.key)
         }
     }
@@ -240,7 +259,7 @@ enum Checks {
                       epochAtReceipt[r.seq] == epochs[client, default: 0], let value = r.response else { break }
                 var model = models[client, default: CacheModel()]
                 model.counter += 1
-                var entry = CacheModel.Entry(key: key.key, value: value, expires: e.exactTime + (ttl[client] ?? 300), order: model.counter,
+                var entry = CacheModel.Entry(key: key.key, value: value, expires: CacheModel.micros(e.exactTime) + CacheModel.micros(ttl[client] ?? 300), order: model.counter,
                                              lo: e.index, hi: writtenBy(e.index, client: client, user: user, key: key))
                 // Answered after every call that could wait on it had finished (its own deadline,
                 // a cancel of its only caller): whether the SDK's cancellation of the abandoned
@@ -255,7 +274,7 @@ enum Checks {
                    (clearIndices[client] ?? []).contains(where: { $0 > start && $0 < receipt }) {
                     let table = key.kind == "flag" ? model.flags : model.assignments
                     let previous = table[exact(user)]?[exact(key.key)]
-                    entry.optional = previous.map { $0.optional || $0.expires <= e.exactTime } ?? true
+                    entry.optional = previous.map { $0.optional || $0.expires <= CacheModel.micros(e.exactTime) } ?? true
                 }
                 if key.kind == "flag" { model.flags[exact(user), default: [:]][exact(key.key)] = entry }
                 else { model.assignments[exact(user), default: [:]][exact(key.key)] = entry }
@@ -385,7 +404,9 @@ enum Checks {
             let events: [JSONValue] = e.name == "trackBatch" ? { if case .array(let a)? = e.detail { return a } else { return [] } }() : [e.detail ?? .null]
             // Past the cache size the entries an unkeyed event fans out to are unknown: its
             // batches are taken as its own, whatever they hold (`CacheModel.overflowed`).
-            if model.overflowed, events.contains(where: { $0["experiment"] == nil && $0["flag"] == nil }) {
+            let unkeyed = events.filter { $0["experiment"] == nil && $0["flag"] == nil }
+            let tie = unkeyed.contains { event in event["user"]?.stringValue.map { model.hasTie(user: $0, at: e.exactTime) } ?? false }
+            if model.overflowed || tie, !unkeyed.isEmpty {
                 unpredictable.append(Attribution.Window(client: e.client, from: e.index, to: e.label.flatMap { completesByLabel[ExactKey($0)] } ?? Int.max))
                 return
             }

@@ -235,9 +235,14 @@ struct StepContext {
             } else if let override {
                 var rr = try ObjectReader(override, file: file, path: path + ".response")
                 // A final status, as a fault's `respond` (1xx are interim answers no transport delivers as one).
-                _ = try rr.optionalInt("status", range: 200...599) ?? { throw rr.error("status", expected: "an HTTP status 200...599", found: nil) }()
+                let status = try rr.optionalInt("status", range: 200...599) ?? { throw rr.error("status", expected: "an HTTP status 200...599", found: nil) }()
                 if let json = rr.value("json"), rr.has("body") {
                     throw rr.error("body", expected: "either \"json\" or \"body\", not both", found: json)
+                }
+                // 204 and 304 carry no content (RFC 9110 sections 15.3.5, 15.4.5): over TCP a body
+                // cannot be sent, in process it would be.
+                if [204, 304].contains(status), let content = rr.value("json") ?? rr.value("body"), content != .string("") {
+                    throw rr.error(rr.has("json") ? "json" : "body", expected: "no content with status \(status) (RFC 9110 sections 15.3.5 and 15.4.5)", found: content)
                 }
                 _ = try rr.optionalString("body")
                 try rr.finish()
@@ -290,6 +295,12 @@ struct StepContext {
                           experimentKey: try r.optionalString("experiment"), featureFlagKey: try r.optionalString("flag"),
                           value: try r.optionalNumber("value"), properties: r.value("properties"),
                           timestamp: try r.optionalNumber("timestamp"))
+        // Properties are an object (`metadata`, CONTRACT.md section 1; a dictionary in every SDK's
+        // API): anything else no SDK can be given (a sixth outside tester's successor: each driver
+        // failed a correct SDK differently).
+        if let p = e.properties, p != .null {
+            guard case .object = p else { throw r.error("properties", expected: "an object (or null)", found: p) }
+        }
         try r.finish()
         return e
     }

@@ -290,7 +290,7 @@ public final class MockBackend: MockRequestHandler, Sendable {
 
     /// `outcome`, or a 500 naming the problem when its response could not be sent as it is (a
     /// status outside 200...999, a header field no HTTP/1.1 message may carry: see
-    /// ``HeaderField/problem(name:value:)``). Decided before history records it, so every
+    /// ``HeaderField/problem(name:value:)``); a 204 or 304 without its body. Decided before history records it, so every
     /// transport sends what history says (a fault built in code can hold such a field; the
     /// fault rules' parser refuses one). Before, the TCP server swapped in its own 500 while
     /// history recorded the scripted status, and the in-process transport delivered the field.
@@ -302,7 +302,16 @@ public final class MockBackend: MockRequestHandler, Sendable {
         }
         let problem = (200...999).contains(response.status) ? response.headers.lazy.compactMap { HeaderField.problem(name: $0.name, value: $0.value) }.first
             : "status \(response.status) is no final status"
-        guard let problem else { return outcome }
+        guard let problem else {
+            // 204 and 304 carry no content (RFC 9110 sections 15.3.5, 15.4.5): the body is dropped
+            // here, so history records what every transport sends (a release override in `serve`
+            // journaled a body the client never got).
+            if case .respond(var r) = outcome, [204, 304].contains(r.status), !r.body.isEmpty {
+                r.body = Data()
+                return .respond(r)
+            }
+            return outcome
+        }
         return .respond(BackendModel.detail(500, "mock fault produced a response no transport can send: \(problem)"))
     }
 
@@ -447,7 +456,11 @@ public final class MockBackend: MockRequestHandler, Sendable {
             return .dropBeforeResponse
         case .dropMidBody(let bytes):
             let r = natural(ticket)
-            return .dropMidBody(r, bodyBytes: min(bytes, r.body.count))
+            // Nothing left to cut: the whole answer goes, as over TCP (the connection closes
+            // after a complete response), and history says it was answered (a sixth outside
+            // tester: in process the client got a failure, over TCP the whole body).
+            if bytes >= r.body.count { return .respond(r) }
+            return .dropMidBody(r, bodyBytes: bytes)
         case .malformedJSON(let body):
             var r = natural(ticket)
             r.body = Data((body ?? "{\"detail\": ").utf8)

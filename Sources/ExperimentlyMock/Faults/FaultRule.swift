@@ -347,6 +347,11 @@ public enum FaultAction: Codable, Sendable, Equatable {
             let json = try r.decodeIfPresent(JSONValue.self, forKey: .json)
             let text = try r.decodeIfPresent(String.self, forKey: .body)
             if json != nil && text != nil { throw Self.fail(d, "'respond' takes 'json' or 'body', not both") }
+            // 204 and 304 carry no content (RFC 9110 sections 15.3.5, 15.4.5): over TCP a body
+            // cannot be sent, in process it would be.
+            if [204, 304].contains(status), json != nil || !(text ?? "").isEmpty {
+                throw Self.fail(d, "status \(status) carries no content (RFC 9110 sections 15.3.5 and 15.4.5): drop 'json' and 'body'")
+            }
             if json != nil, !headers.contains(where: { $0.name.lowercased() == "content-type" }) {
                 headers.insert(HeaderField(name: "Content-Type", value: "application/json"), at: 0)
             }

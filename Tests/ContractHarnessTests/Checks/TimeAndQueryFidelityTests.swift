@@ -28,6 +28,36 @@ final class TimeAndQueryFidelityTests: XCTestCase {
         XCTAssertEqual(broken.firstFailure?.name, "fan_out", broken.firstFailure?.message ?? "")
     }
 
+    /// The model adds times in whole microseconds (in doubles 0.1 + 0.2 was later than 0.3, and an
+    /// entry stored at 0.1 s with a TTL of 0.2 s was fresh at 0.3 s), and an entry expiring exactly
+    /// at a lookup or event may be there or not: the SDK's `Date` arithmetic decides at a tie (two
+    /// advances of 0.05 s left the shipping SDK one unit in the last place before the expiry of a
+    /// TTL of 0.1 s). A seventh outside tester: every correct SDK failed the first file.
+    func testCacheExpiryIsModelledInWholeMicrosecondsAndTiesGoEitherWay() async throws {
+        for name in ["t-ttl-0.1-plus-0.2", "t-ttl-0.1-two-advances"] {
+            let scenario = try Self.fixture(name)
+            for (driver, what) in [(SwiftSDKDriver(), "shipping SDK"), (MutantRun.driver(nil), "faithful variant")] {
+                let result = await ScenarioRunner(driver: driver).run(scenario)
+                XCTAssertEqual(result.status, .passed, "\(name) on the \(what): \(result.firstFailure?.message ?? "")")
+            }
+        }
+        XCTAssertEqual(Checks.CacheModel.micros(0.1) + Checks.CacheModel.micros(0.2), Checks.CacheModel.micros(0.3))
+    }
+
+    /// A `drop_mid_body` answer is a failure for the client (the head and part of the body, then
+    /// the connection closes): the model cached it, failing every correct SDK and passing
+    /// `caches-failure`. And one that would cut nothing (`body_bytes` past the body) is a whole
+    /// answer on both transports (in process it was a failure, over TCP a success). A seventh
+    /// outside tester.
+    func testAnAnswerCutOffMidBodyIsNoSuccessForTheModel() async throws {
+        for name in ["d-drop-mid-body-fanout", "d-drop-mid-body-fanout-checks-only", "d-drop-mid-body-huge"] {
+            let result = await ScenarioRunner().run(try Self.fixture(name))
+            XCTAssertEqual(result.status, .passed, "\(name): \(result.firstFailure?.message ?? "")")
+        }
+        let broken = await ScenarioRunner(driver: MutantRun.driver(.cachesFailure)).run(try Self.fixture("d-drop-mid-body-fanout-checks-only"))
+        XCTAssertEqual(broken.status, .failed)
+    }
+
     /// Scenario times are whole microseconds: a finer TTL, timeout, advance or delay is refused
     /// naming its path (the model could not agree with an SDK's `Date` arithmetic there).
     func testTimesFinerThanAMicrosecondAreRefusedNamingThePath() throws {

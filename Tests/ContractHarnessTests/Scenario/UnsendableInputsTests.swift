@@ -47,6 +47,8 @@ final class UnsendableInputsTests: XCTestCase {
             (#"{"respond": {"status": 101}}"#, "final status"),
             (#"{"rate_limited": {"retry_after_date": "Wed, 21 Oct 2015 07:28:00 GMT\nX-Injected: yes"}}"#, "LF"),
             (#"{"wrong_content_type": {"content_type": "text/html\u0000"}}"#, "NUL"),
+            (#"{"respond": {"status": 204, "json": {"ok": 1}}}"#, "carries no content"),
+            (#"{"respond": {"status": 304, "body": "x"}}"#, "carries no content"),
         ]
         for (action, word) in cases {
             XCTAssertThrowsError(try parse(#""steps": [{"fault": {"match": {"path": "/api/v1/tracking/track"}, "action": \#(action)}, "id": "f"}, {"advance": 1}], "checks": ["single_flight"]"#), action) { error in
@@ -55,6 +57,12 @@ final class UnsendableInputsTests: XCTestCase {
             }
         }
         XCTAssertNil(HeaderField.problem(name: "Retry-After", value: "Wed, 21 Oct 2015 07:28:00 GMT\t"))
+        // Event properties are an object or null (metadata; every SDK's API takes a dictionary).
+        for bad in ["[1,2]", "\"x\"", "3"] {
+            XCTAssertThrowsError(try parse(#""steps": [{"do": "trackWithStatus", "event": {"user": "u", "name": "t", "experiment": "e", "properties": \#(bad)}, "expect": {"value": true}}]"#)) { error in
+                XCTAssertEqual((error as? ScenarioError)?.path, "$.steps[0].event.properties", "\(error)")
+            }
+        }
     }
 
     /// A fault built in code can still hold such a field: the mock answers 500 naming it, and its
