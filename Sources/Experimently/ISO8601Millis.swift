@@ -3,8 +3,12 @@ import Foundation
 /// ISO-8601 UTC timestamps with milliseconds and `Z` (`2023-11-14T22:13:20.000Z`), the wire form of
 /// `timestamp` (CONTRACT.md section 1). Pure arithmetic: no formatter, no locale, no lock.
 enum ISO8601Millis {
+    /// `date` in that form; an instant outside the years 0000-9999 (which ISO-8601 writes only in
+    /// an expanded form) or not finite is clamped to that range, never a trap.
     static func format(_ date: Date) -> String {
-        let totalMillis = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        let seconds = date.timeIntervalSince1970
+        let clamped = seconds.isNaN ? 0 : min(max(seconds, -62_167_219_200), 253_402_300_799.999)
+        let totalMillis = Int64((clamped * 1000).rounded(.down))
         var days = totalMillis / 86_400_000
         var millisOfDay = totalMillis % 86_400_000
         if millisOfDay < 0 { millisOfDay += 86_400_000; days -= 1 }

@@ -7,19 +7,31 @@ extension Checks {
     /// object): `event_type` is the call's `eventType`, else its name; `value` and `metadata` (the
     /// properties) are there exactly when given, and equal; `timestamp` is there exactly when given,
     /// written as ISO-8601 UTC with milliseconds and `Z`, naming the given instant to the
-    /// millisecond (cut or rounded: within 1 ms). A fanned-out entry carries the keys the cache
-    /// gave it (`fan_out` judges those). An event no runner call gave (the reference app's, an
-    /// exposure) is judged by the other checks. Identity is exact: users and names by Unicode
+    /// millisecond (cut or rounded: within 1 ms). A request is judged against the calls of its
+    /// client with that user and name running when it arrived; when none ran (the reference
+    /// app's event, one nobody asked for) the other checks judge it, and while an app `event` of
+    /// the client runs too, an event matching no call may be the app's. A fanned-out entry carries
+    /// the keys the cache gave it (`fan_out` judges those). Identity is exact: users and names by Unicode
     /// scalars. A sixth outside tester: an example SDK sent `...:20.000Z` for 20.9996 s and no
     /// check looked.
     static func eventPayload(_ c: CheckContext) -> [(String, [String])] {
-        var given: [String: [JSONValue]] = [:]   // exact user \0 exact name -> the events given
-        for e in c.history where e.kind == .invoke && ["track", "trackWithStatus", "trackBatch"].contains(e.name ?? "") {
+        // Each call's events with the window it ran in (history indices) and its client: a request
+        // is judged against the calls of its client running when it arrived, so each call's own
+        // events are compared with what it gave (a seventh outside tester: judged against any call
+        // of the user and name, an SDK repeating the first call's fields passed).
+        var completes: [ExactKey: Int] = [:]
+        for e in c.history where e.kind == .complete { if let label = e.label, completes[ExactKey(label)] == nil { completes[ExactKey(label)] = e.index } }
+        var given: [String: [(event: JSONValue, client: String?, from: Int, to: Int)]] = [:]   // exact user \0 exact name
+        var appEvents: [(client: String?, from: Int, to: Int)] = []
+        for e in c.history where e.kind == .invoke {
+            let to = e.label.flatMap { completes[ExactKey($0)] } ?? Int.max
+            if e.name == "app.event" { appEvents.append((e.client, e.index, to)); continue }
+            guard ["track", "trackWithStatus", "trackBatch"].contains(e.name ?? "") else { continue }
             let events: [JSONValue]
             if e.name == "trackBatch" { if case .array(let a)? = e.detail { events = a } else { events = [] } } else { events = [e.detail ?? .null] }
             for event in events {
                 guard case .string(let user)? = event["user"], case .string(let name)? = event["name"] else { continue }
-                given[exact(user) + "\0" + exact(name), default: []].append(event)
+                given[exact(user) + "\0" + exact(name), default: []].append((event, e.client, e.index, to))
             }
         }
         var problems: [(String, [String])] = []
@@ -36,10 +48,17 @@ extension Checks {
                                      c.slice(around: [event.index], radius: 1)))
                     continue
                 }
-                guard case .string(let user)? = sent["user_id"], case .string(let name)? = sent["event_name"],
-                      let calls = given[exact(user) + "\0" + exact(name)], !calls.isEmpty else { continue }
-                let differences = calls.map { Self.payloadDifferences(sent: sent, given: $0) }
+                guard case .string(let user)? = sent["user_id"], case .string(let name)? = sent["event_name"] else { continue }
+                let calls = (given[exact(user) + "\0" + exact(name)] ?? []).filter {
+                    $0.client.isExactly(record.client) && $0.from < event.index && event.index < $0.to
+                }
+                // No call of that user and name ran then: an event of the reference app or one
+                // nobody asked for (`fan_out` judges that).
+                guard !calls.isEmpty else { continue }
+                let differences = calls.map { Self.payloadDifferences(sent: sent, given: $0.event) }
                 guard !differences.contains(where: \.isEmpty) else { continue }
+                // An app `event` of the client ran then too: the event may be the app's own.
+                if appEvents.contains(where: { $0.client.isExactly(record.client) && $0.from < event.index && event.index < $0.to }) { continue }
                 let closest = differences.min { $0.count < $1.count } ?? []
                 problems.append(("request #\(record.seq) sends event '\(Attribution.show(name))' of user \(Attribution.show(user)) with "
                                  + closest.joined(separator: "; ") + " (CONTRACT.md section 1, event object)",
@@ -76,7 +95,8 @@ extension Checks {
     }
 
     /// The seconds since 1970 an ISO-8601 UTC time with milliseconds and `Z` names
-    /// (`2023-11-14T22:13:20.999Z`; a year of four digits or more), or `nil` for anything else.
+    /// (`2023-11-14T22:13:20.999Z`; a year of four digits: scenarios give years 0000-9999), or
+    /// `nil` for anything else.
     static func isoMillisSeconds(_ value: JSONValue) -> Double? {
         guard case .string(let text) = value else { return nil }
         let u = Array(text.utf8)
@@ -88,7 +108,7 @@ extension Checks {
             return v
         }
         let marks: [(Int, UInt8)] = [(y, 45), (y + 3, 45), (y + 6, 84), (y + 9, 58), (y + 12, 58), (y + 15, 46)]
-        guard y >= 4, y <= 9, marks.allSatisfy({ u[$0.0] == $0.1 }),
+        guard y == 4, marks.allSatisfy({ u[$0.0] == $0.1 }),
               let year = num(0, y), let month = num(y + 1, 2), let day = num(y + 4, 2), let hour = num(y + 7, 2),
               let minute = num(y + 10, 2), let second = num(y + 13, 2), let millis = num(y + 16, 3),
               (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 60 else { return nil }

@@ -394,6 +394,7 @@ enum Checks {
         var appEvents = AppEventFanOut(c)
         var appOperations: [Attribution.Operation] = []
         var unpredictable: [Attribution.Window] = []
+        var bounded: [(window: Attribution.Window, allowed: Set<Attribution.Entry>, label: String)] = []
         let completesByLabel = Dictionary(c.history.filter { $0.kind == .complete }.compactMap { e in e.label.map { (ExactKey($0), e.index) } },
                                           uniquingKeysWith: { a, _ in a })
         _ = replayCaches(c) { e, models in
@@ -407,7 +408,14 @@ enum Checks {
             let unkeyed = events.filter { $0["experiment"] == nil && $0["flag"] == nil }
             let tie = unkeyed.contains { event in event["user"]?.stringValue.map { model.hasTie(user: $0, at: e.exactTime) } ?? false }
             if model.overflowed || tie, !unkeyed.isEmpty {
-                unpredictable.append(Attribution.Window(client: e.client, from: e.index, to: e.label.flatMap { completesByLabel[ExactKey($0)] } ?? Int.max))
+                let window = Attribution.Window(client: e.client, from: e.index, to: e.label.flatMap { completesByLabel[ExactKey($0)] } ?? Int.max)
+                unpredictable.append(window)
+                // Whatever the SDK evicted, it fans out only to live entries of the event's user
+                // (a subset of the model's) (a seventh outside tester: past the size
+                // any batch passed, `fan-out-to-other-users` and `fan-out-to-expired` too).
+                if let fan = fanOutExpectation(events: events, keyedAllowed: e.name == "trackBatch", model: model, at: e.exactTime) {
+                    bounded.append((window, Set(fan.0), e.label ?? ""))
+                }
                 return
             }
             guard let fan = fanOutExpectation(events: events, keyedAllowed: e.name == "trackBatch", model: model, at: e.exactTime) else { return }
@@ -433,6 +441,19 @@ enum Checks {
         }
         let batches = c.requests.filter { $0.record.path == "/api/v1/tracking/batch" }.map { event, record in
             Attribution.Request(seq: record.seq, index: event.index, client: record.client, entries: record.events.compactMap { Attribution.Entry(wire: $0) })
+        }
+        // An unpredictable operation's batches hold only entries it may send, unless another
+        // operation of the client ran at the time (then the attribution below decides).
+        for (window, allowed, label) in bounded {
+            for b in batches where window.contains(b) {
+                let shared = operations.contains { $0.client.isExactly(b.client) && $0.from < b.index && b.index < $0.to }
+                    || appEvents.uncertain.contains { $0.contains(b) }
+                if shared { continue }
+                if let stray = b.entries.first(where: { !allowed.contains($0) }) {
+                    problems.append(("batch #\(b.seq) sent while \(label) ran holds \(stray), which no live cache entry of its user explains (CONTRACT.md section 4)",
+                                     c.slice(around: [b.index], radius: 1)))
+                }
+            }
         }
         // An app event whose fan-out the history cannot fix (`AppEventFanOut.uncertain`) may send any batch.
         let absorbers = appEvents.uncertain + unpredictable

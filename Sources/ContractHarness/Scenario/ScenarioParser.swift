@@ -295,6 +295,12 @@ struct StepContext {
                           experimentKey: try r.optionalString("experiment"), featureFlagKey: try r.optionalString("flag"),
                           value: try r.optionalNumber("value"), properties: r.value("properties"),
                           timestamp: try r.optionalNumber("timestamp"))
+        // A timestamp within the years 0000-9999: ISO-8601 writes other years only in an expanded
+        // form the two sides must agree on (a seventh outside tester: 1e16 s trapped an SDK, a
+        // 10-digit year and years before 1 had no form `event_payload` and the SDKs shared).
+        if let t = e.timestamp, !(-62_167_219_200 ..< 253_402_300_800).contains(t) {
+            throw r.error("timestamp", expected: "seconds since 1970 within the years 0000-9999 (-62167219200 up to 253402300800)", found: .number(t))
+        }
         // Properties are an object (`metadata`, CONTRACT.md section 1; a dictionary in every SDK's
         // API): anything else no SDK can be given (a sixth outside tester's successor: each driver
         // failed a correct SDK differently).
