@@ -300,7 +300,7 @@ public enum HarnessCommand {
 
     /// Writes a verdict (and the JUnit file, when one is asked for) that says the run could not
     /// happen, so a stale one is never read as this run's.
-    static func writeRefusal(_ message: String, to path: String, junit: String? = nil, driver: any SDKDriver,
+    static func writeRefusal(_ message: String, to path: String, junit: String? = nil, otherOutputs: [String] = [], driver: any SDKDriver,
                              invalid: [(file: String, error: String)] = []) {
         var verdict = Verdict(harnessVersion: version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, seed: 0,
                               startedAt: Date(), durationMilliseconds: 0, results: [], invalid: invalid)
@@ -308,8 +308,10 @@ public enum HarnessCommand {
         verdict.extra["ok"] = .bool(false)
         try? verdict.write(to: path, redacting: [])
         // Not over the verdict: a refusal of `--junit` naming the verdict's file keeps the verdict.
-        func resolved(_ p: String) -> String { URL(fileURLWithPath: p).standardizedFileURL.resolvingSymlinksInPath().path }
-        if let junit, !resolved(junit).utf8.elementsEqual(resolved(path).utf8) {
+        // Nor over another output named: a refused `--html Y --junit Y` left Y holding JUnit XML.
+        let others = otherOutputs.map(resolvedPath)
+        if let junit, !resolvedPath(junit).utf8.elementsEqual(resolvedPath(path).utf8),
+           !others.contains(where: { $0.utf8.elementsEqual(resolvedPath(junit).utf8) }) {
             try? verdict.junit(redacting: [], error: message).writeOutput(to: junit)
         }
     }
@@ -326,11 +328,27 @@ public enum HarnessCommand {
     /// standardizing and resolving symbolic links, byte for byte.
     ///
     /// - Throws: `UsageError` naming both options and the path.
+    /// `path` standardized with every symbolic link followed, also one whose target does not
+    /// exist yet (a link to the verdict's file before the verdict is written: Foundation's
+    /// `resolvingSymlinksInPath` leaves such a link as it is, and a seventh outside tester's
+    /// `--junit` through one replaced the verdict). At most 40 links, as the kernel.
+    static func resolvedPath(_ path: String) -> String {
+        var current = URL(fileURLWithPath: path).standardizedFileURL.path
+        for _ in 0..<40 {
+            // The folders first (they may be links), then the last component.
+            let folder = URL(fileURLWithPath: (current as NSString).deletingLastPathComponent).resolvingSymlinksInPath().path
+            current = (folder as NSString).appendingPathComponent((current as NSString).lastPathComponent)
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: current) else { return current }
+            current = URL(fileURLWithPath: target, relativeTo: URL(fileURLWithPath: folder, isDirectory: true)).standardizedFileURL.path
+        }
+        return current
+    }
+
     static func checkDistinct(_ outputs: [(option: String, path: String?)]) throws {
         var seen: [(option: String, resolved: String)] = []
         for (option, path) in outputs {
             guard let path, !path.isEmpty else { continue }
-            let resolved = URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+            let resolved = resolvedPath(path)
             if let earlier = seen.first(where: { $0.resolved.utf8.elementsEqual(resolved.utf8) }) {
                 throw UsageError("\(earlier.option) and \(option) name the same file \(path): give each output its own file")
             }
@@ -344,6 +362,9 @@ public enum HarnessCommand {
     /// - Throws: `UsageError` naming the option and the path.
     static func checkWritable(_ path: String, option: String) throws {
         guard !path.isEmpty else { throw UsageError("\(option) needs a file name") }
+        // Bad usage, before any work (a seventh outside tester: the write was refused at the end
+        // with exit 70, an internal fault, after a run that passed).
+        if Data.isScenarioFile(path) { throw UsageError("\(option) \(path) is a scenario file: an output never replaces one (name another file)") }
         var isDir: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDir), isDir.boolValue {
             throw UsageError("\(option) \(path) is a folder, not a file")
@@ -391,10 +412,12 @@ public enum HarnessCommand {
             if options.sdkCommand != nil && options.mutant != nil { throw UsageError("--sdk-command and --mutant exclude each other") }
         } catch let e as UsageError {
             if e.message.isEmpty { print(usage); return Exit.ok.rawValue }
-            writeRefusal("bad usage: \(e.message)", to: verdictPath(in: arguments), junit: rawValue(of: "--junit", in: arguments), driver: driver)
+            writeRefusal("bad usage: \(e.message)", to: verdictPath(in: arguments), junit: rawValue(of: "--junit", in: arguments),
+                         otherOutputs: ["--html", "--mermaid"].compactMap { rawValue(of: $0, in: arguments) }, driver: driver)
             return usageError(e.message)
         } catch {
-            writeRefusal("bad usage: \(error)", to: verdictPath(in: arguments), junit: rawValue(of: "--junit", in: arguments), driver: driver)
+            writeRefusal("bad usage: \(error)", to: verdictPath(in: arguments), junit: rawValue(of: "--junit", in: arguments),
+                         otherOutputs: ["--html", "--mermaid"].compactMap { rawValue(of: $0, in: arguments) }, driver: driver)
             return usageError("\(error)")
         }
         // At once, before files are read: a run killed from here on never leaves an earlier run's
@@ -579,7 +602,9 @@ public enum HarnessCommand {
             }
             // `run` options this command does not honour are refused, not ignored (a sixth outside
             // tester: `mutants --list` ran the whole matrix).
-            if let ignored = rest.first(where: { ["--list", "--sdk-command", "--mutant", "--junit", "--html", "--mermaid"].contains($0) }) {
+            let ignoredOptions = ["--list", "--sdk-command", "--mutant", "--junit", "--html", "--mermaid", "--skip", "--skip-from",
+                                  "--fail-fast", "--history", "--explore", "--watch"]
+            if let ignored = rest.first(where: { ignoredOptions.contains($0) }) {
                 throw UsageError("mutants takes no \(ignored) (its options: PATH..., --filter, --jobs, --step-timeout-ms, --full, --verdict)")
             }
             options = try parseRun(rest)

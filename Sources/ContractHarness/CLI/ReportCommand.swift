@@ -65,6 +65,8 @@ enum ReportCommand {
             guard verdictPath != nil else { throw HarnessCommand.UsageError("report needs a verdict file") }
             guard !outputs.isEmpty else { throw HarnessCommand.UsageError("report needs --html FILE or --mermaid FILE") }
             try outputs.checkWritable()
+            // Not over the verdict it draws (a seventh outside tester: `--html VERDICT` replaced it).
+            try HarnessCommand.checkDistinct([("the verdict", verdictPath), ("--html", outputs.html), ("--mermaid", outputs.mermaid)])
         } catch let e as HarnessCommand.UsageError {
             if e.message.isEmpty { print(HarnessCommand.usage); return HarnessCommand.Exit.ok.rawValue }
             return HarnessCommand.usageError(e.message)
