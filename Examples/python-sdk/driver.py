@@ -18,13 +18,26 @@ CAPABILITIES = OPERATIONS + ["hash", "offline_store", "app", "virtual_clock", "c
 out_lock = threading.Lock()
 
 
+def _finite(value):
+    # JSON holds no infinity or NaN (Python writes the non-JSON tokens Infinity and NaN): such a
+    # number an SDK returns (a body with 1e400, say) is sent as the string the harness writes in
+    # verdicts (Documentation/DriverProtocol.md).
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
 def reply(rid, result=None, error=None):
     message = {"id": rid}
     if error is not None:
         message["error"] = error
     else:
         message["result"] = result if result is not None else {}
-    line = json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n"
+    line = json.dumps(_finite(message), separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n"
     with out_lock:
         sys.stdout.write(line)
         sys.stdout.flush()

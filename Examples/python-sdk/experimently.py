@@ -379,7 +379,8 @@ class ExperimentationClient:
     # -- tracking (CONTRACT.md section 4; section 5.4 and 5.5) --
 
     def _event_json(self, e):
-        o = {"event_type": e.get("event_type") or e["event_name"], "event_name": e["event_name"], "user_id": e["user_id"]}
+        # eventType ?? eventName (CONTRACT.md section 1): an empty type is a type, sent as given.
+        o = {"event_type": e["event_name"] if e.get("event_type") is None else e["event_type"], "event_name": e["event_name"], "user_id": e["user_id"]}
         for wire, name in (("experiment_key", "experiment_key"), ("feature_flag_key", "feature_flag_key"), ("value", "value"),
                            ("metadata", "properties")):
             if e.get(name) is not None:

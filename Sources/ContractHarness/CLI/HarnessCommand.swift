@@ -360,11 +360,11 @@ public enum HarnessCommand {
     /// it is not a folder itself.
     ///
     /// - Throws: `UsageError` naming the option and the path.
-    static func checkWritable(_ path: String, option: String) throws {
+    static func checkWritable(_ path: String, option: String, mayReplaceScenario: Bool = false) throws {
         guard !path.isEmpty else { throw UsageError("\(option) needs a file name") }
         // Bad usage, before any work (a seventh outside tester: the write was refused at the end
         // with exit 70, an internal fault, after a run that passed).
-        if Data.isScenarioFile(path) { throw UsageError("\(option) \(path) is a scenario file: an output never replaces one (name another file)") }
+        if !mayReplaceScenario, Data.isScenarioFile(path) { throw UsageError("\(option) \(path) is a scenario file: an output never replaces one (name another file)") }
         var isDir: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDir), isDir.boolValue {
             throw UsageError("\(option) \(path) is a folder, not a file")

@@ -36,7 +36,11 @@ enum ScenarioCommand {
                 }
             }
             guard let j = journal, !j.isEmpty else { throw HarnessCommand.UsageError("scenario needs --from-journal JOURNAL") }
-            if let out { try HarnessCommand.checkWritable(out, option: "--out") }
+            if let out {
+                try HarnessCommand.checkWritable(out, option: "--out", mayReplaceScenario: true)
+                // Never over its own journal (a seventh outside tester: `--out J` replaced it).
+                try HarnessCommand.checkDistinct([("--from-journal", j), ("--out", out)])
+            }
         } catch let e as HarnessCommand.UsageError {
             return HarnessCommand.usageError(e.message)
         } catch {

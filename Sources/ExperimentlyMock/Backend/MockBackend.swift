@@ -308,6 +308,12 @@ public final class MockBackend: MockRequestHandler, Sendable {
             // journaled a body the client never got).
             if case .respond(var r) = outcome, [204, 304].contains(r.status), !r.body.isEmpty {
                 r.body = Data()
+                r.headers.removeAll { HeaderField.isFraming($0.name) }
+                return .respond(r)
+            }
+            // Framing fields are the transport's: history records the answer without them.
+            if case .respond(var r) = outcome, r.headers.contains(where: { HeaderField.isFraming($0.name) }) {
+                r.headers.removeAll { HeaderField.isFraming($0.name) }
                 return .respond(r)
             }
             return outcome

@@ -23,6 +23,13 @@ public struct HeaderField: Codable, Sendable, Equatable {
     /// Creates a field.
     public init(name: String, value: String) { self.name = name; self.value = value }
 
+    /// Whether `name` is a framing field the transport writes itself (`Content-Length`,
+    /// `Transfer-Encoding`; ASCII case-insensitive). `Connection: close` stays scriptable: the
+    /// TCP server closes the connection after such an answer.
+    public static func isFraming(_ name: String) -> Bool {
+        ["content-length", "transfer-encoding"].contains(name.lowercased())
+    }
+
     /// Why a field with `name` and `value` cannot be sent in an HTTP/1.1 message, or `nil` when it
     /// can: the name must be a token (RFC 9110 section 5.1: visible ASCII without delimiters), the
     /// value must hold no CR, LF, NUL or other control character but tab (section 5.5: a value
@@ -343,6 +350,11 @@ public enum FaultAction: Codable, Sendable, Equatable {
                 .sorted { $0.key < $1.key }.map { HeaderField(name: $0.key, value: $0.value) }
             if let problem = headers.lazy.compactMap({ HeaderField.problem(name: $0.name, value: $0.value) }).first {
                 throw Self.fail(d, "'headers': \(problem)")
+            }
+            // The message's framing belongs to the transport, which writes its own (RFC 9112
+            // sections 6 and 9.6): a scripted one would be recorded but never sent.
+            if let framing = headers.first(where: { HeaderField.isFraming($0.name) }) {
+                throw Self.fail(d, "'headers': \(framing.name.debugDescription) is the transport's (the body's real length is sent as it is): leave it out")
             }
             let json = try r.decodeIfPresent(JSONValue.self, forKey: .json)
             let text = try r.decodeIfPresent(String.self, forKey: .body)

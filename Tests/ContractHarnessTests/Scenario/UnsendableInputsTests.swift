@@ -49,6 +49,8 @@ final class UnsendableInputsTests: XCTestCase {
             (#"{"wrong_content_type": {"content_type": "text/html\u0000"}}"#, "NUL"),
             (#"{"respond": {"status": 204, "json": {"ok": 1}}}"#, "carries no content"),
             (#"{"respond": {"status": 304, "body": "x"}}"#, "carries no content"),
+            (#"{"respond": {"status": 200, "headers": {"Content-Length": "5"}, "body": "0123456789"}}"#, "the transport's"),
+            (#"{"respond": {"status": 200, "headers": {"transfer-encoding": "chunked"}}}"#, "the transport's"),
         ]
         for (action, word) in cases {
             XCTAssertThrowsError(try parse(#""steps": [{"fault": {"match": {"path": "/api/v1/tracking/track"}, "action": \#(action)}, "id": "f"}, {"advance": 1}], "checks": ["single_flight"]"#), action) { error in
@@ -131,6 +133,12 @@ final class UnsendableInputsTests: XCTestCase {
             XCTAssertEqual(status, 64, "\(options)")
             XCTAssertEqual(try Data(contentsOf: scenario), original, "\(options) replaced the scenario")
         }
+        // A link to the verdict's file, before the verdict exists, is the verdict's file.
+        try FileManager.default.createSymbolicLink(atPath: dir.appendingPathComponent("link.xml").path, withDestinationPath: "v3.json")
+        let linked = await HarnessCommand.main(["run", scenario.path, "--verdict", dir.appendingPathComponent("v3.json").path,
+                                                "--junit", dir.appendingPathComponent("link.xml").path])
+        XCTAssertEqual(linked, 64)
+        XCTAssertTrue((try? String(contentsOfFile: dir.appendingPathComponent("v3.json").path, encoding: .utf8))?.contains("experimently-verdict/1") ?? false)
         let verdict = dir.appendingPathComponent("v2.json").path
         let status = await HarnessCommand.main(["run", scenario.path, "--verdict", verdict, "--junit", verdict])
         XCTAssertEqual(status, 64)
