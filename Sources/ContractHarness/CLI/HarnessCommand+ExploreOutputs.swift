@@ -18,5 +18,8 @@ extension HarnessCommand {
         let schedule = out ?? name.map { "\($0)\(suffix).json" }
         try checkDistinct([("the scenario file", file), (out == nil ? "the default schedule file" : "--out", schedule),
                            ("--verdict", verdict)])
+        // A verdict never replaces a scenario file: said before any work (a seventh outside
+        // tester: the write was refused silently at the end, with exit 0).
+        if let verdict { try checkWritable(verdict, option: "--verdict") }
     }
 }

@@ -327,8 +327,16 @@ enum Checks {
                 let entriesA = model.entries(model.assignments, user: user, at: end)
                 let entriesF = model.entries(model.flags, user: user, at: end)
                 let wantA = entriesA.map(\.key), wantF = entriesF.map(\.key)
-                let gotA = await ScenarioExecution.query(driverClient, .getAssignments(user: user)).map(assignmentKeys) ?? []
-                let gotF = await ScenarioExecution.query(driverClient, .getEvaluatedFlags(user: user)).map(strings) ?? []
+                // A query the SDK (or its adapter) did not answer with a value says nothing of the
+                // cache: said so, never read as an empty cache (a seventh outside tester: an
+                // unreadable reply was reported as "caches []").
+                guard let repliedA = await ScenarioExecution.query(driverClient, .getAssignments(user: user)),
+                      let repliedF = await ScenarioExecution.query(driverClient, .getEvaluatedFlags(user: user)) else {
+                    problems.append(("client '\(client)' did not report its cache for user '\(Attribution.show(user))' (getAssignments or getEvaluatedFlags gave no value), so the cache cannot be compared with the history",
+                                     relevant(c, user: user)))
+                    continue
+                }
+                let gotA = assignmentKeys(repliedA), gotF = strings(repliedF)
                 if !CacheModel.consistent(gotA, entriesA) {
                     problems.append(("client '\(client)' caches assignments \(gotA) for user '\(Attribution.show(user))'; the history supports \(wantA)" + cacheRule(want: wantA, got: gotA),
                                      relevant(c, user: user)))
