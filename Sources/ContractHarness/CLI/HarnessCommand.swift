@@ -474,7 +474,7 @@ public enum HarnessCommand {
             v.extra["ok"] = .bool(false)
             try? v.write(to: options.verdict, redacting: secrets)
             if let junit = options.junit { try? v.junit(redacting: secrets, error: message).writeOutput(to: junit) }
-            say("0 passed, \(invalid.count) failed")
+            say("0 passed, \(invalid.count) failed (\(invalid.count) error\(invalid.count == 1 ? "" : "s"): malformed or not run)")
             complain(redactor.redact(message))
             return Exit.usage.rawValue
         }
@@ -555,7 +555,9 @@ public enum HarnessCommand {
         }
         let c = final.counts
         say("\(c.passed) passed, \(c.failed + c.error + final.crashedCount) failed" + (c.skipped > 0 ? ", \(c.skipped) skipped" : "")
-            + (final.crashedCount > 0 ? " (\(final.crashedCount) crashed)" : "") + (problem.map { ": \($0)" } ?? ""))
+            + (final.crashedCount > 0 ? " (\(final.crashedCount) crashed)" : "")
+            // The verdict counts these as `error`, not `failed`: said, so the two agree (a sixth outside tester).
+            + (c.error > 0 ? " (\(c.error) error\(c.error == 1 ? "" : "s"): malformed or not run)" : "") + (problem.map { ": \($0)" } ?? ""))
         if !invalid.isEmpty { return Exit.usage.rawValue }
         return c.failed + c.error + final.crashedCount > 0 || problem != nil ? Exit.failed.rawValue : Exit.ok.rawValue
     }
