@@ -19,7 +19,7 @@ public struct JSONDuplicateKey: Sendable, Equatable, CustomStringConvertible {
 
     /// "duplicate key \"k\" at $.path" (naming canonical equivalence when that is all they share).
     public var description: String {
-        "duplicate key \(JSONValue.string(key).jsonText) at \(path)"
+        "duplicate key \(JSONValue.string(key).unambiguousJSONText) at \(path)"
             + (equivalentOnly ? " (canonically equivalent to an earlier key of the same object)" : "")
     }
 
@@ -37,7 +37,8 @@ public struct JSONDuplicateKey: Sendable, Equatable, CustomStringConvertible {
         let simple = !key.isEmpty && key.unicodeScalars.allSatisfy { s in
             (s >= "a" && s <= "z") || (s >= "A" && s <= "Z") || (s >= "0" && s <= "9") || s == "_" || s == "-"
         }
-        return simple ? "." + key : "[" + JSONValue.string(key).jsonText + "]"
+        // A key not in NFC is escaped (`unambiguousJSONText`), so the second spelling reads apart.
+        return simple ? "." + key : "[" + JSONValue.string(key).unambiguousJSONText + "]"
     }
 
     /// A walk over valid JSON: objects with their keys, arrays with their indices.
