@@ -140,7 +140,7 @@ def _timestamp(seconds):
     millis = math.floor(seconds * 1000)
     days, ms = divmod(millis, 86400000)
     z = days + 719468
-    era = (z if z >= 0 else z - 146096) // 146097
+    era = z // 146097   # Python's // floors already (the C form subtracts 146096 first)
     doe = z - era * 146097
     yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
     doy = doe - (365 * yoe + yoe // 4 - yoe // 100)

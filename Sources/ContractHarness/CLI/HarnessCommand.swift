@@ -298,6 +298,17 @@ public enum HarnessCommand {
         return path
     }
 
+    /// Whether a verdict may be written at `path`: nothing is there, it is empty or no regular
+    /// file (`/dev/null`, a FIFO), or it holds a verdict (`"experimently-verdict/1"` in its head).
+    static func replaceableByVerdict(_ path: String, marker: String = "experimently-verdict/1") -> Bool {
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size > 0 else { return true }
+        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        let head = (try? handle.read(upToCount: 65_536)) ?? Data()
+        return head.range(of: Data(marker.utf8)) != nil
+    }
+
     /// Writes a verdict (and the JUnit file, when one is asked for) that says the run could not
     /// happen, so a stale one is never read as this run's.
     static func writeRefusal(_ message: String, to path: String, junit: String? = nil, otherOutputs: [String] = [], driver: any SDKDriver,
@@ -306,12 +317,15 @@ public enum HarnessCommand {
                               startedAt: Date(), durationMilliseconds: 0, results: [], invalid: invalid)
         verdict.extra["error"] = .string(message)
         verdict.extra["ok"] = .bool(false)
+        // A refusal never replaces a file that is not a verdict: the usage error may be that
+        // `--verdict` names an input (the adapter's program, a journal, a scenario).
+        guard replaceableByVerdict(path) else { return }
         try? verdict.write(to: path, redacting: [])
         // Not over the verdict: a refusal of `--junit` naming the verdict's file keeps the verdict.
         // Nor over another output named: a refused `--html Y --junit Y` left Y holding JUnit XML.
         let others = otherOutputs.map(resolvedPath)
         if let junit, !resolvedPath(junit).utf8.elementsEqual(resolvedPath(path).utf8),
-           !others.contains(where: { $0.utf8.elementsEqual(resolvedPath(junit).utf8) }) {
+           !others.contains(where: { $0.utf8.elementsEqual(resolvedPath(junit).utf8) }), replaceableByVerdict(junit, marker: "<testsuite") {
             try? verdict.junit(redacting: [], error: message).writeOutput(to: junit)
         }
     }
@@ -408,6 +422,12 @@ public enum HarnessCommand {
                                                                 ("--html", options.report.html), ("--mermaid", options.report.mermaid)]
             try checkDistinct(outputs)
             for file in files { try checkDistinct([("the scenario file", file)] + outputs) }
+            // Nor over a file the adapter command names (its program, its script: an eighth
+            // outside tester's `--verdict` replaced the adapter).
+            for word in (options.sdkCommand ?? "").split(whereSeparator: { $0 == " " || $0 == "'" || $0 == "\"" }).map(String.init)
+            where FileManager.default.fileExists(atPath: word) {
+                try checkDistinct([("a file of --sdk-command", word)] + outputs)
+            }
             if let m = options.mutant { driver = MutantRun.driver(Defect(rawValue: m)) }
             if options.sdkCommand != nil && options.mutant != nil { throw UsageError("--sdk-command and --mutant exclude each other") }
         } catch let e as UsageError {

@@ -150,7 +150,11 @@ extension Checks {
         guard y == 4, marks.allSatisfy({ u[$0.0] == $0.1 }),
               let year = num(0, y), let month = num(y + 1, 2), let day = num(y + 4, 2), let hour = num(y + 7, 2),
               let minute = num(y + 10, 2), let second = num(y + 13, 2), let millis = num(y + 16, 3),
-              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 60 else { return nil }
+              (1...12).contains(month), day >= 1, hour < 24, minute < 60, second < 60 else { return nil }
+        // A day the month has (an eighth outside tester: 2023-11-31 was read as 2023-12-01).
+        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+        let monthDays: [Int64] = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+        guard day <= monthDays[Int(month) - 1] else { return nil }
         // Days from the civil date (proleptic Gregorian; H. Hinnant's days_from_civil).
         let yy = month <= 2 ? year - 1 : year
         let era = (yy >= 0 ? yy : yy - 399) / 400

@@ -126,7 +126,12 @@ enum Checks {
         struct Entry { var key: String; var value: JSONValue; var expires: Int64; var order: Int; var lo = 0; var hi = Int.max; var optional = false }
 
         /// `seconds` in whole microseconds, the resolution of scenario times.
-        static func micros(_ seconds: Double) -> Int64 { Int64((seconds * 1_000_000).rounded()) }
+        /// Saturating: beyond about 292,000 years (or not finite) it holds at the ends, never traps.
+        static func micros(_ seconds: Double) -> Int64 {
+            let us = (seconds * 1_000_000).rounded()
+            guard us.isFinite else { return us.isNaN ? 0 : (us > 0 ? Int64.max / 4 : Int64.min / 4) }
+            return Int64(max(min(us, Double(Int64.max / 4)), Double(Int64.min / 4)))
+        }
         /// More entries were written since the last clear than the client's `cache_size`: the SDK
         /// may have evicted any of them (CONTRACT.md section 3 bounds the cache by `cacheSize` and
         /// names no eviction order), so every entry is optional from then on and fan-out is not
@@ -275,8 +280,13 @@ enum Checks {
                 // An object without the fields the contract gives every answer (CONTRACT.md section 1
                 // table: `enabled` of a flag; `variant_name` and `is_control` of an assignment): an SDK
                 // may decode it or fail, so the entry may be there or not.
-                let complete = key.kind == "flag" ? value["enabled"].map { if case .bool = $0 { return true } else { return false } } ?? false
-                    : (value["variant_name"]?.stringValue != nil && value["is_control"].map { if case .bool = $0 { return true } else { return false } } ?? false)
+                // (`key` and `enabled` of a flag; `experiment_key`, `user_id`, `variant_name` and
+                // `is_control` of an assignment, each of its type: an eighth outside tester's
+                // answers lacking `experiment_key`, or with `user_id: 123`, were modelled as surely
+                // cached.)
+                func isBool(_ v: JSONValue?) -> Bool { if case .bool? = v { return true } else { return false } }
+                let complete = key.kind == "flag" ? value["key"]?.stringValue != nil && isBool(value["enabled"])
+                    : ["experiment_key", "user_id", "variant_name"].allSatisfy { value[$0]?.stringValue != nil } && isBool(value["is_control"])
                 if !complete { entry.optional = true }
                 // Issued by an app call that began before a clear the receipt follows: the SDK may
                 // have started it before that clear (not written) or after it (written).
@@ -333,6 +343,14 @@ enum Checks {
                 guard let repliedA = await ScenarioExecution.query(driverClient, .getAssignments(user: user)),
                       let repliedF = await ScenarioExecution.query(driverClient, .getEvaluatedFlags(user: user)) else {
                     problems.append(("client '\(client)' did not report its cache for user '\(Attribution.show(user))' (getAssignments or getEvaluatedFlags gave no value), so the cache cannot be compared with the history",
+                                     relevant(c, user: user)))
+                    continue
+                }
+                // A reply that is no list of assignments / keys is the driver's fault, said so (an
+                // eighth outside tester: it was read as an empty cache).
+                guard case .array(let itemsA) = repliedA, case .array(let itemsF) = repliedF,
+                      itemsA.allSatisfy({ $0["experiment_key"]?.stringValue != nil }), itemsF.allSatisfy({ $0.stringValue != nil }) else {
+                    problems.append(("client '\(client)' answered getAssignments with \(repliedA) and getEvaluatedFlags with \(repliedF) for user '\(Attribution.show(user))': not the lists the driver protocol gives (Documentation/DriverProtocol.md), so the cache cannot be compared with the history",
                                      relevant(c, user: user)))
                     continue
                 }

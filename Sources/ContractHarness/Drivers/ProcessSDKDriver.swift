@@ -414,7 +414,9 @@ final class DriverConnection: Sendable {
         let operators = CharacterSet(charactersIn: ";&|()<>`\n\r{}!")
         guard !trimmed.isEmpty, trimmed.rangeOfCharacter(from: operators) == nil, !trimmed.contains("$(") else { return command }
         let first = String(trimmed.prefix { !$0.isWhitespace })
-        let keywords: Set<String> = ["exec", "cd", "export", "set", "unset", "eval", "if", "for", "while", "until", "case", ".", "source", "time", "env"]
+        // Shell words that are no program to exec (builtins and keywords), and `env`, `time`.
+        let keywords: Set<String> = ["exec", "cd", "export", "set", "unset", "eval", "if", "for", "while", "until", "case", ".", "source",
+                                     "time", "env", "command", "builtin", "trap", "ulimit", "umask", "readonly", "local", "!", "{", "(", "[", "test"]
         guard !first.contains("="), !keywords.contains(first) else { return command }
         return "exec " + trimmed
     }

@@ -156,12 +156,14 @@ public enum ScenarioParser {
         var r = try ObjectReader(value, file: file, path: path)
         var s = base
         s.timeout = try r.optionalNumber("timeout") ?? s.timeout
-        guard s.timeout > 0, s.timeout.isFinite, wholeMicroseconds(s.timeout) else {
-            throw r.error("timeout", expected: "seconds > 0, in whole microseconds", found: .number(s.timeout))
+        // At most ten years, as `advance`: beyond that no step reaches them, and 9.3e12 s of TTL
+        // overflowed the model's microseconds (an eighth outside tester: the worker trapped).
+        guard s.timeout > 0, s.timeout <= 315_360_000, wholeMicroseconds(s.timeout) else {
+            throw r.error("timeout", expected: "seconds > 0 and at most 315360000 (ten years), in whole microseconds", found: .number(s.timeout))
         }
         s.cacheTTL = try r.optionalNumber("cache_ttl") ?? s.cacheTTL
-        guard s.cacheTTL >= 0, s.cacheTTL.isFinite, wholeMicroseconds(s.cacheTTL) else {
-            throw r.error("cache_ttl", expected: "seconds >= 0, in whole microseconds", found: .number(s.cacheTTL))
+        guard s.cacheTTL >= 0, s.cacheTTL <= 315_360_000, wholeMicroseconds(s.cacheTTL) else {
+            throw r.error("cache_ttl", expected: "seconds from 0 to 315360000 (ten years), in whole microseconds", found: .number(s.cacheTTL))
         }
         s.cacheSize = try r.optionalInt("cache_size", range: 1...1_000_000) ?? s.cacheSize
         s.offlineFallback = try r.optionalBool("offline_fallback") ?? s.offlineFallback

@@ -1,4 +1,5 @@
 import Foundation
+import ExperimentlyMock
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -77,16 +78,22 @@ extension Data {
 }
 
 extension Data {
-    /// Whether `path` is a regular file (after symbolic links) that reads like a scenario file:
-    /// its first 64 KiB hold a member `"format"` whose value is `"experimently-scenario/1"`
-    /// (whitespace allowed around the colon; also a file too broken to parse, so a scenario being
-    /// edited is kept too).
+    /// Whether `path` is a regular file (after symbolic links) that is a scenario file: its
+    /// top-level `"format"` is `"experimently-scenario/1"`.
     static func isScenarioFile(_ path: String) -> Bool {
         var info = stat()
         guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, let handle = FileHandle(forReadingAtPath: path) else { return false }
         defer { try? handle.close() }
-        let head = String(decoding: (try? handle.read(upToCount: 65_536)) ?? Data(), as: UTF8.self)
-        return head.range(of: #""format"\s*:\s*"experimently-scenario/1""#, options: .regularExpression) != nil
+        // A whole file of up to 64 MiB is parsed: its top-level `format` decides, however it is
+        // spelled (an eighth outside tester: `"experimently-scenario\/1"`, or after 64 KiB of
+        // description, was replaced). One that is no JSON is read by its text, so a scenario
+        // being edited is kept too.
+        let data = (try? handle.read(upToCount: 64 << 20)) ?? Data()
+        if let parsed = try? JSONValue.parse(JSONValue.withoutByteOrderMark(data)).value {
+            return parsed["format"] == .string("experimently-scenario/1")
+        }
+        let text = String(decoding: data, as: UTF8.self)
+        return text.range(of: #""format"\s*:\s*"experimently-scenario\\?/1""#, options: .regularExpression) != nil
     }
 }
 
