@@ -378,6 +378,11 @@ public enum HarnessCommand {
         guard !path.isEmpty else { throw UsageError("\(option) needs a file name") }
         // Bad usage, before any work (a seventh outside tester: the write was refused at the end
         // with exit 70, an internal fault, after a run that passed).
+        // A link that leads nowhere it can end (a loop): said now, not as exit 70 at the end.
+        var linkInfo = stat()
+        if lstat(path, &linkInfo) == 0, (linkInfo.st_mode & S_IFMT) == S_IFLNK, stat(path, &linkInfo) != 0, errno == ELOOP {
+            throw UsageError("\(option) \(path) is a loop of symbolic links")
+        }
         if !mayReplaceScenario, Data.isScenarioFile(path) { throw UsageError("\(option) \(path) is a scenario file: an output never replaces one (name another file)") }
         var isDir: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDir), isDir.boolValue {

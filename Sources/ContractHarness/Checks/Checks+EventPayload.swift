@@ -47,6 +47,7 @@ extension Checks {
             // The calls running when this request arrived, per user and name (found once per request).
             var running: [String: [(event: JSONValue, client: String?, from: Int, to: Int)]] = [:]
             var nextCandidate: [String: Int] = [:]
+            var used: Set<String> = []
             for sent in wire {
                 if let stamp = sent["timestamp"], stamp != .null, Self.isoMillisSeconds(stamp) == nil {
                     problems.append(("request #\(record.seq) sends the timestamp \(stamp) for user \(Attribution.show(sent["user_id"]?.stringValue ?? "?")), which is no ISO-8601 UTC time with milliseconds and Z (CONTRACT.md section 1)",
@@ -85,19 +86,25 @@ extension Checks {
                 // A match ends the search (a seventh outside tester: comparing with every call and
                 // writing each difference was quadratic, and 1,000 events of one call ran 30 s).
                 // Searched from the call after the last match: an SDK sends a batch's events in order.
+                // A keyed event given is sent once, so within a request it matches once (an eighth
+                // outside tester: a batch repeating its first event's fields passed); an unkeyed
+                // one is fanned out to several entries, each with its fields.
                 let start = nextCandidate[key] ?? 0
-                if let hit = (calls.indices.map { (start + $0) % calls.count }).first(where: {
-                    Self.payloadDifferences(sent: sent, given: calls[$0].event, stopAtFirst: true).isEmpty
+                if let hit = (calls.indices.map { (start + $0) % calls.count }).first(where: { i in
+                    let keyed = calls[i].event["experiment"] != nil || calls[i].event["flag"] != nil
+                    return !(keyed && used.contains(key + "\0\(i)")) && Self.payloadDifferences(sent: sent, given: calls[i].event, stopAtFirst: true).isEmpty
                 }) {
                     nextCandidate[key] = hit + 1
+                    used.insert(key + "\0\(hit)")
                     continue
                 }
                 // An app `event` of the client ran then too: the event may be the app's own.
                 if appRan { continue }
                 guard problems.count < 10 else { continue }
                 let closest = calls.prefix(8).map { Self.payloadDifferences(sent: sent, given: $0.event) }.min { $0.count < $1.count } ?? []
+                let what = closest.isEmpty ? "the fields of an event this request already carried, which its call gave once" : closest.joined(separator: "; ")
                 problems.append(("request #\(record.seq) sends event '\(Attribution.show(name))' of user \(Attribution.show(user)) with "
-                                 + closest.joined(separator: "; ") + " (CONTRACT.md section 1, event object)",
+                                 + what + " (CONTRACT.md section 1, event object)",
                                  c.slice(around: [event.index], radius: 1)))
             }
         }

@@ -296,6 +296,15 @@ enum Checks {
                     let previous = table[exact(user)]?[exact(key.key)]
                     entry.optional = previous.map { $0.optional || $0.expires <= CacheModel.micros(e.exactTime) } ?? true
                 }
+                // An assignment answered for another experiment than the one asked: an SDK may cache
+                // it under either key, or fail (an eighth outside tester: every correct SDK failed
+                // `no_stale_write`, blamed on defect 1): optional under both.
+                if key.kind == "experiment", let answered = value["experiment_key"]?.stringValue, exact(answered) != exact(key.key) {
+                    entry.optional = true
+                    var other = entry
+                    other.key = answered
+                    model.assignments[exact(user), default: [:]][exact(answered)] = other
+                }
                 if key.kind == "flag" { model.flags[exact(user), default: [:]][exact(key.key)] = entry }
                 else { model.assignments[exact(user), default: [:]][exact(key.key)] = entry }
                 model.noteSize(limit: sizes[exact(client)] ?? 1000)

@@ -1,0 +1,62 @@
+import XCTest
+import Foundation
+@testable import ContractHarness
+import ExperimentlyMock
+import ExperimentlyMutants
+
+/// An eighth outside tester's findings, each a test that failed before its fix.
+final class EighthTesterFindingsTests: XCTestCase {
+    static func fixture(_ name: String) throws -> Scenario {
+        let file = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/eighth-tester/\(name).json").path
+        return try ScenarioParser.parse(Data(contentsOf: URL(fileURLWithPath: file)), file: file)
+    }
+
+    /// Answers the SDK may fail to decode (a contract field missing or of another type) or cache
+    /// under another key (an assignment for another experiment) are optional for the model: every
+    /// correct SDK failed `fan_out` or `no_stale_write` on them.
+    func testAnswersAnSDKMayReadEitherWayAreOptional() async throws {
+        for name in ["k-answer-other-experiment-key", "m-flag-key-number", "m-assign-no-experiment-key"] {
+            let scenario = try Self.fixture(name)
+            for (driver, what) in [(SwiftSDKDriver(), "shipping SDK"), (MutantRun.driver(nil), "faithful variant")] {
+                let result = await ScenarioRunner(driver: driver).run(scenario)
+                XCTAssertEqual(result.status, .passed, "\(name) on the \(what): \(result.firstFailure?.message ?? "")")
+            }
+        }
+    }
+
+    /// Inputs the model or an SDK cannot follow are refused: a TTL or timeout past ten years (9.3e12
+    /// s trapped the model's microseconds), and the model's microseconds saturate.
+    func testHugeTimesAreRefusedAndTheModelNeverTraps() throws {
+        for body in [#""config": {"cache_ttl": 9.3e12}"#, #""config": {"timeout": 1e300}"#] {
+            XCTAssertThrowsError(try ScenarioParser.parse(Data("""
+            {"format": "experimently-scenario/1", "name": "t", "description": "d", "checks": ["single_flight"], \(body), "steps": [{"advance": 1}]}
+            """.utf8), file: "t.json")) { error in XCTAssertTrue("\(error)".contains("ten years"), "\(error)") }
+        }
+        XCTAssertGreaterThan(Checks.CacheModel.micros(1e300), 0)
+        XCTAssertEqual(Checks.CacheModel.micros(.nan), 0)
+        // Impossible calendar dates are no timestamp.
+        XCTAssertNil(Checks.isoMillisSeconds(.string("2023-11-31T00:00:00.500Z")))
+        XCTAssertNil(Checks.isoMillisSeconds(.string("2023-02-29T00:00:00.500Z")))
+        XCTAssertNotNil(Checks.isoMillisSeconds(.string("2024-02-29T00:00:00.500Z")))
+    }
+
+    /// A scenario is recognised by its parsed `format`, however spelled (`\/`), and an output
+    /// never replaces it; a simple command starting with a shell builtin is not exec'd.
+    func testScenarioFilesAreKnownByTheirParsedFormat() throws {
+        let file = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/eighth-tester/o-victim-escaped-slash.json").path
+        XCTAssertTrue(Data.isScenarioFile(file))
+        XCTAssertFalse(Data.isScenarioFile(Repository.root.appendingPathComponent("Documentation/scenario.schema.json").path))
+        XCTAssertEqual(DriverConnection.execing("command python3 driver.py"), "command python3 driver.py")
+    }
+
+    /// More than 256 requests of one client held at once reach the mock through experimently-driver
+    /// (its sessions allowed 256 connections per host: the rest were never sent, "not quiescent").
+    func testThreeHundredHeldRequestsOfOneClientGoThroughTheSwiftAdapter() async throws {
+        let driverPath = HarnessCLITests.binary.deletingLastPathComponent().appendingPathComponent("experimently-driver")
+        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: driverPath.path), "experimently-driver is not built (swift build builds it)")
+        let driver = try await ProcessSDKDriver.launch(command: "'\(driverPath.path)'")
+        let result = await ScenarioRunner(driver: driver).run(try Self.fixture("p-300-held"))
+        await driver.shutdown()
+        XCTAssertEqual(result.status, .passed, result.firstFailure?.message ?? result.reason ?? "")
+    }
+}
