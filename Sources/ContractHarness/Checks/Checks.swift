@@ -434,7 +434,9 @@ enum Checks {
     /// batches to the operations running when they were sent satisfies every operation.
     static func fanOut(_ c: CheckContext, sizesOnly: Bool) -> [(String, [String])] {
         var problems: [(String, [String])] = []
-        var expectations: [(invoke: HistoryEvent, expected: [Attribution.Entry], ranks: [Attribution.Rank])] = []
+        // Each operation's possible expectations: one, or (when some entries may be there or not)
+        // one per subset of those entries, all of them first.
+        var expectations: [(invoke: HistoryEvent, variants: [(expected: [Attribution.Entry], ranks: [Attribution.Rank])])] = []
         // The reference app's unkeyed events, judged like a plain trackWithStatus (`appEventFanOut`).
         var appEvents = AppEventFanOut(c)
         var appOperations: [Attribution.Operation] = []
@@ -452,6 +454,51 @@ enum Checks {
             // batches are taken as its own, whatever they hold (`CacheModel.overflowed`).
             let unkeyed = events.filter { $0["experiment"] == nil && $0["flag"] == nil }
             let uncertain = unkeyed.contains { event in event["user"]?.stringValue.map { model.hasUncertain(user: $0, at: e.exactTime) } ?? false }
+            // A few entries that may be there or not (a tie, a late answer, an incomplete answer):
+            // every subset is tried, so the batches must still be one of them, in chunks of 100 (an
+            // eighth outside tester: taken as "any subset", `wrong-batch-chunks` passed).
+            if uncertain, !model.overflowed, !unkeyed.isEmpty,
+               let fan = fanOutExpectation(events: events, keyedAllowed: e.name == "trackBatch", model: model, at: e.exactTime) {
+                // The cache entries that may be there or not, by user and key: one entry is in the
+                // cache or not for every event of the operation alike.
+                var optional = Set<String>()   // "a"|"f" \0 exact user \0 exact key
+                for event in unkeyed {
+                    guard let user = event["user"]?.stringValue else { continue }
+                    for a in model.entries(model.assignments, user: user, at: e.exactTime, filter: { $0["assigned"] != .bool(false) }) where a.optional {
+                        optional.insert("a\0" + exact(user) + "\0" + exact(a.key))
+                    }
+                    for f in model.entries(model.flags, user: user, at: e.exactTime) where f.optional {
+                        optional.insert("f\0" + exact(user) + "\0" + exact(f.key))
+                    }
+                }
+                func group(_ entry: Attribution.Entry) -> String? {
+                    let user = String(decoding: entry.user, as: UTF8.self)
+                    if let x = entry.experiment { return "a\0" + exact(user) + "\0" + exact(String(decoding: x, as: UTF8.self)) }
+                    if let f = entry.flag { return "f\0" + exact(user) + "\0" + exact(String(decoding: f, as: UTF8.self)) }
+                    return nil
+                }
+                // Which expected entries are fanned out (droppable) and which are keyed events of a
+                // batch, sent as given: walked in `fanOutExpectation`'s order.
+                var fanned: [Bool] = []
+                for event in events {
+                    guard event["user"]?.stringValue != nil, event["name"]?.stringValue != nil else { continue }
+                    if event["experiment"] != nil || event["flag"] != nil { fanned.append(false); continue }
+                    let user = event["user"]!.stringValue!
+                    let count = model.entries(model.assignments, user: user, at: e.exactTime, filter: { $0["assigned"] != .bool(false) }).count
+                        + model.entries(model.flags, user: user, at: e.exactTime).count
+                    fanned += Array(repeating: true, count: count)
+                }
+                let groups = optional.sorted()
+                if groups.count <= 4, fanned.count == fan.0.count {
+                    let variants = (0..<(1 << groups.count)).reversed().map { mask -> ([Attribution.Entry], [Attribution.Rank]) in
+                        let dropped = Set(groups.enumerated().filter { mask & (1 << $0.offset) == 0 }.map(\.element))
+                        let kept = fan.0.indices.filter { i in !fanned[i] || (group(fan.0[i]).map { !dropped.contains($0) } ?? true) }
+                        return (kept.map { fan.0[$0] }, kept.map { fan.1[$0] })
+                    }
+                    expectations.append((e, variants))
+                    return
+                }
+            }
             if model.overflowed || uncertain, !unkeyed.isEmpty {
                 let window = Attribution.Window(client: e.client, from: e.index, to: e.label.flatMap { completesByLabel[ExactKey($0)] } ?? Int.max)
                 unpredictable.append(window)
@@ -464,7 +511,7 @@ enum Checks {
                 return
             }
             guard let fan = fanOutExpectation(events: events, keyedAllowed: e.name == "trackBatch", model: model, at: e.exactTime) else { return }
-            expectations.append((e, fan.0, fan.1))
+            expectations.append((e, [(fan.0, fan.1)]))
         }
         let completes = Dictionary(c.history.filter { $0.kind == .complete }.compactMap { e in e.label.map { ($0, e.index) } }, uniquingKeysWith: { a, _ in a })
         // Tracking requests happen only while a tracking operation (or an app event) runs: an
@@ -478,12 +525,25 @@ enum Checks {
         }
         // Every /batch belongs to exactly one fan-out operation (or lies inside an app event,
         // whose batches no model predicts); CONTRACT.md section 4.
-        let operations = expectations.map { item in
-            Attribution.Operation(label: item.invoke.label!, name: item.invoke.name ?? "", client: item.invoke.client,
-                                  from: item.invoke.index, to: completes[item.invoke.label!] ?? Int.max,
-                                  expected: stride(from: 0, to: item.expected.count, by: 100).map { Array(item.expected[$0..<min($0 + 100, item.expected.count)]) },
-                                  ranks: stride(from: 0, to: item.ranks.count, by: 100).map { Array(item.ranks[$0..<min($0 + 100, item.ranks.count)]) })
+        func operation(_ invoke: HistoryEvent, _ v: (expected: [Attribution.Entry], ranks: [Attribution.Rank])) -> Attribution.Operation {
+            Attribution.Operation(label: invoke.label!, name: invoke.name ?? "", client: invoke.client,
+                                  from: invoke.index, to: completes[invoke.label!] ?? Int.max,
+                                  expected: stride(from: 0, to: v.expected.count, by: 100).map { Array(v.expected[$0..<min($0 + 100, v.expected.count)]) },
+                                  ranks: stride(from: 0, to: v.ranks.count, by: 100).map { Array(v.ranks[$0..<min($0 + 100, v.ranks.count)]) })
         }
+        // At most 64 combinations of variants are tried; past that, operations with several are
+        // taken as unpredictable (their batches bounded by their entries, below).
+        var combinations = expectations.reduce(1) { $0 * $1.variants.count }
+        if combinations > 64 {
+            for item in expectations where item.variants.count > 1 {
+                let window = Attribution.Window(client: item.invoke.client, from: item.invoke.index, to: completes[item.invoke.label!] ?? Int.max)
+                unpredictable.append(window)
+                bounded.append((window, Set(item.variants[0].expected), item.invoke.label ?? ""))
+            }
+            expectations.removeAll { $0.variants.count > 1 }
+            combinations = 1
+        }
+        let operations = expectations.map { operation($0.invoke, $0.variants[0]) }
         let batches = c.requests.filter { $0.record.path == "/api/v1/tracking/batch" }.map { event, record in
             Attribution.Request(seq: record.seq, index: event.index, client: record.client, entries: record.events.compactMap { Attribution.Entry(wire: $0) })
         }
@@ -502,7 +562,20 @@ enum Checks {
         }
         // An app event whose fan-out the history cannot fix (`AppEventFanOut.uncertain`) may send any batch.
         let absorbers = appEvents.uncertain + unpredictable
-        switch Attribution.solve(operations: operations + appOperations, requests: batches, absorbers: absorbers, mode: sizesOnly ? .sizes : .entries) {
+        var outcome = Attribution.solve(operations: operations + appOperations, requests: batches, absorbers: absorbers, mode: sizesOnly ? .sizes : .entries)
+        var combination = 1
+        while combination < combinations, !{ if case .attributed = outcome { return true } else { return false } }() {
+            var rest = combination
+            let chosen = expectations.map { item -> Attribution.Operation in
+                let pick = rest % item.variants.count
+                rest /= item.variants.count
+                return operation(item.invoke, item.variants[pick])
+            }
+            let attempt = Attribution.solve(operations: chosen + appOperations, requests: batches, absorbers: absorbers, mode: sizesOnly ? .sizes : .entries)
+            if case .attributed = attempt { outcome = attempt }
+            combination += 1
+        }
+        switch outcome {
         case .attributed: break
         case .unattributable(let reasons):
             for reason in reasons {

@@ -59,4 +59,17 @@ final class EighthTesterFindingsTests: XCTestCase {
         await driver.shutdown()
         XCTAssertEqual(result.status, .passed, result.firstFailure?.message ?? result.reason ?? "")
     }
+
+    /// An entry that may be there or not (here a TTL tie) no longer makes `fan_out` accept any
+    /// subset: each subset of such entries is tried as the expectation, so the batches must still
+    /// be chunks of 100 of one of them (`wrong-batch-chunks` passed both files).
+    func testOptionalEntriesAreTriedAsSubsetsNotAnySubset() async throws {
+        for name in ["u-tie-batch-150", "u-tie-other-user"] {
+            let scenario = try Self.fixture(name)
+            let shipping = await ScenarioRunner().run(scenario)
+            XCTAssertEqual(shipping.status, .passed, "\(name): \(shipping.firstFailure?.message ?? "")")
+            let broken = await ScenarioRunner(driver: MutantRun.driver(.wrongBatchChunks)).run(scenario)
+            XCTAssertEqual(broken.status, .failed, name)
+        }
+    }
 }
