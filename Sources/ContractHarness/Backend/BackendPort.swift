@@ -40,6 +40,10 @@ public struct RequestRecord: Sendable, Equatable, Codable {
     /// of the body, then the connection closed): the client got a transport error, whatever the
     /// status says (`nil` when not, and in records written before the field existed).
     public var cutOff: Bool? = nil
+    /// `true` when the answer's body is JSON that parsers read differently (a UTF-8 byte-order
+    /// mark before it, a key twice, `NaN`/`Infinity` tokens, nesting past 256 levels): an SDK may
+    /// decode it or fail, and `response` holds the lenient reading (`nil` otherwise).
+    public var ambiguousBody: Bool? = nil
 
     /// The user ids the request is about: `user_id` of the query or body, or of each batch event.
     public var users: [String] {

@@ -94,6 +94,29 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         }
     }
 
+    /// Whether `body` is JSON that parsers read differently (an eighth outside tester: a UTF-8
+    /// byte-order mark, a key twice, `NaN`, nesting past 256 levels each failed a correct SDK that
+    /// read it the other way); then `strict` (the strict reading, `nil` when it failed) becomes the
+    /// lenient one: the body without its mark, the tokens as `null`, an empty object when too deep.
+    static func ambiguous(_ body: Data, strict: inout JSONValue?) -> Bool {
+        if strict != nil { return JSONDuplicateKey.first(in: body) != nil }
+        if body.starts(with: [0xEF, 0xBB, 0xBF]), let v = try? JSONValue.parse(Data(body.dropFirst(3))).value {
+            strict = v
+            return true
+        }
+        let text = String(decoding: body, as: UTF8.self)
+        if text.range(of: #"\b(NaN|-?Infinity)\b"#, options: .regularExpression) != nil,
+           let v = try? JSONValue.parse(Data(text.replacingOccurrences(of: #"-?\bInfinity\b|\bNaN\b"#, with: "null", options: .regularExpression).utf8)).value {
+            strict = v
+            return true
+        }
+        do { _ = try JSONValue.parse(body) } catch let error as JSONParseError where error.message.contains("nested deeper") {
+            strict = .object([:])
+            return true
+        } catch {}
+        return false
+    }
+
     /// Decoded fixtures and fault rules by their JSON: the explorer and the mutant runs start the
     /// same scenario thousands of times. Behind an `NSLock`; only successful decodes are kept.
     private static let decodeLock = NSLock()
@@ -385,14 +408,15 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
             let name = PercentDecoding.queryComponent(parts[0]) ?? parts[0]
             query[name] = parts.count > 1 ? (PercentDecoding.queryComponent(parts[1]) ?? parts[1]) : ""
         }
-        let response = e.response.flatMap { try? JSONValue.parse($0.body).value }
+        var response = e.response.flatMap { try? JSONValue.parse($0.body).value }
+        let ambiguous = e.response.map { Self.ambiguous($0.body, strict: &response) } ?? false
         var responseHeaders: [String: String] = [:]
         for h in e.response?.headers ?? [] { responseHeaders[h.name] = h.value }
         return RequestRecord(seq: e.seq, client: client, method: e.method, path: decoded(e.path) ?? e.path,
                              target: e.path + (e.query.map { "?" + $0 } ?? ""), query: query, headers: headers,
                              body: e.json, status: e.response?.status, response: response, responseHeaders: responseHeaders,
                              fault: e.fault?.name, parked: parked, cancelled: e.cancelled, answered: e.outcome != nil,
-                             cutOff: e.outcome == "drop_mid_body" ? true : nil)
+                             cutOff: e.outcome == "drop_mid_body" ? true : nil, ambiguousBody: ambiguous ? true : nil)
     }
 
     func setObserver(_ observer: @escaping @Sendable (Int?, Bool) -> Void) {

@@ -287,7 +287,7 @@ enum Checks {
                 func isBool(_ v: JSONValue?) -> Bool { if case .bool? = v { return true } else { return false } }
                 let complete = key.kind == "flag" ? value["key"]?.stringValue != nil && isBool(value["enabled"])
                     : ["experiment_key", "user_id", "variant_name"].allSatisfy { value[$0]?.stringValue != nil } && isBool(value["is_control"])
-                if !complete { entry.optional = true }
+                if !complete || r.ambiguousBody == true { entry.optional = true }
                 // Issued by an app call that began before a clear the receipt follows: the SDK may
                 // have started it before that clear (not written) or after it (written).
                 if let start = issueStarts[r.seq], let receipt = receipts[r.seq],

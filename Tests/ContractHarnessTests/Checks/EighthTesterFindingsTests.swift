@@ -72,4 +72,21 @@ final class EighthTesterFindingsTests: XCTestCase {
             XCTAssertEqual(broken.status, .failed, name)
         }
     }
+
+    /// A 2xx body parsers read differently (a byte-order mark, a key twice, `NaN`, nesting past
+    /// 256 levels) is modelled as maybe cached: each failed a correct SDK that read it the other
+    /// way. Malformed and truncated bodies stay failures for everyone (the mutant matrix's
+    /// `caches-failure` is still caught).
+    func testBodiesParsersReadDifferentlyMayBeCachedOrNot() async throws {
+        for name in ["b-bom", "b-nan", "b-dup-enabled-last-true", "b-deep"] {
+            let result = await ScenarioRunner().run(try Self.fixture(name))
+            XCTAssertEqual(result.status, .passed, "\(name): \(result.firstFailure?.message ?? "")")
+        }
+        var strict: JSONValue? = nil
+        XCTAssertTrue(MockBackendPort.ambiguous(Data([0xEF, 0xBB, 0xBF] + Array(#"{"enabled": true}"#.utf8)), strict: &strict))
+        XCTAssertEqual(strict?["enabled"], .bool(true))
+        strict = nil
+        XCTAssertFalse(MockBackendPort.ambiguous(Data(#"{"detail": "#.utf8), strict: &strict))
+        XCTAssertNil(strict)
+    }
 }
