@@ -303,7 +303,14 @@ extension JSONValue {
     /// Throws ``JSONParseError`` naming the byte offset for invalid JSON, invalid UTF-8, nesting
     /// deeper than 256 levels, or trailing content.
     public static func parse(_ data: Data) throws -> ParsedJSON {
+        try parse(data, maxDepth: 256)
+    }
+
+    /// As ``parse(_:)``, nesting allowed up to `maxDepth` levels (at most 1,000: the recursion
+    /// stays within a thread's stack), for reading a body another parser may accept deeper.
+    public static func parse(_ data: Data, maxDepth: Int) throws -> ParsedJSON {
         var parser = JSONByteParser(bytes: [UInt8](data))
+        parser.maxDepth = min(max(1, maxDepth), 1_000)
         parser.skipWhitespace()
         let value = try parser.parseValue(depth: 0)
         parser.skipWhitespace()
@@ -320,6 +327,8 @@ private struct JSONByteParser {
     var loneSurrogatePaths: [[JSONPathComponent]] = []
     var nonFiniteNumberPaths: [[JSONPathComponent]] = []
 
+    var maxDepth = 256
+
     init(bytes: [UInt8]) { self.bytes = bytes }
 
     func error(_ message: String) -> JSONParseError { JSONParseError(offset: index, message: message) }
@@ -329,7 +338,7 @@ private struct JSONByteParser {
     }
 
     mutating func parseValue(depth: Int) throws -> JSONValue {
-        guard depth < 256 else { throw error("JSON nested deeper than 256 levels") }
+        guard depth < maxDepth else { throw error("JSON nested deeper than \(maxDepth) levels") }
         guard index < bytes.count else { throw error("unexpected end of JSON") }
         switch bytes[index] {
         case UInt8(ascii: "{"): return try parseObject(depth: depth)

@@ -89,4 +89,23 @@ final class EighthTesterFindingsTests: XCTestCase {
         XCTAssertFalse(MockBackendPort.ambiguous(Data(#"{"detail": "#.utf8), strict: &strict))
         XCTAssertNil(strict)
     }
+
+    /// A ninth outside tester: a truncated body nested past 256 levels was "maybe cached"
+    /// (`caches-failure` passed), a valid deep one was read as `{}` (hiding `assigned: false`, so
+    /// `fan-out-to-ineligible` passed), and a top-level key stated twice was read as its last
+    /// value while the Swift SDK keeps the first (it failed).
+    func testDeepAndDuplicatedBodiesAreReadAsFarAsTheyGo() async throws {
+        func ninth(_ name: String) throws -> Scenario {
+            let file = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/ninth-tester/\(name).json").path
+            return try ScenarioParser.parse(Data(contentsOf: URL(fileURLWithPath: file)), file: file)
+        }
+        for name in ["v-deep-truncated", "d-deep-ineligible", "d-assigned-true-then-false"] {
+            let result = await ScenarioRunner().run(try ninth(name))
+            XCTAssertEqual(result.status, .passed, "\(name): \(result.firstFailure?.message ?? "")")
+        }
+        let cached = await ScenarioRunner(driver: MutantRun.driver(.cachesFailure)).run(try ninth("v-deep-truncated"))
+        XCTAssertEqual(cached.status, .failed)
+        let ineligible = await ScenarioRunner(driver: MutantRun.driver(.fanOutToIneligible)).run(try ninth("d-deep-ineligible"))
+        XCTAssertEqual(ineligible.status, .failed)
+    }
 }
