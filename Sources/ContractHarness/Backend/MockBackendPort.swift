@@ -105,7 +105,7 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
             // first or the last (a ninth outside tester: `assigned` true then false, the Swift SDK
             // kept the first and fanned out, the model the last and failed it).
             if case .object(var members) = value, duplicate.path == "$" + DuplicateKeys.member(duplicate.key) {
-                for key in members.keys where key == duplicate.key { members[key] = .null }
+                for key in members.keys where key.isExactly(duplicate.key) { members[key] = .null }
                 strict = .object(members)
             }
             return true

@@ -443,7 +443,7 @@ enum Checks {
         var unpredictable: [Attribution.Window] = []
         var bounded: [(window: Attribution.Window, allowed: Set<Attribution.Entry>, label: String)] = []
         let completesByLabel = Dictionary(c.history.filter { $0.kind == .complete }.compactMap { e in e.label.map { (ExactKey($0), e.index) } },
-                                          uniquingKeysWith: { a, _ in a })
+                                          uniquingKeysWith: { a, _ in a })   // the first completion of each exact label
         _ = replayCaches(c) { e, models in
             if let op = appEvents.operation(at: e, model: models[e.client ?? ""] ?? CacheModel()) { appOperations.append(op) }
             guard e.kind == .invoke, e.client != nil, e.label != nil,
@@ -513,11 +513,12 @@ enum Checks {
             guard let fan = fanOutExpectation(events: events, keyedAllowed: e.name == "trackBatch", model: model, at: e.exactTime) else { return }
             expectations.append((e, [(fan.0, fan.1)]))
         }
-        let completes = Dictionary(c.history.filter { $0.kind == .complete }.compactMap { e in e.label.map { ($0, e.index) } }, uniquingKeysWith: { a, _ in a })
+        // Labels are identity data: the completions by exact label, read once for the function.
+        let completes: (String) -> Int? = { completesByLabel[ExactKey($0)] }
         // Tracking requests happen only while a tracking operation (or an app event) runs: an
         // SDK that sends events nobody asked for (an exposure for a fallback, say) is caught here.
         let windows = c.history.filter { $0.kind == .invoke && ["track", "trackWithStatus", "trackBatch", "app.event"].contains($0.name ?? "") }
-            .map { (client: $0.client, from: $0.index, to: $0.label.flatMap { completes[$0] } ?? Int.max) }
+            .map { (client: $0.client, from: $0.index, to: $0.label.flatMap(completes) ?? Int.max) }
         for (event, record) in c.requests where record.path == "/api/v1/tracking/track" {
             if !windows.contains(where: { $0.client.isExactly(record.client) && $0.from < event.index && event.index < $0.to }) {
                 problems.append(("a tracking request no operation asked for: \(record.summary)", c.slice(around: [event.index], radius: 3)))
@@ -527,7 +528,7 @@ enum Checks {
         // whose batches no model predicts); CONTRACT.md section 4.
         func operation(_ invoke: HistoryEvent, _ v: (expected: [Attribution.Entry], ranks: [Attribution.Rank])) -> Attribution.Operation {
             Attribution.Operation(label: invoke.label!, name: invoke.name ?? "", client: invoke.client,
-                                  from: invoke.index, to: completes[invoke.label!] ?? Int.max,
+                                  from: invoke.index, to: completes(invoke.label!) ?? Int.max,
                                   expected: stride(from: 0, to: v.expected.count, by: 100).map { Array(v.expected[$0..<min($0 + 100, v.expected.count)]) },
                                   ranks: stride(from: 0, to: v.ranks.count, by: 100).map { Array(v.ranks[$0..<min($0 + 100, v.ranks.count)]) })
         }
@@ -536,7 +537,7 @@ enum Checks {
         var combinations = expectations.reduce(1) { $0 * $1.variants.count }
         if combinations > 64 {
             for item in expectations where item.variants.count > 1 {
-                let window = Attribution.Window(client: item.invoke.client, from: item.invoke.index, to: completes[item.invoke.label!] ?? Int.max)
+                let window = Attribution.Window(client: item.invoke.client, from: item.invoke.index, to: completes(item.invoke.label!) ?? Int.max)
                 unpredictable.append(window)
                 bounded.append((window, Set(item.variants[0].expected), item.invoke.label ?? ""))
             }
