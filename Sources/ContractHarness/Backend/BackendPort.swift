@@ -86,7 +86,9 @@ public struct RequestRecord: Sendable, Equatable, Codable {
         if let u = m.user, !users.containsExactly(u) { return false }
         if let s = m.status, s != status { return false }
         if let b = m.body { guard let body, body.contains(b) else { return false } }
-        if let t = m.target, !t.isExactly(target) { return false }
+        // The same URI, as RFC 3986 section 6.2.2 normalizes it (`%2f` is `%2F`, `%5F` is `_`).
+        if let t = m.target, !t.isExactly(target),
+           !PercentDecoding.normalizedTarget(t).isExactly(PercentDecoding.normalizedTarget(target)) { return false }
         if let wanted = m.headers {
             for (name, value) in wanted {
                 guard headers.first(where: { $0.key.lowercased() == name.lowercased() })?.value.isExactly(value) ?? false else { return false }

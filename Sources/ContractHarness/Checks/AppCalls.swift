@@ -157,7 +157,7 @@ extension Checks {
                 guard !receipts.isEmpty, receipts.allSatisfy({ $0.index < clear }) else { continue }
                 let seqs = receipts.compactMap { $0.request.map { "#\($0.seq)" } }.joined(separator: ", ")
                 problems.append((client, user, undo.index, "client '\(client.unambiguous)' cached the answer to \(seqs) (\(kind) '\(key.unambiguous)' of user '\(user.unambiguous)'), received before the clear at [\(clear)]; the app found it after that clear and undid it (CONTRACT.md section 5, defect 1: a response to a request that started before clearCache() must not be written)",
-                                 c.slice(around: receipts.map(\.index) + [clear, undo.index], radius: 0).suffix(12).map { $0 }))
+                                 c.excerpt(receipts.map(\.index) + [clear, undo.index])))
             }
         }
         return problems

@@ -24,6 +24,36 @@ struct CheckContext: Sendable {
         guard from <= to else { return [] }
         return history[from...to].map(\.line)
     }
+
+    /// The history from the first to the last of `indices` as a failure's evidence, at most
+    /// `limit` lines: when the span is longer, every event named in `indices` is kept (the two
+    /// requests of a single-flight failure, the clear between them) with as much of the span
+    /// near them as fits, and each gap says how many events it leaves out. Before, the span's
+    /// last 12 lines were kept, so the first request of a failure was often missing.
+    func excerpt(_ indices: [Int], limit: Int = 12) -> [String] {
+        guard let low = indices.min(), let high = indices.max() else { return [] }
+        let from = max(0, low), to = min(history.count - 1, high)
+        guard from <= to else { return [] }
+        if to - from + 1 <= limit { return history[from...to].map(\.line) }
+        let named = Set(indices.filter { $0 >= from && $0 <= to })
+        var keep = named
+        // Context: the events right after each named one, then right before, while room is left.
+        var radius = 1
+        while keep.count < limit, radius < to - from {
+            for i in named.sorted() {
+                for j in [i + radius, i - radius] where j >= from && j <= to && keep.count < limit { keep.insert(j) }
+            }
+            radius += 1
+        }
+        var lines: [String] = []
+        var previous: Int?
+        for i in keep.sorted() {
+            if let p = previous, i > p + 1 { lines.append("... (\(i - p - 1) events)") }
+            lines.append(history[i].line)
+            previous = i
+        }
+        return lines
+    }
 }
 
 /// The named checks over a whole history (scenario key `checks`), each a function of the history
@@ -580,7 +610,7 @@ enum Checks {
         case .attributed: break
         case .unattributable(let reasons):
             for reason in reasons {
-                problems.append((reason.message, c.slice(around: reason.indices, radius: 0).suffix(12).map { $0 }))
+                problems.append((reason.message, c.excerpt(reason.indices)))
             }
         case .undecided(let states):
             problems.append(("could not attribute \(batches.count) batches to \(operations.count) tracking operations within \(states) search states; split the scenario", []))
@@ -640,7 +670,11 @@ enum Checks {
         let cancelled = Set(c.requests.filter { $0.record.cancelled }.map(\.record.seq))
         for e in c.history {
             switch e.kind {
-            case .invoke where ["clearCache", "close"].contains(e.name ?? ""):
+            // clearOfflineCache too: a response to a request from before it is written nowhere
+            // (CONTRACT.md section 5.1, as after clearCache and close), so an SDK may let a later
+            // call send a request of its own rather than join it (a tenth outside tester: 3 of 60
+            // generated workloads failed such an SDK).
+            case .invoke where ["clearCache", "close", "clearOfflineCache"].contains(e.name ?? ""):
                 if let client = e.client { epochs[client, default: 0] += 1; clearIndices[client, default: []].append(e.index) }
             case .marker where e.name == "logout" || e.name == "undo":
                 if let client = e.client { epochs[client, default: 0] += 1; clearIndices[client, default: []].append(e.index) }
@@ -656,7 +690,7 @@ enum Checks {
                         rule = " (CONTRACT.md section 4: single flight)"
                     }
                     problems.append(("client '\(client)' sent a second request for \(key.kind) '\(Attribution.show(key.key))' of user '\(Attribution.show(user))' while request #\(first.seq) was in flight" + rule,
-                                     c.slice(around: [first.index, e.index], radius: 0).suffix(12).map { $0 }))
+                                     c.excerpt([first.index, e.index])))
                 } else {
                     open[id] = (r.seq, e.index, epochs[client, default: 0])
                 }
@@ -716,7 +750,7 @@ enum Checks {
                 message += " (nor does any other request settled while it ran explain it: "
                     + candidates.dropLast().map { "#\($0.record.seq) \($0.record.status.map(String.init) ?? "no answer")" }.joined(separator: ", ") + ")"
             }
-            problems.append((message, c.slice(around: candidates.map(\.index) + [from, to], radius: 0).suffix(12).map { $0 }))
+            problems.append((message, c.excerpt(candidates.map(\.index) + [from, to])))
         }
         for e in c.history {
             switch e.kind {
@@ -924,7 +958,7 @@ enum Checks {
                 else if e.name != "shown", case .number(let n)? = e.detail?["revision"] { acted = Int(n) }
                 if acted.map({ !calls.identity(at: $0).isExactly(id) }) ?? true {
                     let what = e.name == "call" ? "SDK call (\(e.detail?["sdk"]?.stringValue ?? "?") by app.\(e.detail?["action"]?.stringValue ?? "?"))" : e.name!
-                    problems.append(("\(what) for '\(id.unambiguous)' after that identity logged out", c.slice(around: [at, e.index], radius: 0).suffix(12).map { $0 }))
+                    problems.append(("\(what) for '\(id.unambiguous)' after that identity logged out", c.excerpt([at, e.index])))
                 }
             }
             if e.kind == .request, let r = e.request, r.client.isExactly(app.client) {
@@ -933,7 +967,7 @@ enum Checks {
                     let issuers = calls.issuers(path: r.path, user: user, at: e.index)
                     if issuers.contains(where: { calls.identity(at: $0.revision).isExactly(user) }) { continue }
                     problems.append(("request for '\(user.unambiguous)' received after that identity logged out, sent by no app operation begun as '\(user.unambiguous)': \(r.summary)",
-                                     c.slice(around: [retired[ExactKey(user)]!, e.index], radius: 0).suffix(12).map { $0 }))
+                                     c.excerpt([retired[ExactKey(user)]!, e.index])))
                 }
             }
         }

@@ -100,9 +100,10 @@ public struct FaultRule: Codable, Sendable, Equatable {
 public struct FaultMatch: Codable, Sendable, Equatable {
     /// The method, compared case-insensitively.
     public var method: String?
-    /// The exact raw (percent-encoded) path, without the query.
+    /// The raw (percent-encoded) path, without the query: exact, up to the normalization of
+    /// RFC 3986 section 6.2.2 (``PercentDecoding/normalizedTarget(_:)``).
     public var path: String?
-    /// A raw path prefix.
+    /// A raw path prefix, compared as `path` is.
     public var pathPrefix: String?
     /// Query parameters (percent-decoded) that must be present with these values.
     public var query: [String: String]?
@@ -127,13 +128,30 @@ public struct FaultMatch: Codable, Sendable, Equatable {
         body = try c.decodeIfPresent([String: JSONValue].self, forKey: .body)
     }
 
+    /// Whether the rule's `path` names the request's raw path: the same scalars, or the same
+    /// URI (RFC 3986 section 6.2.2: escapes' hex case and escaped unreserved characters do not
+    /// matter; `PercentDecoding.normalizedTarget`). A path that differs otherwise (another user,
+    /// NFC against NFD) never matches.
+    static func samePath(_ rule: String, _ raw: String) -> Bool {
+        if rule.isExactly(raw) { return true }
+        guard raw.utf8.contains(UInt8(ascii: "%")) || rule.utf8.contains(UInt8(ascii: "%")) else { return false }
+        return PercentDecoding.normalizedTarget(rule).isExactly(PercentDecoding.normalizedTarget(raw))
+    }
+
+    /// Whether the raw path starts with the rule's `path_prefix`, compared as ``samePath(_:_:)`` compares.
+    static func startsWith(_ raw: String, _ prefix: String) -> Bool {
+        if raw.unicodeScalars.starts(with: prefix.unicodeScalars) { return true }
+        guard raw.utf8.contains(UInt8(ascii: "%")) || prefix.utf8.contains(UInt8(ascii: "%")) else { return false }
+        return PercentDecoding.normalizedTarget(raw).unicodeScalars.starts(with: PercentDecoding.normalizedTarget(prefix).unicodeScalars)
+    }
+
     /// Whether `request` matches this pattern: the same test as `mismatches(request).isEmpty`,
     /// without writing the phrases (every request is tested against every rule).
     func matches(_ request: IncomingRequest) -> Bool {
         if let method, method.uppercased() != request.method { return false }
         let rawPath = request.raw.rawPath
-        if let path, !path.isExactly(rawPath) { return false }
-        if let pathPrefix, !rawPath.unicodeScalars.starts(with: pathPrefix.unicodeScalars) { return false }
+        if let path, !Self.samePath(path, rawPath) { return false }
+        if let pathPrefix, !Self.startsWith(rawPath, pathPrefix) { return false }
         for (name, value) in query ?? [:] {
             guard case .some(let actual) = request.query(name), actual.map({ $0.isExactly(value) }) ?? false else { return false }
         }
@@ -151,8 +169,8 @@ public struct FaultMatch: Codable, Sendable, Equatable {
         var out: [String] = []
         if let method, method.uppercased() != request.method { out.append("method is \(request.method), rule wants \(method.uppercased())") }
         let rawPath = request.raw.rawPath
-        if let path, !path.isExactly(rawPath) { out.append("path is \(rawPath.unambiguous), rule wants \(path.unambiguous)") }
-        if let pathPrefix, !rawPath.unicodeScalars.starts(with: pathPrefix.unicodeScalars) { out.append("path \(rawPath) does not start with \(pathPrefix)") }
+        if let path, !Self.samePath(path, rawPath) { out.append("path is \(rawPath.unambiguous), rule wants \(path.unambiguous)") }
+        if let pathPrefix, !Self.startsWith(rawPath, pathPrefix) { out.append("path \(rawPath) does not start with \(pathPrefix)") }
         for (name, value) in (query ?? [:]).sorted(by: { $0.key < $1.key }) {
             switch request.query(name) {
             case nil: out.append("query \(name) is absent, rule wants '\(value.unambiguous)'")

@@ -141,6 +141,46 @@ public enum PercentDecoding {
         return decode(s[...], plusAsSpace: true).flatMap { String(validating: $0, as: UTF8.self) }
     }
 
+    /// `raw` (a request target, a path) in the normal form of RFC 3986 section 6.2.2: the hex
+    /// digits of every `%XX` escape upper-cased (section 6.2.2.1) and the escapes of unreserved
+    /// characters (letters, digits, `-`, `.`, `_`, `~`) decoded (section 6.2.2.2). Two targets
+    /// with the same normal form are the same URI, so a fault rule's `match.path` and a `target`
+    /// matcher compare these: `%2f` and `%2F`, or `sdk%5Fflag` and `sdk_flag`, are one path (a
+    /// tenth outside tester: an SDK writing lower-case escapes failed two scenarios, one escaping
+    /// `_` every fault rule). Reserved characters stay escaped (`%2F` is not `/`) and a malformed
+    /// escape stays as written.
+    public static func normalizedTarget(_ raw: String) -> String {
+        guard raw.utf8.contains(UInt8(ascii: "%")) else { return raw }
+        func hexValue(_ b: UInt8) -> UInt8? {
+            switch b {
+            case 0x30...0x39: return b - 0x30
+            case 0x41...0x46: return b - 0x41 + 10
+            case 0x61...0x66: return b - 0x61 + 10
+            default: return nil
+            }
+        }
+        let bytes = Array(raw.utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var i = 0
+        while i < bytes.count {
+            if bytes[i] == UInt8(ascii: "%"), i + 2 < bytes.count, let h = hexValue(bytes[i + 1]), let l = hexValue(bytes[i + 2]) {
+                let v = h << 4 | l
+                let unreserved = (0x41...0x5A).contains(v) || (0x61...0x7A).contains(v) || (0x30...0x39).contains(v)
+                    || v == UInt8(ascii: "-") || v == UInt8(ascii: ".") || v == UInt8(ascii: "_") || v == UInt8(ascii: "~")
+                if unreserved { out.append(v) } else {
+                    let digits = Array("0123456789ABCDEF".utf8)
+                    out += [UInt8(ascii: "%"), digits[Int(h)], digits[Int(l)]]
+                }
+                i += 3
+            } else {
+                out.append(bytes[i])
+                i += 1
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// Decodes `%XX` escapes (and `+` as space when `plusAsSpace`); nil on a malformed escape.
     static func decode(_ s: Substring, plusAsSpace: Bool) -> [UInt8]? {
         var out: [UInt8] = []

@@ -131,6 +131,28 @@ final class ExploreJudgesGivenSDKTests: XCTestCase {
         }
     }
 
+    /// Out of process, an operation with an answered request of its own beside a held one (the
+    /// batch's answered first chunk, the other copy's answered track, an app event's) is judged
+    /// once its step ran out of its limit: the answer can no longer be on its way, so the order
+    /// that awaits it before the release is infeasible, as in process. Before, it was the SDK's
+    /// failure through both adapters (attack5 t5b, t6, t7). The files' step limit is lowered to
+    /// 2 s here, since each such order costs one.
+    func testAnAnsweredRequestBesideAHeldOneIsJudgedAfterTheStepLimitOutOfProcess() throws {
+        let driver = HarnessCLITests.binary.deletingLastPathComponent().appendingPathComponent("experimently-driver").path
+        for name in ["t4-t5b-explore-trackbatch-second-chunk", "t4-t6-explore-times2-track-one-held", "t4-t7-explore-app-event-times2-one-held"] {
+            let source = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/oop-races/\(name).json")
+            guard case .object(var o) = try JSONValue.parse(Data(contentsOf: source)).value else { return XCTFail(name) }
+            o["step_timeout_ms"] = .number(2000)
+            let file = dir.appendingPathComponent("\(name).json")
+            try JSONValue.object(o).serialized().write(to: file)
+            for adapter in [InterruptTests.pythonDriver, "'\(driver)'"] {
+                let (status, out) = try HarnessProcess.run(["explore", file.path, "--sdk-command", adapter, "--out", "s.json", "--verdict", "v.json"], in: dir)
+                XCTAssertEqual(status, 0, "\(name) \(adapter): \(out)")
+                XCTAssertTrue(out.contains("2 schedules (every order (2)), 0 failed, 1 infeasible"), "\(name) \(adapter): \(out)")
+            }
+        }
+    }
+
     /// A fourth outside tester, finding 4: out of process a runner operation raced by an app
     /// action was never inert, so through experimently-driver (its own reference) 36 of 120
     /// orders that await it before its release failed the shipping SDK; with `settle` they are
