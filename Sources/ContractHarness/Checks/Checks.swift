@@ -35,24 +35,32 @@ struct CheckContext: Sendable {
         let from = max(0, low), to = min(history.count - 1, high)
         guard from <= to else { return [] }
         if to - from + 1 <= limit { return history[from...to].map(\.line) }
+        func render(_ keep: Set<Int>) -> [String] {
+            var lines: [String] = []
+            var previous: Int?
+            for i in keep.sorted() {
+                if let p = previous, i > p + 1 { lines.append("... (\(i - p - 1) events)") }
+                lines.append(history[i].line)
+                previous = i
+            }
+            return lines
+        }
         let named = Set(indices.filter { $0 >= from && $0 <= to })
         var keep = named
-        // Context: the events right after each named one, then right before, while room is left.
-        var radius = 1
-        while keep.count < limit, radius < to - from {
+        // Context: the events right after each named one, then right before, while the lines
+        // (gap notes included) stay within the limit.
+        for radius in 1..<(to - from) {
+            var grew = false
             for i in named.sorted() {
-                for j in [i + radius, i - radius] where j >= from && j <= to && keep.count < limit { keep.insert(j) }
+                for j in [i + radius, i - radius] where j >= from && j <= to && !keep.contains(j) {
+                    var wider = keep
+                    wider.insert(j)
+                    if render(wider).count <= limit { keep = wider; grew = true }
+                }
             }
-            radius += 1
+            if !grew { break }
         }
-        var lines: [String] = []
-        var previous: Int?
-        for i in keep.sorted() {
-            if let p = previous, i > p + 1 { lines.append("... (\(i - p - 1) events)") }
-            lines.append(history[i].line)
-            previous = i
-        }
-        return lines
+        return render(keep)
     }
 }
 

@@ -1,0 +1,84 @@
+import XCTest
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+@testable import ExperimentlyMock
+@testable import ContractHarness
+
+/// A tenth outside tester changed a Python SDK in ways CONTRACT.md allows (`/work/attack11`,
+/// FINDINGS.md): lower-case or needless percent-escapes, a `clearOfflineCache()` that detaches
+/// requests in flight, a `close()` that lets them finish. Each failed a correct SDK here.
+final class TenthTesterFindingsTests: XCTestCase {
+    /// RFC 3986 section 6.2.2: the hex case of an escape and an escaped unreserved character do
+    /// not make another URI; an escaped reserved character does.
+    func testATargetIsNormalizedAsRFC3986SaysAndNoFurther() {
+        XCTAssertEqual(PercentDecoding.normalizedTarget("/a/new%20ui%2fv2?user_id=a%3ab"), "/a/new%20ui%2Fv2?user_id=a%3Ab")
+        XCTAssertEqual(PercentDecoding.normalizedTarget("/evaluate/sdk%5Fcontract%5Fflag?user%5Fid=user%2D1%7e%2E%41z"), "/evaluate/sdk_contract_flag?user_id=user-1~.Az")
+        XCTAssertEqual(PercentDecoding.normalizedTarget("/a%2Fb"), "/a%2Fb")
+        XCTAssertEqual(PercentDecoding.normalizedTarget("/bad%zz%4"), "/bad%zz%4", "a malformed escape stays as written")
+        XCTAssertEqual(PercentDecoding.normalizedTarget("/caf%C3%A9"), "/caf%C3%A9", "non-ASCII bytes stay escaped")
+        XCTAssertTrue(FaultMatch.samePath("/api/v1/feature-flags/evaluate/sdk_contract_flag", "/api/v1/feature-flags/evaluate/sdk%5Fcontract%5fflag"))
+        XCTAssertTrue(FaultMatch.samePath("/e/new%20ui%2Fv2", "/e/new%20ui%2fv2"))
+        XCTAssertFalse(FaultMatch.samePath("/e/a/b", "/e/a%2Fb"), "a reserved character escaped is another path")
+        XCTAssertFalse(FaultMatch.samePath("/e/caf\u{E9}", "/e/cafe\u{301}"), "NFC and NFD stay two paths")
+        XCTAssertTrue(FaultMatch.startsWith("/api%2Dv1/x", "/api-v1/"))
+    }
+
+    /// A fault rule for `sdk_contract_flag` fires for an SDK that escapes `_` and writes
+    /// lower-case escapes: in process, through the mock itself.
+    func testAFaultRuleMeetsAnEquivalentlyEscapedRequest() async throws {
+        let backend = MockBackend(fixtures: Fixtures.sdkContract)
+        defer { _ = backend.shutdown() }
+        _ = backend.addFault(FaultRule(match: FaultMatch(path: "/api/v1/feature-flags/evaluate/sdk_contract_flag"), action: .respond(status: 503, headers: [], body: Data("down".utf8))))
+        var request = URLRequest(url: URL(string: backend.baseURL.absoluteString + "/api/v1/feature-flags/evaluate/sdk%5Fcontract%5Fflag?user_id=a%3ab")!)
+        request.setValue(Fixtures.sdkContractAPIKey, forHTTPHeaderField: "X-API-Key")
+        let (_, response) = try await backend.makeURLSession().data(for: request)
+        XCTAssertEqual((response as? HTTPURLResponse)?.statusCode, 503)
+    }
+
+    /// `single_flight`: after `clearOfflineCache()` a new lookup may send a request of its own
+    /// (a response from before it is written nowhere, CONTRACT.md section 5.1, as after a
+    /// clearCache); without any clear between them the second request still fails, and the
+    /// evidence shows the first request, however long the span between the two.
+    func testASecondRequestAfterClearOfflineCacheIsNoSingleFlightFailure() async throws {
+        let text = #"""
+        {"format": "experimently-scenario/1", "name": "two-flights-across-a-clear", "description": "two requests for one key across a clear",
+         "steps": [
+           {"fault": {"match": {"path": "/api/v1/feature-flags/evaluate/sdk_contract_flag"}, "when": {"first": 1}, "action": {"hold": {}}}, "id": "h"},
+           {"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "user-1", "as": "a", "async": true},
+           {"wait_for": {"held": "h", "count": 1}},
+           {"do": "clearCache"},
+           {"do": "getEvaluatedFlags", "user": "user-9"}, {"do": "getEvaluatedFlags", "user": "user-9"}, {"do": "getEvaluatedFlags", "user": "user-9"},
+           {"do": "getEvaluatedFlags", "user": "user-9"}, {"do": "getEvaluatedFlags", "user": "user-9"}, {"do": "getEvaluatedFlags", "user": "user-9"},
+           {"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "user-1", "as": "b"},
+           {"release": "h"},
+           {"await": "a"}
+         ],
+         "checks": ["single_flight"]}
+        """#
+        let scenario = try ScenarioParser.parse(Data(text.utf8), file: "two-flights.json")
+        let result = await ScenarioRunner().run(scenario)
+        XCTAssertEqual(result.status, .passed, AppStepsTests.failures(result))
+        func renamed(_ name: String) -> [HistoryEvent] {
+            result.events.map { e in
+                guard e.kind == .invoke, e.name == "clearCache" else { return e }
+                var e = e
+                e.name = name
+                return e
+            }
+        }
+        let port = try MockBackendPort(fixtures: nil, clock: VirtualClock(), file: "x", clients: ["main"])
+        func problems(_ h: [HistoryEvent]) -> [(String, [String])] {
+            Checks.singleFlight(CheckContext(scenario: scenario, history: h, clients: [:], port: port, driver: SwiftSDKDriver(), app: nil))
+        }
+        XCTAssertEqual(problems(renamed("clearOfflineCache")).map(\.0), [])
+        let failing = problems(renamed("getAssignments"))
+        XCTAssertEqual(failing.count, 1, "\(failing.map(\.0))")
+        let evidence = failing.first?.1 ?? []
+        XCTAssertLessThanOrEqual(evidence.count, 12)
+        XCTAssertTrue(evidence.first?.contains("request #1") ?? false, "\(evidence)")
+        XCTAssertTrue(evidence.contains { $0.contains("request #2") }, "\(evidence)")
+        XCTAssertTrue(evidence.contains { $0.hasPrefix("... (") }, "\(evidence)")
+    }
+}
