@@ -21,6 +21,73 @@ final class HTTPServerBodyBudgetTests: XCTestCase {
             + "Content-Type: application/json\r\nContent-Length: \(size)\r\n\r\n" + body
     }
 
+    /// The head of a chunked `/track` request (its body comes with `chunks(_:)`).
+    private func chunkedTrackHead() -> String {
+        "POST /api/v1/tracking/track HTTP/1.1\r\nHost: h\r\nX-API-Key: \(Fixtures.sdkContractAPIKey)\r\n"
+            + "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    }
+
+    /// The JSON body of a small `/track` request for `user`.
+    private func trackBody(_ user: String) -> String {
+        #"{"event_type":"small","user_id":"\#(user)","experiment_key":"sdk_contract_ab"}"#
+    }
+
+    /// `body` in two chunks and the last chunk, as one write.
+    private func chunks(_ body: String) -> String {
+        let bytes = Array(body.utf8)
+        let half = bytes.count / 2
+        let first = String(decoding: bytes[..<half], as: UTF8.self), second = String(decoding: bytes[half...], as: UTF8.self)
+        return String(half, radix: 16) + "\r\n" + first + "\r\n" + String(bytes.count - half, radix: 16) + "\r\n" + second
+            + "\r\n0\r\n\r\n"
+    }
+
+    /// A chunked body is reserved at the body limit while it arrives (its size is unknown); once
+    /// it is complete only its size stays reserved. Before, a held chunked request kept the whole
+    /// limit until answered, so a second chunked request whose head arrived before its chunks (an
+    /// adapter's `http.client` writes them apart) did not fit and was never read while the first
+    /// was parked: the scenario stalled ("not quiescent"). Order comes from the server's counters
+    /// and the holds: each head is read alone before its chunks are sent.
+    func testAHeldChunkedRequestKeepsOnlyItsBodySizeReservedSoAnotherChunkedRequestIsRead() async throws {
+        let limit = 64 * 1024
+        // Room for one chunked body at the limit, not two (the loopback listeners: 64 MiB of a 96 MiB budget).
+        let configuration = MockHTTPServer.Configuration(
+            readTimeout: 5, shutdownGracePeriod: 2, limits: MockHTTPParserLimits(maxBodyBytes: limit), bodyBudgetBytes: limit + limit / 2)
+        let backend = MockBackend()
+        let server = MockHTTPServer(handler: backend, configuration: configuration)
+        let port = try server.start()
+        addTeardownBlock {
+            backend.shutdown()
+            server.shutdown()
+        }
+        backend.addFault(FaultRule(match: FaultMatch(path: "/api/v1/tracking/track"), action: .hold(label: "chunked")))
+        let bodyA = trackBody("a"), bodyB = trackBody("b")
+
+        let a = try RawClient(port: port)
+        a.send(chunkedTrackHead())
+        XCTAssertTrue(eventually { server.statistics.reservedBodyBytes == limit }, "a's head is read alone: the limit is reserved")
+        a.send(chunks(bodyA))
+        XCTAssertTrue(eventually { backend.heldRequests.count == 1 }, "a is complete and held")
+        XCTAssertEqual(server.statistics.reservedBodyBytes, bodyA.utf8.count, "a complete chunked body keeps only its size")
+
+        let reservedForA = server.statistics.reservedBodyBytes
+        let b = try RawClient(port: port)
+        b.send(chunkedTrackHead())
+        XCTAssertTrue(eventually { server.statistics.budgetPauses > 0 || server.statistics.reservedBodyBytes > reservedForA },
+                      "b's head is read alone (reserved, or paused for the budget)")
+        XCTAssertEqual(server.statistics.budgetPauses, 0, "b's body fits beside a's")
+        b.send(chunks(bodyB))
+        XCTAssertTrue(eventually { backend.heldRequests.count == 2 }, "b reaches the backend while a is held")
+        XCTAssertEqual(backend.heldRequests.compactMap(\.userID), ["a", "b"])
+
+        for (user, client) in [("a", a), ("b", b)] {
+            let hold = try XCTUnwrap(backend.heldRequests.first { $0.userID == user })
+            XCTAssertTrue(backend.release(hold.id))
+            XCTAssertEqual(client.readResponse()?.status, 200)
+        }
+        XCTAssertTrue(eventually { server.statistics.reservedBodyBytes == 0 }, "every reservation is given back")
+        XCTAssertEqual(backend.history.compactMap { $0.response?.status }, [200, 200])
+    }
+
     func testConnectionsOverTheBudgetPauseAndResumeInArrivalOrderAndEveryRequestIsJournaled() async throws {
         let size = 40_000
         // Room for two bodies; the body limit (64 KiB) is below the budget, so one always fits.

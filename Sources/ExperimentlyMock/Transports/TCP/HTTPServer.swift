@@ -58,7 +58,8 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
         /// Most request-body bytes held in memory at once across all connections (default
         /// ``MockHTTPServer/defaultBodyBudgetBytes``, 96 MiB). When a request's head is complete its
         /// body is reserved against this budget (its `Content-Length`, or `limits.maxBodyBytes`
-        /// when chunked) and released when the handler has answered (or the connection closes);
+        /// when chunked, lowered to the decoded size once the body is complete) and released when
+        /// the handler has answered (or the connection closes);
         /// a connection whose reservation does not fit stops being read (TCP flow control holds
         /// the client back) until it does, in arrival order. Raised to at least
         /// `limits.maxBodyBytes`, so that one request always fits (Documentation/CrossSDK.md).
@@ -754,7 +755,14 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
                 c.inFlightRequest = request
                 // A body that arrived whole with its head (at most one unreserved read) is
                 // charged too, over the budget if need be, so later bodies wait for it.
-                if c.reserved == 0 && !request.body.isEmpty { reserve(request.body.count, for: c) }
+                if c.reserved == 0 && !request.body.isEmpty {
+                    reserve(request.body.count, for: c)
+                } else if c.reserved > request.body.count {
+                    // A chunked body was reserved at the body limit while it arrived; now that it
+                    // is whole only its size stays reserved, so that a request parked at the
+                    // handler (a hold) keeps no other connection waiting for room it does not use.
+                    shrinkReservation(of: c, to: request.body.count)
+                }
                 // A complete resend consumes its trap here (MockBackend recognises it).
                 if !retryTraps.isEmpty { retryTraps.removeAll { $0.connection != id && $0.request == request } }
                 c.task = Task {
@@ -871,9 +879,15 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
             c.budgetWaiting = false
             server.count { $0.pausedForBudget -= 1 }
         }
-        guard c.reserved > 0 else { return }
-        bodyReserved -= c.reserved
-        c.reserved = 0
+        shrinkReservation(of: c, to: 0)
+    }
+
+    /// Lowers `c`'s reservation to `bytes` (0: gives it all back) and resumes the waiting
+    /// connections, first come first served, while their bodies fit.
+    private func shrinkReservation(of c: LoopConnection, to bytes: Int) {
+        guard c.reserved > bytes else { return }
+        bodyReserved -= c.reserved - bytes
+        c.reserved = bytes
         let total = bodyReserved
         server.count { $0.reservedBodyBytes = total }
         let now = monotonicSeconds()
