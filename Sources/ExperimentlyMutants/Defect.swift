@@ -29,6 +29,8 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
     case unregisterBeforeCacheWrite = "unregister-before-cache-write"
     case joinFinishedFlight = "join-finished-flight"
     case timestampWholeSeconds = "timestamp-whole-seconds"
+    case kindlessKey = "kindless-key"
+    case zeroFieldsDropped = "zero-fields-dropped"
 
     /// What the broken SDK does, in one line.
     public var summary: String {
@@ -64,6 +66,10 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
             return "takes the waiting callers, then awaits the offline-store write before caching, unregistering and answering them: a call joining in between is never answered"
         case .timestampWholeSeconds:
             return "sends an event's timestamp cut to the whole second (`...:20.000Z` for 20.9996 s), as a Python example SDK did"
+        case .kindlessKey:
+            return "keys its cache and in-flight table by (user, key) without the kind: getAssignment of an experiment named like a flag joins or reads the flag's"
+        case .zeroFieldsDropped:
+            return "tests an event's fields for truthiness: a value of 0, empty properties and the timestamp 0 are left out (sent as not set)"
         }
     }
 

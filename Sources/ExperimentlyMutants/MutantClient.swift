@@ -97,6 +97,8 @@ public final class MutantClient: @unchecked Sendable {
         if has(.collidingCacheKey) { return "\(kind)|\(Self.scalarsHex(user + ":" + key))" }
         // The defect: a Swift `String` key, whose `==` and hashing are canonical equivalence.
         if has(.canonicalIdentity) { return "\(kind)\u{0}\(user)\u{0}\(key)" }
+        // The defect: the kind left out, so a flag and an experiment of one name share an entry and a flight.
+        if has(.kindlessKey) { return "\(Self.scalarsHex(user))|\(Self.scalarsHex(key))" }
         return "\(kind)|\(Self.scalarsHex(user))|\(Self.scalarsHex(key))"
     }
 
@@ -147,8 +149,16 @@ public final class MutantClient: @unchecked Sendable {
     }
 
     /// The event as this variant sends it: with `timestamp-whole-seconds`, its timestamp cut to
-    /// the whole second; otherwise as given.
+    /// the whole second; with `zero-fields-dropped`, without its zero or empty fields; otherwise as given.
     private func onTheWire(_ event: TrackEvent) -> TrackEvent {
+        if has(.zeroFieldsDropped) {
+            // The defect: "if value:", "if properties:", "if timestamp:" (a set field that is zero or empty is dropped).
+            let properties = event.properties.flatMap { $0.isEmpty ? nil : $0.mapValues(\.value) }
+            let timestamp = event.timestamp.flatMap { $0.timeIntervalSince1970 == 0 ? nil : $0 }
+            return TrackEvent(userId: event.userId, eventName: event.eventName, properties: properties,
+                              experimentKey: event.experimentKey, featureFlagKey: event.featureFlagKey, value: event.value == 0 ? nil : event.value,
+                              eventType: event.eventType, timestamp: timestamp)
+        }
         guard has(.timestampWholeSeconds), let t = event.timestamp else { return event }
         return TrackEvent(userId: event.userId, eventName: event.eventName, properties: event.properties?.mapValues(\.value),
                           experimentKey: event.experimentKey, featureFlagKey: event.featureFlagKey, value: event.value,
