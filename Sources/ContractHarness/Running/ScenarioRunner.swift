@@ -914,8 +914,8 @@ final class ScenarioExecution: @unchecked Sendable {
             + "(explore counts such an order infeasible; in a file, add the fault before the step that sends the request)"
     }
 
-    /// Whether `record` matches a fault rule's `match` (the mock's `FaultMatch`: method, raw path,
-    /// raw path prefix, decoded query values, top-level body members; strings compared by Unicode
+    /// Whether `record` matches a fault rule's `match` (the mock's `FaultMatch`: method, raw path
+    /// and raw path prefix up to RFC 3986 normalization, decoded query values, top-level body members; strings compared by Unicode
     /// scalars); `false` for a pattern it cannot read.
     static func faultMatch(_ match: JSONValue, _ record: RequestRecord) -> Bool {
         guard case .object(let m) = match else { return false }
@@ -923,8 +923,9 @@ final class ScenarioExecution: @unchecked Sendable {
         for (name, value) in m {
             switch (name, value) {
             case ("method", .string(let v)): if !v.uppercased().isExactly(record.method.uppercased()) { return false }
-            case ("path", .string(let v)): if !v.isExactly(rawPath) { return false }
-            case ("path_prefix", .string(let v)): if !rawPath.unicodeScalars.starts(with: v.unicodeScalars) { return false }
+            // As the mock compares them (`FaultMatch.samePath`: one URI up to RFC 3986 normalization).
+            case ("path", .string(let v)): if !FaultMatch.samePath(v, rawPath) { return false }
+            case ("path_prefix", .string(let v)): if !FaultMatch.startsWith(rawPath, v) { return false }
             case ("query", .object(let q)):
                 for (k, want) in q {
                     guard case .string(let w) = want, record.query[k].map({ $0.isExactly(w) }) ?? false else { return false }

@@ -132,14 +132,14 @@ public struct FaultMatch: Codable, Sendable, Equatable {
     /// URI (RFC 3986 section 6.2.2: escapes' hex case and escaped unreserved characters do not
     /// matter; `PercentDecoding.normalizedTarget`). A path that differs otherwise (another user,
     /// NFC against NFD) never matches.
-    static func samePath(_ rule: String, _ raw: String) -> Bool {
+    public static func samePath(_ rule: String, _ raw: String) -> Bool {
         if rule.isExactly(raw) { return true }
         guard raw.utf8.contains(UInt8(ascii: "%")) || rule.utf8.contains(UInt8(ascii: "%")) else { return false }
         return PercentDecoding.normalizedTarget(rule).isExactly(PercentDecoding.normalizedTarget(raw))
     }
 
     /// Whether the raw path starts with the rule's `path_prefix`, compared as ``samePath(_:_:)`` compares.
-    static func startsWith(_ raw: String, _ prefix: String) -> Bool {
+    public static func startsWith(_ raw: String, _ prefix: String) -> Bool {
         if raw.unicodeScalars.starts(with: prefix.unicodeScalars) { return true }
         guard raw.utf8.contains(UInt8(ascii: "%")) || prefix.utf8.contains(UInt8(ascii: "%")) else { return false }
         return PercentDecoding.normalizedTarget(raw).unicodeScalars.starts(with: PercentDecoding.normalizedTarget(prefix).unicodeScalars)
