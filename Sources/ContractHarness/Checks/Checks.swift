@@ -107,7 +107,7 @@ enum Checks {
                 seen[key] = (variant, index)
             }
         }
-        let invokes = Dictionary(c.history.filter { $0.kind == .invoke }.compactMap { e in e.label.map { ($0, e) } }, uniquingKeysWith: { a, _ in a })
+        let invokes = Dictionary(c.history.filter { $0.kind == .invoke }.compactMap { e in e.label.map { (ExactKey($0), e) } }, uniquingKeysWith: { a, _ in a })   // labels are identity data
         var appCalls: [ExactKey: AppCalls] = [:]
         for client in c.scenario.app == nil ? [] : c.scenario.appClients {
             guard let settings = c.scenario.appSettings(client: client) else { continue }
@@ -118,7 +118,7 @@ enum Checks {
                case .string(let user)? = response["user_id"], case .string(let exp)? = response["experiment_key"] {
                 observe(user: user, experiment: exp, value: response, index: e.index)
             }
-            if e.kind == .complete, e.name == "getAssignment", let label = e.label, let invoke = invokes[label],
+            if e.kind == .complete, e.name == "getAssignment", let label = e.label, let invoke = invokes[ExactKey(label)],
                case .object(let o)? = e.outcome, let value = o["value"],
                case .string(let exp)? = invoke.detail?["experiment"] {
                 let user: String
@@ -241,14 +241,14 @@ enum Checks {
         var receipts: [Int: Int] = [:]
         let ttl = Dictionary(c.scenario.clients.map { ($0.name, $0.settings.cacheTTL) }, uniquingKeysWith: { a, _ in a })
         let sizes = Dictionary(c.scenario.clients.map { (exact($0.name), $0.settings.cacheSize) }, uniquingKeysWith: { a, _ in a })
-        let invokes = Dictionary(c.history.filter { $0.kind == .invoke }.compactMap { e in e.label.map { ($0, e) } }, uniquingKeysWith: { a, _ in a })
+        let invokes = Dictionary(c.history.filter { $0.kind == .invoke }.compactMap { e in e.label.map { (ExactKey($0), e) } }, uniquingKeysWith: { a, _ in a })   // labels are identity data
         /// By when the SDK surely wrote the answer at history index `i`: the first completion of a
         /// lookup for the same (client, user, key) after it, or the first event of a later step.
         func writtenBy(_ i: Int, client: String, user: String, key: (kind: String, key: String)) -> Int {
             let step = c.history[i].step
             for e in c.history[(i + 1)...] {
                 if e.step > step { return e.index }
-                guard e.kind == .complete, let label = e.label, let invoke = invokes[label], invoke.client.isExactly(client),
+                guard e.kind == .complete, let label = e.label, let invoke = invokes[ExactKey(label)], invoke.client.isExactly(client),
                       invoke.name == (key.kind == "flag" ? "evaluateFlag" : "getAssignment") else { continue }
                 guard case .string(let k)? = invoke.detail?[key.kind == "flag" ? "flag" : "experiment"], exact(k) == exact(key.key) else { continue }
                 let u: String?
@@ -261,8 +261,8 @@ enum Checks {
             }
             return Int.max
         }
-        let completes = Dictionary(c.history.filter { $0.kind == .complete }.compactMap { e in e.label.map { ($0, e.index) } },
-                                   uniquingKeysWith: { a, _ in a })
+        let completes = Dictionary(c.history.filter { $0.kind == .complete }.compactMap { e in e.label.map { (ExactKey($0), e.index) } },
+                                   uniquingKeysWith: { a, _ in a })   // by exact label
         let appCalls = Dictionary(c.scenario.app == nil ? [] : c.scenario.appClients.compactMap { client -> (String, AppCalls)? in
             guard let settings = c.scenario.appSettings(client: client) else { return nil }
             return (exact(client), AppCalls(history: c.history, client: client, initialIdentity: settings.initialUser))
@@ -731,7 +731,7 @@ enum Checks {
         var epochAtReceipt: [Int: Int] = [:]
         // client \0 kind \0 exact user \0 exact key -> every settled attempt, in order
         var attempts: [String: [(record: RequestRecord, index: Int)]] = [:]
-        var invokes: [String: HistoryEvent] = [:]
+        var invokes: [ExactKey: HistoryEvent] = [:]   // by exact label
         var problems: [(String, [String])] = []
         func id(_ prefix: String, _ kind: String, _ user: String, _ key: String) -> String {
             "\(prefix)\u{0}\(kind)\u{0}\(exact(user))\u{0}\(exact(key))"
@@ -763,7 +763,7 @@ enum Checks {
         for e in c.history {
             switch e.kind {
             case .invoke:
-                if let label = e.label { invokes[label] = e }
+                if let label = e.label { invokes[ExactKey(label)] = e }
                 if let client = e.client, ["clearCache", "close", "clearOfflineCache"].contains(e.name ?? "") {
                     epochs[client, default: 0] += 1
                     if e.name == "clearOfflineCache", let store = storeOf[client] ?? nil {
@@ -796,7 +796,7 @@ enum Checks {
                 if r.succeeded, !r.cancelled, let value = r.response { persisted[pid] = value }
                 if r.status == 404 { persisted[pid] = nil }
             case .complete:
-                guard let label = e.label, let invoke = invokes[label], let client = invoke.client,
+                guard let label = e.label, let invoke = invokes[ExactKey(label)], let client = invoke.client,
                       ["evaluateFlag", "getAssignment"].contains(invoke.name ?? ""), let outcome = e.outcome else { continue }
                 let kind = invoke.name == "evaluateFlag" ? "flag" : "experiment"
                 guard case .string(let key)? = invoke.detail?[kind == "flag" ? "flag" : "experiment"] else { continue }

@@ -5,6 +5,7 @@ import FoundationNetworking
 #endif
 @testable import ExperimentlyMock
 @testable import ContractHarness
+import ExperimentlyMutants
 
 /// A tenth outside tester changed a Python SDK in ways CONTRACT.md allows (`/work/attack11`,
 /// FINDINGS.md): lower-case or needless percent-escapes, a `clearOfflineCache()` that detaches
@@ -80,5 +81,29 @@ final class TenthTesterFindingsTests: XCTestCase {
         XCTAssertTrue(evidence.first?.contains("request #1") ?? false, "\(evidence)")
         XCTAssertTrue(evidence.contains { $0.contains("request #2") }, "\(evidence)")
         XCTAssertTrue(evidence.contains { $0.hasPrefix("... (") }, "\(evidence)")
+    }
+}
+
+extension TenthTesterFindingsTests {
+    /// Labels are identity data in the named checks too: two operations labelled NFC "é" and
+    /// NFD "e\u{301}" (one failing, one answered) are judged each by its own invocation in
+    /// `offline_fallback` and `stickiness` (their tables of invocations and completions were keyed
+    /// by Swift `String`, which merges the two).
+    func testCanonicallyEquivalentLabelsAreTwoOperationsInTheNamedChecks() async throws {
+        let text = """
+        {"format": "experimently-scenario/1", "name": "labels-nfc-nfd", "description": "two labels, canonically equivalent",
+         "steps": [
+           {"fault": {"match": {"path": "/api/v1/tracking/assign"}, "when": {"first": 1}, "action": {"respond": {"status": 503, "body": "{}"}}}, "id": "f"},
+           {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-1", "as": "\u{E9}", "expect": {"error": "serverError", "status": 503}},
+           {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-2", "as": "e\u{301}", "expect": {"value": {"assigned": true}}}
+         ],
+         "checks": ["offline_fallback", "no_stale_write", "single_flight", "stickiness"]}
+        """
+        let scenario = try ScenarioParser.parse(Data(text.utf8), file: "labels.json")
+        for driver in [SwiftSDKDriver() as any SDKDriver, MutantRun.driver(nil)] {
+            let result = await ScenarioRunner(driver: driver).run(scenario)
+            XCTAssertEqual(result.status, .passed, AppStepsTests.failures(result))
+            XCTAssertEqual(result.checks.filter { !$0.passed }.count, 0)
+        }
     }
 }
