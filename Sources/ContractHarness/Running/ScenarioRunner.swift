@@ -338,7 +338,7 @@ final class ScenarioExecution: @unchecked Sendable {
     }
     /// The `expect` of each async step, by group label, checked when the group is awaited (or,
     /// never awaited, once it finished at the end of the scenario): every expectation is evaluated.
-    private var deferred: [String: (index: Int, step: String, expect: OutcomeExpectation)] = [:]
+    private var deferred: [ExactKey: (index: Int, step: String, expect: OutcomeExpectation)] = [:]   // by exact group label
     /// Set when a step could not be carried out in this order (see `ScenarioResult.infeasible`).
     private(set) var infeasible = false
 
@@ -464,8 +464,9 @@ final class ScenarioExecution: @unchecked Sendable {
         if aborted == nil {
             // Async steps never awaited: their expectations are checked on the finished outcomes.
             let left = lock.withLock { deferred.sorted { $0.value.index < $1.value.index } }
-            for (group, d) in left {
-                guard let labels = lock.withLock({ groups[ExactKey(group)] }) else { continue }
+            for (key, d) in left {
+                let group = key.text
+                guard let labels = lock.withLock({ groups[key] }) else { continue }
                 if lock.withLock({ labels.allSatisfy { ops[ExactKey($0)]?.outcome != nil } }) {
                     evaluate(labels, d.expect, name: "\(d.step) expect")
                 } else {
@@ -578,7 +579,7 @@ final class ScenarioExecution: @unchecked Sendable {
             }
             launches.forEach { $0() }
             if !isAsync { return await finish(group: base, expect: expect, step: name) }
-            if let expect { lock.withLock { deferred[base] = (index, name, expect) } }
+            if let expect { lock.withLock { deferred[ExactKey(base)] = (index, name, expect) } }
         case .app(let action, let label, let isAsync, let expect, let client, let count):
             let base = label ?? nextLabel()
             // `times`: N copies at once on the same app, labelled as an SDK operation's copies.
@@ -592,7 +593,7 @@ final class ScenarioExecution: @unchecked Sendable {
             }
             launches.forEach { $0() }
             if !isAsync { return await finish(group: base, expect: expect, step: name) }
-            if let expect { lock.withLock { deferred[base] = (index, name, expect) } }
+            if let expect { lock.withLock { deferred[ExactKey(base)] = (index, name, expect) } }
         case .await(let label, let expect):
             return await finish(group: label, expect: expect, step: name, index: index)
         case .cancel(let label):
@@ -982,7 +983,7 @@ final class ScenarioExecution: @unchecked Sendable {
             return diagnoseHang() ?? "operation '\(group)' did not finish \(hangNote()); pending: \(describePending())"
         }
         // The async step's own expectation first (it was stated first), then the await's.
-        if let started = lock.withLock({ deferred.removeValue(forKey: group) }) {
+        if let started = lock.withLock({ deferred.removeValue(forKey: ExactKey(group)) }) {
             evaluate(labels, started.expect, name: "\(started.step) expect")
         }
         if let expect { evaluate(labels, expect, name: "\(step) expect") }

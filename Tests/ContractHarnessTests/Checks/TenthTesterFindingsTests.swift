@@ -107,3 +107,30 @@ extension TenthTesterFindingsTests {
         }
     }
 }
+
+extension TenthTesterFindingsTests {
+    /// An async step's expectation is kept by its exact label: with NFC "é" and NFD "e\u{301}"
+    /// both started async, the second no longer replaces the first's expectation (which was then
+    /// never evaluated: a wrong expectation passed).
+    func testAsyncExpectationsOfEquivalentLabelsAreEachEvaluated() async throws {
+        func scenario(firstExpects: String) throws -> Scenario {
+            let text = """
+            {"format": "experimently-scenario/1", "name": "async-labels-nfc-nfd", "description": "two async labels, canonically equivalent",
+             "steps": [
+               {"fault": {"match": {"path": "/api/v1/tracking/assign", "body": {"user_id": "user-1"}}, "action": {"respond": {"status": 503, "body": "{}"}}}, "id": "f"},
+               {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-1", "as": "\u{E9}", "async": true, "expect": \(firstExpects)},
+               {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-2", "as": "e\u{301}", "async": true, "expect": {"value": {"assigned": true}}},
+               {"await": "\u{E9}"},
+               {"await": "e\u{301}"}
+             ]}
+            """
+            return try ScenarioParser.parse(Data(text.utf8), file: "async-labels.json")
+        }
+        let right = await ScenarioRunner().run(try scenario(firstExpects: #"{"error": "serverError", "status": 503}"#))
+        XCTAssertEqual(right.status, .passed, AppStepsTests.failures(right))
+        XCTAssertEqual(right.checks.filter { $0.name.hasSuffix("expect") }.count, 2, "\(right.checks.map(\.name))")
+        let wrong = await ScenarioRunner().run(try scenario(firstExpects: #"{"value": {"assigned": true}}"#))
+        XCTAssertEqual(wrong.status, .failed, "the first operation's wrong expectation is evaluated")
+        XCTAssertTrue(wrong.checks.contains { !$0.passed && $0.name == "step 1 do getAssignment as \u{E9} expect" }, "\(wrong.checks.map { "\($0.name): \($0.passed)" })")
+    }
+}
