@@ -67,7 +67,7 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
         case .timestampWholeSeconds:
             return "sends an event's timestamp cut to the whole second (`...:20.000Z` for 20.9996 s), as a Python example SDK did"
         case .kindlessKey:
-            return "keys its cache and in-flight table by (user, key) without the kind: getAssignment of an experiment named like a flag joins or reads the flag's"
+            return "keys its memory cache by (user, key) without the kind: getAssignment of an experiment named like a cached flag returns the flag's answer"
         case .zeroFieldsDropped:
             return "tests an event's fields for truthiness: a value of 0, empty properties and the timestamp 0 are left out (sent as not set)"
         }

@@ -97,9 +97,16 @@ public final class MutantClient: @unchecked Sendable {
         if has(.collidingCacheKey) { return "\(kind)|\(Self.scalarsHex(user + ":" + key))" }
         // The defect: a Swift `String` key, whose `==` and hashing are canonical equivalence.
         if has(.canonicalIdentity) { return "\(kind)\u{0}\(user)\u{0}\(key)" }
-        // The defect: the kind left out, so a flag and an experiment of one name share an entry and a flight.
-        if has(.kindlessKey) { return "\(Self.scalarsHex(user))|\(Self.scalarsHex(key))" }
         return "\(kind)|\(Self.scalarsHex(user))|\(Self.scalarsHex(key))"
+    }
+
+    /// The memory cache's key for the flight key `k`: itself, or with `kindless-key` the same
+    /// without its kind, so a flag and an experiment of one name share a cache entry (their
+    /// flights stay apart: the in-flight half of that defect would hang the variant on a held
+    /// request; a tenth outside tester's Python SDK with it is caught by the same scenario).
+    private func storedKey(_ k: String) -> String {
+        guard has(.kindlessKey), let bar = k.firstIndex(of: "|") else { return k }
+        return String(k[k.index(after: bar)...])
     }
 
     private static func scalarsHex(_ s: String) -> String {
@@ -241,7 +248,7 @@ public final class MutantClient: @unchecked Sendable {
         let k = cacheKey(kind, user, key)
         let now = clock.now()
         let (hit, shared, ticket, starts): (Cached?, Shared?, Int, Bool) = locked { s in
-            if let e = s.entries[k], e.expires > now { return (e.value, nil, 0, false) }
+            if let e = s.entries[storedKey(k)], e.expires > now { return (e.value, nil, 0, false) }
             s.ticket += 1
             if !self.has(.noSingleFlight), let existing = s.shared[k] {
                 existing.expected += 1
@@ -299,7 +306,7 @@ public final class MutantClient: @unchecked Sendable {
             if case .success(let f) = fetched, f.fresh || self.has(.cachesFailure),
                self.has(.staleWriteAfterClear) || shared.epoch == s.epoch {
                 s.order += 1
-                s.entries[k] = Entry(user: user, key: entryKey, value: f.value, expires: now.addingTimeInterval(config.cacheTTL), order: s.order)
+                s.entries[storedKey(k)] = Entry(user: user, key: entryKey, value: f.value, expires: now.addingTimeInterval(config.cacheTTL), order: s.order)
                 if f.fresh { self.persist(f.value, user: user) }
             }
             shared.result = result
@@ -330,7 +337,7 @@ public final class MutantClient: @unchecked Sendable {
         func write(_ s: inout State) {
             guard case .success(let f) = fetched, f.fresh, shared.epoch == s.epoch else { return }
             s.order += 1
-            s.entries[k] = Entry(user: user, key: entryKey, value: f.value, expires: now.addingTimeInterval(config.cacheTTL), order: s.order)
+            s.entries[storedKey(k)] = Entry(user: user, key: entryKey, value: f.value, expires: now.addingTimeInterval(config.cacheTTL), order: s.order)
         }
         let current = locked { s -> Bool in
             if has(.unregisterBeforeCacheWrite), s.shared[k] === shared { s.shared[k] = nil }
