@@ -109,6 +109,22 @@ public final class MutantClient: @unchecked Sendable {
         return String(k[k.index(after: bar)...])
     }
 
+    /// Evicts the oldest entries (insertion order) of `value`'s kind while there are more than
+    /// `cacheSize` of them (CONTRACT.md section 3; the contract names no eviction order).
+    private func evictOverSize(_ s: inout State, kindOf value: Cached) {
+        func sameKind(_ e: Entry) -> Bool {
+            switch (e.value, value) {
+            case (.flag, .flag), (.assignment, .assignment): return true
+            default: return false
+            }
+        }
+        var ofKind = s.entries.filter { sameKind($0.value) }
+        while ofKind.count > max(1, config.cacheSize), let oldest = ofKind.min(by: { $0.value.order < $1.value.order }) {
+            s.entries[oldest.key] = nil
+            ofKind[oldest.key] = nil
+        }
+    }
+
     private static func scalarsHex(_ s: String) -> String {
         s.unicodeScalars.map { String($0.value, radix: 16) }.joined(separator: ".")
     }
@@ -307,6 +323,8 @@ public final class MutantClient: @unchecked Sendable {
                self.has(.staleWriteAfterClear) || shared.epoch == s.epoch {
                 s.order += 1
                 s.entries[storedKey(k)] = Entry(user: user, key: entryKey, value: f.value, expires: now.addingTimeInterval(config.cacheTTL), order: s.order)
+            evictOverSize(&s, kindOf: f.value)
+                evictOverSize(&s, kindOf: f.value)
                 if f.fresh { self.persist(f.value, user: user) }
             }
             shared.result = result

@@ -410,6 +410,14 @@ enum Checks {
                     problems.append(("client '\(client)' caches flags \(gotF) for user '\(Attribution.show(user))'; the history supports \(wantF)" + cacheRule(want: wantF, got: gotF),
                                      relevant(c, user: user)))
                 }
+                // CONTRACT.md section 3: `cacheSize` bounds each in-memory cache. Whatever the
+                // eviction order (the contract names none), no cache lists more entries of one user
+                // than that (a tenth outside tester: an SDK ignoring the size passed every check).
+                let size = c.scenario.clients.first { $0.name.isExactly(client) }?.settings.cacheSize ?? 1000
+                for (what, got) in [("assignments", gotA), ("flags", gotF)] where got.count > size {
+                    problems.append(("client '\(client)' caches \(got.count) \(what) for user '\(Attribution.show(user))', more than its cache_size of \(size) (CONTRACT.md section 3: cacheSize bounds the in-memory cache)",
+                                     relevant(c, user: user)))
+                }
             }
         }
         return problems
