@@ -31,6 +31,7 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
     case timestampWholeSeconds = "timestamp-whole-seconds"
     case kindlessKey = "kindless-key"
     case zeroFieldsDropped = "zero-fields-dropped"
+    case ignoresCacheSize = "ignores-cache-size"
 
     /// What the broken SDK does, in one line.
     public var summary: String {
@@ -70,6 +71,8 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
             return "keys its memory cache by (user, key) without the kind: getAssignment of an experiment named like a cached flag returns the flag's answer"
         case .zeroFieldsDropped:
             return "tests an event's fields for truthiness: a value of 0, empty properties and the timestamp 0 are left out (sent as not set)"
+        case .ignoresCacheSize:
+            return "ignores cacheSize: its in-memory caches grow without bound"
         }
     }
 

@@ -112,6 +112,7 @@ public final class MutantClient: @unchecked Sendable {
     /// Evicts the oldest entries (insertion order) of `value`'s kind while there are more than
     /// `cacheSize` of them (CONTRACT.md section 3; the contract names no eviction order).
     private func evictOverSize(_ s: inout State, kindOf value: Cached) {
+        if has(.ignoresCacheSize) { return }
         func sameKind(_ e: Entry) -> Bool {
             switch (e.value, value) {
             case (.flag, .flag), (.assignment, .assignment): return true
