@@ -451,13 +451,14 @@ public enum HarnessCommand {
                                 startedAt: Date(), durationMilliseconds: 0, results: [], invalid: []),
                         options: options, secrets: [], planned: files.count)
         var external: ProcessSDKDriver?
+        // An adapter that cannot start (no `hello`, a broken one) is the SDK's failure, not the
+        // harness's: every selected scenario is an `error` naming why, and the run exits 1 (an
+        // eleventh outside tester: it exited 70, "internal fault", with no scenario in the verdict).
+        var unusableAdapter: String?
         if let command = options.sdkCommand {
             switch await launchDriver(command) {
             case .success(let d): external = d; driver = d
-            case .failure(let e):
-                writeRefusal("the SDK adapter cannot be used: \(e)", to: options.verdict, junit: options.junit, driver: driver)
-                StandardStream.error(Data("contract-harness: the SDK adapter cannot be used: \(e)\n".utf8))
-                return Exit.internalFault.rawValue
+            case .failure(let e): unusableAdapter = "the SDK adapter cannot be used: \(e)"
             }
         }
         let startedAt = Date()
@@ -473,6 +474,22 @@ public enum HarnessCommand {
         }
         let selected = scenarios.filter { s in
             options.filters.isEmpty || options.filters.contains { f in s.name.contains(f) || s.tags.contains { $0.contains(f) } }
+        }
+        if let unusableAdapter, !selected.isEmpty {
+            let results = selected.map {
+                ScenarioResult(name: $0.name, file: $0.file, tags: $0.tags, source: $0.source, status: .error, durationMilliseconds: 0,
+                               checks: [], reason: unusableAdapter, smoke: nil, history: [], historyDigest: "")
+            }
+            var v = Verdict(harnessVersion: version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, seed: options.seed,
+                            startedAt: startedAt, durationMilliseconds: ScenarioRunner.elapsed(since: started), results: results, invalid: invalid)
+            v.extra["error"] = .string(unusableAdapter)
+            v.extra["ok"] = .bool(false)
+            try? v.write(to: options.verdict, redacting: secrets)
+            if let junit = options.junit { try? v.junit(redacting: secrets, error: unusableAdapter).writeOutput(to: junit) }
+            tell("ERROR \(unusableAdapter)")
+            say("0 passed, \(results.count + invalid.count) failed (\(results.count + invalid.count) error\(results.count + invalid.count == 1 ? "" : "s"): malformed or not run)")
+            complain(redactor.redact(unusableAdapter))
+            return Exit.failed.rawValue
         }
         if options.list {
             list(selected, driver: driver, known: options.known)

@@ -391,6 +391,8 @@ final class DriverConnection: Sendable {
         var stderrClosed = false
         /// Requests given up on at the end of their scenario: a late reply to one is no error.
         var abandoned: Set<Int> = []
+        /// Requests answered (ids): a second reply to one is named so, not "a reply to no pending request".
+        var answered: Set<Int> = []
         /// Scopes whose scenario is ending or over (`closeScope`): nothing but `close_client` is
         /// sent for them any more.
         var closing: Set<String> = []
@@ -609,7 +611,10 @@ final class DriverConnection: Sendable {
         if line.allSatisfy({ $0 == 0x20 || $0 == 0x0D }) { return }
         let reply: DriverReply
         do { reply = try DriverMessageDecoder().reply(line) } catch {
-            noteProblem("output that is not the protocol: \(DriverMessageDecoder.quote(line))")
+            // Why, when the line is JSON at all (an id sent as a string: an eleventh outside tester
+            // had to guess from the quoted line alone).
+            let why = line.first == UInt8(ascii: "{") ? " (\(DriverMessageDecoder.whyNotAReply(line)))" : ""
+            noteProblem("output that is not the protocol\(why): \(DriverMessageDecoder.quote(line))")
             // A line that names a pending request (its top-level `id`, read without parsing the
             // rest) ends that request as refused, so the step fails naming the driver protocol
             // at once instead of waiting out its limit and blaming the SDK (an outside tester:
@@ -621,9 +626,15 @@ final class DriverConnection: Sendable {
             }
             return
         }
-        let (found, late) = state.withLock { s in (s.slots.removeValue(forKey: reply.id), s.abandoned.remove(reply.id) != nil) }
+        let (found, late, again) = state.withLock { s in
+            let slot = s.slots.removeValue(forKey: reply.id)
+            let again = slot == nil && s.answered.contains(reply.id)
+            if slot != nil { s.answered.insert(reply.id) }
+            return (slot, s.abandoned.remove(reply.id) != nil, again)
+        }
         guard let slot = found else {
-            if !late { noteProblem("a reply to no pending request: \(DriverMessageDecoder.quote(line))") }
+            if again { noteProblem("a second reply to request \(reply.id), which was already answered: \(DriverMessageDecoder.quote(line))") }
+            else if !late { noteProblem("a reply to no pending request: \(DriverMessageDecoder.quote(line))") }
             return
         }
         if let error = reply.error {

@@ -10,6 +10,14 @@ extension JSONValue: CustomStringConvertible {
     ///   or the JSON path when one object states a key twice (RFC 8259 section 4: the parsed
     ///   object would silently keep only the last).
     public static func parse(_ data: Data, file: String) throws -> JSONValue {
+        try parse(data, file: file, keepingNonFinite: nil)
+    }
+
+    /// ``parse(_:file:)``, except that a number too large for a double is reported to
+    /// `keepingNonFinite` (its JSON path, `$.a[0].b`) and kept as infinity instead of refused:
+    /// for a file that records what a client sent (a `serve` journal), where one such request
+    /// must not make the rest unreadable.
+    static func parse(_ data: Data, file: String, keepingNonFinite: ((String) -> Void)?) throws -> JSONValue {
         // RFC 8259 section 8.1: a parser MAY ignore a UTF-8 byte-order mark; editors on Windows
         // write one. A UTF-16 one means the file is not UTF-8 at all.
         let data = withoutByteOrderMark(data)
@@ -34,7 +42,9 @@ extension JSONValue: CustomStringConvertible {
                 throw ScenarioError(file: file, path: jsonPath(lone), expected: "text of Unicode scalars",
                                     found: "a lone surrogate escape (\\uD800-\\uDFFF without its pair), which is no character: write the character or its surrogate pair")
             }
-            if let huge = parsed.nonFiniteNumberPaths.first {
+            if let keepingNonFinite {
+                for path in parsed.nonFiniteNumberPaths { keepingNonFinite(jsonPath(path)) }
+            } else if let huge = parsed.nonFiniteNumberPaths.first {
                 // Read as infinity, which no JSON encoder writes: the value would reach the SDK
                 // as `null`, or stop the harness from writing the step or its result (a sixth
                 // outside tester: a correct SDK reported as crashed).

@@ -178,6 +178,8 @@ final class DriverProtocolTests: XCTestCase {
         let cases: [(String, String, String)] = [
             ("nan", #"print('{"id": %d, "result": {"value": NaN}}' % m["id"], flush=True)"#, "the adapter's reply could not be read"),
             ("stray", #"print(json.dumps({"id": m["id"] + 1000, "result": {"value": True}}), flush=True)"#, "a reply to no pending request"),
+            // An eleventh outside tester: a second reply to an answered request was "a reply to no pending request".
+            ("double", #"[print(json.dumps({"id": m["id"], "result": {"value": {"key": "f", "enabled": True}}}), flush=True) for _ in range(2)]"#, "a second reply to request"),
         ]
         for (name, perform, expected) in cases {
             let script = try Self.evaluateFlagAdapter(name: name, perform: perform)

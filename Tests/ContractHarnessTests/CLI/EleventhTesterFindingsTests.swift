@@ -1,0 +1,61 @@
+import XCTest
+import Foundation
+@testable import ContractHarness
+import ExperimentlyMock
+
+/// An eleventh outside tester wrote an SDK and adapter in JavaScript from the docs alone and used
+/// `serve`, journals and `scenario --from-journal` as another language's maintainer would
+/// (`/work/attack12/FINDINGS.md`). What it found at the edges, each fixed here.
+final class EleventhTesterFindingsTests: XCTestCase {
+    var dir: URL!
+
+    override func setUpWithError() throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("eleventh-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws { try? FileManager.default.removeItem(at: dir) }
+
+    /// A journal `serve` wrote, with a `/track` holding `"value": 1e999` (accepted by the mock,
+    /// kept verbatim by the journal), a request sent without an API key (answered 401) and an
+    /// assignment with `context: {}`: the skeleton maps the rest, lists those two as not mapped
+    /// with why, keeps the empty attributes, and passes against the shipping SDK. Before, the
+    /// whole journal was refused (exit 64), and the skeleton expected a 401 no SDK can produce.
+    func testAJournalWithAnUnstatableRequestStillBecomesAPassingSkeleton() throws {
+        let journal = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/eleventh-tester/journal-huge-value-no-key-empty-context.json")
+        let text = try JournalScenario.skeleton(journal: Data(contentsOf: journal), file: journal.path, grouping: .one)
+        let root = try JSONValue.parse(Data(text.utf8)).value
+        let description = root["description"]?.stringValue ?? ""
+        XCTAssertTrue(description.contains("#7 POST /api/v1/tracking/track: its body holds a number beyond a double's range"), description)
+        XCTAssertTrue(description.contains("sent without an X-API-Key header (answered 401)"), description)
+        let steps = root["steps"]?.arrayValue ?? []
+        XCTAssertTrue(steps.contains { $0["user"] == .object(["id": .string("u4"), "attributes": .object([:])]) }, "\(steps)")
+        let file = dir.appendingPathComponent("skeleton.json")
+        try Data(text.utf8).write(to: file)
+        let (status, out) = try HarnessProcess.run(["run", file.path, "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status, 0, out)
+    }
+
+    /// An adapter that cannot start (it exits before `hello`) is the SDK's failure: exit 1 and
+    /// every selected scenario an `error` naming why. Before: exit 70 ("internal fault") and a
+    /// verdict with no scenario.
+    func testAnAdapterThatCannotStartFailsEveryScenarioWithExitOne() throws {
+        let scenarios = ["contract-smoke", "s4-cache-is-per-user"].map { Repository.root.appendingPathComponent("scenarios/\($0).json").path }
+        let (status, out) = try HarnessProcess.run(["run"] + scenarios + ["--sdk-command", "exit 3", "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status, 1, out)
+        let verdict = try JSONValue.parse(Data(contentsOf: dir.appendingPathComponent("v.json"))).value
+        XCTAssertEqual(verdict["counts"]?["error"], .number(2))
+        XCTAssertEqual(verdict["ok"], .bool(false))
+        let reasons = (verdict["scenarios"]?.arrayValue ?? []).compactMap { $0["reason"]?.stringValue }
+        XCTAssertEqual(reasons.count, 2)
+        XCTAssertTrue(reasons.allSatisfy { $0.hasPrefix("the SDK adapter cannot be used") }, "\(reasons)")
+    }
+
+    /// A capability name the harness does not know is named, with the one it most likely means.
+    func testUnknownCapabilitiesAreNamedWithTheLikelyMeaning() {
+        XCTAssertEqual(HarnessCommand.unknownCapabilities(["virtualClock", "settle", "Offline-Store", "bogus"]),
+                       ["'Offline-Store' (did you mean 'offline_store'?)", "'bogus'", "'virtualClock' (did you mean 'virtual_clock'?)"])
+        XCTAssertEqual(HarnessCommand.unknownCapabilities(Set(Scenario.knownCapabilities)), [])
+        XCTAssertTrue(HarnessCommand.importantCapabilities.contains("seed_store"))
+    }
+}
