@@ -831,8 +831,10 @@ public enum HarnessCommand {
             switch await launchDriver(command) {
             case .success(let d): external = d; driver = d
             case .failure(let e):
+                // The SDK's failure, as in `run`: exit 1, and the verdict says why when one is asked for.
+                if arguments.contains("--verdict") { writeRefusal("the SDK adapter cannot be used: \(e)", to: options.verdict, driver: driver) }
                 StandardStream.error(Data("contract-harness: the SDK adapter cannot be used: \(e)\n".utf8))
-                return Exit.internalFault.rawValue
+                return Exit.failed.rawValue
             }
         }
         // Explore judges the SDK it was given or says it cannot: a driver without a capability the

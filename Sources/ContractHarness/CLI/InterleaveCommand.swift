@@ -51,8 +51,10 @@ enum InterleaveCommand {
             switch await HarnessCommand.launchDriver(command) {
             case .success(let d): external = d; driver = d
             case .failure(let e):
+                // The SDK's failure, as in `run`: exit 1.
+                if arguments.contains("--verdict") { HarnessCommand.writeRefusal("the SDK adapter cannot be used: \(e)", to: options.verdict, driver: driver) }
                 StandardStream.error(Data("contract-harness: the SDK adapter cannot be used: \(e)\n".utf8))
-                return HarnessCommand.Exit.internalFault.rawValue
+                return HarnessCommand.Exit.failed.rawValue
             }
         }
         guard driver.capabilities.contains("interleaving") else {

@@ -416,9 +416,15 @@ final class DriverConnection: Sendable {
         let operators = CharacterSet(charactersIn: ";&|()<>`\n\r{}!")
         guard !trimmed.isEmpty, trimmed.rangeOfCharacter(from: operators) == nil, !trimmed.contains("$(") else { return command }
         let first = String(trimmed.prefix { !$0.isWhitespace })
-        // Shell words that are no program to exec (builtins and keywords), and `env`, `time`.
-        let keywords: Set<String> = ["exec", "cd", "export", "set", "unset", "eval", "if", "for", "while", "until", "case", ".", "source",
-                                     "time", "env", "command", "builtin", "trap", "ulimit", "umask", "readonly", "local", "!", "{", "(", "[", "test"]
+        // Shell words that are no program to exec: the keywords and every builtin of POSIX sh,
+        // dash and bash (`exit 3` was exec'd as a program named `exit`), and `env`, `time`.
+        let keywords: Set<String> = ["exec", "cd", "chdir", "export", "set", "unset", "eval", "if", "then", "else", "elif", "fi", "for", "select",
+                                     "while", "until", "do", "done", "case", "esac", "in", "function", ".", ":", "source", "time", "env",
+                                     "command", "builtin", "trap", "ulimit", "umask", "readonly", "local", "declare", "typeset", "let",
+                                     "exit", "return", "break", "continue", "shift", "times", "wait", "read", "type", "hash", "alias",
+                                     "unalias", "jobs", "fg", "bg", "getopts", "logout", "enable", "shopt", "mapfile", "readarray",
+                                     "disown", "suspend", "pushd", "popd", "dirs", "history", "fc", "caller", "help", "compgen",
+                                     "complete", "!", "{", "}", "(", "[", "[[", "test"]
         guard !first.contains("="), !keywords.contains(first) else { return command }
         return "exec " + trimmed
     }

@@ -162,6 +162,8 @@ final class DriverProtocolTests: XCTestCase {
         XCTAssertLessThan(first.durationMilliseconds, 10_000, "seen at once, not at the step limit")
         XCTAssertEqual(second.status, .passed, second.firstFailure?.message ?? second.reason ?? "")
         XCTAssertEqual(DriverConnection.execing("python3 driver.py --x 'a b'"), "exec python3 driver.py --x 'a b'")
+        // Builtins with no program of that name run as written (`exec exit 3` is "exit: not found").
+        for builtin in ["exit 3", "return 1", "read x", "wait", ": nothing", "shift"] { XCTAssertEqual(DriverConnection.execing(builtin), builtin) }
         XCTAssertEqual(DriverConnection.execing("cd x && ./adapter"), "cd x && ./adapter")
         XCTAssertEqual(DriverConnection.execing("FOO=1 ./adapter"), "FOO=1 ./adapter")
     }
