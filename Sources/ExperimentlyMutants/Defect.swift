@@ -32,6 +32,7 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
     case kindlessKey = "kindless-key"
     case zeroFieldsDropped = "zero-fields-dropped"
     case ignoresCacheSize = "ignores-cache-size"
+    case nfcKeysOnTheWire = "nfc-keys-on-the-wire"
 
     /// What the broken SDK does, in one line.
     public var summary: String {
@@ -73,6 +74,8 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
             return "tests an event's fields for truthiness: a value of 0, empty properties and the timestamp 0 are left out (sent as not set)"
         case .ignoresCacheSize:
             return "ignores cacheSize: its in-memory caches grow without bound"
+        case .nfcKeysOnTheWire:
+            return "sends flag and experiment keys in Unicode Normalization Form C, so an NFD key asks for its NFC twin"
         }
     }
 

@@ -324,7 +324,6 @@ public final class MutantClient: @unchecked Sendable {
                self.has(.staleWriteAfterClear) || shared.epoch == s.epoch {
                 s.order += 1
                 s.entries[storedKey(k)] = Entry(user: user, key: entryKey, value: f.value, expires: now.addingTimeInterval(config.cacheTTL), order: s.order)
-            evictOverSize(&s, kindOf: f.value)
                 evictOverSize(&s, kindOf: f.value)
                 if f.fresh { self.persist(f.value, user: user) }
             }
@@ -357,6 +356,7 @@ public final class MutantClient: @unchecked Sendable {
             guard case .success(let f) = fetched, f.fresh, shared.epoch == s.epoch else { return }
             s.order += 1
             s.entries[storedKey(k)] = Entry(user: user, key: entryKey, value: f.value, expires: now.addingTimeInterval(config.cacheTTL), order: s.order)
+            evictOverSize(&s, kindOf: f.value)
         }
         let current = locked { s -> Bool in
             if has(.unregisterBeforeCacheWrite), s.shared[k] === shared { s.shared[k] = nil }
@@ -397,8 +397,14 @@ public final class MutantClient: @unchecked Sendable {
 
     // MARK: Requests
 
+    /// A flag or experiment key as this variant sends it: with `nfc-keys-on-the-wire`, in Unicode
+    /// Normalization Form C (CONTRACT.md section 4: never normalize); otherwise as given.
+    private func onTheWire(key: String) -> String {
+        has(.nfcKeysOnTheWire) ? key.precomposedStringWithCanonicalMapping : key
+    }
+
     private func fetchFlag(_ flagKey: String, user: User) async throws -> Fetched {
-        let path = "/api/v1/feature-flags/evaluate/" + escape(flagKey, path: true)
+        let path = "/api/v1/feature-flags/evaluate/" + escape(onTheWire(key: flagKey), path: true)
         do {
             let (status, data) = try await send("GET", path, query: "user_id=" + escape(user.id, path: false))
             try classify(status, data, notFound: .flagNotFound(flagKey))
@@ -411,7 +417,7 @@ public final class MutantClient: @unchecked Sendable {
     }
 
     private func fetchAssignment(_ experimentKey: String, user: User) async throws -> Fetched {
-        var body: [String: AnyCodable] = ["experiment_key": AnyCodable(experimentKey), "user_id": AnyCodable(user.id)]
+        var body: [String: AnyCodable] = ["experiment_key": AnyCodable(onTheWire(key: experimentKey)), "user_id": AnyCodable(user.id)]
         if let attributes = user.attributes { body["context"] = AnyCodable(attributes.mapValues(\.value)) }
         do {
             let (status, data) = try await send("POST", "/api/v1/tracking/assign", body: try encode(body))

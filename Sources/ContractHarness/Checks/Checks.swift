@@ -742,7 +742,7 @@ enum Checks {
         var invokes: [ExactKey: HistoryEvent] = [:]   // by exact label
         var problems: [(String, [String])] = []
         func id(_ prefix: String, _ kind: String, _ user: String, _ key: String) -> String {
-            "\(prefix)\u{0}\(kind)\u{0}\(exact(user))\u{0}\(exact(key))"
+            "\(exact(prefix))\u{0}\(kind)\u{0}\(exact(user))\u{0}\(exact(key))"
         }
         var appCalls: [ExactKey: AppCalls] = [:]
         for client in c.scenario.app == nil ? [] : c.scenario.appClients {
@@ -775,7 +775,7 @@ enum Checks {
                 if let client = e.client, ["clearCache", "close", "clearOfflineCache"].contains(e.name ?? "") {
                     epochs[client, default: 0] += 1
                     if e.name == "clearOfflineCache", let store = storeOf[client] ?? nil {
-                        persisted = persisted.filter { !$0.key.hasPrefix(store + "\u{0}") }
+                        persisted = persisted.filter { !$0.key.hasPrefix(exact(store) + "\u{0}") }
                     }
                 }
             case .marker where e.name == "seed_store":

@@ -39,7 +39,7 @@ public final class DriverServer: @unchecked Sendable {
     private struct State {
         var scopes: [String: Scope] = [:]
         var clients: [String: (client: any DriverClient, scope: String, session: URLSession, store: String?)] = [:]
-        var stores: [String: SharedDefaults] = [:]
+        var stores: [ExactKey: SharedDefaults] = [:]   // by exact store id
         var running: [Int: Task<Void, Never>] = [:]
         /// Executors of scopes whose clients are all closed: kept alive, as an operation still
         /// running may enqueue a job on its executor (which tasks hold unowned).
@@ -215,7 +215,7 @@ public final class DriverServer: @unchecked Sendable {
                 if s.scopes[entry.scope]?.clients.isEmpty == true {
                     if let executor = s.scopes[entry.scope]?.executor { s.retired.append(executor) }
                     s.scopes[entry.scope] = nil
-                    let live = Set(s.clients.values.compactMap(\.store))
+                    let live = Set(s.clients.values.compactMap(\.store).map { ExactKey($0) })
                     s.stores = s.stores.filter { live.contains($0.key) }
                 }
             }
@@ -279,9 +279,9 @@ public final class DriverServer: @unchecked Sendable {
                                     storeSuite: { "experimently-driver-\($0)" },
                                     memoryStore: { name in
                                         stores.withLock { s in
-                                            if let d = s.stores[name] { return d }
+                                            if let d = s.stores[ExactKey(name)] { return d }
                                             let d = SharedDefaults(defaults: MemoryDefaults())
-                                            s.stores[name] = d
+                                            s.stores[ExactKey(name)] = d
                                             return d
                                         }
                                     },

@@ -245,7 +245,7 @@ final class ScenarioExecution: @unchecked Sendable {
     /// The mock's loopback TCP listeners, one per client, for out-of-process drivers.
     let listeners: LoopbackListeners?
     /// The store name -> suite name of this run's offline stores (from `StoreSuitePool`).
-    let suites: [String: String]
+    let suites: [ExactKey: String]   // by exact store id (NFC and NFD ids are two stores)
     private let lock = NSLock()
     /// Operations and groups by label, compared exactly (Unicode scalars).
     private var ops: [ExactKey: Op] = [:]
@@ -379,23 +379,25 @@ final class ScenarioExecution: @unchecked Sendable {
             guard let seq else { return recorder.poke() }
             recorder.record(answered ? .response : .request, request: RequestRecord.placeholder(seq: seq))
         }
-        var acquired: [String: String] = [:]
-        var memory: [String: SharedDefaults] = [:]
-        for store in Set(scenario.clients.compactMap(\.store)) {
+        // Store ids are identity data: two that differ only by normalization are two stores (a
+        // twelfth outside tester: a Swift `Set`/`String` key merged them, failing a correct SDK).
+        var acquired: [ExactKey: String] = [:]
+        var memory: [ExactKey: SharedDefaults] = [:]
+        for store in Set(scenario.clients.compactMap(\.store).map { ExactKey($0) }) {
             if keepsHistory { acquired[store] = StoreSuitePool.acquire() } else { memory[store] = SharedDefaults(defaults: MemoryDefaults()) }
         }
         let suites = acquired, memoryStores = memory
         self.suites = suites
         var memoryStore: (@Sendable (String) -> SharedDefaults)?
         if !keepsHistory {
-            memoryStore = { @Sendable name in memoryStores[name] ?? SharedDefaults(defaults: MemoryDefaults()) }
+            memoryStore = { @Sendable name in memoryStores[ExactKey(name)] ?? SharedDefaults(defaults: MemoryDefaults()) }
         }
         let listeners = try Self.listeners(for: driver, port: port, clients: scenario.clients.map(\.name))
         self.listeners = listeners
         // A client whose base_url is not the mock gets a session of its own (InProcessSessions).
         let elsewhere = Set(scenario.clients.filter { $0.settings.baseURL != nil }.map { ExactKey($0.name) })
         var context = DriverContext(makeSession: { port.session(client: $0, dedicated: elsewhere.contains(ExactKey($0))) }, clock: clock,
-                                    storeSuite: { suites[$0] ?? "experimently-harness-unknown-\($0)" },
+                                    storeSuite: { suites[ExactKey($0)] ?? "experimently-harness-unknown-\($0)" },
                                     memoryStore: memoryStore,
                                     baseURL: { listeners?.baseURL(client: $0) ?? port.baseURL(client: $0) })
         context.taskExecutor = sdkExecutor
@@ -855,7 +857,22 @@ final class ScenarioExecution: @unchecked Sendable {
             let own = ownRequests(requests, client: op.client, since: op.since, ordinal: op.ordinal, startEvent: op.startEvent, answeredAt: answerEvents()) {
                 Self.owns($0, client: op.client, user: op.user, key: op.key, after: op.barrier)
             }
-            guard !own.isEmpty, own.allSatisfy({ $0.parked && !$0.answered && !$0.cancelled }) else { continue }
+            let parked = own.filter { $0.parked && !$0.answered && !$0.cancelled }
+            guard !parked.isEmpty else { continue }
+            if !own.allSatisfy({ $0.parked && !$0.answered && !$0.cancelled }) {
+                // Beside answered requests of its own (a batch's answered first chunk), a parked one
+                // is past the deadline when it was sent longer ago than the timeout (each request
+                // has the deadline; a twelfth outside tester: such an SDK was told the scenario deadlocks).
+                let now = recorder.elapsed
+                var received: [Int: Double] = [:]
+                for e in recorder.snapshot where e.kind == .request { if let seq = e.request?.seq { received[seq] = e.time } }
+                guard let first = parked.compactMap({ received[$0.seq] }).min(), now - first >= timeout else { continue }
+                let waited = ((now - first) * 1000).rounded() / 1000
+                return "operation '\(op.label)' (\(op.name) on \(op.client)) is still pending on request(s) \(parked.map { "#\($0.seq)" }.joined(separator: ", ")) "
+                    + "parked in the mock \(waited) s of virtual time, past its client's timeout of \(timeout) s (its other requests were answered): "
+                    + "the SDK must end it itself with networkError -1001 whatever the backend does (CONTRACT.md section 5, defect 6: "
+                    + "the SDK enforces its own deadline); this SDK has no deadline of its own"
+            }
             let waited = (now.timeIntervalSince(op.started) * 1000).rounded() / 1000
             return "operation '\(op.label)' (\(op.name) on \(op.client)) is still pending \(waited) s of virtual time after it started, "
                 + "past its client's timeout of \(timeout) s, on request(s) \(own.map { "#\($0.seq)" }.joined(separator: ", ")) parked in the mock: "
@@ -1140,7 +1157,11 @@ final class ScenarioExecution: @unchecked Sendable {
         let waiting = pending()
         let parked = port.requests().filter { $0.parked && !$0.answered }
         var text = waiting.isEmpty ? "no operation pending" : waiting.map { "\($0.label) (\($0.name) on \($0.client))" }.joined(separator: ", ")
-        text += parked.isEmpty ? "; no request parked" : "; parked requests: " + parked.map(\.summary).joined(separator: "; ")
+        // Each request in 300 characters (a 1,000-event batch's body made a 5 KB reason).
+        text += parked.isEmpty ? "; no request parked" : "; parked requests: " + parked.map { r in
+            let line = r.summary
+            return line.count > 300 ? String(line.prefix(300)) + "… (\(line.count - 300) more characters)" : line
+        }.joined(separator: "; ")
         if !waiting.isEmpty { text += settleNote() }
         return text
     }
