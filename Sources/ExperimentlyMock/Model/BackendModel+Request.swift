@@ -151,14 +151,6 @@ public enum PercentDecoding {
     /// escape stays as written.
     public static func normalizedTarget(_ raw: String) -> String {
         guard raw.utf8.contains(UInt8(ascii: "%")) else { return raw }
-        func hexValue(_ b: UInt8) -> UInt8? {
-            switch b {
-            case 0x30...0x39: return b - 0x30
-            case 0x41...0x46: return b - 0x41 + 10
-            case 0x61...0x66: return b - 0x61 + 10
-            default: return nil
-            }
-        }
         let bytes = Array(raw.utf8)
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
@@ -181,19 +173,21 @@ public enum PercentDecoding {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// The value of one hexadecimal digit (either case), or `nil`.
+    private static func hexValue(_ b: UInt8) -> UInt8? {
+        switch b {
+        case 0x30...0x39: return b - 0x30
+        case 0x41...0x46: return b - 0x41 + 10
+        case 0x61...0x66: return b - 0x61 + 10
+        default: return nil
+        }
+    }
+
     /// Decodes `%XX` escapes (and `+` as space when `plusAsSpace`); nil on a malformed escape.
     static func decode(_ s: Substring, plusAsSpace: Bool) -> [UInt8]? {
         var out: [UInt8] = []
         out.reserveCapacity(s.utf8.count)
         var it = s.utf8.makeIterator()
-        func hexValue(_ b: UInt8) -> UInt8? {
-            switch b {
-            case 0x30...0x39: return b - 0x30
-            case 0x41...0x46: return b - 0x41 + 10
-            case 0x61...0x66: return b - 0x61 + 10
-            default: return nil
-            }
-        }
         while let b = it.next() {
             if b == UInt8(ascii: "%") {
                 guard let h = it.next(), let l = it.next(), let hv = hexValue(h), let lv = hexValue(l) else { return nil }
