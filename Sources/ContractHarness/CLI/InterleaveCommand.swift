@@ -106,7 +106,10 @@ enum InterleaveCommand {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
             do {
-                try redactor.redact(encoder.encode(f.scenarioJSON) + Data("\n".utf8)).writeOutput(to: out, mayReplaceScenario: true)
+                // The written file keeps the scenario's own keys, as the file it came from does: it must
+                // replay (masked as `***`, every request of a replay was answered 401 and a broken SDK
+                // passed its own failing schedule: a fourteenth outside tester). Console and verdict hide them.
+                try (encoder.encode(f.scenarioJSON) + Data("\n".utf8)).writeOutput(to: out, mayReplaceScenario: true)
             } catch {
                 StandardStream.error(Data("contract-harness: cannot write \(out): \(error)\n".utf8))
                 return HarnessCommand.Exit.internalFault.rawValue

@@ -153,6 +153,22 @@ final class ExploreJudgesGivenSDKTests: XCTestCase {
         }
     }
 
+    /// The schedule explore writes replays: it keeps the scenario's API keys (a fourteenth outside
+    /// tester: masked as `***`, every replayed request was answered 401, and the written schedule
+    /// of `stale-write-after-clear` passed that broken variant 30 of 30).
+    func testAWrittenScheduleKeepsItsKeysAndReplaysItsFailure() throws {
+        let (status, out) = try HarnessProcess.run(["explore", Self.scenario, "--mutant", "stale-write-after-clear", "--out", "s.json", "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status, 1, out)
+        let written = try String(contentsOf: dir.appendingPathComponent("s.json"), encoding: .utf8)
+        XCTAssertFalse(written.contains("***"), written)
+        for _ in 0..<3 {
+            let replay = try HarnessProcess.run(["run", "s.json", "--mutant", "stale-write-after-clear", "--verdict", "r.json"], in: dir)
+            XCTAssertEqual(replay.status, 1, replay.out)
+        }
+        let shipping = try HarnessProcess.run(["run", "s.json", "--verdict", "r.json"], in: dir)
+        XCTAssertEqual(shipping.status, 0, shipping.out)
+    }
+
     /// A fourth outside tester, finding 4: out of process a runner operation raced by an app
     /// action was never inert, so through experimently-driver (its own reference) 36 of 120
     /// orders that await it before its release failed the shipping SDK; with `settle` they are
