@@ -45,6 +45,31 @@ extension String {
         unicodeScalars.starts(with: prefix.unicodeScalars)
     }
 
+    /// The string as the HTML report draws an identity (a user id, a key, a label, a name):
+    /// ``unambiguous``, and besides every scalar a reader cannot see or tell from another written
+    /// `\u{...}` (controls, format characters such as zero-width space, word joiner, byte-order
+    /// mark and soft hyphen, separators other than a plain inner space, private-use and unassigned
+    /// scalars), a leading or trailing space as `\u{20}`, and `\` as `\\` (so the text
+    /// `\u{202E}` is not the override it spells). Before, the report drew NFC and NFD ids, and
+    /// `bob` with a zero-width space, the same (a thirteenth outside tester).
+    var visible: String {
+        let notNFC = !utf8.allSatisfy({ $0 < 0x80 }) && !precomposedStringWithCanonicalMapping.isExactly(self)
+        let scalars = Array(unicodeScalars)
+        var out = ""
+        for (i, scalar) in scalars.enumerated() {
+            let hidden: Bool
+            switch scalar.properties.generalCategory {
+            case .control, .format, .lineSeparator, .paragraphSeparator, .privateUse, .unassigned, .surrogate: hidden = true
+            case .spaceSeparator: hidden = scalar != " " || i == 0 || i == scalars.count - 1
+            default: hidden = notNFC && !scalar.isASCII
+            }
+            if hidden { out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}" }
+            else if scalar == "\\" { out += "\\\\" }
+            else { out.unicodeScalars.append(scalar) }
+        }
+        return out
+    }
+
     /// The string for a message, unambiguous among canonically equivalent spellings: a string
     /// already in NFC is shown as it is; any other has each non-ASCII scalar written `\u{301}`.
     /// So NFC é reads `é`, NFD é reads `e\u{301}`, the Angstrom sign reads `\u{212B}`, Hangul

@@ -199,8 +199,8 @@ struct ReportTimeline {
             return "■ \(name)\(labelled(e)) → \(e.outcome.map(brief) ?? "")"
         case .request:
             guard let r = e.request else { return "request" }
-            var s = "#\(r.seq) \(r.method) \(shortPath(r.path))"
-            if let u = r.users.first { s += " user=\(u)" }
+            var s = "#\(r.seq) \(r.method) \(shortPath(r.path).visible)"
+            if let u = r.users.first { s += " user=\(u.visible)" }
             switch (r.fault, e.detail?["parked"]?.stringValue) {
             case (let f?, "hold"?): s += ", held by fault \(f)"
             case (let f?, let how?): s += ", fault \(f): \(how)"
@@ -261,7 +261,7 @@ struct ReportTimeline {
     static func labelled(_ e: HistoryEvent) -> String {
         guard let label = e.label, !label.isEmpty else { return "" }
         let name = e.name ?? ""
-        return label.isExactly(name) || ("app." + label).isExactly(name) ? "" : " as \(label)"
+        return label.isExactly(name) || ("app." + label).isExactly(name) ? "" : " as \(label.visible)"
     }
 
     /// `/api/v1/...` without its prefix.
@@ -302,7 +302,8 @@ struct ReportTimeline {
     }
 
     static func short(_ v: JSONValue) -> String {
-        if case .string(let s) = v { return s }
+        // Identities drawn so that two different ones never look the same (`String.visible`).
+        if case .string(let s) = v { return s.visible }
         return v.jsonText
     }
 }

@@ -149,3 +149,22 @@ extension TenthTesterFindingsTests {
         XCTAssertFalse(message.contains("deadlocks"), message)
     }
 }
+
+extension TenthTesterFindingsTests {
+    /// A thirteenth outside tester: the report drew NFC and NFD ids, and ids with invisible
+    /// scalars, the same. `visible` (used for every identity in the report's lanes) tells them apart.
+    func testTheReportDrawsDifferentIdentitiesDifferently() {
+        XCTAssertEqual("\u{E9}".visible, "\u{E9}")
+        XCTAssertEqual("e\u{301}".visible, "e\\u{301}")
+        XCTAssertEqual("\u{212B}".visible, "\\u{212B}")
+        XCTAssertEqual("bob\u{200B}".visible, "bob\\u{200B}")
+        XCTAssertEqual("bob\u{AD}".visible, "bob\\u{AD}")
+        XCTAssertEqual("bob ".visible, "bob\\u{20}")
+        XCTAssertEqual("a b".visible, "a b")
+        XCTAssertEqual("\u{202E}user".visible, "\\u{202E}user")
+        XCTAssertEqual("\\u{202E}user".visible, "\\\\u{202E}user")
+        XCTAssertEqual("user-1".visible, "user-1")
+        let ids = ["bob", "bob\u{200B}", "bob\u{2060}", "bob\u{FEFF}", "bob\u{AD}", "bob ", "\u{E9}", "e\u{301}", "\u{212B}", "\u{C5}"]
+        XCTAssertEqual(Set(ids.map(\.visible)).count, ids.count)
+    }
+}
