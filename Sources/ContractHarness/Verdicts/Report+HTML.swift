@@ -219,7 +219,19 @@ struct HTMLReport {
         // assertion): a grey line where it ran, after the last row of the steps before it.
         var stepsAfter: [Int: [String]] = [:]
         let stepped = Set(t.events.map(\.step))
+        // The step whose failure stopped the scenario (a failing check named for the step itself,
+        // not its `expect` or an `assert`, which let it go on): the steps after it never ran and
+        // are drawn so (a thirteenth outside tester: a `release` that never ran was drawn as run).
+        let stoppedAt = t.checks.filter { !$0.passed }.compactMap { c -> Int? in
+            guard let n = ReportTimeline.stepNumber(c.name), !c.name.hasSuffix(" expect"), !c.name.hasPrefix("step \(n) assert") else { return nil }
+            return n
+        }.min()
         for (n, summary) in t.stepSummaries.enumerated() where !stepped.contains(n) {
+            if let stoppedAt, n > stoppedAt {
+                let r = t.events.lastIndex { $0.step <= stoppedAt } ?? -1
+                stepsAfter[r, default: []].append(Self.clip("step \(n): \(summary): not run (the scenario stopped at step \(stoppedAt))", lanesRight - 60))
+                continue
+            }
             let r = t.events.lastIndex { $0.step < n } ?? -1
             let check = t.checks.first { ReportTimeline.stepNumber($0.name) == n }
             var verdict = ""

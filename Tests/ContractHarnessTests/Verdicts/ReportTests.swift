@@ -21,6 +21,18 @@ final class ReportTests: XCTestCase {
         return v
     }
 
+    /// A thirteenth outside tester: when a step's failure stops the scenario, the steps after it
+    /// were drawn as if they had run (a `release` the lifecycle check says never happened). They
+    /// are drawn "not run" now.
+    func testStepsAfterTheStoppingStepAreDrawnNotRun() async throws {
+        let v = try await Self.verdict(mutant: .cancelKeepsRequest, files: ["field-strict-mode-unmount-cancels.json"])
+        XCTAssertEqual(v.results.first?.status, .failed)
+        let html = v.html(redacting: [])
+        XCTAssertTrue(html.contains("step 17: release 1 held by fault held: not run (the scenario stopped at step 16)"), html)
+        let passing = try await Self.verdict(mutant: nil, files: ["field-strict-mode-unmount-cancels.json"])
+        XCTAssertFalse(passing.html(redacting: []).contains("not run (the scenario stopped"))
+    }
+
     func testFailingRaceIsDrawnAsLanesWithTheCitedEventsHighlighted() async throws {
         let v = try await Self.verdict(mutant: .staleWriteAfterClear)
         XCTAssertEqual(v.results.first?.status, .failed)
