@@ -421,9 +421,12 @@ public final class ExperimentationClient: ExperimentationClientProtocol, Sendabl
     private func sendTracking(path: String, body: Data) async -> (status: Int, body: Data)? {
         let (id, task) = state.withLock { s -> (UInt64, Task<(status: Int, body: Data)?, Never>) in
             s.nextWaiter &+= 1
-            let task = Task { [http] () -> (status: Int, body: Data)? in
+            // Through the spawner like every task the client creates (a plain `Task {}` ran on the
+            // global executor, where a harness's executor could not see it: the runner judged a
+            // batch stuck while this task was about to report its chunk's timeout, 3 of 60 runs).
+            let task = tasks.spawn(returning: { [http] () -> (status: Int, body: Data)? in
                 try? await http.send(method: "POST", path: path, body: body)
-            }
+            })
             s.tracking[s.nextWaiter] = task
             return (s.nextWaiter, task)
         }

@@ -16,4 +16,12 @@ struct SDKTaskSpawner: Sendable {
         }
         return Task(operation: operation)
     }
+
+    /// ``spawn(_:)`` for a task with a result.
+    func spawn<Success: Sendable>(returning operation: @escaping @Sendable () async -> Success) -> Task<Success, Never> {
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let executor = executor as? any TaskExecutor {
+            return Task(executorPreference: executor, operation: operation)
+        }
+        return Task(operation: operation)
+    }
 }
