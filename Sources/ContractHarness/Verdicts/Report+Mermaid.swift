@@ -36,7 +36,8 @@ extension Verdict {
             }
             return out
         }
-        let failing = results.filter { $0.status == .failed }
+        // Crashed scenarios are failing too (a thirteenth outside tester: a run with crashes said 0).
+        let failing = results.filter { $0.status == .failed || $0.status == .crashed }
         var doc = "# contract-harness: \(failing.count) failing scenario(s)\n\n"
         doc += "SDK under test \(md(sdkName)) \(md(sdkVersion)), seed \(seed), harness \(md(harnessVersion)).\n"
         for r in failing {

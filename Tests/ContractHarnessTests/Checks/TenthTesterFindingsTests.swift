@@ -173,3 +173,13 @@ extension TenthTesterFindingsTests {
         XCTAssertEqual(Set(ids.map(\.visible)).count, ids.count)
     }
 }
+
+extension TenthTesterFindingsTests {
+    /// A thirteenth outside tester: the lanes labelled 29.999 s and 30 s both `t=30 s`.
+    func testTheReportsClockKeepsEveryDigit() {
+        XCTAssertEqual(HTMLReport.seconds(29.999), "29.999 s")
+        XCTAssertEqual(HTMLReport.seconds(30), "30 s")
+        XCTAssertEqual(HTMLReport.seconds(300.5), "300.5 s")
+        XCTAssertEqual(HTMLReport.seconds(0.000001), "0.000001 s")
+    }
+}
