@@ -11,10 +11,7 @@ struct SDKTaskSpawner: Sendable {
     /// Starts `operation` in a new unstructured task that prefers the executor, if any.
     @discardableResult
     func spawn(_ operation: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
-        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let executor = executor as? any TaskExecutor {
-            return Task(executorPreference: executor, operation: operation)
-        }
-        return Task(operation: operation)
+        spawn(returning: operation)
     }
 
     /// ``spawn(_:)`` for a task with a result.

@@ -49,7 +49,7 @@ struct CheckContext: Sendable {
         var keep = named
         // Context: the events right after each named one, then right before, while the lines
         // (gap notes included) stay within the limit.
-        for radius in 1..<(to - from) {
+        for radius in stride(from: 1, to: to - from, by: 1) {
             var grew = false
             for i in named.sorted() {
                 for j in [i + radius, i - radius] where j >= from && j <= to && !keep.contains(j) {

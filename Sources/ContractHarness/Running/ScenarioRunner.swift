@@ -761,6 +761,13 @@ final class ScenarioExecution: @unchecked Sendable {
         }
     }
 
+    /// When the mock received each request (virtual seconds, the history's time), by sequence number.
+    func receiptTimes() -> [Int: Double] {
+        var received: [Int: Double] = [:]
+        for e in recorder.snapshot where e.kind == .request { if let seq = e.request?.seq { received[seq] = e.time } }
+        return received
+    }
+
     /// The history index of each request's answer, by sequence number.
     func answerEvents() -> [Int: Int] {
         var out: [Int: Int] = [:]
@@ -868,9 +875,7 @@ final class ScenarioExecution: @unchecked Sendable {
                 // Beside answered requests of its own (a batch's answered first chunk), a parked one
                 // is past the deadline when it was sent longer ago than the timeout (each request
                 // has the deadline; a twelfth outside tester: such an SDK was told the scenario deadlocks).
-                let now = recorder.elapsed
-                var received: [Int: Double] = [:]
-                for e in recorder.snapshot where e.kind == .request { if let seq = e.request?.seq { received[seq] = e.time } }
+                let now = recorder.elapsed, received = receiptTimes()
                 guard let first = parked.compactMap({ received[$0.seq] }).min(), now - first >= timeout else { continue }
                 let waited = ((now - first) * 1000).rounded() / 1000
                 return "operation '\(op.label)' (\(op.name) on \(op.client)) is still pending on request(s) \(parked.map { "#\($0.seq)" }.joined(separator: ", ")) "
@@ -893,9 +898,7 @@ final class ScenarioExecution: @unchecked Sendable {
     /// of the scenario (a fourth outside tester, finding 5), while the same defect in a runner
     /// operation was named.
     func appPastOwnDeadline(_ labels: [String], requests: [RequestRecord]) -> String? {
-        let now = recorder.elapsed
-        var received: [Int: Double] = [:]
-        for e in recorder.snapshot where e.kind == .request { if let seq = e.request?.seq { received[seq] = e.time } }
+        let now = recorder.elapsed, received = receiptTimes()
         let answeredAt = answerEvents()
         for op in pending() where op.name.hasPrefix("app.") && labels.contains(where: { $0.isExactly(op.label) }) {
             guard let timeout = scenario.clients.first(where: { $0.name.isExactly(op.client) })?.settings.timeout,

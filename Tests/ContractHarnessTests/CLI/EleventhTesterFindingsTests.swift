@@ -9,12 +9,7 @@ import ExperimentlyMock
 final class EleventhTesterFindingsTests: XCTestCase {
     var dir: URL!
 
-    override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("eleventh-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws { try? FileManager.default.removeItem(at: dir) }
+    override func setUpWithError() throws { dir = try scratchDirectory("eleventh") }
 
     /// A journal `serve` wrote, with a `/track` holding `"value": 1e999` (accepted by the mock,
     /// kept verbatim by the journal), a request sent without an API key (answered 401) and an

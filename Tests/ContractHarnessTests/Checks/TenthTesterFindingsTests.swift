@@ -7,9 +7,11 @@ import FoundationNetworking
 @testable import ContractHarness
 import ExperimentlyMutants
 
-/// A tenth outside tester changed a Python SDK in ways CONTRACT.md allows (`/work/attack11`,
-/// FINDINGS.md): lower-case or needless percent-escapes, a `clearOfflineCache()` that detaches
-/// requests in flight, a `close()` that lets them finish. Each failed a correct SDK here.
+/// Check-level findings of the tenth to thirteenth outside testers of stop 22. The tenth changed
+/// a Python SDK in ways CONTRACT.md allows (`/work/attack11`, FINDINGS.md): lower-case or needless
+/// percent-escapes, a `clearOfflineCache()` that detaches requests in flight, a `close()` that lets
+/// them finish; each failed a correct SDK. The extensions below add the twelfth's (exact labels,
+/// defect 6 on a later chunk) and the thirteenth's (how the report draws identities and times).
 final class TenthTesterFindingsTests: XCTestCase {
     /// RFC 3986 section 6.2.2: the hex case of an escape and an escaped unreserved character do
     /// not make another URI; an escaped reserved character does.
