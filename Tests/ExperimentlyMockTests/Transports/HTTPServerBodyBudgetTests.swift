@@ -11,18 +11,6 @@ import XCTest
 /// not fit is not read until it does, paused connections resume in arrival order, and every
 /// request is answered and journaled. Order comes from holds and the server's counters, not time.
 final class HTTPServerBodyBudgetTests: XCTestCase {
-    /// A backend behind a server with `configuration`, both shut down when the test ends.
-    private func serve(_ configuration: MockHTTPServer.Configuration) throws -> (MockBackend, MockHTTPServer, UInt16) {
-        let backend = MockBackend()
-        let server = MockHTTPServer(handler: backend, configuration: configuration)
-        let port = try server.start()
-        addTeardownBlock {
-            backend.shutdown()
-            server.shutdown()
-        }
-        return (backend, server, port)
-    }
-
     /// A `/track` request whose body is exactly `size` bytes (larger than one unreserved read,
     /// 16 KiB, so the server sees the head before the body).
     private func track(_ user: String, size: Int) -> String {
@@ -64,7 +52,7 @@ final class HTTPServerBodyBudgetTests: XCTestCase {
         // Room for one chunked body at the limit, not two (the loopback listeners: 64 MiB of a 96 MiB budget).
         let configuration = MockHTTPServer.Configuration(
             readTimeout: 5, shutdownGracePeriod: 2, limits: MockHTTPParserLimits(maxBodyBytes: limit), bodyBudgetBytes: limit + limit / 2)
-        let (backend, server, port) = try serve(configuration)
+        let (backend, server, port) = try serveBackend(configuration)
         backend.addFault(FaultRule(match: FaultMatch(path: "/api/v1/tracking/track"), action: .hold(label: "chunked")))
         let bodyA = trackBody("a"), bodyB = trackBody("b")
 
@@ -99,7 +87,7 @@ final class HTTPServerBodyBudgetTests: XCTestCase {
         // Room for two bodies; the body limit (64 KiB) is below the budget, so one always fits.
         let configuration = MockHTTPServer.Configuration(
             readTimeout: 5, shutdownGracePeriod: 2, limits: MockHTTPParserLimits(maxBodyBytes: 64 * 1024), bodyBudgetBytes: 2 * size + size / 2)
-        let (backend, server, port) = try serve(configuration)
+        let (backend, server, port) = try serveBackend(configuration)
         backend.addFault(FaultRule(match: FaultMatch(path: "/api/v1/tracking/track"), action: .hold(label: "big")))
 
         let users = ["a", "b", "c", "d", "e"]
@@ -147,7 +135,7 @@ final class HTTPServerBodyBudgetTests: XCTestCase {
         let size = 40_000
         let configuration = MockHTTPServer.Configuration(
             readTimeout: 5, shutdownGracePeriod: 2, limits: MockHTTPParserLimits(maxBodyBytes: 64 * 1024), bodyBudgetBytes: size + size / 2)
-        let (backend, server, port) = try serve(configuration)
+        let (backend, server, port) = try serveBackend(configuration)
         backend.addFault(FaultRule(match: FaultMatch(path: "/api/v1/tracking/track"), action: .hold(label: "big")))
         let a = try RawClient(port: port)
         a.send(track("a", size: size))

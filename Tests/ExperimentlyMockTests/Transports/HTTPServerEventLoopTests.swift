@@ -10,16 +10,6 @@ import XCTest
 /// The event-loop server: cancellation of parked requests, shutdown that answers what arrived,
 /// method case, absolute-form targets, the connection limit, no thread per connection.
 final class HTTPServerEventLoopTests: XCTestCase {
-    private func serveBackend(_ configuration: MockHTTPServer.Configuration = .init(readTimeout: 2, shutdownGracePeriod: 2)) throws -> (MockBackend, MockHTTPServer, UInt16) {
-        let backend = MockBackend()
-        let server = MockHTTPServer(handler: backend, configuration: configuration)
-        let port = try server.start()
-        addTeardownBlock {
-            backend.shutdown()
-            server.shutdown()
-        }
-        return (backend, server, port)
-    }
 
     private func assign(_ user: String, close: Bool = false) -> String {
         let body = #"{"experiment_key":"sdk_contract_ab","user_id":"\#(user)"}"#

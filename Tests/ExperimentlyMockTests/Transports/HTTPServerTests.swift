@@ -220,6 +220,21 @@ final class RawClient {
 }
 
 /// Polls `condition` until true or `timeout` seconds pass (last resort for real-socket state).
+extension XCTestCase {
+    /// A fresh backend behind a started server with `configuration`; both are shut down when the
+    /// test ends (a teardown block). Returns the backend, the server and its port.
+    func serveBackend(_ configuration: MockHTTPServer.Configuration = .init(readTimeout: 2, shutdownGracePeriod: 2)) throws -> (MockBackend, MockHTTPServer, UInt16) {
+        let backend = MockBackend()
+        let server = MockHTTPServer(handler: backend, configuration: configuration)
+        let port = try server.start()
+        addTeardownBlock {
+            backend.shutdown()
+            server.shutdown()
+        }
+        return (backend, server, port)
+    }
+}
+
 func eventually(timeout: Double = 5, _ condition: () -> Bool) -> Bool {
     let deadline = Date(timeIntervalSinceNow: timeout)
     while Date() < deadline {
