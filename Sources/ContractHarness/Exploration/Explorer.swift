@@ -50,7 +50,9 @@ public enum Explorer {
         public let stepsBefore: Int
         /// Steps after shrinking.
         public let stepsAfter: Int
-        /// The check that fails (the shrunk scenario still fails it).
+        /// The check the failing schedule fails, named as in that schedule (the shrunk scenario
+        /// fails it too; a step expectation may carry another step number there, as its
+        /// `explored.check` says).
         public let check: String
         /// The reference the schedule (and the shrunk scenario) passes on; `nil` when the SDK
         /// under exploration is the reference.
@@ -395,18 +397,25 @@ public enum Explorer {
             let order = orders[i]
             let check = result.firstFailure?.name ?? "error"
             let referenceName = (reference ?? runner).driver.sdkName
-            let note = "Found by contract-harness explore (seed \(seed), order \(order.map(String.init).joined(separator: ",")) of steps \(settings.steps.map(String.init).joined(separator: ","))), shrunk; fails '\(check)' on \(runner.driver.sdkName)"
-                + (reference == nil ? "." : ", passes on \(referenceName).")
-            let fixedJSON = fixed(root, settings: settings, order: order, suffix: "-schedule", note: note)
-            var shrunk = await shrink(fixedJSON, file: file, check: check, reason: result.firstFailure?.message, runner: runner,
-                                      reference: reference, isolation: isolation)
+            func note(_ named: String) -> String {
+                // The check as the written file names it (its replay reports that name), and as the
+                // explored order named it when shrinking moved the step.
+                let was = named.unicodeScalars.elementsEqual(check.unicodeScalars) ? "" : " ('\(check)' in the explored order)"
+                return "Found by contract-harness explore (seed \(seed), order \(order.map(String.init).joined(separator: ",")) of steps \(settings.steps.map(String.init).joined(separator: ","))), shrunk; fails '\(named)'\(was) on \(runner.driver.sdkName)"
+                    + (reference == nil ? "." : ", passes on \(referenceName).")
+            }
+            let fixedJSON = fixed(root, settings: settings, order: order, suffix: "-schedule", note: note(check))
+            var (shrunk, shrunkCheck) = await shrink(fixedJSON, file: file, check: check, reason: result.firstFailure?.message, runner: runner,
+                                                     reference: reference, isolation: isolation)
             if case .object(var o) = shrunk {
+                o["description"] = .string(note(shrunkCheck) + " " + (root["description"]?.stringValue ?? ""))
                 var explored: [String: JSONValue] = [
                     "by": .string("contract-harness explore"), "file": .string(file), "seed": .number(Double(seed)),
                     "movable_steps": .array(settings.steps.map { .number(Double($0)) }),
                     "order": .array(order.map { .number(Double($0)) }),
-                    "check": .string(check), "fails_on": .string(runner.driver.sdkName),
+                    "check": .string(shrunkCheck), "fails_on": .string(runner.driver.sdkName),
                 ]
+                if !shrunkCheck.unicodeScalars.elementsEqual(check.unicodeScalars) { explored["check_in_explored_order"] = .string(check) }
                 explored["passes_on"] = reference == nil ? .null : .string(referenceName)
                 o["explored"] = .object(explored)
                 shrunk = .object(o)
@@ -480,13 +489,19 @@ public enum Explorer {
     /// Drops steps (and lowers `times`) one at a time while the scenario still fails `check` on
     /// `runner`'s SDK and, with a `reference`, passes on it (differential shrinking: a candidate
     /// that fails on the reference too no longer shows what is wrong with the SDK).
+    ///
+    /// Returns the shrunk file and the name its failing check has in it: a step expectation is
+    /// named by its position (`step 7 assert`), which moves as steps are dropped (`step 4 assert`
+    /// in the shrunk file, as its replay reports it).
     static func shrink(_ root: JSONValue, file: String, check: String, reason: String? = nil, runner original: ScenarioRunner,
-                       reference: ScenarioRunner? = nil, isolation: Isolation? = nil) async -> JSONValue {
+                       reference: ScenarioRunner? = nil, isolation: Isolation? = nil) async -> (json: JSONValue, check: String) {
         // A candidate that drops a release is stuck, decided without waiting; a short limit
         // bounds the rest.
         let cap = min(original.stepTimeoutCap ?? 500, 500)
         let runner = ScenarioRunner(driver: original.driver, seed: original.seed, stepTimeoutCap: cap, keepsHistory: false)
         let referenceRunner = reference.map { ScenarioRunner(driver: $0.driver, seed: $0.seed, stepTimeoutCap: cap, keepsHistory: false) }
+        // The matching failed check's name in the candidate last found failing.
+        var matched = check
         func stillFails(_ candidate: JSONValue) async -> Bool {
             guard let s = try? ScenarioParser.parse(candidate.serialized(), file: file) else { return false }
             async let onReference: ScenarioResult? = referenceRunner == nil ? nil : referenceRunner!.run(s)
@@ -500,11 +515,14 @@ public enum Explorer {
             // The same check failing for another reason is not the same failure: a candidate whose
             // step is stuck (nothing left can finish it, never started, nothing to release) while
             // the original failure was not would write a file that only shows the shrinking.
-            let fails = !r.infeasible && r.checks.contains { !$0.passed && sameCheck($0.name, check) && (structural(reason) || !structural($0.message)) }
-            guard let ref = await onReference else { return fails }
-            return fails && !ref.infeasible && ref.status == .passed
+            let failing = r.infeasible ? nil : r.checks.first { !$0.passed && sameCheck($0.name, check) && (structural(reason) || !structural($0.message)) }
+            let ref = await onReference
+            guard let failing, ref == nil || (!ref!.infeasible && ref!.status == .passed) else { return false }
+            matched = failing.name
+            return true
         }
         var current = root
+        var currentCheck = check
         var changed = true
         var rounds = 0
         while changed && rounds < 8 {
@@ -517,6 +535,7 @@ public enum Explorer {
                 o["steps"] = .array(steps)
                 if await stillFails(.object(o)) {
                     current = .object(o)
+                    currentCheck = matched
                     changed = true
                 } else if case .object(var step) = removed, case .number(let n)? = step["times"], n > 1 {
                     // Keep the step but with fewer copies.
@@ -524,12 +543,12 @@ public enum Explorer {
                     var again = steps
                     again.insert(.object(step), at: i)
                     o["steps"] = .array(again)
-                    if await stillFails(.object(o)) { current = .object(o); changed = true }
+                    if await stillFails(.object(o)) { current = .object(o); currentCheck = matched; changed = true }
                 }
                 i -= 1
             }
         }
-        return current
+        return (current, currentCheck)
     }
 
     /// Whether a failure message says the scenario's steps cannot be carried out rather than the

@@ -365,7 +365,23 @@ public enum InterleavingExplorer {
             current = with(current, choices: trace.choices, runSeed: runSeed)
             choices = trace.choices
         }
-        if !fails(await replay(current)) { current = unshrunk; choices = original }
+        var replayed = await replay(current)
+        if !fails(replayed) { current = unshrunk; choices = original; replayed = nil }
+        // The check as the written file's replay names it (a step expectation is named by its
+        // position, which moves when shrinking drops steps before it), and what found it.
+        let named = replayed?.checks.first { !$0.passed && Explorer.sameCheck($0.name, check) }?.name ?? check
+        if case .object(var o) = current {
+            let was = named.unicodeScalars.elementsEqual(check.unicodeScalars) ? "" : " ('\(check)' as explored)"
+            o["description"] = .string("Found by contract-harness explore --interleave (\(seedNote)), shrunk; fails '\(named)'\(was). "
+                                       + (base["description"]?.stringValue ?? ""))
+            var explored: [String: JSONValue] = [
+                "by": .string("contract-harness explore --interleave"), "file": .string(file), "seed": .number(Double(seed)),
+                "depth": .number(Double(depth)), "check": .string(named), "fails_on": .string(runner.driver.sdkName),
+            ]
+            if !named.unicodeScalars.elementsEqual(check.unicodeScalars) { explored["check_in_explored_order"] = .string(check) }
+            o["explored"] = .object(explored)
+            current = .object(o)
+        }
         return Failure(plan: plan, result: result, check: check, scenarioJSON: current,
                        stepsBefore: base["steps"]?.arrayValue?.count ?? 0, stepsAfter: current["steps"]?.arrayValue?.count ?? 0,
                        choices: choices)

@@ -155,6 +155,15 @@ final class ExplorerTests: XCTestCase {
         let onVariant = await ScenarioRunner(driver: MutantRun.driver(.staleWriteAfterClear)).run(replay)
         XCTAssertEqual(onVariant.status, .failed)
         XCTAssertTrue(onVariant.checks.contains { !$0.passed && Explorer.sameCheck($0.name, failure.check) }, "\(onVariant.checks)")
+        // The file names the check as its replay reports it (a step expectation's number moves
+        // when shrinking drops steps before it; the explored order's name is kept beside it).
+        let named = try XCTUnwrap(explored["check"]?.stringValue)
+        XCTAssertEqual(onVariant.firstFailure?.name, named)
+        XCTAssertTrue(failure.scenarioJSON["description"]?.stringValue?.contains("fails '\(named)'") == true)
+        if named != failure.check {
+            XCTAssertEqual(explored["check_in_explored_order"]?.stringValue, failure.check)
+        }
+        XCTAssertLessThan(failure.stepsAfter, failure.stepsBefore, "shrinking dropped steps")
         let onShipping = await ScenarioRunner().run(replay)
         XCTAssertEqual(onShipping.status, .passed, "\(onShipping.checks.filter { !$0.passed })")
     }
@@ -166,13 +175,16 @@ final class ExplorerTests: XCTestCase {
         let (root, settings) = try fieldRace(stepLimit: 120_000)
         let fixed = Explorer.fixed(root, settings: settings, order: [3, 4, 5, 6], suffix: "-schedule", note: "")
         let broken = ScenarioRunner(driver: MutantRun.driver(.staleWriteAfterClear), keepsHistory: false)
-        let alone = await Explorer.shrink(fixed, file: Self.fieldFile, check: "step 7 assert", runner: broken)
+        let alone = await Explorer.shrink(fixed, file: Self.fieldFile, check: "step 7 assert", runner: broken).json
         XCTAssertFalse(alone["steps"]!.arrayValue!.contains { $0["do"]?.stringValue == "clearCache" })
         let shipping = await ScenarioRunner().run(try ScenarioParser.parse(alone.serialized(), file: "alone.json"))
         XCTAssertEqual(shipping.status, .failed, "the one-sided repro fails the shipping SDK too")
-        let differential = await Explorer.shrink(fixed, file: Self.fieldFile, check: "step 7 assert", runner: broken,
-                                                 reference: ScenarioRunner(keepsHistory: false))
+        let (differential, named) = await Explorer.shrink(fixed, file: Self.fieldFile, check: "step 7 assert", runner: broken,
+                                                          reference: ScenarioRunner(keepsHistory: false))
         XCTAssertTrue(differential["steps"]!.arrayValue!.contains { $0["do"]?.stringValue == "clearCache" })
+        // Named as the shrunk file's replay names it.
+        let replayed = await ScenarioRunner(driver: MutantRun.driver(.staleWriteAfterClear)).run(try ScenarioParser.parse(differential.serialized(), file: "d.json"))
+        XCTAssertEqual(replayed.firstFailure?.name, named)
     }
 
     func testAPlainRunDecidesAWaitNothingCanSatisfyWithoutTheStepLimit() async throws {

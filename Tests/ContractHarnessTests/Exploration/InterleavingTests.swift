@@ -70,6 +70,19 @@ final class InterleavingTests: XCTestCase {
             let again = await ScenarioRunner(driver: MutantRun.driver(defect), stepTimeoutCap: 1500).run(replay)
             XCTAssertEqual(again.status, .failed, defect.rawValue)
             XCTAssertTrue(again.checks.contains { !$0.passed && Explorer.sameCheck($0.name, failure.check) }, "\(again.checks)")
+            // The file records what found it and names the check as its replay does (shrinking
+            // may renumber a step expectation: `unregister-before-cache-write` fails step 2's assert
+            // as explored, step 1's in the file).
+            let explored = try XCTUnwrap(failure.scenarioJSON["explored"], "\(failure.scenarioJSON)")
+            XCTAssertEqual(explored["by"]?.stringValue, "contract-harness explore --interleave")
+            XCTAssertEqual(explored["fails_on"]?.stringValue, MutantRun.driver(defect).sdkName)
+            XCTAssertEqual(explored["check"]?.stringValue, again.firstFailure?.name)
+            if again.firstFailure?.name != failure.check {
+                XCTAssertEqual(explored["check_in_explored_order"]?.stringValue, failure.check)
+            } else {
+                XCTAssertNil(explored["check_in_explored_order"])
+            }
+            if defect == .unregisterBeforeCacheWrite { XCTAssertEqual(again.firstFailure?.name, "step 1 assert") }
             // The shipping SDK passes the written interleaving file.
             let real = await ScenarioRunner().run(replay)
             XCTAssertEqual(real.status, .passed, "\(real.checks.filter { !$0.passed })")
