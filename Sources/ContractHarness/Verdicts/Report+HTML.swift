@@ -89,8 +89,11 @@ struct HTMLReport {
         return s
     }
 
-    /// The tags as one attribute value, separated by a unit separator no tag can hold after escaping.
-    func tagAttribute(_ tags: [String]) -> String { tags.map { h($0) }.joined(separator: " ") }
+    /// The tags as one attribute value: a JSON array (escaped for the attribute), so a tag with a
+    /// space or any other character is one tag to the filter.
+    func tagAttribute(_ tags: [String]) -> String {
+        h(String(decoding: JSONValue.array(tags.map(JSONValue.string)).serialized(), as: UTF8.self))
+    }
 
     func summary() -> String {
         var s = "<table id=\"summary\"><thead><tr><th>scenario</th><th>status</th><th>duration</th><th>tags</th><th>first failure</th></tr></thead><tbody>\n"
@@ -487,7 +490,7 @@ struct HTMLReport {
         var shown={};document.querySelectorAll('.status-filter').forEach(function(b){shown[b.value]=b.checked;});
         var tag=document.getElementById('tag-filter').value;
         document.querySelectorAll('[data-status]').forEach(function(el){
-          var tags=(el.getAttribute('data-tags')||'').split(' ');
+          var tags;try{tags=JSON.parse(el.getAttribute('data-tags')||'[]');}catch(e){tags=[];}
           var ok=shown[el.getAttribute('data-status')]&&(tag===''||tags.indexOf(tag)>=0);
           el.classList.toggle('hidden',!ok);
         });
@@ -507,9 +510,13 @@ struct HTMLReport {
       document.querySelectorAll('.status-filter').forEach(function(b){b.addEventListener('change',apply);});
       document.getElementById('tag-filter').addEventListener('change',apply);
       // A link can preset the filters: report.html#status=failed,error&tag=race
-      var params={};location.hash.replace(/^#/,'').split('&').forEach(function(p){var kv=p.split('=');if(kv[0])params[kv[0]]=decodeURIComponent(kv[1]||'');});
+      // A value that is not valid percent-encoding (#tag=%ZZ) is taken as written.
+      var params={};location.hash.replace(/^#/,'').split('&').forEach(function(p){var i=p.indexOf('=');var k=i<0?p:p.slice(0,i),v=i<0?'':p.slice(i+1);if(!k)return;try{params[k]=decodeURIComponent(v);}catch(e){params[k]=v;}});
       if(params.status!==undefined){var want=params.status.split(',');document.querySelectorAll('.status-filter').forEach(function(b){b.checked=want.indexOf(b.value)>=0;});}
-      if(params.tag!==undefined){document.getElementById('tag-filter').value=params.tag;}
+      // A tag no scenario has is still the filter (it matches nothing), not "any".
+      if(params.tag!==undefined){var sel=document.getElementById('tag-filter');
+        if(!Array.prototype.some.call(sel.options,function(o){return o.value===params.tag;})){var o=document.createElement('option');o.value=params.tag;o.textContent=params.tag+' (no scenario)';sel.appendChild(o);}
+        sel.value=params.tag;}
       apply();
     })();
     """
