@@ -146,6 +146,9 @@ struct HTMLReport {
             let tail = r.crash?["stderr_tail"]?.arrayValue?.compactMap(\.stringValue) ?? []
             if !tail.isEmpty { s += "<pre class=\"stderr\">\(tail.map { h($0) }.joined(separator: "\n"))</pre>" }
         }
+        if open, !r.adapterStderr.isEmpty {
+            s += "<details class=\"adapter-stderr\"><summary>the adapter's stderr (\(r.adapterStderr.count) lines)</summary><pre class=\"stderr\">\(r.adapterStderr.map { h($0) }.joined(separator: "\n"))</pre></details>"
+        }
         let passed = r.checks.filter(\.passed).map(\.name)
         if !passed.isEmpty { s += "<p class=\"passed-checks\">checks that passed: \(passed.map { h($0) }.joined(separator: ", "))</p>\n" }
         if let e = r.exploration { s += exploration(e) }

@@ -78,6 +78,9 @@ extension Verdict {
             r.events = events
             r.stepSummaries = o["steps"]?.arrayValue?.compactMap(\.stringValue) ?? []
             r.exploration = o["exploration"]
+            // A crashed scenario's signal and stderr tail, an adapter's stderr: the report shows them.
+            r.crash = o["crash"]
+            r.adapterStderr = o["adapter_stderr"]?.arrayValue?.compactMap(\.stringValue) ?? []
             results.append(r)
         }
         self.init(harnessVersion: top["harness"]?["version"]?.stringValue ?? "", sdkName: top["sdk_under_test"]?["name"]?.stringValue ?? "",

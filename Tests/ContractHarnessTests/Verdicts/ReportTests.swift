@@ -124,6 +124,25 @@ final class ReportTests: XCTestCase {
         XCTAssertEqual(read.mermaid(redacting: []), v.mermaid(redacting: []))
     }
 
+    func testAReportDrawnFromTheSavedVerdictKeepsACrashsStderrAndTheAdaptersStderr() async throws {
+        // The thirteenth tester's F8: `report` of a crashed scenario dropped its signal and stderr
+        // tail (the verdict had them; reading it back did not).
+        var v = try await Self.verdict(mutant: .staleWriteAfterClear, files: ["defect-1-stale-write-after-clearcache.json", "s4-cache-is-per-user.json"])
+        v.results[1].status = .crashed
+        v.results[1].events = []  // a worker that died reported no history
+        v.results[1].reason = "the worker process died of SIGSEGV (signal 11)"
+        v.results[1].crash = .object(["signal": .number(11), "signal_name": .string("SIGSEGV"),
+                                      "stderr_tail": .array([.string("Fatal error: Unexpectedly found nil <at> SDK.swift:42")])])
+        v.results[0].adapterStderr = ["adapter: <warning> retrying"]
+        let read = try Verdict(parsing: v.data(redacting: []), file: "verdict.json")
+        XCTAssertEqual(read.results[1].crash, v.results[1].crash)
+        XCTAssertEqual(read.results[0].adapterStderr, ["adapter: <warning> retrying"])
+        let html = read.html(redacting: [])
+        XCTAssertEqual(html, v.html(redacting: []))
+        XCTAssertTrue(html.contains("Fatal error: Unexpectedly found nil &lt;at&gt; SDK.swift:42"), "the crash's stderr tail is drawn")
+        XCTAssertTrue(html.contains("adapter: &lt;warning&gt; retrying"), "the adapter's stderr is drawn")
+    }
+
     func testAVerdictThatCannotBeReadIsNamedWithItsPath() {
         XCTAssertThrowsError(try Verdict(parsing: Data("{\"format\": \"other/1\"}".utf8), file: "v.json")) { error in
             XCTAssertEqual("\(error)", "v.json: at $.format: expected \"experimently-verdict/1\", found \"other/1\"")
