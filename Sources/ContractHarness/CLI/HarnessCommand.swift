@@ -279,6 +279,26 @@ public enum HarnessCommand {
         return files
     }
 
+    /// The command that replays a written schedule or interleaving `out` on the SDK it was found
+    /// on: `--mutant` or `--sdk-command` as given (without it, `run` would replay on the built-in
+    /// shipping SDK, which passes: a fifteenth outside tester), each word quoted for a POSIX shell
+    /// where needed.
+    static func replayCommand(_ out: String, _ options: RunOptions) -> String {
+        var words = ["contract-harness", "run", out]
+        if let mutant = options.mutant { words += ["--mutant", mutant] }
+        if let command = options.sdkCommand { words += ["--sdk-command", command] }
+        return words.map(shellWord).joined(separator: " ")
+    }
+
+    /// `word` as one POSIX shell word: as is when it holds only characters no shell treats
+    /// specially, else in single quotes (a `'` inside written `'\''`).
+    static func shellWord(_ word: String) -> String {
+        let plain = !word.isEmpty && word.unicodeScalars.allSatisfy { c in
+            c.isASCII && (c.properties.isAlphabetic || ("0"..."9").contains(c) || "-_./:=,+@%".unicodeScalars.contains(c))
+        }
+        return plain ? word : "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+
     /// Prints a line and flushes at once (standard output is block-buffered when piped); control
     /// characters in it are escaped (`TerminalText`), so a name cannot fake or hide a line.
     static func say(_ line: String) {
@@ -890,8 +910,7 @@ public enum HarnessCommand {
             }
             say(redactor.redact("first failing schedule: order \(f.order) fails '\(f.check)': \(f.result.firstFailure?.message ?? "")"
                 + (f.reference.map { " (passes on \($0))" } ?? "")))
-            say("written to \(out) (shrunk from \(f.stepsBefore) to \(f.stepsAfter) steps); replay: contract-harness run \(out)"
-                + (options.mutant.map { " --mutant \($0)" } ?? ""))
+            say("written to \(out) (shrunk from \(f.stepsBefore) to \(f.stepsAfter) steps); replay: \(replayCommand(out, options))")
         }
         if options.verdict != "verdict.json" || arguments.contains("--verdict") {
             guard let s = try? ScenarioParser.parse(root.serialized(), file: file) else { return Exit.internalFault.rawValue }

@@ -115,8 +115,7 @@ enum InterleaveCommand {
                 return HarnessCommand.Exit.internalFault.rawValue
             }
             HarnessCommand.say(redactor.redact("first failing interleaving: choices \(f.choices) fails '\(f.check)': \(f.result.firstFailure?.message ?? "")"))
-            HarnessCommand.say("written to \(out) (shrunk from \(f.stepsBefore) to \(f.stepsAfter) steps); replay: contract-harness run \(out)"
-                               + (options.mutant.map { " --mutant \($0)" } ?? ""))
+            HarnessCommand.say("written to \(out) (shrunk from \(f.stepsBefore) to \(f.stepsAfter) steps); replay: \(HarnessCommand.replayCommand(out, options))")
         }
         // A skipped probe (a capability the driver lacks) judged nothing: never a pass.
         let unjudged = report.firstFailure == nil && report.skipped != nil

@@ -153,6 +153,30 @@ final class ExploreJudgesGivenSDKTests: XCTestCase {
         }
     }
 
+    /// The replay command explore prints names the SDK the schedule was found on: with
+    /// `--sdk-command` it carries it (a fifteenth outside tester: the printed `contract-harness run
+    /// FILE` replayed on the built-in shipping SDK, which passes), quoted so that the printed line,
+    /// run by a shell, fails the broken adapter again.
+    func testThePrintedReplayCommandReplaysOnTheAdapterItWasFoundOn() throws {
+        let driver = HarnessCLITests.binary.deletingLastPathComponent().appendingPathComponent("experimently-driver").path
+        let command = "EXPERIMENTLY_DRIVER_MUTANT=stale-write-after-clear '\(driver)'"
+        let (status, out) = try HarnessProcess.run(["explore", Self.scenario, "--sdk-command", command, "--out", "it's here.json", "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status, 1, out)
+        let line = try XCTUnwrap(out.split(separator: "\n").first { $0.contains("; replay: ") }, out)
+        let replay = String(line[line.range(of: "; replay: ")!.upperBound...])
+        XCTAssertEqual(replay, #"contract-harness run 'it'\''s here.json' --sdk-command 'EXPERIMENTLY_DRIVER_MUTANT=stale-write-after-clear '\''"# + driver + #"'\'''"#)
+        // Run as printed (the binary's path for the word contract-harness): it fails the variant.
+        let shell = Process()
+        shell.executableURL = URL(fileURLWithPath: "/bin/sh")
+        shell.arguments = ["-c", "'\(HarnessCLITests.binary.path)'" + replay.dropFirst("contract-harness".count) + " --verdict r.json >/dev/null 2>&1"]
+        shell.currentDirectoryURL = dir
+        try shell.run()
+        shell.waitUntilExit()
+        XCTAssertEqual(shell.terminationStatus, 1, "the printed replay fails the broken adapter")
+        XCTAssertEqual(HarnessCommand.shellWord("plain-word_1.json"), "plain-word_1.json")
+        XCTAssertEqual(HarnessCommand.shellWord(""), "''")
+    }
+
     /// The schedule explore writes replays: it keeps the scenario's API keys (a fourteenth outside
     /// tester: masked as `***`, every replayed request was answered 401, and the written schedule
     /// of `stale-write-after-clear` passed that broken variant 30 of 30).
