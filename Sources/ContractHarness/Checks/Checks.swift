@@ -731,10 +731,34 @@ enum Checks {
     /// settle first): the operation passes when one of those requests explains its outcome
     /// (issue 11 section 3), and a failure names every candidate request. Identity data is
     /// compared by Unicode scalars.
+    /// Whether an SDK can read a `seed_store` entry of `kind` (`"flag"` or `"experiment"`) holding
+    /// `json` (DriverProtocol.md, seed_store; CONTRACT.md section 1 for the shapes): an assignment
+    /// without a text `variant_name` cannot be read; one whose `experiment_key`, `user_id`,
+    /// `variant_id`, `is_control` or `assigned`, or a flag whose `key` or `enabled`, is present
+    /// with another type (or whose `experiment_key` is missing) may be read or not.
+    enum SeededReadability { case readable, unreadable, doubtful }
+
+    static func seededReadability(kind: String, _ json: JSONValue) -> SeededReadability {
+        func isString(_ v: JSONValue?) -> Bool { if case .string? = v { return true }; return false }
+        func isBool(_ v: JSONValue?) -> Bool { if case .bool? = v { return true }; return false }
+        func absentOr(_ v: JSONValue?, _ ok: (JSONValue?) -> Bool) -> Bool { v == nil || v == .null || ok(v) }
+        guard case .object = json else { return .unreadable }
+        if kind == "experiment" {
+            guard isString(json["variant_name"]) else { return .unreadable }
+            let sound = isString(json["experiment_key"]) && absentOr(json["user_id"], isString) && absentOr(json["variant_id"], isString)
+                && absentOr(json["is_control"], isBool) && absentOr(json["assigned"], isBool)
+            return sound ? .readable : .doubtful
+        }
+        return absentOr(json["key"], isString) && absentOr(json["enabled"], isBool) ? .readable : .doubtful
+    }
+
     static func offlineFallback(_ c: CheckContext) -> [(String, [String])] {
         let storeOf = Dictionary(c.scenario.clients.map { ($0.name, $0.store) }, uniquingKeysWith: { a, _ in a })
         let fallbackOn = Dictionary(c.scenario.clients.map { ($0.name, $0.settings.offlineFallback) }, uniquingKeysWith: { a, _ in a })
         var persisted: [String: JSONValue] = [:]   // store \0 kind \0 exact user \0 exact key
+        // Seeded entries an SDK may or may not read (a field of the wrong type, a missing key):
+        // the SDK may serve them or treat them as absent.
+        var doubtful: Set<String> = []
         var epochs: [String: Int] = [:]
         var epochAtReceipt: [Int: Int] = [:]
         // client \0 kind \0 exact user \0 exact key -> every settled attempt, in order
@@ -755,10 +779,16 @@ enum Checks {
             // The candidates: every attempt for (client, user, key) settled while it ran.
             let candidates = (attempts[id(client, kind, user, key)] ?? []).filter { $0.index > from && $0.index < to }
             guard !candidates.isEmpty else { return }
-            let stored = (storeOf[client] ?? nil).flatMap { persisted[id($0, kind, user, key)] }
-            let explanations = candidates.map { attempt in
+            let pid = (storeOf[client] ?? nil).map { id($0, kind, user, key) }
+            let stored = pid.flatMap { persisted[$0] }
+            var explanations = candidates.map { attempt in
                 fallbackProblem(label: label, kind: kind, user: user, key: key, record: attempt.record, outcome: outcome,
                                 stored: fallbackOn[client] == true ? stored : nil)
+            }
+            if let pid, doubtful.contains(pid), stored != nil {
+                explanations += candidates.map { attempt in
+                    fallbackProblem(label: label, kind: kind, user: user, key: key, record: attempt.record, outcome: outcome, stored: nil)
+                }
             }
             if explanations.contains(where: { $0 == nil }) { return }
             var message = explanations.last!!
@@ -782,7 +812,18 @@ enum Checks {
                 // An entry written into the store as given (seed_store step): persisted from now.
                 if let client = e.client, let store = storeOf[client] ?? nil, case .string(let kind)? = e.detail?["kind"],
                    case .string(let user)? = e.detail?["user"], case .string(let key)? = e.detail?["key"], let json = e.detail?["json"] {
-                    persisted[id(store, kind, user, key)] = json
+                    // An entry the SDK cannot read is as good as absent (DriverProtocol.md,
+                    // seed_store): an assignment without a text `variant_name` replaces what was
+                    // there with nothing (a fifteenth outside tester: every correct SDK threw the
+                    // 503 and the check demanded the seeded value). One with another field of an
+                    // unexpected type may be read or not.
+                    let pid = id(store, kind, user, key)
+                    doubtful.remove(pid)
+                    switch Self.seededReadability(kind: kind, json) {
+                    case .unreadable: persisted[pid] = nil
+                    case .readable: persisted[pid] = json
+                    case .doubtful: persisted[pid] = json; doubtful.insert(pid)
+                    }
                 }
             case .marker where e.name == "logout" || e.name == "undo":
                 if let client = e.client { epochs[client, default: 0] += 1 }
