@@ -267,9 +267,14 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         return unused.nearest
     }
 
+    /// How many requests fault `id` has ever made wait at the mock: held, or kept for a delay
+    /// or a timeout. The same in process and over TCP: a timeout fault parks its request silently
+    /// over TCP (a hold of action `timeout`) but only sleeps in process, and `wait_for held` on it
+    /// passed through an adapter and reported a deadlock in process (a fifteenth outside tester).
     func heldCount(fault id: String) -> Int {
         guard let faultID = state.withLock({ $0.faults[ExactKey(id)] }) else { return 0 }
-        return backend.history.filter { $0.hold != nil && $0.fault?.id == faultID }.count
+        let waiting: Set<String> = ["hold", "timeout", "delay", "delay_then_drop"]
+        return backend.history.filter { $0.fault?.id == faultID && ($0.hold != nil || waiting.contains($0.fault!.action)) }.count
     }
 
     func release(fault id: String, count: Int?, override: JSONValue?) throws -> Int {

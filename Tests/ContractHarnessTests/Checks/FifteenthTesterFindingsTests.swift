@@ -28,3 +28,18 @@ final class FifteenthTesterFindingsTests: XCTestCase {
         XCTAssertEqual(Checks.seededReadability(kind: "flag", .object(["key": .string("f"), "enabled": .string("true")])), .doubtful)
     }
 }
+
+extension FifteenthTesterFindingsTests {
+    /// `wait_for held` on a timeout, delay or delay-then-drop fault counts the requests it keeps
+    /// waiting, in process as over TCP (in process a timeout fault only sleeps, and the wait was
+    /// reported as a deadlock blaming a later step).
+    func testWaitForHeldCountsRequestsADelayOrTimeoutFaultKeeps() async throws {
+        let timeout = try await run("s5-wait-for-a-request-a-timeout-fault-keeps")
+        XCTAssertEqual(timeout.status, .passed, "\(timeout.checks.filter { !$0.passed })")
+        for name in ["wait-for-held-delay-fault", "wait-for-held-delay-then-drop-fault"] {
+            let path = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/fifteenth-tester/\(name).json").path
+            let r = await ScenarioRunner(stepTimeoutCap: 3000).run(try ScenarioParser.load(path: path))
+            XCTAssertEqual(r.status, .passed, "\(name): \(r.checks.filter { !$0.passed })")
+        }
+    }
+}
