@@ -515,7 +515,14 @@ public enum Explorer {
             // The same check failing for another reason is not the same failure: a candidate whose
             // step is stuck (nothing left can finish it, never started, nothing to release) while
             // the original failure was not would write a file that only shows the shrinking.
-            let failing = r.infeasible ? nil : r.checks.first { !$0.passed && sameCheck($0.name, check) && (structural(reason) || !structural($0.message)) }
+            // Without a reference nothing tells the original failure from another of the same
+            // step (a lone `assert` failing because nothing ran at all was kept as the shrunk
+            // file: a fifteenth outside tester), so the message must be the same too, up to the
+            // request and step numbers that move as steps are dropped.
+            let failing = r.infeasible ? nil : r.checks.first {
+                !$0.passed && sameCheck($0.name, check) && (structural(reason) || !structural($0.message))
+                    && (referenceRunner != nil || reason == nil || messageShape($0.message ?? "") == messageShape(reason!))
+            }
             let ref = await onReference
             guard let failing, ref == nil || (!ref!.infeasible && ref!.status == .passed) else { return false }
             matched = failing.name
@@ -558,6 +565,19 @@ public enum Explorer {
         guard let message else { return false }
         return ["can never finish", "can never happen", "can never be met", "was never started", "nothing to release", "waits for what only a later step provides"]
             .contains { message.contains($0) }
+    }
+
+    /// A failure message without the numbers that move as steps are dropped: request sequence
+    /// numbers (`#12`) and step numbers (`step 7`).
+    static func messageShape(_ message: String) -> String {
+        var out = ""
+        var skipping = false
+        for c in message {
+            if skipping, c.isNumber { continue }
+            skipping = c == "#" || (c == " " && out.hasSuffix("step"))
+            out.append(c)
+        }
+        return out
     }
 
     /// Step expectations are named after their position (`step 4 ...`), which moves as steps are

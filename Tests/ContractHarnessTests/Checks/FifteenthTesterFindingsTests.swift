@@ -43,3 +43,23 @@ extension FifteenthTesterFindingsTests {
         }
     }
 }
+
+extension FifteenthTesterFindingsTests {
+    /// Exploring without a reference (the shipping SDK is its own), the shrunk file fails with the
+    /// failing schedule's message, up to request and step numbers: before, any failing `assert`
+    /// counted as the same check, and the file shrank to a lone assert that failed because nothing
+    /// had run at all.
+    func testShrinkingWithoutAReferenceKeepsTheSameFailure() async throws {
+        let path = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/fifteenth-tester/explore-identify-no-reference.json").path
+        let root = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: path)), file: path)
+        let settings = try XCTUnwrap(try Explorer.settings(of: root, file: path))
+        let report = await Explorer.explore(root, file: path, settings: settings, seed: 0, runner: ScenarioRunner(keepsHistory: false), concurrency: 4)
+        let failure = try XCTUnwrap(report.firstFailure)
+        let original = try XCTUnwrap(failure.result.firstFailure?.message)
+        XCTAssertGreaterThan(failure.stepsAfter, 1, "more than a lone assert")
+        let replay = await ScenarioRunner().run(try ScenarioParser.parse(failure.scenarioJSON.serialized(), file: "s.json"))
+        let message = try XCTUnwrap(replay.firstFailure?.message)
+        XCTAssertEqual(Explorer.messageShape(message), Explorer.messageShape(original))
+        XCTAssertEqual(Explorer.messageShape("step 12 assert: #7 and #12 of step 3"), "step  assert: # and # of step ")
+    }
+}
