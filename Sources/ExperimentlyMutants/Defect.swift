@@ -33,6 +33,10 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
     case zeroFieldsDropped = "zero-fields-dropped"
     case ignoresCacheSize = "ignores-cache-size"
     case nfcKeysOnTheWire = "nfc-keys-on-the-wire"
+    case trimsUserIds = "trims-user-ids"
+    case percentDecodesIds = "percent-decodes-ids"
+    case ttlFromRequestStart = "ttl-from-request-start"
+    case batchStopsAfterTransportFailure = "batch-stops-after-transport-failure"
 
     /// What the broken SDK does, in one line.
     public var summary: String {
@@ -76,6 +80,14 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
             return "ignores cacheSize: its in-memory caches grow without bound"
         case .nfcKeysOnTheWire:
             return "sends flag and experiment keys in Unicode Normalization Form C, so an NFD key asks for its NFC twin"
+        case .trimsUserIds:
+            return "trims spaces around a user id on the wire (\" user-1\" is sent as user-1), as several SDKs' identify did"
+        case .percentDecodesIds:
+            return "percent-decodes a user id or flag key before encoding it (\"%41\" is sent as A, \"a%2Fb\" as a/b)"
+        case .ttlFromRequestStart:
+            return "counts a cache entry's age from when its request started, so a slow answer expires early"
+        case .batchStopsAfterTransportFailure:
+            return "stops a batch at a chunk whose connection dropped or timed out: the later chunks are never sent"
         }
     }
 

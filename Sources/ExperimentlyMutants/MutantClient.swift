@@ -172,9 +172,15 @@ public final class MutantClient: @unchecked Sendable {
         await sendBatches(events.map(onTheWire).flatMap { $0.hasKey ? [$0] : fanOut($0) })
     }
 
-    /// The event as this variant sends it: with `timestamp-whole-seconds`, its timestamp cut to
-    /// the whole second; with `zero-fields-dropped`, without its zero or empty fields; otherwise as given.
+    /// The event as this variant sends it: with `trims-user-ids`, its user id trimmed; with
+    /// `timestamp-whole-seconds`, its timestamp cut to the whole second; with `zero-fields-dropped`,
+    /// without its zero or empty fields; otherwise as given.
     private func onTheWire(_ event: TrackEvent) -> TrackEvent {
+        if has(.trimsUserIds), onTheWire(user: event.userId) != event.userId {
+            return TrackEvent(userId: onTheWire(user: event.userId), eventName: event.eventName, properties: event.properties?.mapValues(\.value),
+                              experimentKey: event.experimentKey, featureFlagKey: event.featureFlagKey, value: event.value,
+                              eventType: event.eventType, timestamp: event.timestamp)
+        }
         if has(.zeroFieldsDropped) {
             // The defect: "if value:", "if properties:", "if timestamp:" (a set field that is zero or empty is dropped).
             let properties = event.properties.flatMap { $0.isEmpty ? nil : $0.mapValues(\.value) }
@@ -280,12 +286,13 @@ public final class MutantClient: @unchecked Sendable {
         guard let shared else { throw ExperimentationError.cancelled }
         if starts {
             let task = spawn { [self] in
+                let started = clock.now()
                 let result: Result<Fetched, Error>
                 do { result = .success(try await fetch()) } catch { result = .failure(error) }
                 if has(.unregisterBeforeCacheWrite) || has(.joinFinishedFlight) {
                     await completeSplit(shared, key: k, user: user, entryKey: key, result: result)
                 } else {
-                    complete(shared, key: k, user: user, entryKey: key, result: result)
+                    complete(shared, key: k, user: user, entryKey: key, result: result, started: started)
                 }
             }
             locked { _ in shared.task = task }
@@ -315,8 +322,10 @@ public final class MutantClient: @unchecked Sendable {
         }
     }
 
-    private func complete(_ shared: Shared, key k: String, user: String, entryKey: String, result fetched: Result<Fetched, Error>) {
-        let now = clock.now()
+    private func complete(_ shared: Shared, key k: String, user: String, entryKey: String, result fetched: Result<Fetched, Error>,
+                          started: Date) {
+        // `ttl-from-request-start`: the entry's age counts from when its request started.
+        let now = has(.ttlFromRequestStart) ? started : clock.now()
         let result = fetched.map(\.value)
         let waiters: [CheckedContinuation<Cached, Error>] = locked { s in
             if self.has(.oldRequestUnregistersNewer) || s.shared[k] === shared { s.shared[k] = nil }
@@ -406,7 +415,7 @@ public final class MutantClient: @unchecked Sendable {
     private func fetchFlag(_ flagKey: String, user: User) async throws -> Fetched {
         let path = "/api/v1/feature-flags/evaluate/" + escape(onTheWire(key: flagKey), path: true)
         do {
-            let (status, data) = try await send("GET", path, query: "user_id=" + escape(user.id, path: false))
+            let (status, data) = try await send("GET", path, query: "user_id=" + escape(onTheWire(user: user.id), path: false))
             try classify(status, data, notFound: .flagNotFound(flagKey))
             let decoded = try decode(EvalResult.self, data)
             return Fetched(value: .flag(EvalResult(key: decoded.key.isEmpty ? flagKey : decoded.key, enabled: decoded.enabled, config: decoded.config)),
@@ -417,7 +426,7 @@ public final class MutantClient: @unchecked Sendable {
     }
 
     private func fetchAssignment(_ experimentKey: String, user: User) async throws -> Fetched {
-        var body: [String: AnyCodable] = ["experiment_key": AnyCodable(onTheWire(key: experimentKey)), "user_id": AnyCodable(user.id)]
+        var body: [String: AnyCodable] = ["experiment_key": AnyCodable(onTheWire(key: experimentKey)), "user_id": AnyCodable(onTheWire(user: user.id))]
         if let attributes = user.attributes { body["context"] = AnyCodable(attributes.mapValues(\.value)) }
         do {
             let (status, data) = try await send("POST", "/api/v1/tracking/assign", body: try encode(body))
@@ -473,7 +482,14 @@ public final class MutantClient: @unchecked Sendable {
         return store.loadAssignment(experimentKey: key, userId: user).map(Cached.assignment)
     }
 
-    private func escape(_ text: String, path: Bool) -> String {
+    /// A user id as this variant sends it: with `trims-user-ids`, without spaces around it.
+    private func onTheWire(user id: String) -> String {
+        has(.trimsUserIds) ? id.trimmingCharacters(in: .whitespaces) : id
+    }
+
+    private func escape(_ raw: String, path: Bool) -> String {
+        // `percent-decodes-ids`: what looks percent-encoded is decoded before encoding.
+        let text = has(.percentDecodesIds) ? (raw.removingPercentEncoding ?? raw) : raw
         if has(.noPercentEncoding) {
             return text.addingPercentEncoding(withAllowedCharacters: path ? .urlPathAllowed : .urlQueryAllowed) ?? text
         }
@@ -604,8 +620,11 @@ public final class MutantClient: @unchecked Sendable {
             let chunk = Array(events[start..<min(start + 100, events.count)])
             start += 100
             struct Batch: Encodable { let events: [TrackEvent] }
-            if let body = try? encode(Batch(events: chunk)), let (status, data) = try? await send("POST", "/api/v1/tracking/batch", body: body),
-               (200..<300).contains(status) {
+            let body = try? encode(Batch(events: chunk))
+            let answer = body == nil ? nil : try? await send("POST", "/api/v1/tracking/batch", body: body)
+            // `batch-stops-after-transport-failure`: no answer (dropped, timed out) ends the batch.
+            if body != nil, answer == nil, has(.batchStopsAfterTransportFailure) { return false }
+            if let (status, data) = answer, (200..<300).contains(status) {
                 if !has(.batchFailuresReportTrue),
                    let summary = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
                    let failures = summary["failure_count"] as? NSNumber, failures.intValue > 0 {
