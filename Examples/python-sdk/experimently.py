@@ -23,6 +23,9 @@ BATCH_LIMIT = 100
 # version writes (an assignment without `assigned`, a flag without `config`), as if an app update
 # had lost the offline store an earlier version left.
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
+# A legal freedom to switch on (the harness must pass it too): "detach-on-clear-offline-cache"
+# lets a call after clear_offline_cache() send a request of its own rather than join one in flight.
+FREEDOM = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_FREEDOM", "")
 
 # What the calling thread works for (set by a driver), recorded with each virtual deadline.
 CURRENT = threading.local()
@@ -50,6 +53,14 @@ class _Wait:
             end, self._end = self._end, None
         if end is not None:
             end()
+
+    @staticmethod
+    def none():
+        """A wait that counts nothing (the caller that starts a flight waits in `_send`, once its
+        request is on the wire: until then it is about to send, not waiting)."""
+        w = _Wait.__new__(_Wait)
+        w._end, w._lock = None, threading.Lock()
+        return w
 
 
 # URLError codes as the Swift SDK reports them (CONTRACT.md section 3, networkError).
@@ -276,12 +287,20 @@ class ExperimentationClient:
                 flight = Flight(self._epoch)
                 self._flights[(kind, ck)] = flight
             flight.waiters[waiter.id] = waiter
-            # Counted from here, under the lock, so that a waker always finds it to end.
-            waiter.wait = _Wait()
+            # A joiner waits from here (counted under the lock, so that a waker always finds it
+            # to end). The starter waits once its request is on the wire: the flight's thread works
+            # for it, and `_send` counts that wait (DriverProtocol.md, settle: an operation about
+            # to send is not settled; a fifteenth outside tester).
+            waiter.wait = _Wait.none() if start else _Wait()
             if waiter_box is not None:
                 waiter_box.append((self, flight, waiter))
         if start:
-            threading.Thread(target=self._run_flight, args=(kind, ck, flight, fetch), daemon=True).start()
+            owner = getattr(CURRENT, "owner", None)
+
+            def run():
+                CURRENT.owner = owner
+                self._run_flight(kind, ck, flight, fetch)
+            threading.Thread(target=run, daemon=True).start()
         try:
             waiter.event.wait()
         finally:
@@ -469,6 +488,8 @@ class ExperimentationClient:
             self._epoch += 1
             if self.store is not None:
                 self.store.clear_all()
+            if FREEDOM == "detach-on-clear-offline-cache":
+                self._flights = {}
 
     def close(self):
         with self._lock:

@@ -8,6 +8,9 @@ import ExperimentlyMock
 /// attribution, history and checks are the same as in process.
 final class LoopbackListeners: Sendable {
     private let servers: [String: MockHTTPServer]
+    /// Requests the listeners handed to the backend that it has recorded, and what to call
+    /// then (`onRecorded`: the recorder's poke, so quiescence is checked again).
+    private let recorded = HarnessLocked<(count: Int, then: (@Sendable () -> Void)?)>((0, nil))
 
     /// The request size limits of an adapter's listeners: far above `serve`'s (16 KiB of head,
     /// 1 MiB of body), so that what a scenario can ask of an SDK reaches the backend model as
@@ -23,9 +26,14 @@ final class LoopbackListeners: Sendable {
     /// - Throws: `MockHTTPServerError` when a socket cannot be bound (those started are shut down).
     init(backend: MockBackend, clients: [String], canonicalHost: (String) -> String) throws {
         var servers: [String: MockHTTPServer] = [:]
+        let recorded = self.recorded
+        let counted: @Sendable () -> Void = {
+            let then = recorded.withLock { r -> (@Sendable () -> Void)? in r.count += 1; return r.then }
+            then?()
+        }
         do {
             for client in clients {
-                let handler = HostRewriter(backend: backend, host: canonicalHost(client))
+                let handler = HostRewriter(backend: backend, host: canonicalHost(client), recorded: counted)
                 let server = MockHTTPServer(handler: handler, configuration: .init(shutdownGracePeriod: 1, limits: Self.limits))
                 try server.start()
                 servers[client] = server
@@ -47,6 +55,23 @@ final class LoopbackListeners: Sendable {
         servers[client]?.baseURL?.absoluteString
     }
 
+    /// Calls `poke` whenever a request the listeners received is recorded.
+    func onRecorded(_ poke: @escaping @Sendable () -> Void) {
+        recorded.withLock { $0.then = poke }
+    }
+
+    /// Whether every request an adapter has written to the listeners is in the backend's
+    /// history: no listener holds bytes it has not read or a connection not accepted
+    /// (`MockHTTPServer.transportIdle`), and each request they handed on was recorded. Out of
+    /// process, quiescence needs it: an adapter answers `settle` once its SDK wrote a request,
+    /// which the mock may not have read yet (a fifteenth outside tester: an SDK that sends its
+    /// own request after `clearOfflineCache` was taken to have joined an older one, 4 of 10 runs).
+    var transportIdle: Bool {
+        let handed = servers.values.reduce(0) { $0 + $1.statistics.handledRequests }
+        guard servers.values.allSatisfy(\.transportIdle) else { return false }
+        return recorded.withLock { $0.count } >= handed
+    }
+
     /// Stops every listener (in-flight answers get the server's grace period).
     func shutdown() async {
         for server in servers.values { await server.shutdown() }
@@ -55,12 +80,13 @@ final class LoopbackListeners: Sendable {
     private struct HostRewriter: MockRequestHandler {
         let backend: MockBackend
         let host: String
+        let recorded: @Sendable () -> Void
 
         func handle(_ request: MockRequest) async -> MockOutcome {
             var request = request
             request.headers = request.headers.filter { $0.name.caseInsensitiveCompare("Host") != .orderedSame }
             request.headers.insert((name: "Host", value: host), at: 0)
-            return await backend.handle(request)
+            return await backend.handle(request, recorded: recorded)
         }
     }
 }

@@ -271,6 +271,11 @@ final class ScenarioExecution: @unchecked Sendable {
     /// Each `clearCache`/`close` step so far, by client: the history's event count and the mock's
     /// request count when it began (guarded by `lock`).
     private var clearSteps: [ExactKey: [(ordinal: Int, seen: Int)]] = [:]
+    /// The `clearOfflineCache` steps of each client, likewise: an SDK may let a call after one
+    /// send a request of its own rather than join one in flight (`Checks.singleFlight`), so a
+    /// request received after it is never an earlier lookup's. Unlike a clear, it moves no barrier
+    /// (a call after it may join). Behind `lock`.
+    private var offlineClearSteps: [ExactKey: [(ordinal: Int, seen: Int)]] = [:]
     /// Each step begun so far: the history's event count and the mock's request count when it
     /// began (guarded by `lock`; `ownWindowEnd(after:)`).
     private var stepStarts: [(ordinal: Int, seen: Int)] = []
@@ -394,6 +399,8 @@ final class ScenarioExecution: @unchecked Sendable {
         }
         let listeners = try Self.listeners(for: driver, port: port, clients: scenario.clients.map(\.name))
         self.listeners = listeners
+        // A request recorded after the listeners read it: quiescence (`transportIdle`) is checked again.
+        listeners?.onRecorded { [recorder] in recorder.poke() }
         // A client whose base_url is not the mock gets a session of its own (InProcessSessions).
         let elsewhere = Set(scenario.clients.filter { $0.settings.baseURL != nil }.map { ExactKey($0.name) })
         var context = DriverContext(makeSession: { port.session(client: $0, dedicated: elsewhere.contains(ExactKey($0))) }, clock: clock,
@@ -564,6 +571,11 @@ final class ScenarioExecution: @unchecked Sendable {
             lock.withLock { registerGroup(base, labels) }
             // Every invocation is recorded before any starts, so a group's first request can
             // never land between its invocations.
+            if op == .clearOfflineCache {
+                let seen = port.requestCount
+                let ordinal = recorder.ordinal()
+                lock.withLock { offlineClearSteps[ExactKey(client), default: []].append((ordinal: ordinal, seen: seen)) }
+            }
             if op == .clearCache || op == .close {
                 let seen = port.requestCount
                 let ordinal = recorder.ordinal()
@@ -580,7 +592,11 @@ final class ScenarioExecution: @unchecked Sendable {
                 }
             }
             launches.forEach { $0() }
-            if !isAsync { return await finish(group: base, expect: expect, step: name) }
+            // A synchronous step is judged like an `await` of it: parked while nothing else can
+            // happen, it is stuck at once (infeasible when a later step provides what it waits
+            // for), never after the step limit (a fifteenth outside tester: explore counted such
+            // orders as failures of the shipping SDK, each after 5 s).
+            if !isAsync { return await finish(group: base, expect: expect, step: name, index: index) }
             if let expect { lock.withLock { deferred[ExactKey(base)] = (index, name, expect) } }
         case .app(let action, let label, let isAsync, let expect, let client, let count):
             let base = label ?? nextLabel()
@@ -594,7 +610,11 @@ final class ScenarioExecution: @unchecked Sendable {
                       detail: Self.appArguments(action)) { await app.perform(action) }
             }
             launches.forEach { $0() }
-            if !isAsync { return await finish(group: base, expect: expect, step: name) }
+            // A synchronous step is judged like an `await` of it: parked while nothing else can
+            // happen, it is stuck at once (infeasible when a later step provides what it waits
+            // for), never after the step limit (a fifteenth outside tester: explore counted such
+            // orders as failures of the shipping SDK, each after 5 s).
+            if !isAsync { return await finish(group: base, expect: expect, step: name, index: index) }
             if let expect { lock.withLock { deferred[ExactKey(base)] = (index, name, expect) } }
         case .await(let label, let expect):
             return await finish(group: label, expect: expect, step: name, index: index)
@@ -1072,6 +1092,9 @@ final class ScenarioExecution: @unchecked Sendable {
     func quiescent() -> Bool {
         // The mock first: a released request is answered even when no operation waits for it.
         guard port.unsettledRequests == 0 else { return false }
+        // Out of process, nothing an adapter wrote may still wait unread at the listeners: its
+        // `settle` can come before the mock has read the request its SDK just sent.
+        if let listeners, !listeners.transportIdle { return false }
         let waiting = pending()
         // Interleaved runs: the SDK's own tasks are on the executor too, and run before the runner acts.
         if waiting.isEmpty { return interleavingIdle() }
@@ -1100,8 +1123,12 @@ final class ScenarioExecution: @unchecked Sendable {
         func owned(_ op: Op) -> Bool {
             guard ownWindowEnd(after: op.ordinal) != nil else { return parked.contains { mine($0, op) } }
             if known == nil { known = (port.requests(), answerEvents()) }
+            // Nor one received after a `clearOfflineCache` begun after it started (an SDK may let
+            // a later call send its own then; a fifteenth outside tester's Python SDK did).
+            let offlineCleared = lock.withLock { offlineClearSteps[ExactKey(op.client)] ?? [] }
+                .filter { $0.ordinal > op.ordinal }.map(\.seen).min() ?? Int.max
             let own = ownRequests(known!.requests, client: op.client, since: op.since, ordinal: op.ordinal, startEvent: op.startEvent,
-                                  answeredAt: known!.answeredAt) { mine($0, op) }
+                                  answeredAt: known!.answeredAt) { mine($0, op) && $0.seq <= offlineCleared }
             return own.contains { r in parked.contains { $0.seq == r.seq } }
         }
         guard others.allSatisfy(owned) else { return false }
@@ -1404,6 +1431,10 @@ final class ScenarioExecution: @unchecked Sendable {
     /// end of the history, in content order: the mock records it when the adapter's connection closes, which
     /// can fall after the next step's `invoke` (a second outside tester: 3-5 digests in 15-20 runs
     /// of `field-timeout-after-backend-processed-assign` through experimently-driver).
+    /// The request headers CONTRACT.md section 1 gives every request, lower-cased: the only ones
+    /// the canonical history keeps.
+    static let contractHeaders: Set<String> = ["x-api-key", "accept", "content-type"]
+
     static func canonical(_ history: [HistoryEvent], overTCP: Bool = false) -> [HistoryEvent] {
         var out: [HistoryEvent] = []
         var run: [(String, HistoryEvent)] = []
@@ -1435,6 +1466,18 @@ final class ScenarioExecution: @unchecked Sendable {
             // lands before the answer is thread timing (fifth outside tester: 2 digests in 12 runs
             // in process). The canonical form leaves it out in both modes.
             if copy.request != nil { copy.request?.cancelled = false }
+            // What the contract leaves to the SDK is left out too (a fifteenth outside tester: a
+            // per-request `X-Request-Id` changed the digest of 109 of 118 files on every run, an
+            // error message naming the mock's port that of 8): an error's free-text `message`
+            // (never compared, DriverProtocol.md) and the request headers CONTRACT.md section 1
+            // does not name (it names X-API-Key, Accept and Content-Type).
+            if case .object(var o)? = copy.outcome, o["error"] != nil, o["message"] != nil {
+                o["message"] = nil
+                copy.outcome = .object(o)
+            }
+            if let headers = copy.request?.headers {
+                copy.request?.headers = headers.filter { Self.contractHeaders.contains($0.key.lowercased()) }
+            }
             copy.index = 0
             // Over TCP the end of an unanswered request is seen when its connection closes: the
             // virtual instant and step it lands in are thread timing too (an advance that stops at

@@ -208,7 +208,14 @@ public final class MockBackend: MockRequestHandler, Sendable {
     /// history, as ``MockURLProtocol`` does on `stopLoading`; it keeps running in the backend
     /// (a hold stays releasable, a delay runs its course), except a silent timeout, which ends.
     public func handle(_ request: MockRequest) async -> MockOutcome {
+        await handle(request, recorded: nil)
+    }
+
+    /// ``handle(_:)``, calling `recorded` once the request is in history (before its fault
+    /// runs): a transport that must know when what it received is recorded counts there.
+    public func handle(_ request: MockRequest, recorded: (@Sendable () -> Void)?) async -> MockOutcome {
         let ticket = begin(request)
+        recorded?()
         if let outcome = completeImmediately(ticket) { return outcome }
         return await withTaskCancellationHandler {
             // A separate task: the connection's cancellation must not cut a delay short.

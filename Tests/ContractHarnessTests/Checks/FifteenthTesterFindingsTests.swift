@@ -63,3 +63,42 @@ extension FifteenthTesterFindingsTests {
         XCTAssertEqual(Explorer.messageShape("step 12 assert: #7 and #12 of step 3"), "step  assert: # and # of step ")
     }
 }
+
+extension FifteenthTesterFindingsTests {
+    /// A synchronous step parked behind a held request that only a later step releases (a lookup
+    /// joining it, an app logout queued behind a held refresh) is stuck at once, as an `await` is:
+    /// explore counts such orders infeasible, never as failures of the shipping SDK after the step
+    /// limit.
+    func testASynchronousStepBeforeTheReleaseItNeedsIsInfeasible() async throws {
+        for name in ["sync-joiner-explore", "app-logout-behind-held-refresh-explore"] {
+            let path = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/fifteenth-tester/\(name).json").path
+            let root = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: path)), file: path)
+            let settings = try XCTUnwrap(try Explorer.settings(of: root, file: path))
+            let report = await Explorer.explore(root, file: path, settings: settings, seed: 0, runner: ScenarioRunner(keepsHistory: false))
+            XCTAssertEqual(report.failed, 0, "\(name): \(String(describing: report.firstFailure?.result.firstFailure))")
+            XCTAssertEqual(report.infeasible, 4, name)
+            XCTAssertLessThan(report.durationMilliseconds, 4000, "\(name): decided without the step limit")
+        }
+    }
+
+    /// The canonical history leaves out what the contract leaves to the SDK: an error's free-text
+    /// message and request headers CONTRACT.md section 1 does not name (a per-request id changed
+    /// the digest of almost every file on every run).
+    func testTheDigestIgnoresErrorMessagesAndHeadersTheContractDoesNotName() {
+        func history(message: String, requestID: String) -> [HistoryEvent] {
+            let request = RequestRecord(seq: 1, client: "main", method: "GET", path: "/api/v1/feature-flags/evaluate/f", target: "/api/v1/feature-flags/evaluate/f?user_id=u",
+                                        query: ["user_id": "u"], headers: ["X-API-Key": "k", "Accept": "application/json", "X-Request-Id": requestID],
+                                        body: nil, status: nil, response: nil, fault: nil, parked: false, cancelled: false, answered: false)
+            return [HistoryEvent(index: 0, step: 0, time: 0, kind: .request, client: "main", label: nil, name: nil, detail: nil, outcome: nil, request: request),
+                    HistoryEvent(index: 1, step: 0, time: 0, kind: .complete, client: "main", label: "op1", name: "evaluateFlag", detail: nil,
+                                 outcome: .object(["error": .string("networkError"), "code": .number(-1005), "message": .string(message)]), request: nil)]
+        }
+        let a = ScenarioExecution.digest(ScenarioExecution.canonical(history(message: "lost (http://127.0.0.1:39687)", requestID: "r-1")))
+        let b = ScenarioExecution.digest(ScenarioExecution.canonical(history(message: "lost (http://127.0.0.1:33507)", requestID: "r-2")))
+        XCTAssertEqual(a, b)
+        // What the contract names still counts.
+        var other = history(message: "x", requestID: "r-1")
+        other[0].request?.headers["X-API-Key"] = "other"
+        XCTAssertNotEqual(ScenarioExecution.digest(ScenarioExecution.canonical(other)), a)
+    }
+}

@@ -46,6 +46,20 @@ final class OutOfProcessQuiescenceTests: XCTestCase {
         XCTAssertEqual(digests.count, 1)
     }
 
+    /// The same after `clearOfflineCache`, with an SDK that lets the later call send its own
+    /// request (a freedom `single_flight` grants): its settle comes once that request is written,
+    /// which the mock may not have read yet, and quiescence took the call to have joined the
+    /// earlier request (4 of 10 runs failed; the example adapter also counted a flight's starter
+    /// as settled before its request was sent). Quiescence now waits until the listeners hold
+    /// nothing unread (`MockHTTPServer.transportIdle`).
+    func testARequestWrittenButNotYetReadIsNotMistakenForAJoin() async throws {
+        let command = "EXPERIMENTLY_EXAMPLE_FREEDOM=detach-on-clear-offline-cache " + Self.pythonDriverCommand
+        let results = try await run(["t15-lookup-before-clear-offline-cache"], times: 10, command: command)
+        let runs = try XCTUnwrap(results["t15-lookup-before-clear-offline-cache"])
+        for r in runs { XCTAssertEqual(r.status, .passed, "\(r.checks.filter { !$0.passed })") }
+        XCTAssertEqual(Set(runs.map(\.historyDigest)).count, 1)
+    }
+
     /// Runs each of `names` `times` times through one adapter; returns the results by name.
     private func run(_ names: [String], times: Int, command: String, stepTimeoutCap: Int = 2000) async throws -> [String: [ScenarioResult]] {
         let driver = try await ProcessSDKDriver.launch(command: command)

@@ -128,6 +128,12 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
     private var loopRunning = false
     private var loopShuttingDown = false
     private var stats = Statistics()
+    // What `transportIdle` reads (guarded by `condition`): the listening socket while the loop
+    // runs, the open connections' sockets, and the loop's busy state and pass count.
+    private var probeListenFD: Int32 = -1
+    private var probeFDs: Set<Int32> = []
+    private var loopBusy = false
+    private var loopPasses = 0
     /// Test seam (guarded by `condition`; set before `start()`): the event loop uses the
     /// `poll(2)` fallback even where epoll exists, so both readiness paths are tested on Linux.
     var forcesPoll = false
@@ -224,6 +230,7 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
         boundPort = UInt16(bigEndian: actual.sin_port)
         inbox.withLock { $0.wakeFD = pipeFDs[1] }
         let loop = EventLoop(server: self, poller: poller, listenFD: fd, wakeRead: pipeFDs[0], wakeWrite: pipeFDs[1])
+        probeListenFD = fd   // under `condition`, held here
         state = .running
         loopRunning = true
         let thread = Thread { loop.run() }
@@ -317,6 +324,41 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
             box.wakePending = false
             return taken
         }
+    }
+
+    /// Whether nothing sent to this server waits unread right now: no connection waits to be
+    /// accepted, no open connection has bytes the server has not read, and the event loop is
+    /// not in the middle of handling what it read. Every request that arrived complete before
+    /// the call has then been handed to the handler (``Statistics/handledRequests`` counts it).
+    /// Loopback TCP puts a write into the peer's receive queue within the `send` call, so once
+    /// a client's write returned, its request is either counted or seen here as unread. Read
+    /// from any thread (a probe of the kernel's queues: `poll` on the listening socket,
+    /// `FIONREAD` on each connection).
+    public var transportIdle: Bool {
+        func snapshot() -> (busy: Bool, passes: Int, listen: Int32, fds: Set<Int32>) {
+            condition.lock()
+            defer { condition.unlock() }
+            return (loopBusy, loopPasses, probeListenFD, probeFDs)
+        }
+        let before = snapshot()
+        guard !before.busy else { return false }
+        if before.listen >= 0 {
+            var p = pollfd(fd: before.listen, events: Int16(POLLIN), revents: 0)
+            if poll(&p, 1, 0) > 0 && (p.revents & Int16(POLLIN)) != 0 { return false }
+        }
+        for fd in before.fds {
+            var unread: Int32 = 0
+            if ioctl(fd, UInt(FIONREAD), &unread) == 0 && unread > 0 { return false }
+        }
+        // The loop did not start a pass meanwhile (what it read then may not be counted yet).
+        let after = snapshot()
+        return !after.busy && after.passes == before.passes
+    }
+
+    fileprivate func probe(_ change: (inout Int32, inout Set<Int32>, inout Bool, inout Int) -> Void) {
+        condition.lock()
+        change(&probeListenFD, &probeFDs, &loopBusy, &loopPasses)
+        condition.unlock()
     }
 
     fileprivate func count(_ change: (inout Statistics) -> Void) {
@@ -534,6 +576,8 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
             if shuttingDown { next = min(next, forcedClose ? drainEnd : graceEnd) }
             if next.isFinite { timeout = Int32(min(max(0, (next - now) * 1000), 60_000).rounded(.up)) }
             let ready = poller.wait(timeoutMilliseconds: timeout)
+            server.probe { _, _, busy, passes in busy = true; passes += 1 }
+            defer { server.probe { _, _, busy, _ in busy = false } }
             for event in ready {
                 switch event.id {
                 case Self.wakeID: drainWake()
@@ -562,6 +606,7 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
                 if forcedClose && (unanswerable == 0 || now >= drainEnd) { break }
             }
         }
+        server.probe { listen, fds, _, _ in listen = -1; fds = [] }
         if listenFD >= 0 { poller.remove(listenFD); close(listenFD) }
         if reserveFD >= 0 { close(reserveFD) }
         server.loopFinished()
@@ -604,6 +649,7 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
         defer { server.loopBeganShutdown() }
         graceEnd = now + configuration.shutdownGracePeriod
         poller.remove(listenFD)
+        server.probe { listen, _, _, _ in listen = -1 }
         close(listenFD)
         listenFD = -1
         for c in Array(connections.values) {
@@ -641,6 +687,7 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
                 limits: configuration.limits, readTimeout: configuration.readTimeout, idleTimeout: configuration.idleTimeout, now: now))
             c.peer = Self.peerName(fd)
             connections[id] = c
+            server.probe { _, fds, _, _ in fds.insert(fd) }
             poller.set(fd, id: id, read: true, write: false, adding: true)
             server.count { $0.acceptedConnections += 1; $0.openConnections += 1 }
             reschedule(c)
@@ -925,6 +972,7 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
         c.isOpen = false
         releaseBody(c)
         poller.remove(c.fd)
+        server.probe { _, fds, _, _ in fds.remove(c.fd) }
         close(c.fd)
         connections[c.id] = nil
         server.count { $0.openConnections -= 1 }
