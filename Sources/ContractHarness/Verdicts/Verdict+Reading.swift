@@ -83,8 +83,17 @@ extension Verdict {
             r.adapterStderr = o["adapter_stderr"]?.arrayValue?.compactMap(\.stringValue) ?? []
             results.append(r)
         }
+        // A seed past what a run writes (a whole number below 2^64) is named, never converted
+        // (a seed of 1e308 stopped `report` with a fatal conversion error: a sixteenth outside tester).
+        var seed: UInt64 = 0
+        if let v = top["seed"] {
+            guard let d = number(v), d >= 0, d < 18_446_744_073_709_551_616, d == d.rounded(.down) else {
+                throw fail("$.seed", "a whole number from 0 to 2^64-1", v)
+            }
+            seed = UInt64(d)
+        }
         self.init(harnessVersion: top["harness"]?["version"]?.stringValue ?? "", sdkName: top["sdk_under_test"]?["name"]?.stringValue ?? "",
-                  sdkVersion: top["sdk_under_test"]?["version"]?.stringValue ?? "", seed: UInt64(max(0, number(top["seed"]) ?? 0)),
+                  sdkVersion: top["sdk_under_test"]?["version"]?.stringValue ?? "", seed: seed,
                   startedAt: started, durationMilliseconds: number(top["duration_ms"]) ?? 0, results: results, invalid: invalid)
         includesHistory = withHistory
         let known: Set<String> = ["format", "harness", "sdk_under_test", "seed", "started_at", "duration_ms", "counts", "ok", "scenarios",

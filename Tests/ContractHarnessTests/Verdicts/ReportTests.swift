@@ -143,6 +143,19 @@ final class ReportTests: XCTestCase {
         XCTAssertTrue(html.contains("adapter: &lt;warning&gt; retrying"), "the adapter's stderr is drawn")
     }
 
+    func testASeedBeyondWhatARunWritesIsNamedNotConverted() throws {
+        // A sixteenth outside tester: `report` of a verdict with seed 1e308 died of a fatal
+        // Double-to-UInt64 conversion (SIGILL); it is a malformed verdict, named with its path.
+        for seed in ["1e308", "18446744073709551616", "-1", "1.5"] {
+            let text = #"{"format": "experimently-verdict/1", "seed": "# + seed + #", "scenarios": []}"#
+            XCTAssertThrowsError(try Verdict(parsing: Data(text.utf8), file: "v.json"), seed) { error in
+                XCTAssertTrue("\(error)".contains("at $.seed: expected a whole number from 0 to 2^64-1"), "\(error)")
+            }
+        }
+        let largest = try Verdict(parsing: Data(#"{"format": "experimently-verdict/1", "seed": 9007199254740991, "scenarios": []}"#.utf8), file: "v.json")
+        XCTAssertEqual(largest.seed, 9_007_199_254_740_991)
+    }
+
     func testAVerdictThatCannotBeReadIsNamedWithItsPath() {
         XCTAssertThrowsError(try Verdict(parsing: Data("{\"format\": \"other/1\"}".utf8), file: "v.json")) { error in
             XCTAssertEqual("\(error)", "v.json: at $.format: expected \"experimently-verdict/1\", found \"other/1\"")
