@@ -290,7 +290,7 @@ class ExperimentationClient:
             # A joiner waits from here (counted under the lock, so that a waker always finds it
             # to end). The starter waits once its request is on the wire: the flight's thread works
             # for it, and `_send` counts that wait (DriverProtocol.md, settle: an operation about
-            # to send is not settled; a fifteenth outside tester).
+            # to send is not settled; a seventeenth outside tester).
             waiter.wait = _Wait.none() if start else _Wait()
             if waiter_box is not None:
                 waiter_box.append((self, flight, waiter))

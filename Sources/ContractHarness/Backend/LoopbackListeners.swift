@@ -64,7 +64,7 @@ final class LoopbackListeners: Sendable {
     /// history: no listener holds bytes it has not read or a connection not accepted
     /// (`MockHTTPServer.transportIdle`), and each request they handed on was recorded. Out of
     /// process, quiescence needs it: an adapter answers `settle` once its SDK wrote a request,
-    /// which the mock may not have read yet (a fifteenth outside tester: an SDK that sends its
+    /// which the mock may not have read yet (a seventeenth outside tester: an SDK that sends its
     /// own request after `clearOfflineCache` was taken to have joined an older one, 4 of 10 runs).
     var transportIdle: Bool {
         let handed = servers.values.reduce(0) { $0 + $1.statistics.handledRequests }

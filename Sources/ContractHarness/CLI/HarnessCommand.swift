@@ -281,7 +281,7 @@ public enum HarnessCommand {
 
     /// The command that replays a written schedule or interleaving `out` on the SDK it was found
     /// on: `--mutant` or `--sdk-command` as given (without it, `run` would replay on the built-in
-    /// shipping SDK, which passes: a fifteenth outside tester), each word quoted for a POSIX shell
+    /// shipping SDK, which passes: a seventeenth outside tester), each word quoted for a POSIX shell
     /// where needed.
     static func replayCommand(_ out: String, _ options: RunOptions) -> String {
         var words = ["contract-harness", "run", out]

@@ -223,12 +223,17 @@ final class ProcessDriverClient: DriverClient, Sendable {
     /// How long the adapter has to answer `seed_store`, milliseconds.
     static let seedDeadlineMilliseconds = 10_000
 
+    /// How long the adapter has to answer `create_client` and `persisted`, milliseconds: those
+    /// replies are awaited outside any step's limit, so an adapter that never answers them hung
+    /// the run (a sixteenth outside tester); past it the request fails, named.
+    static let replyDeadlineMilliseconds = 10_000
+
     /// Sends `seed_store` with one entry for the client's store and waits (at most
     /// `seedDeadlineMilliseconds`) for the adapter to take it.
     func seedPersisted(kind: String, user: String, key: String, json: JSONValue) async -> String? {
         guard seeds else { return "the adapter does not declare seed_store" }
         guard let store else { return "the client has no offline store (give it a \"store\")" }
-        if case .failure(let f) = await created.value() { return "create_client: \(f.message)" }
+        if case .failure(let f) = await created.value(deadlineMilliseconds: Self.replyDeadlineMilliseconds) { return "create_client: \(f.message)" }
         var request = DriverRequest(id: 0, type: .seedStore)
         request.store = store
         request.entries = .array([DriverSeedEntry(kind: kind, user: user, key: key, value: json).json])
@@ -242,7 +247,7 @@ final class ProcessDriverClient: DriverClient, Sendable {
         // Counted before anything can suspend: until it is written, quiescence waits for it.
         let fromApp = DriverCallOrigin.app
         calls.withLock { $0.unsent += 1 }
-        if case .failure(let f) = await created.value() {
+        if case .failure(let f) = await created.value(deadlineMilliseconds: Self.replyDeadlineMilliseconds) {
             calls.withLock { $0.unsent -= 1 }
             return f.outcome(creating: true)
         }
@@ -277,13 +282,18 @@ final class ProcessDriverClient: DriverClient, Sendable {
     }
 
     func persisted(kind: String, user: String, key: String) async -> JSONValue? {
-        guard case .success = await created.value() else { return nil }
+        guard case .success = await created.value(deadlineMilliseconds: Self.replyDeadlineMilliseconds) else { return nil }
         var request = DriverRequest(id: 0, type: .persisted)
         request.client = id
         request.kind = kind
         request.user = user
         request.key = key
-        guard case .success(let json) = await connection.send(request, scope: scope).value() else { return nil }
+        let slot = connection.send(request, scope: scope)
+        let reply = await slot.value(deadlineMilliseconds: Self.replyDeadlineMilliseconds)
+        if case .failure(.timedOut(let ms)) = reply {
+            connection.noteProblem("persisted (request \(slot.id)): no reply within \(ms) ms")
+        }
+        guard case .success(let json) = reply else { return nil }
         if case .bool(false)? = json["found"] { return nil }
         return json["value"].flatMap { $0 == .null ? nil : $0 }
     }

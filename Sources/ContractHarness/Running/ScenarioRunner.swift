@@ -594,7 +594,7 @@ final class ScenarioExecution: @unchecked Sendable {
             launches.forEach { $0() }
             // A synchronous step is judged like an `await` of it: parked while nothing else can
             // happen, it is stuck at once (infeasible when a later step provides what it waits
-            // for), never after the step limit (a fifteenth outside tester: explore counted such
+            // for), never after the step limit (a seventeenth outside tester: explore counted such
             // orders as failures of the shipping SDK, each after 5 s).
             if !isAsync { return await finish(group: base, expect: expect, step: name, index: index) }
             if let expect { lock.withLock { deferred[ExactKey(base)] = (index, name, expect) } }
@@ -612,7 +612,7 @@ final class ScenarioExecution: @unchecked Sendable {
             launches.forEach { $0() }
             // A synchronous step is judged like an `await` of it: parked while nothing else can
             // happen, it is stuck at once (infeasible when a later step provides what it waits
-            // for), never after the step limit (a fifteenth outside tester: explore counted such
+            // for), never after the step limit (a seventeenth outside tester: explore counted such
             // orders as failures of the shipping SDK, each after 5 s).
             if !isAsync { return await finish(group: base, expect: expect, step: name, index: index) }
             if let expect { lock.withLock { deferred[ExactKey(base)] = (index, name, expect) } }
@@ -1124,7 +1124,7 @@ final class ScenarioExecution: @unchecked Sendable {
             guard ownWindowEnd(after: op.ordinal) != nil else { return parked.contains { mine($0, op) } }
             if known == nil { known = (port.requests(), answerEvents()) }
             // Nor one received after a `clearOfflineCache` begun after it started (an SDK may let
-            // a later call send its own then; a fifteenth outside tester's Python SDK did).
+            // a later call send its own then; a seventeenth outside tester's Python SDK did).
             let offlineCleared = lock.withLock { offlineClearSteps[ExactKey(op.client)] ?? [] }
                 .filter { $0.ordinal > op.ordinal }.map(\.seen).min() ?? Int.max
             let own = ownRequests(known!.requests, client: op.client, since: op.since, ordinal: op.ordinal, startEvent: op.startEvent,
@@ -1466,7 +1466,7 @@ final class ScenarioExecution: @unchecked Sendable {
             // lands before the answer is thread timing (fifth outside tester: 2 digests in 12 runs
             // in process). The canonical form leaves it out in both modes.
             if copy.request != nil { copy.request?.cancelled = false }
-            // What the contract leaves to the SDK is left out too (a fifteenth outside tester: a
+            // What the contract leaves to the SDK is left out too (a seventeenth outside tester: a
             // per-request `X-Request-Id` changed the digest of 109 of 118 files on every run, an
             // error message naming the mock's port that of 8): an error's free-text `message`
             // (never compared, DriverProtocol.md) and the request headers CONTRACT.md section 1

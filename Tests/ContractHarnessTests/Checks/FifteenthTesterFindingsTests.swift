@@ -3,8 +3,9 @@ import Foundation
 @testable import ExperimentlyMock
 @testable import ContractHarness
 
-/// Check-level findings of the outside testers of stop 23 (`/work/attack16`: other SDKs' field bugs
-/// as scenarios; `/work/attack18`: flakes under load and generated workloads), each fixed here.
+/// Findings of the outside testers of stop 23, each fixed here: the fifteenth (`/work/attack16`:
+/// other SDKs' field bugs written as scenarios), the sixteenth (`/work/attack17`: bad input and
+/// hostile adapters) and the seventeenth (`/work/attack18`: flakes under load, generated workloads).
 final class FifteenthTesterFindingsTests: XCTestCase {
     private func run(_ name: String) async throws -> ScenarioResult {
         let path = Repository.root.appendingPathComponent("scenarios/\(name).json").path
@@ -100,5 +101,37 @@ extension FifteenthTesterFindingsTests {
         var other = history(message: "x", requestID: "r-1")
         other[0].request?.headers["X-API-Key"] = "other"
         XCTAssertNotEqual(ScenarioExecution.digest(ScenarioExecution.canonical(other)), a)
+    }
+}
+
+extension FifteenthTesterFindingsTests {
+    /// An adapter that never answers `persisted` ends the run in bounded time, the silence named
+    /// as a driver protocol failure (it hung the run before: the reply was awaited outside any
+    /// step's limit).
+    func testAnAdapterThatNeverAnswersPersistedIsBoundedAndNamed() throws {
+        let dir = try scratchDirectory("sixteenth")
+        let adapter = dir.appendingPathComponent("silent.py")
+        try Data("""
+        import json, sys
+        for line in sys.stdin:
+            m = json.loads(line)
+            t = m.get("type")
+            if t == "hello":
+                r = {"protocol": "experimently-driver/1", "sdk": {"name": "silent", "version": "1"}, "capabilities": ["offline_store"]}
+            elif t in ("create_client", "close_client", "shutdown"):
+                r = {}
+            else:
+                continue
+            sys.stdout.write(json.dumps({"id": m["id"], "result": r}) + "\\n"); sys.stdout.flush()
+            if t == "shutdown": sys.exit(0)
+        """.utf8).write(to: adapter)
+        let scenario = dir.appendingPathComponent("s.json")
+        try Data(#"{"format": "experimently-scenario/1", "name": "persisted-unanswered", "description": "d", "steps": [{"assert": {"persisted": {"user": "u", "flag": "f", "value": {"enabled": true}}}}]}"#.utf8).write(to: scenario)
+        let started = Date()
+        let (status, _) = try HarnessProcess.run(["run", scenario.path, "--sdk-command", "python3 '\(adapter.path)'", "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status, 1)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 30)
+        let verdict = try String(contentsOf: dir.appendingPathComponent("v.json"), encoding: .utf8)
+        XCTAssertTrue(verdict.contains("no reply within 10000 ms"), verdict)
     }
 }

@@ -26,7 +26,7 @@ final class OutOfProcessQuiescenceTests: XCTestCase {
 
     /// A lookup held before a clear, and a later call for the same user and key held after it:
     /// releasing the first waits for the first call's completion, never taking the later call's
-    /// parked request for its own (a fifteenth outside tester: through experimently-driver the next
+    /// parked request for its own (a seventeenth outside tester: through experimently-driver the next
     /// step ran while the first answer travelled, 19 of 20 runs of the shipping SDK failed the
     /// shipped file, and a variant without the cancel gave 2 digests in 20 runs).
     func testALaterCallsRequestAfterAClearIsNotAPendingLookupsOwn() async throws {

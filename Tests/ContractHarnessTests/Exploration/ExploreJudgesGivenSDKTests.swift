@@ -154,7 +154,7 @@ final class ExploreJudgesGivenSDKTests: XCTestCase {
     }
 
     /// The replay command explore prints names the SDK the schedule was found on: with
-    /// `--sdk-command` it carries it (a fifteenth outside tester: the printed `contract-harness run
+    /// `--sdk-command` it carries it (a seventeenth outside tester: the printed `contract-harness run
     /// FILE` replayed on the built-in shipping SDK, which passes), quoted so that the printed line,
     /// run by a shell, fails the broken adapter again.
     func testThePrintedReplayCommandReplaysOnTheAdapterItWasFoundOn() throws {

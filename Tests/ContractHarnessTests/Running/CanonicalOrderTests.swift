@@ -40,7 +40,7 @@ final class CanonicalOrderTests: XCTestCase {
 
     /// Two completions of canonically equivalent but different labels (NFC `é`, NFD `e` + U+0301)
     /// in either recorded order give one canonical history: ties are broken by Unicode scalars, not
-    /// by `String <` (which calls them equal and kept the thread order: a fifteenth outside tester's
+    /// by `String <` (which calls them equal and kept the thread order: a seventeenth outside tester's
     /// 2 digests in 30 runs).
     func testCompletionsOfEquivalentLabelsAreOrderedByScalars() {
         let release = event(.marker, "release", client: nil)
