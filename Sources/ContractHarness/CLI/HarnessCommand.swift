@@ -766,10 +766,12 @@ public enum HarnessCommand {
         // Skipped schedules (a capability the driver lacks) never pass: without a failure, the
         // exploration is skipped.
         let unjudged = report.firstFailure == nil && report.skipped > 0
+        let unrunnable = report.nothingCarriedOut
         var result = ScenarioResult(name: s.name, file: s.file, tags: s.tags, source: s.source,
-                                    status: report.firstFailure != nil ? .failed : unjudged ? .skipped : .passed,
-                                    durationMilliseconds: report.durationMilliseconds, checks: unjudged ? [] : [check],
-                                    reason: unjudged ? "\(report.skipped) of \(report.schedules.count) schedules were skipped (the driver lacks a capability the scenario needs)" : nil,
+                                    status: report.firstFailure != nil ? .failed : unjudged ? .skipped : unrunnable != nil ? .error : .passed,
+                                    durationMilliseconds: report.durationMilliseconds, checks: unjudged || unrunnable != nil ? [] : [check],
+                                    reason: unjudged ? "\(report.skipped) of \(report.schedules.count) schedules were skipped (the driver lacks a capability the scenario needs)"
+                                        : unrunnable.map { "\($0): the scenario cannot pass as written" },
                                     smoke: nil, history: [], historyDigest: "")
         result.exploration = report.json
         // The report shows the shrunk file and a replay's timeline (Report+Exploration.swift).
@@ -897,6 +899,11 @@ public enum HarnessCommand {
         // Skipped schedules never pass: with no failure, the exploration judged nothing.
         let unjudged = report.firstFailure == nil && report.skipped > 0
         if unjudged { say("\(report.skipped) of \(report.schedules.count) schedules were skipped: the driver lacks a capability the scenario needs") }
+        // Nor do orders none of which could be carried out (each infeasible, or failing on the
+        // reference too): the scenario cannot pass as written, an error of the file (a sixteenth
+        // outside tester: a second release of one fault made 24 of 24 orders infeasible, passed).
+        let unrunnable = report.nothingCarriedOut != nil
+        if let why = report.nothingCarriedOut { say("\(why): the scenario cannot pass as written; contract-harness run \(shellWord(file)) says why") }
         if let f = report.firstFailure {
             let out = options.out ?? "\(report.scenario)-schedule.json"
             let encoder = JSONEncoder()
@@ -915,10 +922,11 @@ public enum HarnessCommand {
         if options.verdict != "verdict.json" || arguments.contains("--verdict") {
             guard let s = try? ScenarioParser.parse(root.serialized(), file: file) else { return Exit.internalFault.rawValue }
             var result = ScenarioResult(name: s.name, file: file, tags: s.tags, source: s.source,
-                                        status: report.firstFailure != nil ? .failed : unjudged ? .skipped : .passed,
+                                        status: report.firstFailure != nil ? .failed : unjudged ? .skipped : unrunnable ? .error : .passed,
                                         durationMilliseconds: report.durationMilliseconds,
-                                        checks: unjudged ? [] : [CheckResult(name: "explore", passed: report.firstFailure == nil, message: report.firstFailure?.check)],
-                                        reason: unjudged ? "\(report.skipped) of \(report.schedules.count) schedules were skipped" : nil,
+                                        checks: unjudged || unrunnable ? [] : [CheckResult(name: "explore", passed: report.firstFailure == nil, message: report.firstFailure?.check)],
+                                        reason: unjudged ? "\(report.skipped) of \(report.schedules.count) schedules were skipped"
+                                            : report.nothingCarriedOut,
                                         smoke: nil, history: [], historyDigest: "")
             result.exploration = report.json
             var verdict = Verdict(harnessVersion: version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, seed: options.seed,
@@ -928,6 +936,10 @@ public enum HarnessCommand {
         }
         if unjudged {
             say("0 passed, 0 failed, 1 skipped: nothing passed: all 1 scenario(s) were skipped")
+            return Exit.failed.rawValue
+        }
+        if unrunnable {
+            say("0 passed, 0 failed, 1 error")
             return Exit.failed.rawValue
         }
         say(report.firstFailure == nil ? "1 passed, 0 failed" : "0 passed, 1 failed")

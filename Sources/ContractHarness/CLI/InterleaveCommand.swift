@@ -119,12 +119,15 @@ enum InterleaveCommand {
         }
         // A skipped probe (a capability the driver lacks) judged nothing: never a pass.
         let unjudged = report.firstFailure == nil && report.skipped != nil
+        // Nor does a scenario that cannot be carried out in its own order: an error of the file.
+        let unrunnable = report.firstFailure == nil ? report.unrunnable : nil
+        if let unrunnable { HarnessCommand.say(redactor.redact("the scenario cannot be carried out as written, so no interleaving was explored: \(unrunnable)")) }
         if arguments.contains("--verdict") {
             var result = ScenarioResult(name: scenario.name, file: file, tags: scenario.tags, source: scenario.source,
-                                        status: report.firstFailure != nil ? .failed : unjudged ? .skipped : .passed,
+                                        status: report.firstFailure != nil ? .failed : unjudged ? .skipped : unrunnable != nil ? .error : .passed,
                                         durationMilliseconds: report.durationMilliseconds,
-                                        checks: unjudged ? [] : [CheckResult(name: "explore", passed: report.firstFailure == nil, message: report.firstFailure?.check)],
-                                        reason: report.skipped, smoke: nil, history: [], historyDigest: "")
+                                        checks: unjudged || unrunnable != nil ? [] : [CheckResult(name: "explore", passed: report.firstFailure == nil, message: report.firstFailure?.check)],
+                                        reason: report.skipped ?? unrunnable.map { "cannot be carried out as written: \($0)" }, smoke: nil, history: [], historyDigest: "")
             result.exploration = report.json
             var verdict = Verdict(harnessVersion: HarnessCommand.version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion,
                                   seed: seed, startedAt: Date(), durationMilliseconds: report.durationMilliseconds, results: [result], invalid: [])
@@ -133,6 +136,10 @@ enum InterleaveCommand {
         }
         if unjudged {
             HarnessCommand.say("0 passed, 0 failed, 1 skipped: nothing passed: all 1 scenario(s) were skipped")
+            return HarnessCommand.Exit.failed.rawValue
+        }
+        if unrunnable != nil {
+            HarnessCommand.say("0 passed, 0 failed, 1 error")
             return HarnessCommand.Exit.failed.rawValue
         }
         HarnessCommand.say(report.firstFailure == nil ? "1 passed, 0 failed" : "0 passed, 1 failed")

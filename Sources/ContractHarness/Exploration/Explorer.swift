@@ -108,6 +108,17 @@ public enum Explorer {
         /// Wall time of running the schedules alone, milliseconds.
         public let exploringMilliseconds: Double
 
+        /// Why the exploration judged nothing when no schedule could be carried out (each
+        /// infeasible, or failing on the reference too) and none failed: the scenario cannot pass as
+        /// written, an error of the file, never a pass (a sixteenth outside tester: a second
+        /// release of one fault made 24 of 24 orders infeasible, and explore passed it). `nil`
+        /// otherwise (skipped schedules are reported as skipped).
+        public var nothingCarriedOut: String? {
+            guard firstFailure == nil, skipped == 0, !schedules.isEmpty,
+                  schedules.count - infeasible - failedOnReference <= 0 else { return nil }
+            return "no order of the movable steps could be carried out (\(infeasible) infeasible, \(failedOnReference) failing on the reference too)"
+        }
+
         /// Schedules per second while exploring (shrinking excluded).
         public var schedulesPerSecond: Double { Double(schedules.count) / max(exploringMilliseconds / 1000, 1e-9) }
 

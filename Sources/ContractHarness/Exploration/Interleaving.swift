@@ -158,6 +158,9 @@ public enum InterleavingExplorer {
         /// Why nothing was judged, when the probe run was `skipped` (the driver lacks a
         /// capability the scenario needs): no interleaving ran, so this is never a pass.
         public var skipped: String? = nil
+        /// Why the scenario cannot be carried out in its own order (its first run was infeasible),
+        /// so nothing was explored; `nil` when it could.
+        public var unrunnable: String? = nil
 
         /// How the runs were chosen, for people.
         public var mode: String {
@@ -218,6 +221,15 @@ public enum InterleavingExplorer {
             var report = Report(scenario: name, seed: seed, runs: runs, depthFirst: 0, probePoints: [], complete: false, firstFailure: nil,
                                 durationMilliseconds: ScenarioRunner.elapsed(since: started))
             report.skipped = probe.reason ?? "the driver cannot run it"
+            return report
+        }
+        if probe.infeasible {
+            // The file as written cannot be carried out (a release with nothing held, a wait only
+            // a later step meets): no interleaving judges the SDK, and none is a pass (a sixteenth
+            // outside tester: 200 such runs were reported "0 failed", passed).
+            var report = Report(scenario: name, seed: seed, runs: runs, depthFirst: 0, probePoints: [], complete: false, firstFailure: nil,
+                                durationMilliseconds: ScenarioRunner.elapsed(since: started))
+            report.unrunnable = probe.firstFailure.map { "\($0.name): \($0.message ?? "")" } ?? "the scenario cannot be carried out as written"
             return report
         }
         let probePoints = probe.interleaving?.points.map(\.options) ?? []

@@ -135,3 +135,23 @@ extension FifteenthTesterFindingsTests {
         XCTAssertTrue(verdict.contains("no reply within 10000 ms"), verdict)
     }
 }
+
+extension FifteenthTesterFindingsTests {
+    /// A scenario no order of which can be carried out (a second release of one fault) is an
+    /// error of the file in `explore`, `explore --interleave` and `run --explore`, never a pass.
+    func testAnExplorationThatCarriedNothingOutIsAnErrorNotAPass() throws {
+        let dir = try scratchDirectory("sixteenth-unrunnable")
+        let file = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/fifteenth-tester/explore-release-twice.json").path
+        for extra in [[], ["--interleave"]] {
+            let (status, out) = try HarnessProcess.run(["explore", file] + extra + ["--out", "s.json", "--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 1, "\(extra): \(out)")
+            XCTAssertTrue(out.contains("0 passed, 0 failed, 1 error"), out)
+            let v = try JSONValue.parse(Data(contentsOf: dir.appendingPathComponent("v.json"))).value
+            XCTAssertEqual(v["ok"], .bool(false))
+            XCTAssertEqual(v["scenarios"]?.arrayValue?.first?["status"]?.stringValue, "error")
+        }
+        let (status, out) = try HarnessProcess.run(["run", file, "--explore", "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status, 1, out)
+        XCTAssertTrue(out.contains("no order of the movable steps could be carried out (24 infeasible"), out)
+    }
+}
