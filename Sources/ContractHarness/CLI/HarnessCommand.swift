@@ -115,7 +115,14 @@ public enum HarnessCommand {
             if rest.contains("--watch") { return await WatchCommand.main(rest.filter { $0 != "--watch" }, driver: driver) }
             return await run(rest, driver: driver)
         case "explore":
-            return await explore(Array(arguments.dropFirst()), driver: driver)
+            let rest = Array(arguments.dropFirst())
+            let status = await explore(rest, driver: driver)
+            // A refused input (bad usage, a malformed file) still replaces the verdict asked for,
+            // so an earlier green one is never read as this run's (a sixteenth outside tester).
+            if status == Exit.usage.rawValue, rest.contains("--verdict") {
+                writeRefusal(lastComplaint.withLock { $0 } ?? "explore refused its input", to: verdictPath(in: rest), driver: driver)
+            }
+            return status
         case "mutants":
             return await mutants(Array(arguments.dropFirst()))
         case "vectors":
@@ -140,6 +147,7 @@ public enum HarnessCommand {
     }
 
     static func usageError(_ message: String) -> Int32 {
+        lastComplaint.withLock { $0 = message }
         StandardStream.error(Data("contract-harness: \(TerminalText.escape(message))\n(contract-harness --help lists every command and option)\n".utf8))
         return Exit.usage.rawValue
     }
@@ -307,8 +315,12 @@ public enum HarnessCommand {
 
     /// Writes `contract-harness: LINE` to standard error, escaped like ``say(_:)``.
     static func complain(_ line: String) {
+        lastComplaint.withLock { $0 = line }
         StandardStream.error(Data("contract-harness: \(TerminalText.escape(line))\n".utf8))
     }
+
+    /// The last usage or input error printed (`complain`, `usageError`): what a refusal verdict says.
+    static let lastComplaint = HarnessLocked<String?>(nil)
 
     /// Where a verdict goes when the arguments could not be read: the last `--verdict` value, if
     /// any, else `verdict.json`.

@@ -155,3 +155,22 @@ extension FifteenthTesterFindingsTests {
         XCTAssertTrue(out.contains("no order of the movable steps could be carried out (24 infeasible"), out)
     }
 }
+
+extension FifteenthTesterFindingsTests {
+    /// `explore --verdict V` that refuses its input (exit 64) replaces an earlier verdict with a
+    /// refusal naming why, as `run` does; an earlier green verdict was left in place.
+    func testARefusedExplorationReplacesTheVerdict() throws {
+        let dir = try scratchDirectory("sixteenth-refusal")
+        let smoke = Repository.root.appendingPathComponent("scenarios/contract-smoke.json").path
+        let explorable = Repository.root.appendingPathComponent("scenarios/race-explore-three-holds-and-logout.json").path
+        try Data("{\"format\": \"x\"".utf8).write(to: dir.appendingPathComponent("bad.json"))
+        for arguments in [["explore", "bad.json"], ["explore", explorable, "--interleave", "--depth", "0"]] {
+            XCTAssertEqual(try HarnessProcess.run(["run", smoke, "--verdict", "v.json"], in: dir).status, 0)
+            let (status, _) = try HarnessProcess.run(arguments + ["--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 64)
+            let v = try JSONValue.parse(Data(contentsOf: dir.appendingPathComponent("v.json"))).value
+            XCTAssertEqual(v["ok"], .bool(false), "\(arguments)")
+            XCTAssertNotNil(v["error"]?.stringValue, "\(arguments)")
+        }
+    }
+}
