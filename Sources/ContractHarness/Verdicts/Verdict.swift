@@ -67,8 +67,7 @@ public struct Verdict: Sendable {
                                "failed": .number(Double(c.failed)), "skipped": .number(Double(c.skipped)), "error": .number(Double(c.error)),
                                "crashed": .number(Double(crashedCount))]),
             // A run that passed nothing (every scenario skipped) is not green; neither is one still in progress.
-            "ok": .bool(c.failed == 0 && c.error == 0 && crashedCount == 0 && extra["in_progress"] == nil
-                        && (results.isEmpty || c.passed > 0)),
+            "ok": .bool(okByCounts),
             "scenarios": .array(results.map { Self.json($0, history: includesHistory) } + invalid.map { item in
                 .object(["file": .string(item.file), "name": .string((item.file as NSString).lastPathComponent),
                          "status": .string("error"), "reason": .string(item.error), "duration_ms": .number(0), "checks": .array([])])
@@ -120,7 +119,18 @@ public struct Verdict: Sendable {
     /// `true` when the verdict's `ok` is true: nothing failed or errored, something passed (or
     /// there were no scenario results, as in `vectors` and `mutants` verdicts), unless an `ok`
     /// in ``extra`` says otherwise.
-    public var ok: Bool { json["ok"] == .bool(true) }
+    public var ok: Bool {
+        // As `json` writes it (`extra` may set "ok"), without building every scenario's JSON.
+        if let given = extra["ok"] { return given == .bool(true) }
+        return okByCounts
+    }
+
+    /// Green by the counts: nothing failed, errored or crashed, not in progress, and something
+    /// passed (a run that passed nothing, every scenario skipped, is not green).
+    private var okByCounts: Bool {
+        let c = counts
+        return c.failed == 0 && c.error == 0 && crashedCount == 0 && extra["in_progress"] == nil && (results.isEmpty || c.passed > 0)
+    }
 
     /// Pretty JSON bytes with sorted keys, every spelling of every secret (API key) replaced by
     /// `***` (``SecretRedactor``: raw, percent-, form- and JSON-escaped, byte-exact).

@@ -174,3 +174,17 @@ extension FifteenthTesterFindingsTests {
         }
     }
 }
+
+extension FifteenthTesterFindingsTests {
+    /// The report's line wrapping is linear and stops after the lines it shows: a failing scenario
+    /// with a user id of a million characters took minutes to draw (the wrapping was quadratic).
+    func testWrappingAHugeWordKeepsEightLines() {
+        let lines = HTMLReport.wrap("id " + String(repeating: "é", count: 1_000_000) + " end", columns: 40)
+        XCTAssertEqual(lines.count, 8)
+        XCTAssertEqual(lines[0], "id")
+        XCTAssertEqual(lines[1], String(repeating: "é", count: 40))
+        XCTAssertEqual(lines.last, "… (the whole message is in the list above)")
+        XCTAssertEqual(HTMLReport.wrap("a bb ccc dddddd eeeeeeeeee", columns: 6), ["a bb", "ccc", "dddddd", "eeeeee", "eeee"])
+        XCTAssertEqual(HTMLReport.wrap("", columns: 6), [])
+    }
+}
