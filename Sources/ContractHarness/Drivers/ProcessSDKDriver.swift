@@ -89,13 +89,18 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
     /// The connection to use now: the current one, or a fresh adapter when it died.
     private func liveConnection() throws -> DriverConnection {
         // Under the lock, so concurrent scenarios (explore) start one fresh adapter, not several.
-        try state.withLock { s in
-            guard s.connection.death != nil else { return s.connection }
+        let (live, dead) = try state.withLock { s -> (DriverConnection, DriverConnection?) in
+            guard s.connection.death != nil else { return (s.connection, nil) }
             let fresh = try DriverConnection(command: command)
             fresh.sendHello()
+            let dead = s.connection
             s.connection = fresh
-            return fresh
+            return (fresh, dead)
         }
+        // The one it replaces may still run (it closed its standard output but stayed alive):
+        // stopped and reaped, never left behind (a sixteenth outside tester: it outlived the run).
+        if let dead { Task { await dead.stop() } }
+        return live
     }
 
     /// Sends `create_client`; the reply is awaited by the client's first request.
@@ -394,6 +399,8 @@ final class DriverConnection: Sendable {
         var nextID = 0
         var slots: [Int: ReplySlot] = [:]
         var death: String?
+        /// It wrote a line past `maxReplyLineBytes` on standard output.
+        var overlong = false
         var stderr: [String] = []
         var stderrDropped = 0
         var problems: [String] = []
@@ -455,7 +462,12 @@ final class DriverConnection: Sendable {
         }
         signal(SIGPIPE, SIG_IGN)
         let stdoutThread = Thread { [self] in
-            Self.readLines(child.stdout) { [self] line in received(line) }
+            let whole = Self.readLines(child.stdout, maxLine: Self.maxReplyLineBytes) { [self] line in received(line) }
+            if !whole {
+                // Read no further: the adapter is stopped, and named for why.
+                state.withLock { $0.overlong = true }
+                kill(-child.pid, SIGKILL)
+            }
             close(child.stdout)
             ended()
         }
@@ -679,7 +691,8 @@ final class DriverConnection: Sendable {
         }
         let slots = state.withLock { s -> [ReplySlot] in
             let tail = s.stderr.suffix(5).joined(separator: " | ")
-            s.death = "the adapter \(how)" + (tail.isEmpty ? "" : "; its last standard error: \(tail)")
+            let why = s.overlong ? "wrote a line of more than \(Self.maxReplyLineBytes >> 20) MiB on standard output (the driver protocol's limit) and was stopped" : how
+            s.death = "the adapter \(why)" + (tail.isEmpty ? "" : "; its last standard error: \(tail)")
             defer { s.slots.removeAll() }
             return Array(s.slots.values)
         }
@@ -687,8 +700,15 @@ final class DriverConnection: Sendable {
         slots.forEach { $0.resolve(.failure(.crashed(death))) }
     }
 
-    /// Reads `fd` to its end, calling `body` with each line (without `\n`).
-    static func readLines(_ fd: Int32, _ body: (Data) -> Void) {
+    /// The longest line an adapter may write on standard output, bytes: no reply of the driver
+    /// protocol comes near it, and a longer one is read no further (a sixteenth outside tester: 100 MB
+    /// reply lines were taken whole, one scenario ran 71 s past a 3 s step limit).
+    static let maxReplyLineBytes = 16 << 20
+
+    /// Reads `fd` to its end, calling `body` with each line (without `\n`). With `maxLine`, stops
+    /// (returning `false`) once a line grows past it without a newline; `true` at the end of the stream.
+    @discardableResult
+    static func readLines(_ fd: Int32, maxLine: Int? = nil, _ body: (Data) -> Void) -> Bool {
         var pending = LineBuffer()
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
@@ -696,8 +716,13 @@ final class DriverConnection: Sendable {
             if n < 0 && errno == EINTR { continue }
             if n <= 0 { break }
             pending.append(buffer[0..<n])
-            while let line = pending.nextLine() { body(line) }
+            while let line = pending.nextLine() {
+                if let maxLine, line.count > maxLine { return false }
+                body(line)
+            }
+            if let maxLine, pending.unterminatedCount > maxLine { return false }
         }
         if let rest = pending.takeRest() { body(rest) }
+        return true
     }
 }

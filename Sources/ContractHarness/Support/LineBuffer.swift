@@ -37,6 +37,9 @@ struct LineBuffer {
         return line
     }
 
+    /// Bytes received after the last complete line (a line still arriving).
+    var unterminatedCount: Int { bytes.count - start }
+
     /// What is left after the last newline (a final line without one), emptied.
     mutating func takeRest() -> Data? {
         defer { bytes = []; start = 0; scanned = 0 }

@@ -188,3 +188,56 @@ extension FifteenthTesterFindingsTests {
         XCTAssertEqual(HTMLReport.wrap("", columns: 6), [])
     }
 }
+
+extension FifteenthTesterFindingsTests {
+    /// An adapter that writes a reply line past the protocol's limit is stopped and named at once
+    /// (100 MB lines were read whole, a scenario ran 71 s past a 3 s step limit); one that closes
+    /// its standard output but stays alive is stopped too, never left running after the run.
+    func testAnOverlongReplyAndAClosedStandardOutputAreStoppedAndNamed() throws {
+        let dir = try scratchDirectory("sixteenth-adapters")
+        // Two scenarios: the second starts a fresh adapter in place of the first, which must not
+        // be left running.
+        let folder = dir.appendingPathComponent("scenarios")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for n in [1, 2] {
+            try Data(#"{"format": "experimently-scenario/1", "name": "one-flag-\#(n)", "description": "d", "steps": [{"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "u", "expect": {"value": {"enabled": true}}}]}"#.utf8)
+                .write(to: folder.appendingPathComponent("one-flag-\(n).json"))
+        }
+        let smoke = folder.path
+        let marker = "sixteenth-\(UUID().uuidString)"
+        for (mode, expected) in [("bigline", "wrote a line of more than 16 MiB"), ("closestdout", "closed its standard output")] {
+            let adapter = dir.appendingPathComponent("\(mode).py")
+            try Data("""
+            import json, os, sys, time
+            # \(marker)
+            for line in sys.stdin:
+                m = json.loads(line)
+                t = m.get("type")
+                if t == "hello":
+                    r = {"protocol": "experimently-driver/1", "sdk": {"name": "hostile", "version": "1"}, "capabilities": ["evaluateFlag"]}
+                elif t == "perform":
+                    if "\(mode)" == "bigline":
+                        sys.stdout.write("x" * (17 << 20)); sys.stdout.flush(); time.sleep(60)
+                    else:
+                        os.close(1); time.sleep(60)
+                else:
+                    r = {}
+                sys.stdout.write(json.dumps({"id": m["id"], "result": r}) + "\\n"); sys.stdout.flush()
+                if t == "shutdown": sys.exit(0)
+            """.utf8).write(to: adapter)
+            let started = Date()
+            let (status, out) = try HarnessProcess.run(["run", smoke, "--sdk-command", "python3 '\(adapter.path)'", "--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 1, out)
+            XCTAssertTrue(out.contains(expected), "\(mode): \(out)")
+            XCTAssertLessThan(Date().timeIntervalSince(started), 20, mode)
+        }
+        // No adapter of this test is left running.
+        let pgrep = Process()
+        pgrep.executableURL = URL(fileURLWithPath: "/usr/bin/pgrep")
+        pgrep.arguments = ["-f", dir.path]
+        pgrep.standardOutput = FileHandle.nullDevice
+        try pgrep.run()
+        pgrep.waitUntilExit()
+        XCTAssertEqual(pgrep.terminationStatus, 1, "an adapter outlived its run")
+    }
+}
