@@ -80,7 +80,9 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
                     }
                     return (s.observer, nil, false)
                 case .answered(let seq, _, _):
-                    s.open.remove(seq)
+                    // Still open until its answer is in the history (below): a quiescence check in
+                    // between saw nothing unsettled, and the next step's marker could land before
+                    // the answer (2 digests in 40 runs under load, seventeenth outside tester's run).
                     s.parkedUntil[seq] = nil
                     s.parkedRecords[seq] = nil
                     return (s.observer, seq, true)
@@ -91,6 +93,10 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
                 }
             }
             observer?(seq, answered)
+            if answered, let seq {
+                state.withLock { _ = $0.open.remove(seq) }
+                observer?(nil, false)   // settled now: quiescence is checked again
+            }
         }
     }
 

@@ -643,7 +643,7 @@ public enum HarnessCommand {
         var names: [String: String] = [:]
         for file in files {
             do {
-                var data = try Data(contentsOf: URL(fileURLWithPath: file))
+                var data = try InputFile.contents(of: file)
                 if let text = String(data: data, encoding: .utf8), text.contains("{{seed}}") {
                     data = Data(text.replacingOccurrences(of: "{{seed}}", with: String(seed)).utf8)
                 }
@@ -837,7 +837,7 @@ public enum HarnessCommand {
         let settings: Explorer.Settings
         var secrets: [String] = []
         do {
-            var data = try Data(contentsOf: URL(fileURLWithPath: file))
+            var data = try InputFile.contents(of: file)
             if let text = String(data: data, encoding: .utf8), text.contains("{{seed}}") {
                 data = Data(text.replacingOccurrences(of: "{{seed}}", with: String(options.seed)).utf8)
             }

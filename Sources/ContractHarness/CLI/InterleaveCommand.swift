@@ -65,7 +65,7 @@ enum InterleaveCommand {
         let scenario: Scenario
         var secrets: [String] = []
         do {
-            var data = try Data(contentsOf: URL(fileURLWithPath: file))
+            var data = try InputFile.contents(of: file)
             if let text = String(data: data, encoding: .utf8), text.contains("{{seed}}") {
                 data = Data(text.replacingOccurrences(of: "{{seed}}", with: String(options.seed)).utf8)
             }

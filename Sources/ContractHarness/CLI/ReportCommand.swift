@@ -76,7 +76,7 @@ enum ReportCommand {
         let path = verdictPath!
         let verdict: Verdict
         do {
-            verdict = try Verdict(parsing: Data(contentsOf: URL(fileURLWithPath: path)), file: path)
+            verdict = try Verdict(parsing: InputFile.contents(of: path), file: path)
         } catch let e as ScenarioError {
             HarnessCommand.complain("cannot read the verdict: \(e)")
             return HarnessCommand.Exit.usage.rawValue

@@ -11,10 +11,7 @@ public enum ScenarioParser {
     ///
     /// - Throws: `ScenarioError` when the file cannot be read, is not JSON, or breaks the format.
     public static func load(path: String) throws -> Scenario {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ScenarioError(file: path, path: "$", expected: "a readable file", found: "no such file or no permission")
-        }
-        return try parse(data, file: path)
+        try parse(InputFile.contents(of: path), file: path)
     }
 
     /// Parses scenario JSON.
