@@ -275,7 +275,7 @@ public enum HarnessCommand {
         let fm = FileManager.default
         for path in paths {
             var isDir: ObjCBool = false
-            guard fm.fileExists(atPath: path, isDirectory: &isDir) else { throw UsageError("no such file or folder: \(path)") }
+            guard fm.fileExists(atPath: path, isDirectory: &isDir) else { throw UsageError("\(InputFile.problem(path) == "a symbolic link loop" ? "a symbolic link loop" : "no such file or folder"): \(path)") }
             if isDir.boolValue {
                 let found = (fm.enumerator(atPath: path)?.compactMap { $0 as? String } ?? [])
                     .filter { $0.hasSuffix(".json") }.sorted().map { (path as NSString).appendingPathComponent($0) }

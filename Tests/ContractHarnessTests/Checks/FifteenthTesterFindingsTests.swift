@@ -241,3 +241,24 @@ extension FifteenthTesterFindingsTests {
         XCTAssertEqual(pgrep.terminationStatus, 1, "an adapter outlived its run")
     }
 }
+
+extension FifteenthTesterFindingsTests {
+    /// A scenario or verdict path that is no regular file is named for what it is (a FIFO was "You
+    /// don't have permission", a link loop "no such file", a folder "NSCocoaErrorDomain error 256").
+    func testSpecialInputFilesAreNamedForWhatTheyAre() throws {
+        let dir = try scratchDirectory("sixteenth-files")
+        let fifo = dir.appendingPathComponent("pipe.json").path
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        let a = dir.appendingPathComponent("a.json").path, b = dir.appendingPathComponent("b.json").path
+        XCTAssertEqual(symlink(b, a), 0)
+        XCTAssertEqual(symlink(a, b), 0)
+        XCTAssertEqual(InputFile.problem(fifo), "a FIFO (named pipe), not a regular file")
+        XCTAssertEqual(InputFile.problem(a), "a symbolic link loop")
+        XCTAssertEqual(InputFile.problem(dir.path), "a directory, not a file")
+        XCTAssertEqual(InputFile.problem("/dev/zero"), "a device, not a regular file")
+        XCTAssertEqual(InputFile.problem(dir.appendingPathComponent("none.json").path), "no such file")
+        XCTAssertThrowsError(try ScenarioParser.load(path: fifo)) { error in
+            XCTAssertTrue("\(error)".contains("expected a readable file, found a FIFO"), "\(error)")
+        }
+    }
+}
