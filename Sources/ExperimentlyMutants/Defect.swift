@@ -37,6 +37,7 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
     case percentDecodesIds = "percent-decodes-ids"
     case ttlFromRequestStart = "ttl-from-request-start"
     case batchStopsAfterTransportFailure = "batch-stops-after-transport-failure"
+    case cachesFallbackValue = "caches-fallback-value"
 
     /// What the broken SDK does, in one line.
     public var summary: String {
@@ -88,6 +89,8 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
             return "counts a cache entry's age from when its request started, so a slow answer expires early"
         case .batchStopsAfterTransportFailure:
             return "stops a batch at a chunk whose connection dropped or timed out: the later chunks are never sent"
+        case .cachesFallbackValue:
+            return "writes the offline fallback value it served after a failure into its memory cache, and serves it as a hit"
         }
     }
 

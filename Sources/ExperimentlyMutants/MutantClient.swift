@@ -329,7 +329,7 @@ public final class MutantClient: @unchecked Sendable {
         let result = fetched.map(\.value)
         let waiters: [CheckedContinuation<Cached, Error>] = locked { s in
             if self.has(.oldRequestUnregistersNewer) || s.shared[k] === shared { s.shared[k] = nil }
-            if case .success(let f) = fetched, f.fresh || self.has(.cachesFailure),
+            if case .success(let f) = fetched, f.fresh || self.has(.cachesFailure) || self.has(.cachesFallbackValue),
                self.has(.staleWriteAfterClear) || shared.epoch == s.epoch {
                 s.order += 1
                 s.entries[storedKey(k)] = Entry(user: user, key: entryKey, value: f.value, expires: now.addingTimeInterval(config.cacheTTL), order: s.order)

@@ -75,7 +75,7 @@ enum Checks {
         case "batch_chunking": problems = fanOut(c, sizesOnly: true)
         case "single_flight": problems = singleFlight(c)
         case "no_fallback_on_404", "offline_fallback": problems = offlineFallback(c)
-        case "no_stale_write": problems = await cacheMatchesModel(c)
+        case "no_stale_write": problems = await cacheMatchesModel(c) + cacheHits(c)
         case "exposure_after_display": problems = exposureAfterDisplay(c)
         case "no_stale_after_logout": problems = await noStaleAfterLogout(c)
         case "golden_vectors": problems = await goldenVectors(c)
@@ -355,6 +355,85 @@ enum Checks {
 
     /// The memory caches the SDK reports at the end equal the model: nothing stale written after
     /// a clear, no failure cached, nothing lost.
+    /// Every value a runner lookup returned from the cache is one the cache can hold then
+    /// (CONTRACT.md section 4: a cache per exact (user id, key), fresh while now < stored + TTL,
+    /// failures never cached; section 5.1: nothing from before a clear).
+    ///
+    /// A lookup is a *hit* when no request for its client, exact user and key arrived and none
+    /// settled while it ran (a lookup that sent or joined a request is judged by the other checks).
+    /// A hit's value must then match a 2xx answer for exactly that client, user and key whose
+    /// request arrived after the client's last clear (`clearCache`, `close`, an app's logout or
+    /// undo) before the lookup, answered before it, and not older than the cache TTL (its end
+    /// included). Lenient where the contract leaves room (eviction by cache size is not judged
+    /// here). Before, no check judged a hit: an SDK that cached its offline fallback value and
+    /// served it after the backend changed, or served "user-1"'s entry to "User-1", passed every
+    /// named check (a fifteenth outside tester).
+    static func cacheHits(_ c: CheckContext) -> [(String, [String])] {
+        let ttl = Dictionary(c.scenario.clients.map { (exact($0.name), $0.settings.cacheTTL) }, uniquingKeysWith: { a, _ in a })
+        func id(_ client: String, _ kind: String, _ user: String, _ key: String) -> String {
+            "\(exact(client))\u{0}\(kind)\u{0}\(exact(user))\u{0}\(exact(key))"
+        }
+        var clears: [String: [Int]] = [:]   // exact client -> history indices of its clears
+        var received: [String: [Int]] = [:]   // id -> history indices of requests received
+        var settled: [String: [Int]] = [:]   // id -> history indices of answers and give-ups
+        var answers: [String: [(receivedAt: Int, at: Int, time: Double, value: JSONValue)]] = [:]
+        var receipt: [Int: Int] = [:]   // seq -> history index of its receipt
+        for e in c.history {
+            switch e.kind {
+            case .invoke where ["clearCache", "close"].contains(e.name ?? ""):
+                if let client = e.client { clears[exact(client), default: []].append(e.index) }
+            case .marker where e.name == "logout" || e.name == "undo":
+                if let client = e.client { clears[exact(client), default: []].append(e.index) }
+            case .request:
+                guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
+                let k = id(client, key.kind, user, key.key)
+                receipt[r.seq] = e.index
+                received[k, default: []].append(e.index)
+                if r.cancelled { settled[k, default: []].append(e.index) }
+            case .response:
+                guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
+                let k = id(client, key.kind, user, key.key)
+                settled[k, default: []].append(e.index)
+                if r.succeeded, !r.cancelled, let value = r.response, let at = receipt[r.seq] {
+                    answers[k, default: []].append((at, e.index, e.exactTime, value))
+                }
+            default: break
+            }
+        }
+        let completes = Dictionary(c.history.filter { $0.kind == .complete }.compactMap { e in e.label.map { (ExactKey($0), e) } },
+                                   uniquingKeysWith: { a, _ in a })
+        var problems: [(String, [String])] = []
+        for invoke in c.history where invoke.kind == .invoke && ["evaluateFlag", "getAssignment"].contains(invoke.name ?? "") {
+            guard let label = invoke.label, let client = invoke.client, let done = completes[ExactKey(label)],
+                  case .object? = done.outcome, let value = done.outcome?["value"] else { continue }
+            let kind = invoke.name == "evaluateFlag" ? "flag" : "experiment"
+            guard case .string(let key)? = invoke.detail?[kind == "flag" ? "flag" : "experiment"] else { continue }
+            let user: String
+            switch invoke.detail?["user"] {
+            case .string(let u)?: user = u
+            case .object(let u)?: guard case .string(let s)? = u["id"] else { continue }; user = s
+            default: continue
+            }
+            let k = id(client, kind, user, key)
+            let during = { (i: Int) in i > invoke.index && i < done.index }
+            if (received[k] ?? []).contains(where: during) || (settled[k] ?? []).contains(where: during) { continue }
+            let lastClear = (clears[exact(client)] ?? []).filter { $0 < invoke.index }.max() ?? -1
+            let life = ttl[exact(client)] ?? 300
+            let field = kind == "flag" ? "enabled" : "variant_name"
+            let cached = (answers[k] ?? []).filter { a in
+                a.receivedAt > lastClear && a.at < invoke.index && invoke.exactTime <= a.time + life + 1e-6
+            }
+            if cached.contains(where: { $0.value[field] == value[field] }) { continue }
+            let what = "\(label) (\(invoke.name!) of \(kind) '\(Attribution.show(key))' for user '\(Attribution.show(user))' on client '\(Attribution.show(client))')"
+            let why = cached.isEmpty
+                ? "no answer for exactly that user and key can be cached then (none since the client's last clear, within the cache TTL of \(life) s)"
+                : "the answers that can be cached then give \(field) \(cached.map { $0.value[field] ?? .null })"
+            problems.append(("\(what) returned \(value) without a request of its own, but \(why) (CONTRACT.md section 4: a cache per exact (user id, key), failures never cached; section 5.1)",
+                             c.excerpt([invoke.index, done.index] + (answers[k] ?? []).map(\.at))))
+        }
+        return problems
+    }
+
     static func cacheMatchesModel(_ c: CheckContext) async -> [(String, [String])] {
         let models = replayCaches(c) { _, _ in }
         // The caches are queried now: after the last event and after the last clock step (an

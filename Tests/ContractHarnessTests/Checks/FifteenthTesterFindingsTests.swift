@@ -2,6 +2,7 @@ import XCTest
 import Foundation
 @testable import ExperimentlyMock
 @testable import ContractHarness
+import ExperimentlyMutants
 
 /// Findings of the outside testers of stop 23, each fixed here: the fifteenth (`/work/attack16`:
 /// other SDKs' field bugs written as scenarios), the sixteenth (`/work/attack17`: bad input and
@@ -259,6 +260,25 @@ extension FifteenthTesterFindingsTests {
         XCTAssertEqual(InputFile.problem(dir.appendingPathComponent("none.json").path), "no such file")
         XCTAssertThrowsError(try ScenarioParser.load(path: fifo)) { error in
             XCTAssertTrue("\(error)".contains("expected a readable file, found a FIFO"), "\(error)")
+        }
+    }
+}
+
+extension FifteenthTesterFindingsTests {
+    /// `no_stale_write` judges every cache hit: a variant that caches its offline fallback value
+    /// serves it without a request after the backend changed; the entry has expired by the end,
+    /// so only the hit rule sees it. The shipping SDK and the faithful variant pass.
+    func testACacheHitOfAFallbackValueIsCaught() async throws {
+        let path = Repository.root.appendingPathComponent("scenarios/s4-cache-hit-never-serves-a-fallback-value.json").path
+        let scenario = try ScenarioParser.load(path: path)
+        let broken = await ScenarioRunner(driver: MutantRun.driver(.cachesFallbackValue)).run(scenario)
+        XCTAssertEqual(broken.status, .failed)
+        let failure = try XCTUnwrap(broken.checks.first { !$0.passed })
+        XCTAssertEqual(failure.name, "no_stale_write")
+        XCTAssertTrue(failure.message?.contains("without a request of its own") == true, failure.message ?? "")
+        for driver in [SwiftSDKDriver(), MutantRun.driver(nil)] {
+            let r = await ScenarioRunner(driver: driver).run(scenario)
+            XCTAssertEqual(r.status, .passed, "\(driver.sdkName): \(r.checks.filter { !$0.passed })")
         }
     }
 }
