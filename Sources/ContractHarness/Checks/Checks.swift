@@ -71,7 +71,7 @@ enum Checks {
         let problems: [(String, [String])]
         switch name {
         case "stickiness": problems = stickiness(c)
-        case "fan_out": problems = fanOut(c, sizesOnly: false)
+        case "fan_out": problems = fanOut(c, sizesOnly: false) + duplicateKeyedTracks(c)
         case "batch_chunking": problems = fanOut(c, sizesOnly: true)
         case "single_flight": problems = singleFlight(c)
         case "no_fallback_on_404", "offline_fallback": problems = offlineFallback(c)
@@ -557,6 +557,47 @@ enum Checks {
     /// sends keyed events as they are and chunks of 100 in order. Concurrent operations' batches
     /// are attributed exactly (`Attribution`): the check fails only when no assignment of the
     /// batches to the operations running when they were sent satisfies every operation.
+    /// A keyed event (`track`, `trackWithStatus` with an experiment or flag) goes out once, as one
+    /// `/track` (CONTRACT.md section 4): for every event content (client, exact user, name,
+    /// experiment and flag key), the `/track` requests carrying it are no more than the runner's
+    /// calls that sent it (copies of a `times` step and identical calls each count). Not judged
+    /// with a reference app (its own events may carry the same content). Before, an SDK that sent
+    /// each keyed event twice passed every named check (`event_payload` accepts each copy, `fan_out`
+    /// judged unkeyed events only: a fifteenth outside tester).
+    static func duplicateKeyedTracks(_ c: CheckContext) -> [(String, [String])] {
+        guard c.scenario.app == nil else { return [] }
+        func text(_ v: JSONValue?) -> String { v?.stringValue.map(exact) ?? "-" }
+        var calls: [String: (count: Int, invokes: [Int], shown: String)] = [:]
+        for e in c.history where e.kind == .invoke && ["track", "trackWithStatus"].contains(e.name ?? "") {
+            guard let client = e.client, let event = e.detail, event["experiment"] != nil || event["flag"] != nil,
+                  case .string(let user)? = event["user"], case .string(let name)? = event["name"] else { continue }
+            let k = [exact(client), exact(user), exact(name), text(event["experiment"]), text(event["flag"])].joined(separator: "\u{0}")
+            var entry = calls[k] ?? (0, [], "event '\(Attribution.show(name))' of user '\(Attribution.show(user))'"
+                + (event["experiment"]?.stringValue.map { " for experiment '\(Attribution.show($0))'" } ?? "")
+                + (event["flag"]?.stringValue.map { " for flag '\(Attribution.show($0))'" } ?? "") + " on client '\(Attribution.show(client))'")
+            entry.count += 1
+            entry.invokes.append(e.index)
+            calls[k] = entry
+        }
+        guard !calls.isEmpty else { return [] }
+        var sent: [String: [(seq: Int, index: Int)]] = [:]
+        for (e, r) in c.requests where r.path == "/api/v1/tracking/track" {
+            guard let client = r.client, let body = r.body, case .string(let user)? = body["user_id"] else { continue }
+            guard case .string(let name)? = body["event_name"] ?? body["event_type"] else { continue }
+            let k = [exact(client), exact(user), exact(name), text(body["experiment_key"]), text(body["feature_flag_key"])].joined(separator: "\u{0}")
+            sent[k, default: []].append((r.seq, e.index))
+        }
+        var problems: [(String, [String])] = []
+        for (k, call) in calls.sorted(by: { $0.key.unicodeScalars.lexicographicallyPrecedes($1.key.unicodeScalars) }) {
+            let requests = sent[k] ?? []
+            guard requests.count > call.count else { continue }
+            problems.append(("the \(call.shown) was tracked by \(call.count) call(s) but sent in \(requests.count) /track requests ("
+                             + requests.map { "#\($0.seq)" }.joined(separator: ", ") + "): a keyed event goes out once (CONTRACT.md section 4)",
+                             c.excerpt(call.invokes + requests.map(\.index))))
+        }
+        return problems
+    }
+
     static func fanOut(_ c: CheckContext, sizesOnly: Bool) -> [(String, [String])] {
         var problems: [(String, [String])] = []
         // Each operation's possible expectations: one, or (when some entries may be there or not)

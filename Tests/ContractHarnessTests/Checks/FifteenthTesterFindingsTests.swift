@@ -282,3 +282,18 @@ extension FifteenthTesterFindingsTests {
         }
     }
 }
+
+extension FifteenthTesterFindingsTests {
+    /// `fan_out` judges keyed events too: one sent twice fails it, with only named checks in the
+    /// file; the example SDK as shipped passes.
+    func testAKeyedEventSentTwiceFailsFanOut() throws {
+        let dir = try scratchDirectory("fifteenth-dup-track")
+        let file = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/fifteenth-tester/duplicate-keyed-track-named-checks.json").path
+        let driver = "python3 '\(Repository.root.appendingPathComponent("Examples/python-sdk/driver.py").path)'"
+        let (ok, okOut) = try HarnessProcess.run(["run", file, "--sdk-command", driver, "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(ok, 0, okOut)
+        let (status, out) = try HarnessProcess.run(["run", file, "--sdk-command", "EXPERIMENTLY_EXAMPLE_DEFECT=keyed-event-twice " + driver, "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status, 1, out)
+        XCTAssertTrue(out.contains("fan_out: the event 'purchase' of user 'user-1' for experiment 'sdk_contract_ab' on client 'main' was tracked by 1 call(s) but sent in 2 /track requests"), out)
+    }
+}
