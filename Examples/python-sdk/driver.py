@@ -105,10 +105,12 @@ class Operation:
 settle_cond = threading.Condition()
 
 
-def waits():
-    """experimently.WAIT_HOOK: counts one wait of the current operation; returns its end (called
-    once, by the waker before it wakes the thread, or by the thread when it goes on)."""
-    owner = getattr(sdk.CURRENT, "owner", None)
+def waits(owner=None):
+    """experimently.WAIT_HOOK: counts one wait of the current operation (or of `owner`, for a
+    wait that begins on another thread: a flight's starter, once its request is written); returns
+    its end (called once, by the waker before it wakes the thread, or by the thread when it goes on)."""
+    if owner is None:
+        owner = getattr(sdk.CURRENT, "owner", None)
     if not isinstance(owner, Operation):
         return None
     with settle_cond:

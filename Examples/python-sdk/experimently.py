@@ -35,7 +35,9 @@ CURRENT = threading.local()
 # a callable that ends that wait, or None. `_Wait` calls it exactly once: the code that wakes the
 # thread from inside this process (a cancel, close, an abort, a flight's result) ends the wait just
 # before it wakes the thread, so a driver never counts a woken thread as still waiting; otherwise
-# the thread ends it when it goes on. driver.py answers `settle` with it
+# the thread ends it when it goes on. Called with an owner (what `CURRENT.owner` would be) for a
+# wait that begins on another thread: a flight's starter waits once the flight has written its
+# request, not before (until then it is about to send). driver.py answers `settle` with it
 # (Documentation/DriverProtocol.md).
 WAIT_HOOK = None
 
@@ -43,9 +45,9 @@ WAIT_HOOK = None
 class _Wait:
     """One wait for something from outside, as WAIT_HOOK counts it; `end` is idempotent."""
 
-    def __init__(self):
+    def __init__(self, owner=None):
         hook = WAIT_HOOK
-        self._end = hook() if hook is not None else None
+        self._end = (hook(owner) if owner is not None else hook()) if hook is not None else None
         self._lock = threading.Lock()
 
     def end(self):
@@ -172,6 +174,7 @@ class Flight:
         self.waiters = {}           # waiter id -> Waiter
         self.connection = None      # the live HTTP connection, to abort on cancel/close/deadline
         self.aborted = None         # why the connection was aborted: "cancelled" or "timeout"
+        self.starter = None         # (Waiter, owner): its wait is counted once the request is written
 
 
 class Waiter:
@@ -223,6 +226,13 @@ class ExperimentationClient:
         headers = {"X-API-Key": self.config.api_key, "Accept": "application/json", "Content-Type": "application/json"}
         try:
             conn.request(method, target, body=body, headers=headers)
+            if flight is not None:
+                # The flight's starter waits from now, counted for its own operation; a cancel
+                # (cancel_waiter) ends it as any waiter's.
+                with self._lock:
+                    starter, flight.starter = flight.starter, None
+                    if starter is not None and starter[0].id in flight.waiters:
+                        starter[0].wait = _Wait(starter[1])
             wait = conn.settle_wait = _Wait()
             try:
                 response = conn.getresponse()
@@ -291,16 +301,15 @@ class ExperimentationClient:
             # to end). The starter waits once its request is on the wire: the flight's thread works
             # for it, and `_send` counts that wait (DriverProtocol.md, settle: an operation about
             # to send is not settled; a seventeenth outside tester).
-            waiter.wait = _Wait.none() if start else _Wait()
+            if start:
+                waiter.wait = _Wait.none()
+                flight.starter = (waiter, getattr(CURRENT, "owner", None))
+            else:
+                waiter.wait = _Wait()
             if waiter_box is not None:
                 waiter_box.append((self, flight, waiter))
         if start:
-            owner = getattr(CURRENT, "owner", None)
-
-            def run():
-                CURRENT.owner = owner
-                self._run_flight(kind, ck, flight, fetch)
-            threading.Thread(target=run, daemon=True).start()
+            threading.Thread(target=self._run_flight, args=(kind, ck, flight, fetch), daemon=True).start()
         try:
             waiter.event.wait()
         finally:
