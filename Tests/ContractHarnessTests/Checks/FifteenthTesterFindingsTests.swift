@@ -297,3 +297,25 @@ extension FifteenthTesterFindingsTests {
         XCTAssertTrue(out.contains("fan_out: the event 'purchase' of user 'user-1' for experiment 'sdk_contract_ab' on client 'main' was tracked by 1 call(s) but sent in 2 /track requests"), out)
     }
 }
+
+extension FifteenthTesterFindingsTests {
+    /// The eighteenth tester (`/work/attack19`): a lookup that joined a request which then timed
+    /// out (its caller got the offline fallback) is no cache hit; an assignment answered for another
+    /// experiment than asked may be cached under either key, and listed under the answer's name.
+    /// Correct SDKs pass, in process, on the faithful variant and through the adapters.
+    func testJoinersOfATimedOutRequestAndAnAnswerForAnotherExperimentPass() async throws {
+        for name in ["hit-join-timeout-fallback", "hit-join-timeout-fault-fallback", "assignment-answered-for-other-experiment"] {
+            let path = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/fifteenth-tester/\(name).json").path
+            let scenario = try ScenarioParser.load(path: path)
+            for driver in [SwiftSDKDriver(), MutantRun.driver(nil)] {
+                let r = await ScenarioRunner(driver: driver).run(scenario)
+                XCTAssertEqual(r.status, .passed, "\(name) on \(driver.sdkName): \(r.checks.filter { !$0.passed })")
+            }
+        }
+        XCTAssertTrue(Checks.CacheModel.consistentListing(["a", "a"], [
+            .init(key: "other", value: .object(["experiment_key": .string("a")]), expires: 0, order: 0),
+            .init(key: "a", value: .object(["experiment_key": .string("a")]), expires: 0, order: 1)]))
+        XCTAssertFalse(Checks.CacheModel.consistentListing(["a", "a", "b"], [
+            .init(key: "a", value: .object(["experiment_key": .string("a")]), expires: 0, order: 0)]))
+    }
+}
