@@ -111,25 +111,11 @@ extension FifteenthTesterFindingsTests {
     /// step's limit).
     func testAnAdapterThatNeverAnswersPersistedIsBoundedAndNamed() throws {
         let dir = try scratchDirectory("sixteenth")
-        let adapter = dir.appendingPathComponent("silent.py")
-        try Data("""
-        import json, sys
-        for line in sys.stdin:
-            m = json.loads(line)
-            t = m.get("type")
-            if t == "hello":
-                r = {"protocol": "experimently-driver/1", "sdk": {"name": "silent", "version": "1"}, "capabilities": ["offline_store"]}
-            elif t in ("create_client", "close_client", "shutdown"):
-                r = {}
-            else:
-                continue
-            sys.stdout.write(json.dumps({"id": m["id"], "result": r}) + "\\n"); sys.stdout.flush()
-            if t == "shutdown": sys.exit(0)
-        """.utf8).write(to: adapter)
+        let adapter = try TinyAdapter.write(in: dir, name: "silent", capabilities: ["offline_store"])
         let scenario = dir.appendingPathComponent("s.json")
         try Data(#"{"format": "experimently-scenario/1", "name": "persisted-unanswered", "description": "d", "steps": [{"assert": {"persisted": {"user": "u", "flag": "f", "value": {"enabled": true}}}}]}"#.utf8).write(to: scenario)
         let started = Date()
-        let (status, _) = try HarnessProcess.run(["run", scenario.path, "--sdk-command", "python3 '\(adapter.path)'", "--verdict", "v.json"], in: dir)
+        let (status, _) = try HarnessProcess.run(["run", scenario.path, "--sdk-command", adapter, "--verdict", "v.json"], in: dir)
         XCTAssertEqual(status, 1)
         XCTAssertLessThan(Date().timeIntervalSince(started), 30)
         let verdict = try String(contentsOf: dir.appendingPathComponent("v.json"), encoding: .utf8)

@@ -25,23 +25,7 @@ final class ExploreJudgesGivenSDKTests: XCTestCase {
     /// Writes an adapter named `tiny` that declares `capabilities` and answers the lifecycle
     /// messages only (an SDK operation would never be answered); returns its command.
     func tinyAdapter(_ capabilities: [String]) throws -> String {
-        let list = capabilities.map { "\"\($0)\"" }.joined(separator: ",")
-        let file = dir.appendingPathComponent("tiny.py")
-        try Data("""
-        import json, sys
-        for line in sys.stdin:
-            m = json.loads(line)
-            t = m.get("type")
-            if t == "hello":
-                r = {"protocol": "experimently-driver/1", "sdk": {"name": "tiny", "version": "1"}, "capabilities": [\(list)]}
-            elif t in ("create_client", "close_client", "shutdown"):
-                r = {}
-            else:
-                continue
-            sys.stdout.write(json.dumps({"id": m["id"], "result": r}) + "\\n"); sys.stdout.flush()
-            if t == "shutdown": sys.exit(0)
-        """.utf8).write(to: file)
-        return "python3 '\(file.path)'"
+        try TinyAdapter.write(in: dir, capabilities: capabilities)
     }
 
     static let everything = Scenario.knownCapabilities
