@@ -161,12 +161,22 @@ public enum JournalScenario {
             if let r = o["response"] {
                 guard case .object(let ro) = r else { throw fail("\(at).response", "a response object", r) }
                 let status = try integer(ro["status"], "\(at).response.status")
+                // What no journal `serve` wrote holds, named here at its journal path rather than
+                // later as the skeleton's fault (exit 70 "internal fault"; a sixteenth outside tester).
+                guard (200...599).contains(status) else {
+                    throw fail("\(at).response.status", "a final HTTP status from 200 to 599 (RFC 9110 section 15)", ro["status"])
+                }
                 var headers: [(String, String)] = []
                 if let h = ro["headers"] {
                     guard case .array(let list) = h else { throw fail("\(at).response.headers", "an array of {name, value}", h) }
                     for (j, field) in list.enumerated() {
                         guard let n = field["name"]?.stringValue, let v = field["value"]?.stringValue else {
                             throw fail("\(at).response.headers[\(j)]", "{\"name\": string, \"value\": string}", field)
+                        }
+                        // RFC 9110 section 5.5: no CR, LF, NUL or other control character (tab allowed in a value).
+                        if n.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+                            || v.unicodeScalars.contains(where: { ($0.value < 0x20 && $0 != "\t") || $0.value == 0x7F }) {
+                            throw fail("\(at).response.headers[\(j)]", "a header without control characters (RFC 9110 section 5.5)", field)
                         }
                         headers.append((n, v))
                     }

@@ -305,3 +305,17 @@ extension FifteenthTesterFindingsTests {
             .init(key: "a", value: .object(["experiment_key": .string("a")]), expires: 0, order: 0)]))
     }
 }
+
+extension FifteenthTesterFindingsTests {
+    /// A hand-edited journal whose response status is no final status, or whose header holds a
+    /// control character, is refused naming its journal path (exit 64), not as an internal fault
+    /// of the skeleton (exit 70).
+    func testAJournalWithAnImpossibleResponseIsNamedAtItsPath() throws {
+        for (name, path) in [("journal-status0", "$.history[0].response.status"), ("journal-header-nul", "$.history[0].response.headers[0]")] {
+            let file = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/sixteenth-tester/\(name).json").path
+            XCTAssertThrowsError(try JournalScenario.skeleton(journal: Data(contentsOf: URL(fileURLWithPath: file)), file: file)) { error in
+                XCTAssertTrue("\(error)".contains("at \(path): expected"), "\(error)")
+            }
+        }
+    }
+}
