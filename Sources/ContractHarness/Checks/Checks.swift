@@ -121,12 +121,7 @@ enum Checks {
             if e.kind == .complete, e.name == "getAssignment", let label = e.label, let invoke = invokes[ExactKey(label)],
                case .object(let o)? = e.outcome, let value = o["value"],
                case .string(let exp)? = invoke.detail?["experiment"] {
-                let user: String
-                switch invoke.detail?["user"] {
-                case .string(let u)?: user = u
-                case .object(let u)?: if case .string(let id)? = u["id"] { user = id } else { continue }
-                default: continue
-                }
+                guard let user = invokedUser(invoke.detail) else { continue }
                 observe(user: user, experiment: exp, value: value, index: e.index)
             }
             // The reference app's getAssignment calls: the outcome its `returned` marker carries
@@ -275,13 +270,7 @@ enum Checks {
                 guard e.kind == .complete, let label = e.label, let invoke = invokes[ExactKey(label)], invoke.client.isExactly(client),
                       invoke.name == (key.kind == "flag" ? "evaluateFlag" : "getAssignment") else { continue }
                 guard case .string(let k)? = invoke.detail?[key.kind == "flag" ? "flag" : "experiment"], exact(k) == exact(key.key) else { continue }
-                let u: String?
-                switch invoke.detail?["user"] {
-                case .string(let s)?: u = s
-                case .object(let o)?: if case .string(let s)? = o["id"] { u = s } else { u = nil }
-                default: u = nil
-                }
-                if let u, exact(u) == exact(user) { return e.index }
+                if let u = invokedUser(invoke.detail), exact(u) == exact(user) { return e.index }
             }
             return Int.max
         }
@@ -299,11 +288,7 @@ enum Checks {
             for (label, invoke) in invokes where invoke.index < i && invoke.name == name && invoke.client.isExactly(client) {
                 guard (completes[label] ?? Int.max) > i else { continue }
                 guard case .string(let k)? = invoke.detail?[key.kind == "flag" ? "flag" : "experiment"], exact(k) == exact(key.key) else { continue }
-                switch invoke.detail?["user"] {
-                case .string(let u)? where exact(u) == exact(user): return true
-                case .object(let o)?: if case .string(let u)? = o["id"], exact(u) == exact(user) { return true }
-                default: break
-                }
+                if let u = invokedUser(invoke.detail), exact(u) == exact(user) { return true }
             }
             return !(appCalls[exact(client)]?.issuers(path: path, user: user, at: i).isEmpty ?? true)
         }
@@ -377,8 +362,6 @@ enum Checks {
         return models
     }
 
-    /// The memory caches the SDK reports at the end equal the model: nothing stale written after
-    /// a clear, no failure cached, nothing lost.
     /// Every value a runner lookup returned from the cache is one the cache can hold then
     /// (CONTRACT.md section 4: a cache per exact (user id, key), fresh while now < stored + TTL,
     /// failures never cached; section 5.1: nothing from before a clear).
@@ -441,12 +424,7 @@ enum Checks {
                   case .object? = done.outcome, let value = done.outcome?["value"] else { continue }
             let kind = invoke.name == "evaluateFlag" ? "flag" : "experiment"
             guard case .string(let key)? = invoke.detail?[kind == "flag" ? "flag" : "experiment"] else { continue }
-            let user: String
-            switch invoke.detail?["user"] {
-            case .string(let u)?: user = u
-            case .object(let u)?: guard case .string(let s)? = u["id"] else { continue }; user = s
-            default: continue
-            }
+            guard let user = invokedUser(invoke.detail) else { continue }
             let k = id(client, kind, user, key)
             // Not a hit when a request for its key was pending at any moment of the call (it may
             // have joined it: a request its client gave up on has no answer, and may have served
@@ -470,6 +448,8 @@ enum Checks {
         return problems
     }
 
+    /// The memory caches the SDK reports at the end equal the model: nothing stale written after
+    /// a clear, no failure cached, nothing lost.
     static func cacheMatchesModel(_ c: CheckContext) async -> [(String, [String])] {
         let models = replayCaches(c) { _, _ in }
         // The caches are queried now: after the last event and after the last clock step (an
@@ -484,11 +464,7 @@ enum Checks {
         var usersByScalars: [String: String] = [:]   // exact spelling -> the id
         for (_, r) in c.requests { for u in r.users { usersByScalars[exact(u)] = u } }
         for e in c.history where e.kind == .invoke && ["getAssignment", "evaluateFlag"].contains(e.name ?? "") {
-            switch e.detail?["user"] {
-            case .string(let u)?: usersByScalars[exact(u)] = u
-            case .object(let u)?: if case .string(let id)? = u["id"] { usersByScalars[exact(id)] = id }
-            default: break
-            }
+            if let u = invokedUser(e.detail) { usersByScalars[exact(u)] = u }
         }
         let users = usersByScalars.keys.sorted().map { usersByScalars[$0]! }
         var problems: [(String, [String])] = staleWritesTheAppUndid(c)
@@ -541,6 +517,16 @@ enum Checks {
     /// `text` as a string that is equal to another only when their Unicode scalars are: the
     /// scalars' hexadecimal values, for dictionary keys and comparisons of identity data
     /// (Swift `String` equality is canonical equivalence; CONTRACT.md section 4).
+    /// The user id of a lookup's `invoke` detail: its `user`, a text or a `{"id", "attributes"}`
+    /// object; `nil` when it has none.
+    static func invokedUser(_ detail: JSONValue?) -> String? {
+        switch detail?["user"] {
+        case .string(let u)?: return u
+        case .object(let o)?: return o["id"]?.stringValue
+        default: return nil
+        }
+    }
+
     static func exact(_ text: String) -> String {
         // Written byte by byte (the same text as `map { String($0.value, radix: 16) }.joined(separator: ".")`,
         // which allocated a string per scalar and was a tenth of the checks' time).
@@ -588,11 +574,6 @@ enum Checks {
 
     // MARK: fan-out and batch chunking
 
-    /// Each unkeyed event becomes one `/batch` entry per cached `assigned:true` assignment of its
-    /// user, then one per cached flag, in insertion order, each with exactly one key; `trackBatch`
-    /// sends keyed events as they are and chunks of 100 in order. Concurrent operations' batches
-    /// are attributed exactly (`Attribution`): the check fails only when no assignment of the
-    /// batches to the operations running when they were sent satisfies every operation.
     /// A keyed event (`track`, `trackWithStatus` with an experiment or flag) goes out once, as one
     /// `/track` (CONTRACT.md section 4): for every event content (client, exact user, name,
     /// experiment and flag key), the `/track` requests carrying it are no more than the runner's
@@ -634,6 +615,11 @@ enum Checks {
         return problems
     }
 
+    /// Each unkeyed event becomes one `/batch` entry per cached `assigned:true` assignment of its
+    /// user, then one per cached flag, in insertion order, each with exactly one key; `trackBatch`
+    /// sends keyed events as they are and chunks of 100 in order. Concurrent operations' batches
+    /// are attributed exactly (`Attribution`): the check fails only when no assignment of the
+    /// batches to the operations running when they were sent satisfies every operation.
     static func fanOut(_ c: CheckContext, sizesOnly: Bool) -> [(String, [String])] {
         var problems: [(String, [String])] = []
         // Each operation's possible expectations: one, or (when some entries may be there or not)
@@ -878,15 +864,6 @@ enum Checks {
 
     // MARK: offline fallback
 
-    /// A 404 answer gives `flagNotFound`/`experimentNotFound`, never a value, and deletes the
-    /// persisted entry; any other failure gives the value persisted for that same user and key in
-    /// the client's store, or an error when none is.
-    ///
-    /// An operation's answer may come from any request for its (client, user, key) settled while
-    /// it ran (its own, or a flight it joined; after a clear a newer request for the same key can
-    /// settle first): the operation passes when one of those requests explains its outcome
-    /// (issue 11 section 3), and a failure names every candidate request. Identity data is
-    /// compared by Unicode scalars.
     /// Whether an SDK can read a `seed_store` entry of `kind` (`"flag"` or `"experiment"`) holding
     /// `json` (DriverProtocol.md, seed_store; CONTRACT.md section 1 for the shapes): an assignment
     /// without a text `variant_name` cannot be read; one whose `experiment_key`, `user_id`,
@@ -894,6 +871,7 @@ enum Checks {
     /// with another type (or whose `experiment_key` is missing) may be read or not.
     enum SeededReadability { case readable, unreadable, doubtful }
 
+    /// The `SeededReadability` of a `seed_store` entry of `kind` holding `json` (rules above).
     static func seededReadability(kind: String, _ json: JSONValue) -> SeededReadability {
         func isString(_ v: JSONValue?) -> Bool { if case .string? = v { return true }; return false }
         func isBool(_ v: JSONValue?) -> Bool { if case .bool? = v { return true }; return false }
@@ -908,6 +886,15 @@ enum Checks {
         return absentOr(json["key"], isString) && absentOr(json["enabled"], isBool) ? .readable : .doubtful
     }
 
+    /// A 404 answer gives `flagNotFound`/`experimentNotFound`, never a value, and deletes the
+    /// persisted entry; any other failure gives the value persisted for that same user and key in
+    /// the client's store, or an error when none is.
+    ///
+    /// An operation's answer may come from any request for its (client, user, key) settled while
+    /// it ran (its own, or a flight it joined; after a clear a newer request for the same key can
+    /// settle first): the operation passes when one of those requests explains its outcome
+    /// (issue 11 section 3), and a failure names every candidate request. Identity data is
+    /// compared by Unicode scalars.
     static func offlineFallback(_ c: CheckContext) -> [(String, [String])] {
         let storeOf = Dictionary(c.scenario.clients.map { ($0.name, $0.store) }, uniquingKeysWith: { a, _ in a })
         let fallbackOn = Dictionary(c.scenario.clients.map { ($0.name, $0.settings.offlineFallback) }, uniquingKeysWith: { a, _ in a })
@@ -1005,12 +992,7 @@ enum Checks {
                       ["evaluateFlag", "getAssignment"].contains(invoke.name ?? ""), let outcome = e.outcome else { continue }
                 let kind = invoke.name == "evaluateFlag" ? "flag" : "experiment"
                 guard case .string(let key)? = invoke.detail?[kind == "flag" ? "flag" : "experiment"] else { continue }
-                let user: String
-                switch invoke.detail?["user"] {
-                case .string(let u)?: user = u
-                case .object(let u)?: if case .string(let id)? = u["id"] { user = id } else { continue }
-                default: continue
-                }
+                guard let user = invokedUser(invoke.detail) else { continue }
                 judge(label: label, client: client, kind: kind, user: user, key: key, from: invoke.index, to: e.index, outcome: outcome)
             case .marker where e.name == "returned":
                 // A lookup of the reference app (CONTRACT.md section 8) is judged like any other:

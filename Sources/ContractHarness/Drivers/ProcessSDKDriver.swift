@@ -225,16 +225,14 @@ final class ProcessDriverClient: DriverClient, Sendable {
         self.seeds = seeds
     }
 
-    /// How long the adapter has to answer `seed_store`, milliseconds.
-    static let seedDeadlineMilliseconds = 10_000
-
-    /// How long the adapter has to answer `create_client` and `persisted`, milliseconds: those
-    /// replies are awaited outside any step's limit, so an adapter that never answers them hung
-    /// the run (a sixteenth outside tester); past it the request fails, named.
+    /// How long the adapter has to answer `create_client`, `seed_store` and `persisted`,
+    /// milliseconds: those replies are awaited outside any step's limit, so an adapter that never
+    /// answered `create_client` or `persisted` hung the run (a sixteenth outside tester); past it
+    /// the request fails, named.
     static let replyDeadlineMilliseconds = 10_000
 
     /// Sends `seed_store` with one entry for the client's store and waits (at most
-    /// `seedDeadlineMilliseconds`) for the adapter to take it.
+    /// `replyDeadlineMilliseconds`) for the adapter to take it.
     func seedPersisted(kind: String, user: String, key: String, json: JSONValue) async -> String? {
         guard seeds else { return "the adapter does not declare seed_store" }
         guard let store else { return "the client has no offline store (give it a \"store\")" }
@@ -242,7 +240,7 @@ final class ProcessDriverClient: DriverClient, Sendable {
         var request = DriverRequest(id: 0, type: .seedStore)
         request.store = store
         request.entries = .array([DriverSeedEntry(kind: kind, user: user, key: key, value: json).json])
-        switch await connection.send(request, scope: scope).value(deadlineMilliseconds: Self.seedDeadlineMilliseconds) {
+        switch await connection.send(request, scope: scope).value(deadlineMilliseconds: Self.replyDeadlineMilliseconds) {
         case .success: return nil
         case .failure(let f): return "the adapter did not take seed_store: \(f.message)"
         }

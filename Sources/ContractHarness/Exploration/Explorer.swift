@@ -579,7 +579,7 @@ public enum Explorer {
     }
 
     /// A failure message without the numbers that move as steps are dropped: request sequence
-    /// numbers (`#12`) and step numbers (`step 7`).
+    /// numbers (`#12`) and step numbers (`step 7`). Both shrinkers compare failures by it.
     static func messageShape(_ message: String) -> String {
         var out = ""
         var skipping = false

@@ -278,18 +278,6 @@ public enum InterleavingExplorer {
                       firstFailure: failure, durationMilliseconds: ScenarioRunner.elapsed(since: started))
     }
 
-    /// A failure message without request sequence numbers (`#12`), which move as steps are dropped.
-    static func normalized(_ message: String) -> String {
-        var out = ""
-        var skipping = false
-        for c in message {
-            if skipping, c.isNumber { continue }
-            skipping = c == "#"
-            out.append(c)
-        }
-        return out
-    }
-
     /// Drops steps (and lowers `times`) one at a time, last first, while `stillFails` (the step
     /// explorer's shrinking, with a stricter test: the same check failing with the same message).
     static func shrinkSteps(_ root: JSONValue, file: String, runner: ScenarioRunner,
@@ -355,11 +343,11 @@ public enum InterleavingExplorer {
             guard let s = try? ScenarioParser.parse(candidate.serialized(), file: file) else { return nil }
             return await patient.run(s)
         }
-        let message = normalized(result.firstFailure?.message ?? "")
+        let message = Explorer.messageShape(result.firstFailure?.message ?? "")
         func fails(_ r: ScenarioResult?) -> Bool {
             guard let r else { return false }
             return !r.infeasible && r.checks.contains {
-                !$0.passed && Explorer.sameCheck($0.name, check) && normalized($0.message ?? "").unicodeScalars.elementsEqual(message.unicodeScalars)
+                !$0.passed && Explorer.sameCheck($0.name, check) && Explorer.messageShape($0.message ?? "").unicodeScalars.elementsEqual(message.unicodeScalars)
             }
         }
         // Steps first (the replayed choices follow the tasks by name), then trailing choices.
