@@ -355,7 +355,7 @@ public enum Explorer {
         func scenarios(_ indices: [Int]) -> [Scenario?] {
             indices.map { i in base.flatMap { permuted($0, settings: settings, order: orders[i]) } }
         }
-        let outcomes: [ScenarioResult?]
+        var outcomes: [ScenarioResult?]
         if let isolation {
             // In workers the schedule travels as the file plus its order (each worker parses the
             // file once and permutes it, as runAll does here); an order that is not well-formed
@@ -368,6 +368,23 @@ public enum Explorer {
             outcomes = zip(wellFormed, ran).map { $0 == nil ? nil : $1 }
         } else {
             outcomes = await runAll(scenarios(Array(orders.indices)), runner: runner, concurrency: concurrency, progress: progress)
+        }
+        // One SDK adapter serves the schedules that run at once (all of them with `--sdk-command`,
+        // a worker's with a built-in SDK): when it dies, every schedule it was serving fails with
+        // it, whichever of them made it die. A sibling's crash showed as another order's failure
+        // at whatever step that order had reached ("deadlocks" at a `wait_for`), and that order
+        // was written and shrunk as the first failure. Each such schedule runs again alone (its
+        // adapter serves only it), and that result counts.
+        let suspects = concurrency > 1 ? outcomes.indices.filter { outcomes[$0].map(adapterDied) ?? false } : []
+        if !suspects.isEmpty {
+            let again: [ScenarioResult?]
+            if let isolation {
+                again = await isolated(schedules: root, orders: suspects.map { orders[$0] }, parsed: scenarios(suspects), settings: settings,
+                                       file: file, seed: seed, cap: runner.stepTimeoutCap, isolation: isolation, perWorker: 1)
+            } else {
+                again = await runAll(scenarios(suspects), runner: runner, concurrency: 1, progress: nil)
+            }
+            for (i, r) in zip(suspects, again) where outcomes[i] != nil { outcomes[i] = r }
         }
         // Confirmation: what failed or could not be carried out on the SDK is run on the reference.
         var onReference = [ScenarioResult?](repeating: nil, count: orders.count)
@@ -442,6 +459,12 @@ public enum Explorer {
                       sampled: !(settings.exhaustive || total <= Double(settings.maxSchedules)),
                       firstFailure: first, durationMilliseconds: ScenarioRunner.elapsed(since: started),
                       exploringMilliseconds: exploring)
+    }
+
+    /// Whether `result` ended with its SDK adapter's death (`ScenarioExecution.finishDriver`
+    /// marks it `crashed` with a `crash.reason` naming the adapter), as opposed to its worker's.
+    static func adapterDied(_ result: ScenarioResult) -> Bool {
+        result.status == .crashed && (result.crash?["reason"]?.stringValue?.hasPrefix(ScenarioExecution.adapterCrashPrefix) ?? false)
     }
 
     /// `scenario` with its movable steps in `order` (as `fixed` places them), or `nil` when that

@@ -91,6 +91,9 @@ extension ScenarioExecution {
         return gates.allSatisfy { $0.settled(mock: stamp, poke: poke) }
     }
 
+    /// How `crash.reason` begins when the SDK adapter died during the scenario.
+    static let adapterCrashPrefix = "the SDK adapter crashed: "
+
     /// Tells the driver the scenario is over, stops the listeners, and folds the driver's report
     /// into `result`: a crash of the adapter makes it `crashed` with reason `crashed: ...` and a
     /// `crash` object (`reason`, `stderr`), each protocol problem a failed `driver protocol` check, and the
@@ -105,7 +108,7 @@ extension ScenarioExecution {
         if let crash = report.crash {
             result.status = .crashed
             result.reason = "crashed: \(crash)" + (result.reason.map { "; \($0)" } ?? "")
-            result.crash = .object(["reason": .string("the SDK adapter crashed: \(crash)"),
+            result.crash = .object(["reason": .string(Self.adapterCrashPrefix + crash),
                                     "stderr_tail": .array(report.stderr.suffix(20).map(JSONValue.string))])
         }
         if result.status != .passed && result.status != .skipped { result.adapterStderr = report.stderr }
