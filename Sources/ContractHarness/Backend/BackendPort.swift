@@ -44,6 +44,11 @@ public struct RequestRecord: Sendable, Equatable, Codable {
     /// mark before it, a key twice, `NaN`/`Infinity` tokens, nesting past 256 levels): an SDK may
     /// decode it or fail, and `response` holds the lenient reading (`nil` otherwise).
     public var ambiguousBody: Bool? = nil
+    /// The request body's first member name stated twice in one object, exactly or in two
+    /// canonically equivalent spellings (`JSONDuplicateKey`'s description, naming its JSON path);
+    /// `nil` when every object's names are unique. `body` keeps one member per canonical class,
+    /// so such a body cannot be judged exactly (the runner fails it: `request body`).
+    public var duplicateKey: String? = nil
 
     /// The user ids the request is about: `user_id` of the query or body, or of each batch event.
     public var users: [String] {

@@ -453,7 +453,8 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
                              target: e.path + (e.query.map { "?" + $0 } ?? ""), query: query, headers: headers,
                              body: e.json, status: e.response?.status, response: response, responseHeaders: responseHeaders,
                              fault: e.fault?.name, parked: parked, cancelled: e.cancelled, answered: e.outcome != nil,
-                             cutOff: e.outcome == "drop_mid_body" ? true : nil, ambiguousBody: ambiguous ? true : nil)
+                             cutOff: e.outcome == "drop_mid_body" ? true : nil, ambiguousBody: ambiguous ? true : nil,
+                             duplicateKey: e.json == nil ? nil : JSONDuplicateKey.first(in: e.body)?.description)
     }
 
     func setObserver(_ observer: @escaping @Sendable (Int?, Bool) -> Void) {

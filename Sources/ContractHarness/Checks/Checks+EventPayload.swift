@@ -111,6 +111,17 @@ extension Checks {
         return problems
     }
 
+    /// Whether `millis` (whole milliseconds since 1970) writes the instant `seconds` to the
+    /// millisecond: cut or rounded either way (`floor`, nearest, `ceil`), and when the instant is a
+    /// whole millisecond (within a microsecond, for the double's own error), only that one. A
+    /// window of a millisecond either side accepted `.001Z` for 1700000000 s (an outside tester).
+    static func millisecondOf(_ seconds: Double, is millis: Double) -> Bool {
+        let x = seconds * 1000
+        let nearest = x.rounded()
+        if abs(x - nearest) < 1e-3 { return millis == nearest }
+        return millis == x.rounded(.down) || millis == x.rounded(.up)
+    }
+
     /// How the event object `sent` differs from the event a call gave (`given`, as the history's
     /// invoke records it: `name`, `event_type`, `value`, `properties`, `timestamp` in seconds).
     static func payloadDifferences(sent: JSONValue, given: JSONValue, stopAtFirst: Bool = false) -> [String] {
@@ -132,7 +143,7 @@ extension Checks {
         switch (present(sent["timestamp"]), present(given["timestamp"])) {
         case (nil, nil): break
         case (let a?, .number(let t)?):
-            if let s = isoMillisSeconds(a), abs(s - t) < 0.001 + 1e-6 { break }
+            if let s = isoMillisSeconds(a), Self.millisecondOf(t, is: (s * 1000).rounded()) { break }
             _ = differs("timestamp \(a) where the call gave \(t) s, \(isoMillisText(t)) to the millisecond")
         case (let a, let b):
             _ = differs("timestamp \(a?.description ?? "absent") where the call gave \(b.map { "\($0) s" } ?? "none")")

@@ -71,7 +71,7 @@ enum Checks {
         let problems: [(String, [String])]
         switch name {
         case "stickiness": problems = stickiness(c)
-        case "fan_out": problems = fanOut(c, sizesOnly: false) + duplicateKeyedTracks(c)
+        case "fan_out": problems = fanOut(c, sizesOnly: false) + duplicateKeyedTracks(c) + keyedTracksSent(c)
         case "batch_chunking": problems = fanOut(c, sizesOnly: true)
         case "single_flight": problems = singleFlight(c)
         case "no_fallback_on_404", "offline_fallback": problems = offlineFallback(c)
@@ -100,7 +100,7 @@ enum Checks {
         func observe(user: String, experiment: String, value: JSONValue, index: Int) {
             guard value["assigned"] != .bool(false), case .string(let variant)? = value["variant_name"] else { return }
             let key = "\(exact(user))\u{0}\(exact(experiment))"   // identity by Unicode scalars
-            if let first = seen[key], first.variant != variant {
+            if let first = seen[key], !first.variant.unicodeScalars.elementsEqual(variant.unicodeScalars) {
                 problems.append(("user '\(user.unambiguous)' got variant '\(first.variant.unambiguous)' then '\(variant.unambiguous)' in experiment '\(experiment.unambiguous)'",
                                  c.slice(around: [first.index, index], radius: 1)))
             } else if seen[key] == nil {
@@ -611,6 +611,75 @@ enum Checks {
             problems.append(("the \(call.shown) was tracked by \(call.count) call(s) but sent in \(requests.count) /track requests ("
                              + requests.map { "#\($0.seq)" }.joined(separator: ", ") + "): a keyed event goes out once (CONTRACT.md section 4)",
                              c.excerpt(call.invokes + requests.map(\.index))))
+        }
+        return problems
+    }
+
+    /// Every keyed `track`/`trackWithStatus` call that finished has a `/track` request of its own
+    /// (CONTRACT.md section 4: keyed event -> one `/track`), received while it ran, from its client,
+    /// carrying exactly its user, name, experiment or flag key (the other key absent) and fields
+    /// (`payloadDifferences`); one request serves one call (a maximum matching, so identical calls
+    /// share nothing). Judged for a `trackWithStatus` that returned `true` and a `track` that did
+    /// not fail, unless it began after its client's `close` or its client has a `base_url` of its
+    /// own and sent no request at all (an origin no request can reach). Before, two overlapping calls sent with the first one's
+    /// fields, an event sent under another experiment (NFC for an NFD key), under the wrong field
+    /// or not at all passed every named check (an outside tester).
+    static func keyedTracksSent(_ c: CheckContext) -> [(String, [String])] {
+        var completes: [ExactKey: HistoryEvent] = [:]
+        for e in c.history where e.kind == .complete {
+            if let label = e.label, completes[ExactKey(label)] == nil { completes[ExactKey(label)] = e }
+        }
+        // A client on the mock's own origin reaches it; one given a `base_url` only if some
+        // request of it arrived (an origin no request can reach sends nothing, correctly).
+        var reaching = Set(c.requests.compactMap { $0.record.client.map { ExactKey($0) } })
+        for client in c.scenario.clients where client.settings.baseURL == nil { reaching.insert(ExactKey(client.name)) }
+        var closed: Set<ExactKey> = []
+        var calls: [(invoke: HistoryEvent, to: Int, event: JSONValue, client: String)] = []
+        for e in c.history where e.kind == .invoke {
+            guard let client = e.client else { continue }
+            if e.name == "close" { closed.insert(ExactKey(client)); continue }
+            guard ["track", "trackWithStatus"].contains(e.name ?? ""), let label = e.label, let event = e.detail,
+                  event["experiment"] != nil || event["flag"] != nil, !closed.contains(ExactKey(client)),
+                  reaching.contains(ExactKey(client)), let done = completes[ExactKey(label)],
+                  case .object(let outcome)? = done.outcome, outcome["error"] == nil else { continue }
+            if e.name == "trackWithStatus" && outcome["value"] != .bool(true) { continue }
+            calls.append((e, done.index, event, client))
+        }
+        guard !calls.isEmpty else { return [] }
+        let tracks = c.requests.filter { $0.record.path == "/api/v1/tracking/track" && $0.record.body != nil }
+        func present(_ v: JSONValue?) -> JSONValue? { v == .null ? nil : v }
+        func fits(_ call: Int, _ request: Int) -> Bool {
+            let (e, r) = (tracks[request].event, tracks[request].record)
+            let k = calls[call]
+            guard r.client.isExactly(k.client), k.invoke.index < e.index, e.index < k.to, let body = r.body else { return false }
+            return present(body["user_id"]) == k.event["user"] && present(body["event_name"]) == k.event["name"]
+                && present(body["experiment_key"]) == present(k.event["experiment"]) && present(body["feature_flag_key"]) == present(k.event["flag"])
+                && payloadDifferences(sent: body, given: k.event, stopAtFirst: true).isEmpty
+        }
+        let edges = calls.indices.map { i in tracks.indices.filter { fits(i, $0) } }
+        // Kuhn's augmenting paths: calls are few (a scenario's steps), requests fewer still.
+        var owner = [Int?](repeating: nil, count: tracks.count)
+        func augment(_ i: Int, _ seen: inout [Bool]) -> Bool {
+            for j in edges[i] where !seen[j] {
+                seen[j] = true
+                if owner[j] == nil || augment(owner[j]!, &seen) { owner[j] = i; return true }
+            }
+            return false
+        }
+        var problems: [(String, [String])] = []
+        for i in calls.indices {
+            var seen = [Bool](repeating: false, count: tracks.count)
+            guard !augment(i, &seen), problems.count < 10 else { continue }
+            let k = calls[i]
+            let key = k.event["experiment"]?.stringValue.map { "experiment '\(Attribution.show($0))'" }
+                ?? k.event["flag"]?.stringValue.map { "flag '\(Attribution.show($0))'" } ?? "?"
+            let mine = tracks.filter { $0.record.client.isExactly(k.client) && k.invoke.index < $0.event.index && $0.event.index < k.to }
+            problems.append(("\(k.invoke.name ?? "track") '\(Attribution.show(k.invoke.label ?? ""))' (event '\(Attribution.show(k.event["name"]?.stringValue ?? "?"))' of user '\(Attribution.show(k.event["user"]?.stringValue ?? "?"))' for \(key)) "
+                             + "has no /track request of its own carrying its user, name, key and fields"
+                             + (mine.isEmpty ? " (none was sent while it ran)" : " (sent while it ran: " + mine.prefix(4).map { "#\($0.record.seq)" }.joined(separator: ", ")
+                                + (edges[i].isEmpty ? ", none of them its own" : ", each one another call's") + ")")
+                             + ": a keyed event goes out once, as one /track, as the call gave it (CONTRACT.md section 4; section 1, event object)",
+                             c.excerpt([k.invoke.index] + mine.map(\.event.index))))
         }
         return problems
     }

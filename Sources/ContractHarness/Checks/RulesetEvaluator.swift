@@ -99,7 +99,7 @@ public enum RulesetEvaluator {
             let ops: [String: Condition.Operator] = ["eq": .eq, "neq": .ne, "gt": .gt, "lt": .lt, "contains": .contains, "in": .in]
             guard let op = ops[name] else { return .failure(Unsupported(what: "operator \(name)")) }
             let value = condition["value"] ?? .null
-            if let why = typeMismatch(op, value: value, actual: context[attribute]) {
+            if let why = typeMismatch(op, value: value, actual: context.exactly(attribute)) {
                 return .failure(Unsupported(what: "attribute \(attribute): \(why)", asksServer: true))
             }
             results.append(Condition(attribute: attribute, op: op, value: value).matches(userID: userID, context: context))

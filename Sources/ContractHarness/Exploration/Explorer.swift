@@ -410,7 +410,11 @@ public enum Explorer {
                 guard let ref = onReference[i] else { infeasible += 1; continue }
                 if ref.status == .skipped { skipped += 1; continue }
                 if ref.infeasible { infeasible += 1; continue }
-                if ref.status != .passed { failedOnReference += 1; continue }
+                // Failing on the reference too excuses only the checks the reference fails: an
+                // SDK failing another one in that order (a stale write beside the file's own
+                // order-dependent assertion) is the SDK's failure (an outside tester: the broken
+                // SDK passed with "2 fail on the reference too" while the correct one failed).
+                if ref.status != .passed && ownFailure(result, reference: ref) == nil { failedOnReference += 1; continue }
             } else if result.infeasible {
                 infeasible += 1
                 continue
@@ -423,7 +427,9 @@ public enum Explorer {
         if let i = firstIndex, let result = outcomes[i] {
             progress?.phase("shrinking")
             let order = orders[i]
-            let check = result.firstFailure?.name ?? "error"
+            // With a reference, the first check the SDK fails and the reference does not.
+            let own = reference == nil ? result.firstFailure : onReference[i].flatMap { ownFailure(result, reference: $0) } ?? result.firstFailure
+            let check = own?.name ?? "error"
             let referenceName = (reference ?? runner).driver.sdkName
             func note(_ named: String) -> String {
                 // The check as the written file names it (its replay reports that name), and as the
@@ -433,7 +439,7 @@ public enum Explorer {
                     + (reference == nil ? "." : ", passes on \(referenceName).")
             }
             let fixedJSON = fixed(root, settings: settings, order: order, suffix: "-schedule", note: note(check))
-            var (shrunk, shrunkCheck) = await shrink(fixedJSON, file: file, check: check, reason: result.firstFailure?.message, runner: runner,
+            var (shrunk, shrunkCheck) = await shrink(fixedJSON, file: file, check: check, reason: own?.message, runner: runner,
                                                      reference: reference, isolation: isolation)
             if case .object(var o) = shrunk {
                 o["description"] = .string(note(shrunkCheck) + " " + (root["description"]?.stringValue ?? ""))
@@ -459,6 +465,15 @@ public enum Explorer {
                       sampled: !(settings.exhaustive || total <= Double(settings.maxSchedules)),
                       firstFailure: first, durationMilliseconds: ScenarioRunner.elapsed(since: started),
                       exploringMilliseconds: exploring)
+    }
+
+    /// The first check `result` fails that `reference` (the same schedule on the reference SDK)
+    /// does not fail, by exact name; the result's first failure when the reference passed;
+    /// `nil` when every failure of `result` is one of the reference's too.
+    static func ownFailure(_ result: ScenarioResult, reference: ScenarioResult) -> CheckResult? {
+        let theirs = reference.checks.filter { !$0.passed }.map(\.name)
+        return result.checks.first { c in !c.passed && !theirs.contains { $0.unicodeScalars.elementsEqual(c.name.unicodeScalars) } }
+            ?? (reference.status == .passed ? result.firstFailure : nil)
     }
 
     /// Whether `result` ended with its SDK adapter's death (`ScenarioExecution.finishDriver`
@@ -558,7 +573,11 @@ public enum Explorer {
                     && (referenceRunner != nil || reason == nil || messageShape($0.message ?? "") == messageShape(reason!))
             }
             let ref = await onReference
-            guard let failing, ref == nil || (!ref!.infeasible && ref!.status == .passed) else { return false }
+            // The reference may fail another check (it is dropped later, or the file shows both),
+            // never this one.
+            guard let failing, ref == nil || (!ref!.infeasible && (ref!.status == .passed || !ref!.checks.contains {
+                !$0.passed && $0.name.unicodeScalars.elementsEqual(failing.name.unicodeScalars)
+            })) else { return false }
             matched = failing.name
             return true
         }

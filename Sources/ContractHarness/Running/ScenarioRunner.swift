@@ -493,6 +493,14 @@ final class ScenarioExecution: @unchecked Sendable {
                 let results = await Checks.run(name, context)
                 lock.withLock { checks.append(contentsOf: results) }
             }
+            // A body with a member name twice (or in two canonically equivalent spellings) is
+            // read as one member here, while the backend keeps both: an extra property passed
+            // `event_payload` and even `body_equals` (an outside tester). No scenario can give
+            // such names (the parser refuses them), so no correct SDK sends them.
+            if let r = port.requests().first(where: { $0.duplicateKey != nil }) {
+                fail("request body", "request #\(r.seq) \(r.method) \(r.path): the body has a \(r.duplicateKey!): an SDK sends each member once, "
+                     + "as the call gave it (RFC 8259 section 4: names SHOULD be unique; the backend keeps both spellings), and the judge cannot compare it exactly")
+            }
         }
         let problems = await port.shutdown()
         if !problems.isEmpty {

@@ -293,7 +293,7 @@ public struct Condition: Codable, Sendable, Equatable {
     /// Whether the condition holds for `userID` and `context`.
     public func matches(userID: String, context: [String: JSONValue]) -> Bool {
         let actual: JSONValue
-        if attribute == "user_id" { actual = .string(userID) } else if let v = context[attribute] { actual = v } else { return false }
+        if attribute == "user_id" { actual = .string(userID) } else if let v = context.exactly(attribute) { actual = v } else { return false }
         switch op {
         case .eq: return actual == value
         case .ne: return actual != value

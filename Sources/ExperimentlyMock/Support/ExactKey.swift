@@ -50,6 +50,18 @@ extension String {
     }
 }
 
+extension Dictionary where Key == String {
+    /// The value whose key has exactly `key`'s Unicode scalars, or `nil`: a JSON member looked up
+    /// by name (a `[String: V]` subscript is canonical equivalence, so an attribute rule on NFC
+    /// `"\u{E9}"` read a context member named NFD `"e\u{301}"`: an outside tester; the backend
+    /// compares code points, CONTRACT.md section 4). A dictionary holds one key per canonical
+    /// class, so the one candidate is checked.
+    public func exactly(_ key: String) -> Value? {
+        guard let i = index(forKey: key), self[i].key.isExactly(key) else { return nil }
+        return self[i].value
+    }
+}
+
 extension String {
     /// The string for a message, unambiguous among canonically equivalent spellings: a string
     /// already in NFC is shown as it is; any other has each non-ASCII scalar written `\u{301}`.

@@ -69,9 +69,10 @@ public enum JSONValue: Sendable, Equatable, Hashable, Codable {
         }
     }
 
-    /// The member `key` of an object, or `nil` (also for non-objects).
+    /// The member `key` of an object, its name compared by Unicode scalars, or `nil` (also for
+    /// non-objects): a member named NFD `"e\u{301}"` is not the member `"\u{E9}"`.
     public subscript(key: String) -> JSONValue? {
-        if case .object(let o) = self { return o[key] }
+        if case .object(let o) = self { return o.exactly(key) }
         return nil
     }
 
