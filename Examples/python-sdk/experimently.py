@@ -11,6 +11,7 @@ import json
 import socket
 import threading
 import time
+import unicodedata
 import urllib.parse
 from datetime import datetime, timezone
 
@@ -22,7 +23,25 @@ BATCH_LIMIT = 100
 # EXPERIMENTLY_EXAMPLE_DEFECT=strict-offline-entries ignores persisted entries lacking a field this
 # version writes (an assignment without `assigned`, a flag without `config`), as if an app update
 # had lost the offline store an earlier version left.
+# Identity and event defects an outside tester found the judge passing (each now caught by a
+# shipped scenario): nfd-context (attribute names sent in NFD), nfc-variant-names (variant names
+# returned in NFC), nfc-event-keys (a keyed event's key sent in NFC), experiment-key-as-flag-key,
+# doubled-property-names (an NFC copy of each property name), timestamp-a-millisecond-late,
+# drops-keyed-events (never sent, reported sent), reuses-keyed-event-body (the first body of a
+# user, name and key sent for every later call).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
+_REUSED = {}   # reuses-keyed-event-body: (user, name, keys) -> the first body sent
+
+
+def _nf(form, v):
+    """`v` with every string and member name in Unicode normal form `form` (defects only)."""
+    if isinstance(v, str):
+        return unicodedata.normalize(form, v)
+    if isinstance(v, dict):
+        return {unicodedata.normalize(form, k): _nf(form, x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_nf(form, x) for x in v]
+    return v
 # A legal freedom to switch on (the harness must pass it too): "detach-on-clear-offline-cache"
 # lets a call after clear_offline_cache() send a request of its own rather than join one in flight.
 FREEDOM = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_FREEDOM", "")
@@ -395,7 +414,7 @@ class ExperimentationClient:
         def fetch(flight):
             fields = {"experiment_key": experiment_key, "user_id": user_id}
             if attributes is not None:
-                fields["context"] = attributes
+                fields["context"] = _nf("NFD", attributes) if DEFECT == "nfd-context" else attributes
             status, body = self._send("POST", "/api/v1/tracking/assign", body=_encode(fields), flight=flight)
             if status == 404:
                 raise ExperimentationError("experimentNotFound", "Experiment not found: %s" % experiment_key, status=404)
@@ -414,7 +433,15 @@ class ExperimentationClient:
             if e.get(name) is not None:
                 o[wire] = e[name]
         if e.get("timestamp") is not None:
-            o["timestamp"] = _timestamp(e["timestamp"])
+            o["timestamp"] = _timestamp(e["timestamp"] + (0.001 if DEFECT == "timestamp-a-millisecond-late" else 0))
+        if DEFECT == "nfc-event-keys":
+            for f in ("experiment_key", "feature_flag_key"):
+                if f in o:
+                    o[f] = _nf("NFC", o[f])
+        if DEFECT == "experiment-key-as-flag-key" and "experiment_key" in o:
+            o["feature_flag_key"] = o.pop("experiment_key")
+        if DEFECT == "doubled-property-names" and isinstance(o.get("metadata"), dict):
+            o["metadata"] = dict(o["metadata"], **{_nf("NFC", k): v for k, v in o["metadata"].items()})
         return o
 
     def _fan_out(self, event):
@@ -437,9 +464,16 @@ class ExperimentationClient:
         return e.get("experiment_key") is not None or e.get("feature_flag_key") is not None
 
     def track_with_status(self, event):
+        if self._keyed(event) and DEFECT == "drops-keyed-events":
+            return True
         if self._keyed(event):
             try:
-                status, _ = self._send("POST", "/api/v1/tracking/track", body=_encode(self._event_json(event)))
+                body = _encode(self._event_json(event))
+                if DEFECT == "reuses-keyed-event-body":
+                    key = (event.get("user_id"), event.get("event_name"), event.get("experiment_key"), event.get("feature_flag_key"))
+                    with self._lock:
+                        body = _REUSED.setdefault(key, body)
+                status, _ = self._send("POST", "/api/v1/tracking/track", body=body)
                 if DEFECT == "keyed-event-twice":   # a broken variant for the harness's tests
                     status, _ = self._send("POST", "/api/v1/tracking/track", body=_encode(self._event_json(event)))
             except ExperimentationError:
@@ -564,6 +598,8 @@ def _assignment_value(o, experiment_key, user_id):
         raise ExperimentationError("decodingError", "experiment_key and variant_name are required")
     uid, vid, config = o.get("user_id"), o.get("variant_id"), o.get("configuration")
     is_control, assigned = o.get("is_control", False), o.get("assigned", True)
+    if DEFECT == "nfc-variant-names":
+        name = unicodedata.normalize("NFC", name)
     return {"experiment_key": ek or experiment_key, "user_id": uid if isinstance(uid, str) and uid else user_id,
             "variant_id": vid if isinstance(vid, str) else None, "variant_name": name,
             "is_control": is_control if isinstance(is_control, bool) else False,
