@@ -28,7 +28,8 @@ BATCH_LIMIT = 100
 # returned in NFC), nfc-event-keys (a keyed event's key sent in NFC), experiment-key-as-flag-key,
 # doubled-property-names (an NFC copy of each property name), timestamp-a-millisecond-late,
 # drops-keyed-events (never sent, reported sent), reuses-keyed-event-body (the first body of a
-# user, name and key sent for every later call).
+# user, name and key sent for every later call), reuses-unkeyed-event-fields (the same for the
+# entries of a fan-out).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _REUSED = {}   # reuses-keyed-event-body: (user, name, keys) -> the first body sent
 
@@ -490,13 +491,21 @@ class ExperimentationClient:
             flat.extend([e] if self._keyed(e) else self._fan_out(e))
         return self._send_batches(flat)
 
+    def _batch_json(self, e):
+        o = self._event_json(e)
+        if DEFECT == "reuses-unkeyed-event-fields":
+            key = (e.get("user_id"), e.get("event_name"), e.get("experiment_key"), e.get("feature_flag_key"))
+            with self._lock:
+                o = _REUSED.setdefault(key, o)
+        return o
+
     def _send_batches(self, events):
         ok = True
         for start in range(0, len(events), BATCH_LIMIT):
             chunk = events[start:start + BATCH_LIMIT]
             try:
                 status, body = self._send("POST", "/api/v1/tracking/batch",
-                                          body=_encode({"events": [self._event_json(e) for e in chunk]}))
+                                          body=_encode({"events": [self._batch_json(e) for e in chunk]}))
             except ExperimentationError:
                 ok = False
                 continue

@@ -71,7 +71,7 @@ enum Checks {
         let problems: [(String, [String])]
         switch name {
         case "stickiness": problems = stickiness(c)
-        case "fan_out": problems = fanOut(c, sizesOnly: false) + duplicateKeyedTracks(c) + keyedTracksSent(c)
+        case "fan_out": problems = fanOut(c, sizesOnly: false) + duplicateKeyedTracks(c) + keyedTracksSent(c) + unkeyedCallsSentTheirFields(c)
         case "batch_chunking": problems = fanOut(c, sizesOnly: true)
         case "single_flight": problems = singleFlight(c)
         case "no_fallback_on_404", "offline_fallback": problems = offlineFallback(c)
@@ -680,6 +680,67 @@ enum Checks {
                                 + (edges[i].isEmpty ? ", none of them its own" : ", each one another call's") + ")")
                              + ": a keyed event goes out once, as one /track, as the call gave it (CONTRACT.md section 4; section 1, event object)",
                              c.excerpt([k.invoke.index] + mine.map(\.event.index))))
+        }
+        return problems
+    }
+
+    /// Every unkeyed `track`/`trackWithStatus` call that finished while the cache model surely held
+    /// an entry of its user (not past the cache size, no entry that may be there or not) has a
+    /// `/batch` entry of its own among the requests its client sent while it ran, carrying its
+    /// user, name and fields (`payloadDifferences`); an entry serves one call (a maximum
+    /// matching). `fanOut` attributes entries by user, name and key only: two overlapping calls of
+    /// one user and name, fanned out with the first one's value and properties, passed every named
+    /// check (a nineteenth outside tester).
+    static func unkeyedCallsSentTheirFields(_ c: CheckContext) -> [(String, [String])] {
+        var completes: [ExactKey: HistoryEvent] = [:]
+        for e in c.history where e.kind == .complete {
+            if let label = e.label, completes[ExactKey(label)] == nil { completes[ExactKey(label)] = e }
+        }
+        var calls: [(invoke: HistoryEvent, to: Int, event: JSONValue, client: String)] = []
+        _ = replayCaches(c) { e, models in
+            guard e.kind == .invoke, ["track", "trackWithStatus"].contains(e.name ?? ""), let client = e.client, let label = e.label,
+                  let event = e.detail, event["experiment"] == nil, event["flag"] == nil,
+                  case .string(let user)? = event["user"], event["name"]?.stringValue != nil,
+                  let done = completes[ExactKey(label)], case .object(let outcome)? = done.outcome, outcome["error"] == nil else { return }
+            let model = models[client] ?? CacheModel()
+            guard !model.overflowed, !model.hasUncertain(user: user, at: e.exactTime) else { return }
+            let surely = model.entries(model.assignments, user: user, at: e.exactTime, filter: { $0["assigned"] != .bool(false) }).contains { !$0.optional }
+                || model.entries(model.flags, user: user, at: e.exactTime).contains { !$0.optional }
+            if surely { calls.append((e, done.index, event, client)) }
+        }
+        guard !calls.isEmpty else { return [] }
+        var entries: [(index: Int, seq: Int, client: String?, event: JSONValue)] = []
+        for (e, r) in c.requests where r.path == "/api/v1/tracking/batch" {
+            for entry in r.events { entries.append((e.index, r.seq, r.client, entry)) }
+        }
+        func present(_ v: JSONValue?) -> JSONValue? { v == .null ? nil : v }
+        let edges = calls.indices.map { i in
+            entries.indices.filter { j in
+                let (k, x) = (calls[i], entries[j])
+                return x.client.isExactly(k.client) && k.invoke.index < x.index && x.index < k.to
+                    && present(x.event["user_id"]) == k.event["user"] && present(x.event["event_name"]) == k.event["name"]
+                    && payloadDifferences(sent: x.event, given: k.event, stopAtFirst: true).isEmpty
+            }
+        }
+        var owner = [Int?](repeating: nil, count: entries.count)
+        func augment(_ i: Int, _ seen: inout [Bool]) -> Bool {
+            for j in edges[i] where !seen[j] {
+                seen[j] = true
+                if owner[j] == nil || augment(owner[j]!, &seen) { owner[j] = i; return true }
+            }
+            return false
+        }
+        var problems: [(String, [String])] = []
+        for i in calls.indices {
+            var seen = [Bool](repeating: false, count: entries.count)
+            guard !augment(i, &seen), problems.count < 10 else { continue }
+            let k = calls[i]
+            let mine = entries.filter { $0.client.isExactly(k.client) && k.invoke.index < $0.index && $0.index < k.to }
+            problems.append(("\(k.invoke.name ?? "track") '\(Attribution.show(k.invoke.label ?? ""))' (unkeyed event '\(Attribution.show(k.event["name"]?.stringValue ?? "?"))' of user '\(Attribution.show(k.event["user"]?.stringValue ?? "?"))', "
+                             + "whose user had cached entries) has no /batch entry of its own carrying its user, name and fields"
+                             + (mine.isEmpty ? " (no /batch entry was sent while it ran)" : edges[i].isEmpty ? " (the entries sent while it ran carry other fields)" : " (each entry with its fields is another call's)")
+                             + ": an unkeyed event fans out with the call's own fields (CONTRACT.md section 4; section 1, event object)",
+                             c.excerpt([k.invoke.index] + Array(Set(mine.map(\.index))).sorted().prefix(4))))
         }
         return problems
     }

@@ -46,6 +46,7 @@ final class NineteenthTesterFindingsTests: XCTestCase {
         let driver = "python3 '\(Repository.root.appendingPathComponent("Examples/python-sdk/driver.py").path)'"
         let cases: [(file: String, defect: String, says: String)] = [
             ("field-concurrent-keyed-events-each-send-their-own-fields", "reuses-keyed-event-body", "has no /track request of its own"),
+            ("field-concurrent-unkeyed-events-each-fan-out-their-own-fields", "reuses-unkeyed-event-fields", "has no /batch entry of its own"),
             ("field-targeting-context-sent-as-given", "nfd-context", #"expected a value containing {"assigned":true"#),
             ("field-stickiness-variant-names-compared-exactly", "nfc-variant-names", "stickiness: user 'user-2' got variant"),
             ("field-event-properties-never-doubled-by-spelling", "doubled-property-names", "request body: request #"),
@@ -70,7 +71,8 @@ final class NineteenthTesterFindingsTests: XCTestCase {
 
     /// The shipping SDK and the faithful variant pass the new files in process.
     func testTheNewScenariosPassInProcess() async throws {
-        for name in ["field-concurrent-keyed-events-each-send-their-own-fields", "field-targeting-attribute-names-compared-exactly",
+        for name in ["field-concurrent-keyed-events-each-send-their-own-fields", "field-concurrent-unkeyed-events-each-fan-out-their-own-fields",
+                     "field-targeting-attribute-names-compared-exactly",
                      "field-targeting-context-sent-as-given", "field-stickiness-variant-names-compared-exactly",
                      "field-event-properties-never-doubled-by-spelling", "field-keyed-event-sent-with-its-own-key",
                      "field-event-timestamp-to-the-millisecond"] {
