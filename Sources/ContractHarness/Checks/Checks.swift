@@ -89,6 +89,28 @@ enum Checks {
                             history: problems.first?.1)]
     }
 
+    /// Whether the named check `name` found anything of its own to judge in the history: a
+    /// tracking call for the event checks, a lookup for the cache and fallback checks, an
+    /// assignment for `stickiness`, a keyed request for `single_flight`; an app call for any. The
+    /// app checks, `golden_vectors` and `contract_smoke` always judge (or fail without an app).
+    /// A scenario whose only statements are named checks that all found nothing checks nothing,
+    /// and must not pass (ScenarioFormat.md, "Nothing passes unchecked"; a nineteenth outside
+    /// tester: eight of the eleven checks passed a lone `hashUser`).
+    static func judgesSomething(_ name: String, _ c: CheckContext) -> Bool {
+        let invoked = Set(c.history.filter { $0.kind == .invoke }.compactMap(\.name))
+        if invoked.contains(where: { $0.hasPrefix("app.") }) { return true }
+        let tracking: Set<String> = ["track", "trackWithStatus", "trackBatch"]
+        let lookups: Set<String> = ["evaluateFlag", "getAssignment", "getAssignments", "getEvaluatedFlags"]
+        switch name {
+        case "fan_out", "batch_chunking", "event_payload": return !invoked.isDisjoint(with: tracking)
+        case "stickiness": return invoked.contains("getAssignment") || invoked.contains("getAssignments")
+            || c.requests.contains { $0.record.path == "/api/v1/tracking/assign" }
+        case "single_flight": return c.requests.contains { $0.record.key != nil }
+        case "no_fallback_on_404", "offline_fallback", "no_stale_write": return !invoked.isDisjoint(with: lookups)
+        default: return true
+        }
+    }
+
     // MARK: stickiness
 
     /// Every answer for one (user, experiment) names the same variant: the SDK's outcomes (the

@@ -489,9 +489,16 @@ final class ScenarioExecution: @unchecked Sendable {
         if aborted == nil {
             let history = recorder.snapshot
             let context = CheckContext(scenario: scenario, history: history, clients: clients, port: port, driver: driver, app: app)
+            // Judged before the named checks add theirs: did any step expectation run?
+            let stepsJudged = lock.withLock { !checks.isEmpty }
             for name in scenario.checks {
                 let results = await Checks.run(name, context)
                 lock.withLock { checks.append(contentsOf: results) }
+            }
+            if !stepsJudged, !scenario.checks.isEmpty, !scenario.checks.contains(where: { Checks.judgesSomething($0, context) }) {
+                fail("nothing judged", "the named checks \(scenario.checks.joined(separator: ", ")) found nothing of theirs in the history "
+                     + "(no tracking call, lookup, assignment or keyed request they judge) and no step states an expectation: "
+                     + "a scenario that checks nothing must not pass (ScenarioFormat.md, Nothing passes unchecked)")
             }
             // A body with a member name twice (or in two canonically equivalent spellings) is
             // read as one member here, while the backend keeps both: an extra property passed

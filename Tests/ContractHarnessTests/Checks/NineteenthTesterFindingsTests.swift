@@ -84,6 +84,25 @@ final class NineteenthTesterFindingsTests: XCTestCase {
         }
     }
 
+    /// A scenario whose named checks all found nothing of theirs, with no step expectation, fails
+    /// `nothing judged`; the same check beside a call it judges passes.
+    func testNamedChecksThatJudgeNothingDoNotPass() async throws {
+        func scenario(_ steps: String, _ checks: String) throws -> Scenario {
+            try ScenarioParser.parse(Data(#"{"format": "experimently-scenario/1", "name": "n", "steps": [\#(steps)], "checks": [\#(checks)]}"#.utf8), file: "n.json")
+        }
+        let hash = #"{"do": "hashUser", "user": "user-1", "key": "k"}"#
+        for check in ["stickiness", "fan_out", "event_payload", "batch_chunking", "no_stale_write", "offline_fallback", "single_flight", "no_fallback_on_404"] {
+            let r = await ScenarioRunner().run(try scenario(hash, "\"\(check)\""))
+            XCTAssertEqual(r.status, .failed, check)
+            XCTAssertTrue(r.checks.contains { $0.name == "nothing judged" && !$0.passed }, "\(check): \(r.checks)")
+        }
+        let assign = #"{"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-1"}"#
+        let judged = await ScenarioRunner().run(try scenario(assign, #""stickiness""#))
+        XCTAssertEqual(judged.status, .passed, "\(judged.checks)")
+        let expected = await ScenarioRunner().run(try scenario(hash.dropLast() + #", "expect": {"value": {"bucket": 41}}}"#, #""stickiness""#))
+        XCTAssertFalse(expected.checks.contains { $0.name == "nothing judged" }, "a step expectation judges: \(expected.checks)")
+    }
+
     /// JSON member look-ups compare names by Unicode scalars: the mock's targeting no longer reads
     /// a context member named NFD é for a rule on NFC é; a timestamp is the instant cut, rounded or
     /// raised to the millisecond, and only itself when it is a whole millisecond.
