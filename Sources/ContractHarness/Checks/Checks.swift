@@ -71,7 +71,7 @@ enum Checks {
         let problems: [(String, [String])]
         switch name {
         case "stickiness": problems = stickiness(c)
-        case "fan_out": problems = fanOut(c, sizesOnly: false) + duplicateKeyedTracks(c) + keyedTracksSent(c) + unkeyedCallsSentTheirFields(c)
+        case "fan_out": problems = fanOut(c, sizesOnly: false) + duplicateKeyedTracks(c) + keyedTracksSent(c)
         case "batch_chunking": problems = fanOut(c, sizesOnly: true)
         case "single_flight": problems = singleFlight(c)
         case "no_fallback_on_404", "offline_fallback": problems = offlineFallback(c)
@@ -713,13 +713,19 @@ enum Checks {
     /// matching). `fanOut` attributes entries by user, name and key only: two overlapping calls of
     /// one user and name, fanned out with the first one's value and properties, passed every named
     /// check (a nineteenth outside tester).
-    static func unkeyedCallsSentTheirFields(_ c: CheckContext) -> [(String, [String])] {
-        var completes: [ExactKey: HistoryEvent] = [:]
-        for e in c.history where e.kind == .complete {
-            if let label = e.label, completes[ExactKey(label)] == nil { completes[ExactKey(label)] = e }
-        }
+    /// The calls it judges, gathered while `fanOut` replays the caches (one replay for both).
+    struct UnkeyedCalls {
+        private var completes: [ExactKey: HistoryEvent] = [:]
         var calls: [(invoke: HistoryEvent, to: Int, event: JSONValue, client: String)] = []
-        _ = replayCaches(c) { e, models in
+
+        init(_ c: CheckContext) {
+            for e in c.history where e.kind == .complete {
+                if let label = e.label, completes[ExactKey(label)] == nil { completes[ExactKey(label)] = e }
+            }
+        }
+
+        /// Takes `e` when it is such a call, with the client's cache model as it is then.
+        mutating func visit(_ e: HistoryEvent, _ models: [String: CacheModel]) {
             guard e.kind == .invoke, ["track", "trackWithStatus"].contains(e.name ?? ""), let client = e.client, let label = e.label,
                   let event = e.detail, event["experiment"] == nil, event["flag"] == nil,
                   case .string(let user)? = event["user"], event["name"]?.stringValue != nil,
@@ -730,6 +736,10 @@ enum Checks {
                 || model.entries(model.flags, user: user, at: e.exactTime).contains { !$0.optional }
             if surely { calls.append((e, done.index, event, client)) }
         }
+    }
+
+    static func unkeyedCallsSentTheirFields(_ c: CheckContext, _ gathered: UnkeyedCalls) -> [(String, [String])] {
+        let calls = gathered.calls
         guard !calls.isEmpty else { return [] }
         var entries: [(index: Int, seq: Int, client: String?, event: JSONValue)] = []
         for (e, r) in c.requests where r.path == "/api/v1/tracking/batch" {
@@ -784,7 +794,9 @@ enum Checks {
         var bounded: [(window: Attribution.Window, allowed: Set<Attribution.Entry>, label: String)] = []
         let completesByLabel = Dictionary(c.history.filter { $0.kind == .complete }.compactMap { e in e.label.map { (ExactKey($0), e.index) } },
                                           uniquingKeysWith: { a, _ in a })   // the first completion of each exact label
+        var unkeyedCalls = UnkeyedCalls(c)
         _ = replayCaches(c) { e, models in
+            if !sizesOnly { unkeyedCalls.visit(e, models) }
             if let op = appEvents.operation(at: e, model: models[e.client ?? ""] ?? CacheModel()) { appOperations.append(op) }
             guard e.kind == .invoke, e.client != nil, e.label != nil,
                   ["track", "trackWithStatus", "trackBatch"].contains(e.name ?? "") else { return }
@@ -925,7 +937,7 @@ enum Checks {
         case .undecided(let states):
             problems.append(("could not attribute \(batches.count) batches to \(operations.count) tracking operations within \(states) search states; split the scenario", []))
         }
-        return problems
+        return sizesOnly ? problems : problems + unkeyedCallsSentTheirFields(c, unkeyedCalls)
     }
 
     /// The `/batch` entries an unkeyed event becomes (CONTRACT.md section 4): one per cached

@@ -88,7 +88,7 @@ final class NineteenthTesterFindingsTests: XCTestCase {
     /// `nothing judged`; the same check beside a call it judges passes.
     func testNamedChecksThatJudgeNothingDoNotPass() async throws {
         func scenario(_ steps: String, _ checks: String) throws -> Scenario {
-            try ScenarioParser.parse(Data(#"{"format": "experimently-scenario/1", "name": "n", "steps": [\#(steps)], "checks": [\#(checks)]}"#.utf8), file: "n.json")
+            try ScenarioParser.parse(Data(#"{"format": "experimently-scenario/1", "name": "n", "description": "d", "steps": [\#(steps)], "checks": [\#(checks)]}"#.utf8), file: "n.json")
         }
         let hash = #"{"do": "hashUser", "user": "user-1", "key": "k"}"#
         for check in ["stickiness", "fan_out", "event_payload", "batch_chunking", "no_stale_write", "offline_fallback", "single_flight", "no_fallback_on_404"] {
