@@ -28,6 +28,14 @@ public struct JSONDuplicateKey: Sendable, Equatable, CustomStringConvertible {
     /// or decoder reports the syntax error).
     public static func first(in data: Data) -> JSONDuplicateKey? {
         guard (try? JSONValue.parse(data)) != nil else { return nil }
+        return first(inValid: data)
+    }
+
+    /// ``first(in:)`` for `data` already known to be valid JSON (parsed by ``JSONValue/parse(_:)``):
+    /// the walk alone. A body without an object of two or more members has no duplicate, and is
+    /// answered without walking.
+    public static func first(inValid data: Data) -> JSONDuplicateKey? {
+        guard data.contains(UInt8(ascii: ",")) && data.contains(UInt8(ascii: "{")) else { return nil }
         var walker = Walker(bytes: [UInt8](data))
         return walker.value(path: "$")
     }
