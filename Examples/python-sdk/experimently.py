@@ -29,7 +29,7 @@ BATCH_LIMIT = 100
 # doubled-property-names (an NFC copy of each property name), timestamp-a-millisecond-late,
 # drops-keyed-events (never sent, reported sent), reuses-keyed-event-body (the first body of a
 # user, name and key sent for every later call), reuses-unkeyed-event-fields (the same for the
-# entries of a fan-out).
+# entries of a fan-out), reuses-flag-entry-fields (the same for a fan-out's flag entries only).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _REUSED = {}   # reuses-keyed-event-body: (user, name, keys) -> the first body sent
 
@@ -493,7 +493,7 @@ class ExperimentationClient:
 
     def _batch_json(self, e):
         o = self._event_json(e)
-        if DEFECT == "reuses-unkeyed-event-fields":
+        if DEFECT == "reuses-unkeyed-event-fields" or (DEFECT == "reuses-flag-entry-fields" and e.get("feature_flag_key") is not None):
             key = (e.get("user_id"), e.get("event_name"), e.get("experiment_key"), e.get("feature_flag_key"))
             with self._lock:
                 o = _REUSED.setdefault(key, o)

@@ -96,11 +96,15 @@ enum InterleaveCommand {
         HarnessCommand.say("explore --interleave \(scenario.name): seed \(seed), depth \(settings.depth), at most \(settings.maxSchedules) runs")
         let report = await InterleavingExplorer.explore(root, file: file, settings: settings, seed: seed,
                                                         runner: ScenarioRunner(driver: driver, seed: options.seed, keepsHistory: false),
+                                                        reference: HarnessCommand.referenceRunner(options: options, driver: driver),
                                                         concurrency: min(options.jobs, 8))
         await external?.shutdown()
         HarnessCommand.say(String(format: "%@, %d failed, %.0f runs/s", report.mode,
                                   report.firstFailure == nil ? 0 : 1,
                                   Double(report.runs) / max(report.durationMilliseconds / 1000, 1e-9)))
+        if !report.failingOnReference.isEmpty {
+            HarnessCommand.say(redactor.redact("the reference fails the file in its own order (\(report.failingOnReference.joined(separator: ", "))): not counted as the SDK's"))
+        }
         if let f = report.firstFailure {
             let out = options.out ?? "\(report.scenario)-interleaving.json"
             let encoder = JSONEncoder()

@@ -112,14 +112,16 @@ extension Checks {
     }
 
     /// Whether `millis` (whole milliseconds since 1970) writes the instant `seconds` to the
-    /// millisecond: cut or rounded either way (`floor`, nearest, `ceil`), and when the instant is a
-    /// whole millisecond (within a microsecond, for the double's own error), only that one. A
-    /// window of a millisecond either side accepted `.001Z` for 1700000000 s (an outside tester).
+    /// millisecond: the instant cut or raised (rounded is one of the two), and only itself when it
+    /// is a whole millisecond. The fraction is taken apart from the whole seconds (`t - floor(t)`
+    /// is exact in a double), so `t * 1000`'s own rounding never decides: a window of a
+    /// millisecond either side accepted `.001Z` for 1700000000 s, and a microsecond tolerance
+    /// rejected the cut `.000Z` for 1700000000.000999 s (the nineteenth and twentieth outside testers).
     static func millisecondOf(_ seconds: Double, is millis: Double) -> Bool {
-        let x = seconds * 1000
-        let nearest = x.rounded()
-        if abs(x - nearest) < 1e-3 { return millis == nearest }
-        return millis == x.rounded(.down) || millis == x.rounded(.up)
+        let whole = seconds.rounded(.down)
+        let fraction = (seconds - whole) * 1000
+        let base = whole * 1000
+        return millis == base + fraction.rounded(.down) || millis == base + fraction.rounded(.up)
     }
 
     /// How the event object `sent` differs from the event a call gave (`given`, as the history's

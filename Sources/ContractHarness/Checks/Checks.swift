@@ -89,24 +89,19 @@ enum Checks {
                             history: problems.first?.1)]
     }
 
-    /// Whether the named check `name` found anything of its own to judge in the history: a
-    /// tracking call for the event checks, a lookup for the cache and fallback checks, an
-    /// assignment for `stickiness`, a keyed request for `single_flight`; an app call for any. The
-    /// app checks, `golden_vectors` and `contract_smoke` always judge (or fail without an app).
-    /// A scenario whose only statements are named checks that all found nothing checks nothing,
-    /// and must not pass (ScenarioFormat.md, "Nothing passes unchecked"; a nineteenth outside
-    /// tester: eight of the eleven checks passed a lone `hashUser`).
+    /// Whether the named check `name` had anything to judge: an SDK call other than `hashUser`
+    /// (a lookup judged by the cache checks; any call may send what `fan_out` or `single_flight`
+    /// forbid, so "lookups send no events" is judged), a request at the mock, or an app call. The
+    /// app checks, `golden_vectors` and `contract_smoke` always judge (or fail without an app). A
+    /// scenario whose only statements are named checks with nothing to judge checks nothing and
+    /// must not pass (ScenarioFormat.md, "Nothing passes unchecked"; a nineteenth outside tester:
+    /// eight of the eleven checks passed a lone `hashUser`). Kept that coarse: a per-check test
+    /// (tracking calls for `fan_out`) failed a scenario proving that lookups send no events (a
+    /// twentieth outside tester).
     static func judgesSomething(_ name: String, _ c: CheckContext) -> Bool {
-        let invoked = Set(c.history.filter { $0.kind == .invoke }.compactMap(\.name))
-        if invoked.contains(where: { $0.hasPrefix("app.") }) { return true }
-        let tracking: Set<String> = ["track", "trackWithStatus", "trackBatch"]
-        let lookups: Set<String> = ["evaluateFlag", "getAssignment", "getAssignments", "getEvaluatedFlags"]
         switch name {
-        case "fan_out", "batch_chunking", "event_payload": return !invoked.isDisjoint(with: tracking)
-        case "stickiness": return invoked.contains("getAssignment") || invoked.contains("getAssignments")
-            || c.requests.contains { $0.record.path == "/api/v1/tracking/assign" }
-        case "single_flight": return c.requests.contains { $0.record.key != nil }
-        case "no_fallback_on_404", "offline_fallback", "no_stale_write": return !invoked.isDisjoint(with: lookups)
+        case "fan_out", "batch_chunking", "event_payload", "stickiness", "single_flight", "no_fallback_on_404", "offline_fallback", "no_stale_write":
+            return !c.requests.isEmpty || c.history.contains { $0.kind == .invoke && $0.name != "hashUser" }
         default: return true
         }
     }
@@ -706,17 +701,11 @@ enum Checks {
         return problems
     }
 
-    /// Every unkeyed `track`/`trackWithStatus` call that finished while the cache model surely held
-    /// an entry of its user (not past the cache size, no entry that may be there or not) has a
-    /// `/batch` entry of its own among the requests its client sent while it ran, carrying its
-    /// user, name and fields (`payloadDifferences`); an entry serves one call (a maximum
-    /// matching). `fanOut` attributes entries by user, name and key only: two overlapping calls of
-    /// one user and name, fanned out with the first one's value and properties, passed every named
-    /// check (a nineteenth outside tester).
-    /// The calls it judges, gathered while `fanOut` replays the caches (one replay for both).
+    /// The calls `unkeyedCallsSentTheirFields` judges, with the keys each must fan out to,
+    /// gathered while `fanOut` replays the caches (one replay for both).
     struct UnkeyedCalls {
         private var completes: [ExactKey: HistoryEvent] = [:]
-        var calls: [(invoke: HistoryEvent, to: Int, event: JSONValue, client: String)] = []
+        var calls: [(invoke: HistoryEvent, to: Int, event: JSONValue, client: String, experiments: [String], flags: [String])] = []
 
         init(_ c: CheckContext) {
             for e in c.history where e.kind == .complete {
@@ -732,25 +721,42 @@ enum Checks {
                   let done = completes[ExactKey(label)], case .object(let outcome)? = done.outcome, outcome["error"] == nil else { return }
             let model = models[client] ?? CacheModel()
             guard !model.overflowed, !model.hasUncertain(user: user, at: e.exactTime) else { return }
-            let surely = model.entries(model.assignments, user: user, at: e.exactTime, filter: { $0["assigned"] != .bool(false) }).contains { !$0.optional }
-                || model.entries(model.flags, user: user, at: e.exactTime).contains { !$0.optional }
-            if surely { calls.append((e, done.index, event, client)) }
+            let experiments = model.entries(model.assignments, user: user, at: e.exactTime, filter: { $0["assigned"] != .bool(false) })
+                .filter { !$0.optional }.map(\.key)
+            let flags = model.entries(model.flags, user: user, at: e.exactTime).filter { !$0.optional }.map(\.key)
+            if !experiments.isEmpty || !flags.isEmpty { calls.append((e, done.index, event, client, experiments, flags)) }
         }
     }
 
+    /// Every unkeyed `track`/`trackWithStatus` call that finished while the cache model was sure of
+    /// its user's entries (not past the cache size, no entry that may be there or not) has, for each
+    /// of those entries, a `/batch` entry of its own among the requests its client sent while it
+    /// ran: that entry's key (`experiment_key` or `feature_flag_key`, the other absent) with the
+    /// call's user, name and fields (`payloadDifferences`); an entry serves one call and key (a
+    /// maximum matching). `fanOut` attributes entries by user, name and key only: two overlapping
+    /// calls of one user and name, fanned out with the first one's value and properties (a
+    /// nineteenth outside tester), or with the first one's fields on one key only (a twentieth),
+    /// passed every named check.
     static func unkeyedCallsSentTheirFields(_ c: CheckContext, _ gathered: UnkeyedCalls) -> [(String, [String])] {
         let calls = gathered.calls
-        guard !calls.isEmpty else { return [] }
+        // One item per call and cached key it must fan out to.
+        var items: [(call: Int, experiment: String?, flag: String?)] = []
+        for (i, call) in calls.enumerated() {
+            items += call.experiments.map { (i, $0, nil) } + call.flags.map { (i, nil, $0) }
+        }
+        guard !items.isEmpty else { return [] }
         var entries: [(index: Int, seq: Int, client: String?, event: JSONValue)] = []
         for (e, r) in c.requests where r.path == "/api/v1/tracking/batch" {
             for entry in r.events { entries.append((e.index, r.seq, r.client, entry)) }
         }
         func present(_ v: JSONValue?) -> JSONValue? { v == .null ? nil : v }
-        let edges = calls.indices.map { i in
+        func text(_ s: String?) -> JSONValue? { s.map(JSONValue.string) }
+        let edges = items.map { item in
             entries.indices.filter { j in
-                let (k, x) = (calls[i], entries[j])
+                let (k, x) = (calls[item.call], entries[j])
                 return x.client.isExactly(k.client) && k.invoke.index < x.index && x.index < k.to
                     && present(x.event["user_id"]) == k.event["user"] && present(x.event["event_name"]) == k.event["name"]
+                    && present(x.event["experiment_key"]) == text(item.experiment) && present(x.event["feature_flag_key"]) == text(item.flag)
                     && payloadDifferences(sent: x.event, given: k.event, stopAtFirst: true).isEmpty
             }
         }
@@ -763,14 +769,15 @@ enum Checks {
             return false
         }
         var problems: [(String, [String])] = []
-        for i in calls.indices {
+        for (i, item) in items.enumerated() {
             var seen = [Bool](repeating: false, count: entries.count)
             guard !augment(i, &seen), problems.count < 10 else { continue }
-            let k = calls[i]
+            let k = calls[item.call]
+            let key = item.experiment.map { "experiment '\(Attribution.show($0))'" } ?? item.flag.map { "flag '\(Attribution.show($0))'" } ?? "?"
             let mine = entries.filter { $0.client.isExactly(k.client) && k.invoke.index < $0.index && $0.index < k.to }
-            problems.append(("\(k.invoke.name ?? "track") '\(Attribution.show(k.invoke.label ?? ""))' (unkeyed event '\(Attribution.show(k.event["name"]?.stringValue ?? "?"))' of user '\(Attribution.show(k.event["user"]?.stringValue ?? "?"))', "
-                             + "whose user had cached entries) has no /batch entry of its own carrying its user, name and fields"
-                             + (mine.isEmpty ? " (no /batch entry was sent while it ran)" : edges[i].isEmpty ? " (the entries sent while it ran carry other fields)" : " (each entry with its fields is another call's)")
+            problems.append(("\(k.invoke.name ?? "track") '\(Attribution.show(k.invoke.label ?? ""))' (unkeyed event '\(Attribution.show(k.event["name"]?.stringValue ?? "?"))' of user '\(Attribution.show(k.event["user"]?.stringValue ?? "?"))') "
+                             + "has no /batch entry of its own for its user's cached \(key) carrying its user, name and fields"
+                             + (mine.isEmpty ? " (no /batch entry was sent while it ran)" : edges[i].isEmpty ? " (the entries sent while it ran carry other fields or keys)" : " (each such entry is another call's)")
                              + ": an unkeyed event fans out with the call's own fields (CONTRACT.md section 4; section 1, event object)",
                              c.excerpt([k.invoke.index] + Array(Set(mine.map(\.index))).sorted().prefix(4))))
         }

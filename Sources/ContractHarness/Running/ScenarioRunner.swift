@@ -496,8 +496,8 @@ final class ScenarioExecution: @unchecked Sendable {
                 lock.withLock { checks.append(contentsOf: results) }
             }
             if !stepsJudged, !scenario.checks.isEmpty, !scenario.checks.contains(where: { Checks.judgesSomething($0, context) }) {
-                fail("nothing judged", "the named checks \(scenario.checks.joined(separator: ", ")) found nothing of theirs in the history "
-                     + "(no tracking call, lookup, assignment or keyed request they judge) and no step states an expectation: "
+                fail("nothing judged", "the named checks \(scenario.checks.joined(separator: ", ")) had nothing to judge "
+                     + "(no SDK call but hashUser, no request, no app call) and no step states an expectation: "
                      + "a scenario that checks nothing must not pass (ScenarioFormat.md, Nothing passes unchecked)")
             }
             // A body with a member name twice (or in two canonically equivalent spellings) is

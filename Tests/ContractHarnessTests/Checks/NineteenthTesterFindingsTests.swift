@@ -47,6 +47,7 @@ final class NineteenthTesterFindingsTests: XCTestCase {
         let cases: [(file: String, defect: String, says: String)] = [
             ("field-concurrent-keyed-events-each-send-their-own-fields", "reuses-keyed-event-body", "has no /track request of its own"),
             ("field-concurrent-unkeyed-events-each-fan-out-their-own-fields", "reuses-unkeyed-event-fields", "has no /batch entry of its own"),
+            ("field-concurrent-unkeyed-events-own-fields-on-every-key", "reuses-flag-entry-fields", "has no /batch entry of its own for its user's cached flag"),
             ("field-targeting-context-sent-as-given", "nfd-context", #"expected a value containing {"assigned":true"#),
             ("field-stickiness-variant-names-compared-exactly", "nfc-variant-names", "stickiness: user 'user-2' got variant"),
             ("field-event-properties-never-doubled-by-spelling", "doubled-property-names", "request body: request #"),
@@ -72,6 +73,7 @@ final class NineteenthTesterFindingsTests: XCTestCase {
     /// The shipping SDK and the faithful variant pass the new files in process.
     func testTheNewScenariosPassInProcess() async throws {
         for name in ["field-concurrent-keyed-events-each-send-their-own-fields", "field-concurrent-unkeyed-events-each-fan-out-their-own-fields",
+                     "field-concurrent-unkeyed-events-own-fields-on-every-key",
                      "field-targeting-attribute-names-compared-exactly",
                      "field-targeting-context-sent-as-given", "field-stickiness-variant-names-compared-exactly",
                      "field-event-properties-never-doubled-by-spelling", "field-keyed-event-sent-with-its-own-key",
@@ -103,6 +105,31 @@ final class NineteenthTesterFindingsTests: XCTestCase {
         XCTAssertFalse(expected.checks.contains { $0.name == "nothing judged" }, "a step expectation judges: \(expected.checks)")
     }
 
+    /// The twentieth tester's false failures stay fixed: timestamps given to the microsecond (cut
+    /// by every correct SDK) and a scenario proving that lookups send no events (`fan_out` judges
+    /// it) pass on the shipping SDK and the faithful variant.
+    func testMicrosecondTimestampsAndLookupsWithFanOutPass() async throws {
+        for name in ["timestamps-to-the-microsecond", "lookups-send-no-events"] {
+            let scenario = try ScenarioParser.load(path: Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/nineteenth-tester/\(name).json").path)
+            for driver in [SwiftSDKDriver(), MutantRun.driver(nil)] {
+                let r = await ScenarioRunner(driver: driver).run(scenario)
+                XCTAssertEqual(r.status, .passed, "\(name) on \(driver.sdkName): \(r.checks.filter { !$0.passed })")
+            }
+        }
+    }
+
+    /// `explore --interleave` with a reference (`--mutant`) does not blame the SDK for a check the
+    /// reference fails in the file's own order (the file's wrong count): it says so instead.
+    func testInterleavingExcusesWhatTheReferenceFailsAsWritten() throws {
+        let dir = try scratchDirectory("nineteenth-interleave")
+        let file = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/nineteenth-tester/interleave-file-assert-fails-on-every-sdk.json").path
+        let (status, out) = try HarnessProcess.run(["explore", file, "--interleave", "--mutant", "unregister-before-cache-write",
+                                                    "--max-schedules", "20", "--out", "i.json", "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status, 0, out)
+        XCTAssertTrue(out.contains("the reference fails the file in its own order (step 2 assert): not counted as the SDK's"), out)
+        XCTAssertTrue(out.contains(", 0 failed,"), out)
+    }
+
     /// JSON member look-ups compare names by Unicode scalars: the mock's targeting no longer reads
     /// a context member named NFD é for a rule on NFC é; a timestamp is the instant cut, rounded or
     /// raised to the millisecond, and only itself when it is a whole millisecond.
@@ -124,5 +151,15 @@ final class NineteenthTesterFindingsTests: XCTestCase {
         XCTAssertTrue(Checks.millisecondOf(1_700_000_000.123, is: 1_700_000_000_123))
         XCTAssertTrue(Checks.millisecondOf(20.9996, is: 21_000))
         XCTAssertTrue(Checks.millisecondOf(20.9996, is: 20_999))
+        // Given to the microsecond (the twentieth tester): cut and raised are both the instant's.
+        XCTAssertTrue(Checks.millisecondOf(1_700_000_000.000999, is: 1_700_000_000_000))
+        XCTAssertTrue(Checks.millisecondOf(1_700_000_000.000999, is: 1_700_000_000_001))
+        XCTAssertTrue(Checks.millisecondOf(1_700_000_000.000001, is: 1_700_000_000_000))
+        XCTAssertTrue(Checks.millisecondOf(1_700_000_000.000001, is: 1_700_000_000_001))
+        XCTAssertTrue(Checks.millisecondOf(1_700_000_000.123, is: 1_700_000_000_123))
+        XCTAssertTrue(Checks.millisecondOf(-1.5, is: -1_500))
+        XCTAssertFalse(Checks.millisecondOf(-1.5, is: -1_501))
+        XCTAssertTrue(Checks.millisecondOf(-0.0005, is: -1))
+        XCTAssertTrue(Checks.millisecondOf(-0.0005, is: 0))
     }
 }
