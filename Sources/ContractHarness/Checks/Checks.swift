@@ -674,19 +674,8 @@ enum Checks {
                 && payloadDifferences(sent: body, given: k.event, stopAtFirst: true).isEmpty
         }
         let edges = calls.indices.map { i in tracks.indices.filter { fits(i, $0) } }
-        // Kuhn's augmenting paths: calls are few (a scenario's steps), requests fewer still.
-        var owner = [Int?](repeating: nil, count: tracks.count)
-        func augment(_ i: Int, _ seen: inout [Bool]) -> Bool {
-            for j in edges[i] where !seen[j] {
-                seen[j] = true
-                if owner[j] == nil || augment(owner[j]!, &seen) { owner[j] = i; return true }
-            }
-            return false
-        }
         var problems: [(String, [String])] = []
-        for i in calls.indices {
-            var seen = [Bool](repeating: false, count: tracks.count)
-            guard !augment(i, &seen), problems.count < 10 else { continue }
+        for i in unmatched(edges, right: tracks.count) where problems.count < 10 {
             let k = calls[i]
             let key = k.event["experiment"]?.stringValue.map { "experiment '\(Attribution.show($0))'" }
                 ?? k.event["flag"]?.stringValue.map { "flag '\(Attribution.show($0))'" } ?? "?"
@@ -699,6 +688,24 @@ enum Checks {
                              c.excerpt([k.invoke.index] + mine.map(\.event.index))))
         }
         return problems
+    }
+
+    /// The left vertices (`edges.indices`) a maximum matching of the bipartite graph `edges` (left
+    /// vertex -> the right vertices in `0..<right` it may take) leaves unmatched, in order: Kuhn's
+    /// augmenting paths (calls are few, a scenario's steps, and requests fewer still).
+    static func unmatched(_ edges: [[Int]], right: Int) -> [Int] {
+        var owner = [Int?](repeating: nil, count: right)
+        func augment(_ i: Int, _ seen: inout [Bool]) -> Bool {
+            for j in edges[i] where !seen[j] {
+                seen[j] = true
+                if owner[j] == nil || augment(owner[j]!, &seen) { owner[j] = i; return true }
+            }
+            return false
+        }
+        return edges.indices.filter { i in
+            var seen = [Bool](repeating: false, count: right)
+            return !augment(i, &seen)
+        }
     }
 
     /// The calls `unkeyedCallsSentTheirFields` judges, with the keys each must fan out to,
@@ -760,18 +767,9 @@ enum Checks {
                     && payloadDifferences(sent: x.event, given: k.event, stopAtFirst: true).isEmpty
             }
         }
-        var owner = [Int?](repeating: nil, count: entries.count)
-        func augment(_ i: Int, _ seen: inout [Bool]) -> Bool {
-            for j in edges[i] where !seen[j] {
-                seen[j] = true
-                if owner[j] == nil || augment(owner[j]!, &seen) { owner[j] = i; return true }
-            }
-            return false
-        }
         var problems: [(String, [String])] = []
-        for (i, item) in items.enumerated() {
-            var seen = [Bool](repeating: false, count: entries.count)
-            guard !augment(i, &seen), problems.count < 10 else { continue }
+        for i in unmatched(edges, right: entries.count) where problems.count < 10 {
+            let item = items[i]
             let k = calls[item.call]
             let key = item.experiment.map { "experiment '\(Attribution.show($0))'" } ?? item.flag.map { "flag '\(Attribution.show($0))'" } ?? "?"
             let mine = entries.filter { $0.client.isExactly(k.client) && k.invoke.index < $0.index && $0.index < k.to }
