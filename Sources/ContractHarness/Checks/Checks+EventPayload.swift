@@ -116,12 +116,19 @@ extension Checks {
     /// is a whole millisecond. The fraction is taken apart from the whole seconds (`t - floor(t)`
     /// is exact in a double), so `t * 1000`'s own rounding never decides: a window of a
     /// millisecond either side accepted `.001Z` for 1700000000 s, and a microsecond tolerance
-    /// rejected the cut `.000Z` for 1700000000.000999 s (the nineteenth and twentieth outside testers).
+    /// rejected the cut `.000Z` for 1700000000.000999 s (the nineteenth and twentieth outside
+    /// testers). The instant as a Foundation `Date` holds it is the SDK's too: `Date` keeps seconds
+    /// since 2001, and the round trip can move an instant before 1985 by a tenth of a microsecond
+    /// (86400.88 s comes back just under `.880`, cut `.879Z`: a twenty-first outside tester); no
+    /// tolerance, the round trip itself.
     static func millisecondOf(_ seconds: Double, is millis: Double) -> Bool {
-        let whole = seconds.rounded(.down)
-        let fraction = (seconds - whole) * 1000
-        let base = whole * 1000
-        return millis == base + fraction.rounded(.down) || millis == base + fraction.rounded(.up)
+        func writes(_ t: Double) -> Bool {
+            let whole = t.rounded(.down)
+            let fraction = (t - whole) * 1000
+            let base = whole * 1000
+            return millis == base + fraction.rounded(.down) || millis == base + fraction.rounded(.up)
+        }
+        return writes(seconds) || writes(Date(timeIntervalSince1970: seconds).timeIntervalSince1970)
     }
 
     /// How the event object `sent` differs from the event a call gave (`given`, as the history's

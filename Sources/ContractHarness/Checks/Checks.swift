@@ -89,19 +89,27 @@ enum Checks {
                             history: problems.first?.1)]
     }
 
-    /// Whether the named check `name` had anything to judge: an SDK call other than `hashUser`
-    /// (a lookup judged by the cache checks; any call may send what `fan_out` or `single_flight`
-    /// forbid, so "lookups send no events" is judged), a request at the mock, or an app call. The
-    /// app checks, `golden_vectors` and `contract_smoke` always judge (or fail without an app). A
-    /// scenario whose only statements are named checks with nothing to judge checks nothing and
-    /// must not pass (ScenarioFormat.md, "Nothing passes unchecked"; a nineteenth outside tester:
-    /// eight of the eleven checks passed a lone `hashUser`). Kept that coarse: a per-check test
-    /// (tracking calls for `fan_out`) failed a scenario proving that lookups send no events (a
-    /// twentieth outside tester).
+    /// Whether the named check `name` had anything to judge. `fan_out`, `batch_chunking` and
+    /// `event_payload` judge every request an SDK call sends (so "lookups send no events" is
+    /// judged: a twentieth outside tester): any SDK call but `hashUser`. `stickiness` needs an
+    /// assignment (a `getAssignment`/`getAssignments` call or an `/assign` request);
+    /// `single_flight`, `no_stale_write`, `offline_fallback` and `no_fallback_on_404` a lookup
+    /// (`evaluateFlag`, `getAssignment`, `getAssignments`, `getEvaluatedFlags`) or a keyed request.
+    /// An app call counts for every check; the app checks, `golden_vectors` and `contract_smoke`
+    /// always judge (or fail without an app). A scenario whose only statements are named checks
+    /// with nothing to judge checks nothing and must not pass (ScenarioFormat.md, "Nothing passes
+    /// unchecked"; a nineteenth outside tester: eight of the eleven checks passed a lone
+    /// `hashUser`; a twenty-first: `stickiness` over one flag lookup passed).
     static func judgesSomething(_ name: String, _ c: CheckContext) -> Bool {
+        let invoked = Set(c.history.filter { $0.kind == .invoke }.compactMap(\.name))
+        if invoked.contains(where: { $0.hasPrefix("app.") }) { return true }
+        let lookups: Set<String> = ["evaluateFlag", "getAssignment", "getAssignments", "getEvaluatedFlags"]
         switch name {
-        case "fan_out", "batch_chunking", "event_payload", "stickiness", "single_flight", "no_fallback_on_404", "offline_fallback", "no_stale_write":
-            return !c.requests.isEmpty || c.history.contains { $0.kind == .invoke && $0.name != "hashUser" }
+        case "fan_out", "batch_chunking", "event_payload": return !invoked.subtracting(["hashUser"]).isEmpty || !c.requests.isEmpty
+        case "stickiness": return invoked.contains("getAssignment") || invoked.contains("getAssignments")
+            || c.requests.contains { $0.record.path == "/api/v1/tracking/assign" }
+        case "single_flight", "no_stale_write", "offline_fallback", "no_fallback_on_404":
+            return !invoked.isDisjoint(with: lookups) || c.requests.contains { $0.record.key != nil }
         default: return true
         }
     }
@@ -708,11 +716,13 @@ enum Checks {
         }
     }
 
-    /// The calls `unkeyedCallsSentTheirFields` judges, with the keys each must fan out to,
+    /// The `/batch` entries `unkeyedCallsSentTheirFields` requires, one per call, event and key,
     /// gathered while `fanOut` replays the caches (one replay for both).
     struct UnkeyedCalls {
         private var completes: [ExactKey: HistoryEvent] = [:]
-        var calls: [(invoke: HistoryEvent, to: Int, event: JSONValue, client: String, experiments: [String], flags: [String])] = []
+        /// Each required entry: the call, its end (history index), the event given, its client and
+        /// the key the entry carries.
+        var items: [(invoke: HistoryEvent, to: Int, event: JSONValue, client: String, experiment: String?, flag: String?)] = []
 
         init(_ c: CheckContext) {
             for e in c.history where e.kind == .complete {
@@ -720,37 +730,46 @@ enum Checks {
             }
         }
 
-        /// Takes `e` when it is such a call, with the client's cache model as it is then.
+        /// Takes `e` when it is such a call, with the client's cache model as it is then: an
+        /// unkeyed event of `track`, `trackWithStatus` or `trackBatch` needs one entry per cached
+        /// key of its user (when the model is sure of them), a keyed event of `trackBatch` one
+        /// entry with its own key.
         mutating func visit(_ e: HistoryEvent, _ models: [String: CacheModel]) {
-            guard e.kind == .invoke, ["track", "trackWithStatus"].contains(e.name ?? ""), let client = e.client, let label = e.label,
-                  let event = e.detail, event["experiment"] == nil, event["flag"] == nil,
-                  case .string(let user)? = event["user"], event["name"]?.stringValue != nil,
+            guard e.kind == .invoke, ["track", "trackWithStatus", "trackBatch"].contains(e.name ?? ""), let client = e.client, let label = e.label,
                   let done = completes[ExactKey(label)], case .object(let outcome)? = done.outcome, outcome["error"] == nil else { return }
+            let batch = e.name == "trackBatch"
+            let events: [JSONValue] = batch ? (e.detail?.arrayValue ?? []) : [e.detail ?? .null]
             let model = models[client] ?? CacheModel()
-            guard !model.overflowed, !model.hasUncertain(user: user, at: e.exactTime) else { return }
-            let experiments = model.entries(model.assignments, user: user, at: e.exactTime, filter: { $0["assigned"] != .bool(false) })
-                .filter { !$0.optional }.map(\.key)
-            let flags = model.entries(model.flags, user: user, at: e.exactTime).filter { !$0.optional }.map(\.key)
-            if !experiments.isEmpty || !flags.isEmpty { calls.append((e, done.index, event, client, experiments, flags)) }
+            for event in events {
+                guard case .string(let user)? = event["user"], event["name"]?.stringValue != nil else { continue }
+                if event["experiment"] != nil || event["flag"] != nil {
+                    // A keyed event of a batch is sent as given (a keyed `track` goes to /track).
+                    if batch { items.append((e, done.index, event, client, event["experiment"]?.stringValue, event["flag"]?.stringValue)) }
+                    continue
+                }
+                guard !model.overflowed, !model.hasUncertain(user: user, at: e.exactTime) else { continue }
+                for a in model.entries(model.assignments, user: user, at: e.exactTime, filter: { $0["assigned"] != .bool(false) }) where !a.optional {
+                    items.append((e, done.index, event, client, a.key, nil))
+                }
+                for f in model.entries(model.flags, user: user, at: e.exactTime) where !f.optional {
+                    items.append((e, done.index, event, client, nil, f.key))
+                }
+            }
         }
     }
 
-    /// Every unkeyed `track`/`trackWithStatus` call that finished while the cache model was sure of
-    /// its user's entries (not past the cache size, no entry that may be there or not) has, for each
-    /// of those entries, a `/batch` entry of its own among the requests its client sent while it
-    /// ran: that entry's key (`experiment_key` or `feature_flag_key`, the other absent) with the
-    /// call's user, name and fields (`payloadDifferences`); an entry serves one call and key (a
-    /// maximum matching). `fanOut` attributes entries by user, name and key only: two overlapping
-    /// calls of one user and name, fanned out with the first one's value and properties (a
-    /// nineteenth outside tester), or with the first one's fields on one key only (a twentieth),
-    /// passed every named check.
+    /// Every unkeyed event of a `track`, `trackWithStatus` or `trackBatch` call that finished while
+    /// the cache model was sure of its user's entries (not past the cache size, no entry that may
+    /// be there or not) has, for each of those entries, a `/batch` entry of its own among the
+    /// requests its client sent while the call ran: that entry's key (`experiment_key` or
+    /// `feature_flag_key`, the other absent) with the event's user, name and fields
+    /// (`payloadDifferences`); so has every keyed event of a `trackBatch`, with its own key. An
+    /// entry serves one event and key (a maximum matching). `fanOut` attributes entries by user,
+    /// name and key only: overlapping calls of one user and name fanned out with the first one's
+    /// value and properties (a nineteenth outside tester), with them on one key only (a twentieth),
+    /// or one batch's two events sent with the first one's (a twenty-first) passed every named check.
     static func unkeyedCallsSentTheirFields(_ c: CheckContext, _ gathered: UnkeyedCalls) -> [(String, [String])] {
-        let calls = gathered.calls
-        // One item per call and cached key it must fan out to.
-        var items: [(call: Int, experiment: String?, flag: String?)] = []
-        for (i, call) in calls.enumerated() {
-            items += call.experiments.map { (i, $0, nil) } + call.flags.map { (i, nil, $0) }
-        }
+        let items = gathered.items
         guard !items.isEmpty else { return [] }
         var entries: [(index: Int, seq: Int, client: String?, event: JSONValue)] = []
         for (e, r) in c.requests where r.path == "/api/v1/tracking/batch" {
@@ -758,25 +777,25 @@ enum Checks {
         }
         func present(_ v: JSONValue?) -> JSONValue? { v == .null ? nil : v }
         func text(_ s: String?) -> JSONValue? { s.map(JSONValue.string) }
-        let edges = items.map { item in
+        let edges = items.map { k in
             entries.indices.filter { j in
-                let (k, x) = (calls[item.call], entries[j])
+                let x = entries[j]
                 return x.client.isExactly(k.client) && k.invoke.index < x.index && x.index < k.to
                     && present(x.event["user_id"]) == k.event["user"] && present(x.event["event_name"]) == k.event["name"]
-                    && present(x.event["experiment_key"]) == text(item.experiment) && present(x.event["feature_flag_key"]) == text(item.flag)
+                    && present(x.event["experiment_key"]) == text(k.experiment) && present(x.event["feature_flag_key"]) == text(k.flag)
                     && payloadDifferences(sent: x.event, given: k.event, stopAtFirst: true).isEmpty
             }
         }
         var problems: [(String, [String])] = []
         for i in unmatched(edges, right: entries.count) where problems.count < 10 {
-            let item = items[i]
-            let k = calls[item.call]
-            let key = item.experiment.map { "experiment '\(Attribution.show($0))'" } ?? item.flag.map { "flag '\(Attribution.show($0))'" } ?? "?"
+            let k = items[i]
+            let key = k.experiment.map { "experiment '\(Attribution.show($0))'" } ?? k.flag.map { "flag '\(Attribution.show($0))'" } ?? "?"
+            let keyed = k.event["experiment"] != nil || k.event["flag"] != nil
             let mine = entries.filter { $0.client.isExactly(k.client) && k.invoke.index < $0.index && $0.index < k.to }
-            problems.append(("\(k.invoke.name ?? "track") '\(Attribution.show(k.invoke.label ?? ""))' (unkeyed event '\(Attribution.show(k.event["name"]?.stringValue ?? "?"))' of user '\(Attribution.show(k.event["user"]?.stringValue ?? "?"))') "
-                             + "has no /batch entry of its own for its user's cached \(key) carrying its user, name and fields"
-                             + (mine.isEmpty ? " (no /batch entry was sent while it ran)" : edges[i].isEmpty ? " (the entries sent while it ran carry other fields or keys)" : " (each such entry is another call's)")
-                             + ": an unkeyed event fans out with the call's own fields (CONTRACT.md section 4; section 1, event object)",
+            problems.append(("\(k.invoke.name ?? "track") '\(Attribution.show(k.invoke.label ?? ""))' (\(keyed ? "keyed" : "unkeyed") event '\(Attribution.show(k.event["name"]?.stringValue ?? "?"))' of user '\(Attribution.show(k.event["user"]?.stringValue ?? "?"))') "
+                             + "has no /batch entry of its own for \(keyed ? "its" : "its user's cached") \(key) carrying its user, name and fields"
+                             + (mine.isEmpty ? " (no /batch entry was sent while it ran)" : edges[i].isEmpty ? " (the entries sent while it ran carry other fields or keys)" : " (each such entry is another event's)")
+                             + ": an event goes out with the fields its call gave (CONTRACT.md section 4; section 1, event object)",
                              c.excerpt([k.invoke.index] + Array(Set(mine.map(\.index))).sorted().prefix(4))))
         }
         return problems

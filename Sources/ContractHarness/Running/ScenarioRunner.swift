@@ -497,7 +497,7 @@ final class ScenarioExecution: @unchecked Sendable {
             }
             if !stepsJudged, !scenario.checks.isEmpty, !scenario.checks.contains(where: { Checks.judgesSomething($0, context) }) {
                 fail("nothing judged", "the named checks \(scenario.checks.joined(separator: ", ")) had nothing to judge "
-                     + "(no SDK call but hashUser, no request, no app call) and no step states an expectation: "
+                     + "(no call or request of the kinds they judge: Checks.judgesSomething) and no step states an expectation: "
                      + "a scenario that checks nothing must not pass (ScenarioFormat.md, Nothing passes unchecked)")
             }
             // A body with a member name twice (or in two canonically equivalent spellings) is

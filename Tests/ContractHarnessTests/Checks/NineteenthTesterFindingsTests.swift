@@ -48,6 +48,7 @@ final class NineteenthTesterFindingsTests: XCTestCase {
             ("field-concurrent-keyed-events-each-send-their-own-fields", "reuses-keyed-event-body", "has no /track request of its own"),
             ("field-concurrent-unkeyed-events-each-fan-out-their-own-fields", "reuses-unkeyed-event-fields", "has no /batch entry of its own"),
             ("field-concurrent-unkeyed-events-own-fields-on-every-key", "reuses-flag-entry-fields", "has no /batch entry of its own for its user's cached flag"),
+            ("field-trackbatch-events-each-fan-out-their-own-fields", "reuses-unkeyed-event-fields", "trackBatch 'op3' (unkeyed event 'purchase' of user 'user-1') has no /batch entry of its own"),
             ("field-targeting-context-sent-as-given", "nfd-context", #"expected a value containing {"assigned":true"#),
             ("field-stickiness-variant-names-compared-exactly", "nfc-variant-names", "stickiness: user 'user-2' got variant"),
             ("field-event-properties-never-doubled-by-spelling", "doubled-property-names", "request body: request #"),
@@ -73,7 +74,7 @@ final class NineteenthTesterFindingsTests: XCTestCase {
     /// The shipping SDK and the faithful variant pass the new files in process.
     func testTheNewScenariosPassInProcess() async throws {
         for name in ["field-concurrent-keyed-events-each-send-their-own-fields", "field-concurrent-unkeyed-events-each-fan-out-their-own-fields",
-                     "field-concurrent-unkeyed-events-own-fields-on-every-key",
+                     "field-concurrent-unkeyed-events-own-fields-on-every-key", "field-trackbatch-events-each-fan-out-their-own-fields",
                      "field-targeting-attribute-names-compared-exactly",
                      "field-targeting-context-sent-as-given", "field-stickiness-variant-names-compared-exactly",
                      "field-event-properties-never-doubled-by-spelling", "field-keyed-event-sent-with-its-own-key",
@@ -93,6 +94,9 @@ final class NineteenthTesterFindingsTests: XCTestCase {
             try ScenarioParser.parse(Data(#"{"format": "experimently-scenario/1", "name": "n", "description": "d", "steps": [\#(steps)], "checks": [\#(checks)]}"#.utf8), file: "n.json")
         }
         let hash = #"{"do": "hashUser", "user": "user-1", "key": "k"}"#
+        let flag = #"{"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "user-1"}"#
+        let onlyFlag = await ScenarioRunner().run(try scenario(flag, #""stickiness""#))
+        XCTAssertTrue(onlyFlag.checks.contains { $0.name == "nothing judged" && !$0.passed }, "stickiness over a flag lookup: \(onlyFlag.checks)")
         for check in ["stickiness", "fan_out", "event_payload", "batch_chunking", "no_stale_write", "offline_fallback", "single_flight", "no_fallback_on_404"] {
             let r = await ScenarioRunner().run(try scenario(hash, "\"\(check)\""))
             XCTAssertEqual(r.status, .failed, check)
@@ -109,7 +113,8 @@ final class NineteenthTesterFindingsTests: XCTestCase {
     /// by every correct SDK) and a scenario proving that lookups send no events (`fan_out` judges
     /// it) pass on the shipping SDK and the faithful variant.
     func testMicrosecondTimestampsAndLookupsWithFanOutPass() async throws {
-        for name in ["timestamps-to-the-microsecond", "lookups-send-no-events"] {
+        for name in ["timestamps-to-the-microsecond", "lookups-send-no-events", "timestamps-before-1985-through-date",
+                     "timestamps-before-1985-through-date-unkeyed"] {
             let scenario = try ScenarioParser.load(path: Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/nineteenth-tester/\(name).json").path)
             for driver in [SwiftSDKDriver(), MutantRun.driver(nil)] {
                 let r = await ScenarioRunner(driver: driver).run(scenario)
@@ -161,5 +166,9 @@ final class NineteenthTesterFindingsTests: XCTestCase {
         XCTAssertFalse(Checks.millisecondOf(-1.5, is: -1_501))
         XCTAssertTrue(Checks.millisecondOf(-0.0005, is: -1))
         XCTAssertTrue(Checks.millisecondOf(-0.0005, is: 0))
+        // A Date holds seconds since 2001: 86400.88 s comes back just under .880 (the twenty-first tester).
+        XCTAssertTrue(Checks.millisecondOf(86_400.88, is: 86_400_880))
+        XCTAssertTrue(Checks.millisecondOf(86_400.88, is: 86_400_879))
+        XCTAssertFalse(Checks.millisecondOf(86_400.88, is: 86_400_878))
     }
 }
