@@ -75,8 +75,13 @@ public struct JSONDuplicateKey: Sendable, Equatable, CustomStringConvertible {
         mutating func string() -> String {
             let start = i
             i += 1
-            while i < bytes.count, bytes[i] != UInt8(ascii: "\"") { i += bytes[i] == UInt8(ascii: "\\") ? 2 : 1 }
+            var escaped = false
+            while i < bytes.count, bytes[i] != UInt8(ascii: "\"") {
+                if bytes[i] == UInt8(ascii: "\\") { escaped = true; i += 2 } else { i += 1 }
+            }
             i += 1
+            // Without an escape the token's bytes are the string (valid UTF-8: the JSON parsed).
+            if !escaped, i <= bytes.count { return String(decoding: bytes[(start + 1)..<(i - 1)], as: UTF8.self) }
             return (try? JSONValue.parse(Data(bytes[start..<min(i, bytes.count)])).value.stringValue) ?? ""
         }
 
