@@ -648,7 +648,7 @@ enum Checks {
     /// not fail, unless it began after its client's `close` or its client has a `base_url` of its
     /// own and sent no request at all (an origin no request can reach). Before, two overlapping calls sent with the first one's
     /// fields, an event sent under another experiment (NFC for an NFD key), under the wrong field
-    /// or not at all passed every named check (an outside tester).
+    /// or not at all passed every named check (a nineteenth outside tester).
     static func keyedTracksSent(_ c: CheckContext) -> [(String, [String])] {
         var completes: [ExactKey: HistoryEvent] = [:]
         for e in c.history where e.kind == .complete {
