@@ -141,7 +141,6 @@ extension Checks {
         }
         let type = given["event_type"] ?? given["name"] ?? .null
         if sent["event_type"].map({ $0 != type }) ?? true, differs("event_type \(sent["event_type"]?.description ?? "absent") where the call gave \(type)") { return out }
-        func present(_ v: JSONValue?) -> JSONValue? { v == .null ? nil : v }
         switch (present(sent["value"]), present(given["value"])) {
         case (nil, nil): break
         case (.number(let a)?, .number(let b)?) where abs(a - b) <= 1e-9 * max(1, abs(b)): break

@@ -441,8 +441,7 @@ enum Checks {
             guard let client = r.client, let key = r.key, let user = r.users.first else { continue }
             spans[id(client, key.kind, user, key.key), default: []].append((e.index, answeredAt[r.seq] ?? Int.max))
         }
-        let completes = Dictionary(c.history.filter { $0.kind == .complete }.compactMap { e in e.label.map { (ExactKey($0), e) } },
-                                   uniquingKeysWith: { a, _ in a })
+        let completes = firstCompletions(c)
         var problems: [(String, [String])] = []
         for invoke in c.history where invoke.kind == .invoke && ["evaluateFlag", "getAssignment"].contains(invoke.name ?? "") {
             guard let label = invoke.label, let client = invoke.client, let done = completes[ExactKey(label)],
@@ -539,9 +538,6 @@ enum Checks {
         return problems
     }
 
-    /// `text` as a string that is equal to another only when their Unicode scalars are: the
-    /// scalars' hexadecimal values, for dictionary keys and comparisons of identity data
-    /// (Swift `String` equality is canonical equivalence; CONTRACT.md section 4).
     /// The user id of a lookup's `invoke` detail: its `user`, a text or a `{"id", "attributes"}`
     /// object; `nil` when it has none.
     static func invokedUser(_ detail: JSONValue?) -> String? {
@@ -552,6 +548,21 @@ enum Checks {
         }
     }
 
+    /// The first `complete` event of each operation label (labels compare by Unicode scalars).
+    static func firstCompletions(_ c: CheckContext) -> [ExactKey: HistoryEvent] {
+        var completes: [ExactKey: HistoryEvent] = [:]
+        for e in c.history where e.kind == .complete {
+            if let label = e.label, completes[ExactKey(label)] == nil { completes[ExactKey(label)] = e }
+        }
+        return completes
+    }
+
+    /// `v`, or `nil` when it is JSON `null`: a member sent as `null` is as good as absent.
+    static func present(_ v: JSONValue?) -> JSONValue? { v == .null ? nil : v }
+
+    /// `text` as a string that is equal to another only when their Unicode scalars are: the
+    /// scalars' hexadecimal values, for dictionary keys and comparisons of identity data
+    /// (Swift `String` equality is canonical equivalence; CONTRACT.md section 4).
     static func exact(_ text: String) -> String {
         // Written byte by byte (the same text as `map { String($0.value, radix: 16) }.joined(separator: ".")`,
         // which allocated a string per scalar and was a tenth of the checks' time).
@@ -650,10 +661,7 @@ enum Checks {
     /// fields, an event sent under another experiment (NFC for an NFD key), under the wrong field
     /// or not at all passed every named check (a nineteenth outside tester).
     static func keyedTracksSent(_ c: CheckContext) -> [(String, [String])] {
-        var completes: [ExactKey: HistoryEvent] = [:]
-        for e in c.history where e.kind == .complete {
-            if let label = e.label, completes[ExactKey(label)] == nil { completes[ExactKey(label)] = e }
-        }
+        let completes = firstCompletions(c)
         // A client on the mock's own origin reaches it; one given a `base_url` only if some
         // request of it arrived (an origin no request can reach sends nothing, correctly).
         var reaching = Set(c.requests.compactMap { $0.record.client.map { ExactKey($0) } })
@@ -672,7 +680,6 @@ enum Checks {
         }
         guard !calls.isEmpty else { return [] }
         let tracks = c.requests.filter { $0.record.path == "/api/v1/tracking/track" && $0.record.body != nil }
-        func present(_ v: JSONValue?) -> JSONValue? { v == .null ? nil : v }
         func fits(_ call: Int, _ request: Int) -> Bool {
             let (e, r) = (tracks[request].event, tracks[request].record)
             let k = calls[call]
@@ -719,16 +726,12 @@ enum Checks {
     /// The `/batch` entries `unkeyedCallsSentTheirFields` requires, one per call, event and key,
     /// gathered while `fanOut` replays the caches (one replay for both).
     struct UnkeyedCalls {
-        private var completes: [ExactKey: HistoryEvent] = [:]
+        private let completes: [ExactKey: HistoryEvent]
         /// Each required entry: the call, its end (history index), the event given, its client and
         /// the key the entry carries.
         var items: [(invoke: HistoryEvent, to: Int, event: JSONValue, client: String, experiment: String?, flag: String?)] = []
 
-        init(_ c: CheckContext) {
-            for e in c.history where e.kind == .complete {
-                if let label = e.label, completes[ExactKey(label)] == nil { completes[ExactKey(label)] = e }
-            }
-        }
+        init(_ c: CheckContext) { completes = Checks.firstCompletions(c) }
 
         /// Takes `e` when it is such a call, with the client's cache model as it is then: an
         /// unkeyed event of `track`, `trackWithStatus` or `trackBatch` needs one entry per cached

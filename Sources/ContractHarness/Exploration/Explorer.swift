@@ -471,9 +471,16 @@ public enum Explorer {
     /// does not fail, by exact name; the result's first failure when the reference passed;
     /// `nil` when every failure of `result` is one of the reference's too.
     static func ownFailure(_ result: ScenarioResult, reference: ScenarioResult) -> CheckResult? {
-        let theirs = reference.checks.filter { !$0.passed }.map(\.name)
-        return result.checks.first { c in !c.passed && !theirs.contains { $0.unicodeScalars.elementsEqual(c.name.unicodeScalars) } }
-            ?? (reference.status == .passed ? result.firstFailure : nil)
+        firstFailure(of: result, excusing: failedChecks(reference)) ?? (reference.status == .passed ? result.firstFailure : nil)
+    }
+
+    /// The names of the checks `result` fails.
+    static func failedChecks(_ result: ScenarioResult) -> [String] { result.checks.filter { !$0.passed }.map(\.name) }
+
+    /// The first check `result` fails whose name is none of `excused` (compared by Unicode scalars:
+    /// names carry labels and ids).
+    static func firstFailure(of result: ScenarioResult, excusing excused: [String]) -> CheckResult? {
+        result.checks.first { c in !c.passed && !excused.contains { $0.unicodeScalars.elementsEqual(c.name.unicodeScalars) } }
     }
 
     /// Whether `result` ended with its SDK adapter's death (`ScenarioExecution.finishDriver`

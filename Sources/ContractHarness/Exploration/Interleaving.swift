@@ -217,11 +217,9 @@ public enum InterleavingExplorer {
         var excused: [String] = []
         if let reference {
             let r = await reference.run(scenario)
-            if !r.infeasible { excused = r.checks.filter { !$0.passed }.map(\.name) }
+            if !r.infeasible { excused = Explorer.failedChecks(r) }
         }
-        func own(_ r: ScenarioResult) -> CheckResult? {
-            r.checks.first { c in !c.passed && !excused.contains { $0.unicodeScalars.elementsEqual(c.name.unicodeScalars) } }
-        }
+        func own(_ r: ScenarioResult) -> CheckResult? { Explorer.firstFailure(of: r, excusing: excused) }
         func failed(_ r: ScenarioResult) -> Bool {
             !r.infeasible && (r.status == .failed || r.status == .error) && (own(r) != nil || r.firstFailure == nil)
         }
