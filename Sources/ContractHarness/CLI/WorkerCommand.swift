@@ -57,7 +57,7 @@ enum WorkerCommand {
         await withTaskGroup(of: Void.self) { group in
             var previous: String?   // the last job's scenario text (`WorkerJob.sameScenario`)
             for await line in lines {
-                guard var job = WorkerProtocol.record(WorkerJob.self, kind: "job", from: line) else {
+                guard var job = WorkerProtocol.job(from: line) ?? WorkerProtocol.record(WorkerJob.self, kind: "job", from: line) else {
                     StandardStream.error(Data("contract-harness __worker: ignoring a line that is not a job record\n".utf8))
                     continue
                 }
@@ -78,7 +78,9 @@ enum WorkerCommand {
                 group.addTask {
                     let result = await run(job)
                     let retire = leavesWork(result) ? true : nil
-                    output.send(WorkerProtocol.line("result", WorkerResult(id: job.id, result: job.schedule == nil ? result : slimmed(result), retire: retire)))
+                    let sent = job.schedule == nil && job.slimPassed != true ? result : slimmed(result)
+                    output.send(WorkerProtocol.passedLine(id: job.id, sent, retire: retire)
+                                ?? WorkerProtocol.line("result", WorkerResult(id: job.id, result: sent, retire: retire)))
                 }
             }
         }
@@ -108,20 +110,30 @@ enum WorkerCommand {
             || result.checks.contains { !$0.passed && ($0.name == "operations finish" || $0.name == "lifecycle") }
     }
 
-    /// The explored file of schedule jobs, parsed once per worker: the last text and its parse.
-    /// Behind a `HarnessLocked` (jobs run concurrently).
-    private static let lastParsed = HarnessLocked<(text: String, file: String, scenario: Scenario)?>(nil)
+    /// The last few scenario texts this worker parsed, with their parse, newest last: an explored
+    /// file's schedule jobs and the mutant matrix's (variant, scenario) pairs bring one text many
+    /// times (parsing was a tenth of the matrix's CPU time). Behind a `HarnessLocked` (jobs run
+    /// concurrently).
+    private static let recentlyParsed = HarnessLocked<[(text: String, file: String, scenario: Scenario)]>([])
 
-    /// `text` parsed as the scenario file `file`, reusing the last parse when the text and file
-    /// are the same bytes.
+    /// How many parsed texts `recentlyParsed` keeps: a few more than the scenarios a worker runs at
+    /// once (`MutantRun.scenariosPerWorker`).
+    static let parsedTextsKept = 8
+
+    /// `text` parsed as the scenario file `file`, reusing an earlier parse when the text and file
+    /// are the same bytes (the parser is a pure function of both).
     ///
     /// - Throws: the parser's `ScenarioError` when `text` is not a valid scenario.
     static func parsedOnce(_ text: String, file: String) throws -> Scenario {
-        if let last = lastParsed.withLock({ $0 }), last.text.utf8.elementsEqual(text.utf8), last.file.utf8.elementsEqual(file.utf8) {
-            return last.scenario
+        let known = recentlyParsed.withLock { recent in
+            recent.last { $0.text.utf8.elementsEqual(text.utf8) && $0.file.utf8.elementsEqual(file.utf8) }?.scenario
         }
+        if let known { return known }
         let scenario = try ScenarioParser.parse(Data(text.utf8), file: file)
-        lastParsed.withLock { $0 = (text, file, scenario) }
+        recentlyParsed.withLock { recent in
+            recent.append((text, file, scenario))
+            if recent.count > parsedTextsKept { recent.removeFirst(recent.count - parsedTextsKept) }
+        }
         return scenario
     }
 
@@ -140,7 +152,7 @@ enum WorkerCommand {
                 }
                 scenario = permuted
             } else {
-                scenario = try ScenarioParser.parse(Data(job.scenario.utf8), file: job.file)
+                scenario = try parsedOnce(job.scenario, file: job.file)
             }
         } catch {
             return ScenarioResult(name: (job.file as NSString).lastPathComponent, file: job.file, tags: [], source: nil, status: .error,

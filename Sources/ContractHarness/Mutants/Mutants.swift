@@ -314,7 +314,7 @@ public enum MutantRun {
         }
         let work = pairs.enumerated().map { i, pair in
             WorkerJob(id: i, file: pair.1.file, scenario: texts[pair.1.file] ?? "", seed: seed, mutant: pair.0?.rawValue ?? "none",
-                      stepTimeoutCap: cap, keepsHistory: false, explore: nil)
+                      stepTimeoutCap: cap, keepsHistory: false, explore: nil, slimPassed: true)
         }
         let deadlines = pairs.map { HarnessCommand.hardDeadline($0.1, cap: cap, exploring: false) }
         let pool = WorkerPool(executable: executable, jobs: work, deadlines: deadlines, slots: jobs, perWorker: scenariosPerWorker) { id, outcome in

@@ -216,7 +216,9 @@ final class WorkerPool: @unchecked Sendable {
                 do {
                     // The common case in one decode; anything else is examined for its error.
                     let r: WorkerResult
-                    if let decoded = WorkerProtocol.record(WorkerResult.self, kind: "result", from: data) {
+                    if let passed = WorkerProtocol.passedResult(from: data) {
+                        r = WorkerResult(id: passed.id, result: passed.result, retire: nil)
+                    } else if let decoded = WorkerProtocol.record(WorkerResult.self, kind: "result", from: data) {
                         r = decoded
                     } else {
                         let kind = try WorkerProtocol.kind(of: data)

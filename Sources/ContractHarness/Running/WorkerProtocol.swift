@@ -7,7 +7,8 @@ import ExperimentlyMock
 ///
 /// Supervisor to worker (standard input): `job` (a `WorkerJob`). Worker to supervisor (its
 /// standard output; anything else the worker prints goes to its standard error): `hello` (a
-/// `WorkerHello`, once at start) and `result` (a `WorkerResult` per job). A worker reads jobs until
+/// `WorkerHello`, once at start) and `result` (a `WorkerResult` per job; a passing result with
+/// nothing to report but its digest comes as the smaller `passed` record, `passedLine`). A worker reads jobs until
 /// its standard input ends, then exits 0. A reader refuses a record whose `version` it does not
 /// know and ignores kinds it does not know.
 enum WorkerProtocol {
@@ -52,7 +53,7 @@ enum WorkerProtocol {
     static func jobLine(_ job: WorkerJob) -> Data {
         var rest = job
         rest.scenario = ""
-        let line = self.line("job", rest)
+        let line = self.jobRecord(rest) ?? self.line("job", rest)
         // With sorted keys the empty scenario is written `"scenario":""` once (a quote inside
         // another string is escaped, so these bytes can only be the key and its value).
         guard !job.scenario.isEmpty, let text = encodedText(job.scenario), let range = line.range(of: Data(#""scenario":"""#.utf8)) else {
@@ -61,6 +62,27 @@ enum WorkerProtocol {
         var spliced = line
         spliced.replaceSubrange(range, with: Data(#""scenario":"#.utf8) + text)
         return spliced
+    }
+
+    /// A `job` record line written with `JSONValue`: the same bytes as `line("job", job)` (keys
+    /// sorted, absent optionals left out), without Foundation's `JSONEncoder` (it and `JSONDecoder`
+    /// were a tenth of an exploration's CPU time); `nil` when a number would not survive a double
+    /// (`WorkerJob.json`).
+    static func jobRecord(_ job: WorkerJob) -> Data? {
+        guard let payload = job.json else { return nil }
+        var line = JSONValue.object(["version": .number(Double(version)), "kind": .string("job"), "payload": payload]).serialized()
+        line.append(0x0A)
+        return line
+    }
+
+    /// The job of a `job` record line, read with `JSONValue`; `nil` when the line is not a
+    /// current-version `job` record this reader can take (the caller then tries `record`, whose
+    /// `JSONDecoder` reads every number `Codable` writes, and reports what is wrong).
+    static func job(from line: Data) -> WorkerJob? {
+        guard let root = (try? JSONValue.parse(line, maxDepth: 8))?.value, root["version"]?.numberValue == Double(version),
+              root["kind"]?.stringValue.map({ $0.unicodeScalars.elementsEqual("job".unicodeScalars) }) == true,
+              let payload = root["payload"] else { return nil }
+        return WorkerJob(json: payload)
     }
 
     /// The last scenario text and its JSON string encoding (quotes included). Behind a
@@ -76,6 +98,43 @@ enum WorkerProtocol {
         lastEncoded.withLock { $0 = (text, json) }
         return json
     }
+
+    /// A passing result with nothing but its name, file, duration and history digest (a slimmed
+    /// schedule or matrix result: `WorkerCommand.slimmed`) as a `passed` record line,
+    /// `{"version":1,"kind":"passed","payload":{"duration_ms":D,"file":F,"history_digest":H,"id":N,"name":S}}`,
+    /// written with `JSONValue` (Foundation's `JSONEncoder` and `JSONDecoder` were a tenth of an
+    /// exploration's CPU time, most of it on these records); `nil` when `result` has anything more
+    /// or the worker retires (then a `result` record carries it whole).
+    static func passedLine(id: Int, _ result: ScenarioResult, retire: Bool?) -> Data? {
+        guard retire == nil, result.status == .passed, !result.infeasible, result.checks.isEmpty, result.history.isEmpty,
+              result.events.isEmpty, result.stepSummaries.isEmpty, result.tags.isEmpty, result.source == nil, result.reason == nil,
+              result.smoke == nil, result.exploration == nil, result.crash == nil, result.adapterStderr.isEmpty,
+              result.interleaving == nil, !result.stepLimitReached, !result.stepLimitUnproven,
+              result.durationMilliseconds.isFinite else { return nil }
+        var line = JSONValue.object([
+            "version": .number(Double(version)), "kind": .string("passed"),
+            "payload": .object(["id": .number(Double(id)), "name": .string(result.name), "file": .string(result.file),
+                                "duration_ms": .number(result.durationMilliseconds), "history_digest": .string(result.historyDigest)]),
+        ]).serialized()
+        line.append(0x0A)
+        return line
+    }
+
+    /// The job id and result of a `passed` record line (`passedLine`); `nil` for any other line.
+    static func passedResult(from line: Data) -> (id: Int, result: ScenarioResult)? {
+        // Every other record is written by `JSONEncoder` with sorted keys: `kind` comes first.
+        guard line.count > 40, line.starts(with: passedPrefix),
+              let root = (try? JSONValue.parse(line, maxDepth: 4))?.value, root["version"]?.numberValue == Double(version),
+              root["kind"]?.stringValue.map({ $0.unicodeScalars.elementsEqual("passed".unicodeScalars) }) == true,
+              let payload = root["payload"], let id = payload["id"]?.numberValue, id == id.rounded(), abs(id) < 1e15,
+              let name = payload["name"]?.stringValue, let file = payload["file"]?.stringValue,
+              let ms = payload["duration_ms"]?.numberValue, let digest = payload["history_digest"]?.stringValue else { return nil }
+        return (Int(id), ScenarioResult(name: name, file: file, tags: [], source: nil, status: .passed, durationMilliseconds: ms,
+                                        checks: [], reason: nil, smoke: nil, history: [], historyDigest: digest))
+    }
+
+    /// How every `passed` record line starts (keys sorted: `kind` before `payload` and `version`).
+    private static let passedPrefix = Data(#"{"kind":"passed","#.utf8)
 
     /// The payload of a line that is a current-version record of `kind`, decoded in one pass
     /// (`kind(of:)` then `payload(_:from:)` decode the line twice); `nil` for anything else, which
@@ -139,6 +198,10 @@ struct WorkerJob: Codable, Sendable, Equatable {
     /// (exploration sends one file with every schedule: decoding its text per job was a tenth of
     /// a worker's time). The worker refuses it when it has no previous job. Absent: `false`.
     var sameScenario: Bool? = nil
+    /// `true`: a passing result comes back slimmed (`WorkerCommand.slimmed`: status, name and
+    /// digest), as schedule results always do. The mutant matrix reads only failures' checks.
+    /// Absent: `false`.
+    var slimPassed: Bool? = nil
 
     /// Which order of the movable steps to run.
     struct ScheduleJob: Codable, Sendable, Equatable {
@@ -152,6 +215,70 @@ struct WorkerJob: Codable, Sendable, Equatable {
     struct ExploreJob: Codable, Sendable, Equatable {
         var maxSchedules: Int?
         var exhaustive: Bool
+    }
+}
+
+extension WorkerJob {
+    /// The largest integer every number of a job must stay below to be written as a JSON number
+    /// that a double holds exactly (2^53).
+    private static let exactLimit = 9_007_199_254_740_992.0
+
+    /// This job as the JSON object `Codable` writes for it (member names as the properties are
+    /// named, absent optionals left out); `nil` when a number is 2^53 or more in magnitude (a
+    /// seed near `UInt64.max`): such a job goes through `JSONEncoder`.
+    var json: JSONValue? {
+        func number(_ n: Int) -> JSONValue? { abs(Double(n)) < Self.exactLimit ? .number(Double(n)) : nil }
+        guard Double(seed) < Self.exactLimit, let id = number(id) else { return nil }
+        var members: [String: JSONValue] = ["id": id, "file": .string(file), "scenario": .string(scenario),
+                                            "seed": .number(Double(seed)), "keepsHistory": .bool(keepsHistory)]
+        if let mutant { members["mutant"] = .string(mutant) }
+        if let stepTimeoutCap { guard let n = number(stepTimeoutCap) else { return nil }; members["stepTimeoutCap"] = n }
+        if let explore {
+            var e: [String: JSONValue] = ["exhaustive": .bool(explore.exhaustive)]
+            if let max = explore.maxSchedules { guard let n = number(max) else { return nil }; e["maxSchedules"] = n }
+            members["explore"] = .object(e)
+        }
+        if let schedule {
+            let steps = schedule.steps.compactMap(number), order = schedule.order.compactMap(number)
+            guard steps.count == schedule.steps.count, order.count == schedule.order.count else { return nil }
+            members["schedule"] = .object(["steps": .array(steps), "order": .array(order)])
+        }
+        if let sameScenario { members["sameScenario"] = .bool(sameScenario) }
+        if let slimPassed { members["slimPassed"] = .bool(slimPassed) }
+        return .object(members)
+    }
+
+    /// The job `json` describes (`json` read back); `nil` when a member is missing or has another
+    /// type, or a number is not a whole number below 2^53 in magnitude.
+    init?(json: JSONValue) {
+        func int(_ v: JSONValue?) -> Int? {
+            guard let n = v?.numberValue, n == n.rounded(), abs(n) < Self.exactLimit else { return nil }
+            return Int(n)
+        }
+        func bool(_ v: JSONValue?) -> Bool? { if case .bool(let b)? = v { return b }; return nil }
+        /// An optional member: absent or null is `.some(nil)`; present with another type is `nil`.
+        func optional<T>(_ key: String, of object: JSONValue = json, _ read: (JSONValue?) -> T?) -> T?? {
+            guard let v = object[key], v != .null else { return .some(nil) }
+            return read(v).map { .some($0) } ?? nil
+        }
+        guard let id = int(json["id"]), let file = json["file"]?.stringValue, let scenario = json["scenario"]?.stringValue,
+              let seedNumber = json["seed"]?.numberValue, seedNumber >= 0, seedNumber == seedNumber.rounded(), seedNumber < Self.exactLimit,
+              let keepsHistory = bool(json["keepsHistory"]),
+              let mutant = optional("mutant", { $0?.stringValue }), let cap = optional("stepTimeoutCap", int),
+              let sameScenario = optional("sameScenario", bool), let slimPassed = optional("slimPassed", bool) else { return nil }
+        var explore: ExploreJob?
+        if let e = json["explore"], e != .null {
+            guard let exhaustive = bool(e["exhaustive"]), let maxSchedules = optional("maxSchedules", of: e, int) else { return nil }
+            explore = ExploreJob(maxSchedules: maxSchedules, exhaustive: exhaustive)
+        }
+        var schedule: ScheduleJob?
+        if let sj = json["schedule"], sj != .null {
+            guard let steps = sj["steps"]?.arrayValue?.map(int), let order = sj["order"]?.arrayValue?.map(int),
+                  !steps.contains(where: { $0 == nil }), !order.contains(where: { $0 == nil }) else { return nil }
+            schedule = ScheduleJob(steps: steps.map { $0! }, order: order.map { $0! })
+        }
+        self.init(id: id, file: file, scenario: scenario, seed: UInt64(seedNumber), mutant: mutant, stepTimeoutCap: cap,
+                  keepsHistory: keepsHistory, explore: explore, schedule: schedule, sameScenario: sameScenario, slimPassed: slimPassed)
     }
 }
 

@@ -49,6 +49,9 @@ final class SpeedPathTests: XCTestCase {
             WorkerJob(id: 8, file: "f.json", scenario: tricky, seed: 0, mutant: nil, stepTimeoutCap: nil, keepsHistory: true,
                       explore: .init(maxSchedules: 3, exhaustive: true)),
             WorkerJob(id: 9, file: "f.json", scenario: "", seed: 1, mutant: nil, stepTimeoutCap: nil, keepsHistory: true, explore: nil),
+            WorkerJob(id: 10, file: "caf\u{e9}/e\u{301}.json", scenario: "\u{1}\u{1f}\u{7f} \u{2028}", seed: 9_007_199_254_740_991,
+                      mutant: "stale-write-after-clear", stepTimeoutCap: 1, keepsHistory: false, explore: .init(maxSchedules: nil, exhaustive: false),
+                      schedule: .init(steps: [], order: []), sameScenario: true, slimPassed: true),
         ]
         for job in jobs {
             let line = WorkerProtocol.jobLine(job)
@@ -56,7 +59,44 @@ final class SpeedPathTests: XCTestCase {
             XCTAssertEqual(try WorkerProtocol.kind(of: line.dropLast()), "job")
             XCTAssertEqual(try WorkerProtocol.payload(WorkerJob.self, from: line.dropLast()), job)
             XCTAssertEqual(line, WorkerProtocol.line("job", job), "the same bytes as the record written whole")
+            // The worker's reader: every job but the one whose seed no double holds reads back whole.
+            if job.seed == UInt64.max {
+                XCTAssertNil(WorkerProtocol.job(from: line.dropLast()))
+            } else {
+                XCTAssertEqual(WorkerProtocol.job(from: line.dropLast()), job)
+                XCTAssertEqual(WorkerProtocol.jobRecord(job), WorkerProtocol.line("job", job), "JSONValue writes what JSONEncoder writes")
+            }
         }
+    }
+
+    /// A slimmed passing result travels as a `passed` record and comes back the same (name and
+    /// file exactly, duration and digest); anything more than that goes as a whole `result` record.
+    func testAPassingResultRoundTripsAsAPassedRecord() throws {
+        var result = ScenarioResult(name: "caf\u{e9}-e\u{301} \"quoted\" \\ \u{1F600}", file: "/tmp/a b/\u{c5}.json", tags: [], source: nil,
+                                    status: .passed, durationMilliseconds: 12.345678901234, checks: [], reason: nil, smoke: nil,
+                                    history: [], historyDigest: "sha256:00ff")
+        let line = try XCTUnwrap(WorkerProtocol.passedLine(id: 41, result, retire: nil))
+        XCTAssertEqual(line.last, 0x0A)
+        let back = try XCTUnwrap(WorkerProtocol.passedResult(from: line.dropLast()))
+        XCTAssertEqual(back.id, 41)
+        XCTAssertTrue(back.result.name.unicodeScalars.elementsEqual(result.name.unicodeScalars))
+        XCTAssertTrue(back.result.file.unicodeScalars.elementsEqual(result.file.unicodeScalars))
+        XCTAssertEqual(back.result.durationMilliseconds, result.durationMilliseconds)
+        XCTAssertEqual(back.result.historyDigest, result.historyDigest)
+        XCTAssertEqual(back.result.status, .passed)
+        // Not a passed record: a whole result record, an unknown version, another kind.
+        XCTAssertNil(WorkerProtocol.passedResult(from: WorkerProtocol.line("result", WorkerResult(id: 1, result: result, retire: nil))))
+        XCTAssertNil(WorkerProtocol.passedResult(from: Data(#"{"kind":"passed","payload":{"duration_ms":1,"file":"f","history_digest":"d","id":1,"name":"n"},"version":2}"#.utf8)))
+        // Anything more than the slim fields, a retiring worker, a failure: never a passed record.
+        XCTAssertNil(WorkerProtocol.passedLine(id: 1, result, retire: true))
+        var more = result
+        more.stepLimitUnproven = true
+        XCTAssertNil(WorkerProtocol.passedLine(id: 1, more, retire: nil))
+        more = result
+        more.adapterStderr = ["warning"]
+        XCTAssertNil(WorkerProtocol.passedLine(id: 1, more, retire: nil))
+        result.status = .failed
+        XCTAssertNil(WorkerProtocol.passedLine(id: 1, result, retire: nil))
     }
 
     /// Schedules sent to one worker carry the explored file's text once: a job that says "the
@@ -84,7 +124,8 @@ final class SpeedPathTests: XCTestCase {
             while out.count < lines.count {
                 switch worker.next(timeoutMilliseconds: 60_000) {
                 case .line(let data):
-                    if let r = WorkerProtocol.record(WorkerResult.self, kind: "result", from: data) { out[r.id] = r.result }
+                    if let r = WorkerProtocol.passedResult(from: data) { out[r.id] = r.result }
+                    else if let r = WorkerProtocol.record(WorkerResult.self, kind: "result", from: data) { out[r.id] = r.result }
                 case .idle: XCTFail("no result within 60 s"); return out
                 case .ended: XCTFail("the worker ended"); return out
                 }
