@@ -30,6 +30,16 @@ BATCH_LIMIT = 100
 # drops-keyed-events (never sent, reported sent), reuses-keyed-event-body (the first body of a
 # user, name and key sent for every later call), reuses-unkeyed-event-fields (the same for the
 # entries of a fan-out), reuses-flag-entry-fields (the same for a fan-out's flag entries only).
+# Contract rules a twenty-second outside tester found no scenario enforcing (each now caught by a
+# shipped scenario): track-no-deadline (a /track has no deadline of its own), store-key-collides
+# (persisted under "ep_sdk_<kind>_<user>_<key>"; its sibling store-key-colon, "ep_sdk:<kind>:<user>:<key>"), no-fallback-4xx (no offline fallback on 400, 403,
+# 409, 422), 404-deletes-both-kinds and 404-deletes-user (a 404 deletes more than its entry),
+# cache-key-attrs and flight-key-attrs (cache or flight keyed by the attributes too),
+# store-ignores-fallback-off, clear-offline-flags-only, clear-offline-clears-memory, lru-on-hit,
+# refresh-keeps-position (a refetch after expiry keeps the old entry's place), is-control-by-name,
+# query-slash-literal, both-keys-drop-flag, empty-type-as-name, track-only-200, lookup-only-200,
+# no-persist-ineligible, trailing-slash (a base URL's trailing "/" kept: "//api/v1/..."),
+# hash-nfc and hash-latin1 (the golden hash over NFC-normalized or Latin-1 text).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _REUSED = {}   # reuses-keyed-event-body: (user, name, keys) -> the first body sent
 
@@ -131,16 +141,22 @@ class OfflineStore:
         self._lock = threading.Lock()
         self._values = {}
 
+    @staticmethod
+    def _k(kind, user, key):
+        if DEFECT in ("store-key-collides", "store-key-colon"):
+            return ("ep_sdk_%s_%s_%s" if DEFECT == "store-key-collides" else "ep_sdk:%s:%s:%s") % (kind, user, key)
+        return (kind, user, key)
+
     def save(self, kind, user, key, value):
         with self._lock:
-            self._values[(kind, user, key)] = value
+            self._values[self._k(kind, user, key)] = value
 
     def save_raw(self, kind, user, key, value):
         self.save(kind, user, key, value)
 
     def load(self, kind, user, key):
         with self._lock:
-            entry = self._values.get((kind, user, key))
+            entry = self._values.get(self._k(kind, user, key))
         if entry is None:
             return None
         if DEFECT == "strict-offline-entries" and isinstance(entry, dict) \
@@ -153,16 +169,23 @@ class OfflineStore:
 
     def remove(self, kind, user, key):
         with self._lock:
-            self._values.pop((kind, user, key), None)
+            self._values.pop(self._k(kind, user, key), None)
+            if DEFECT == "404-deletes-user":
+                for k in [k for k in self._values if isinstance(k, tuple) and k[1] == user]:
+                    del self._values[k]
 
     def clear_all(self):
         with self._lock:
+            if DEFECT == "clear-offline-flags-only":
+                for k in [k for k in self._values if isinstance(k, tuple) and k[0] == "flag"]:
+                    del self._values[k]
+                return
             self._values.clear()
 
 
-def _quote(text):
+def _quote(text, query=False):
     # Only RFC 3986 unreserved characters stay literal (CONTRACT.md section 1).
-    return urllib.parse.quote(text, safe="")
+    return urllib.parse.quote(text, safe="/" if query and DEFECT == "query-slash-literal" else "")
 
 
 def _timestamp(seconds):
@@ -210,7 +233,7 @@ class Waiter:
 class ExperimentationClient:
     def __init__(self, config, offline_store=None, clock=None):
         self.config = config
-        self.store = offline_store if config.enable_offline_fallback else None
+        self.store = offline_store if config.enable_offline_fallback or DEFECT == "store-ignores-fallback-off" else None
         self.clock = clock or SystemClock()
         self._lock = threading.Lock()
         self._caches = {"flag": {}, "experiment": {}}   # (user, key) -> (value, expires_at); insertion order
@@ -222,12 +245,12 @@ class ExperimentationClient:
     # -- HTTP (CONTRACT.md section 1) --
 
     def _send(self, method, path, query=None, body=None, flight=None):
-        parsed = urllib.parse.urlsplit(self.config.base_url.rstrip("/"))
+        parsed = urllib.parse.urlsplit(self.config.base_url if DEFECT == "trailing-slash" else self.config.base_url.rstrip("/"))
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise ExperimentationError("invalidConfig", "cannot form a URL from %r" % self.config.base_url)
         target = (parsed.path or "") + path
         if query:
-            target += "?" + "&".join("%s=%s" % (_quote(k), _quote(v)) for k, v in sorted(query))
+            target += "?" + "&".join("%s=%s" % (_quote(k, True), _quote(v, True)) for k, v in sorted(query))
         timeout = None if getattr(self.clock, "virtual", False) else self.config.timeout
         cls = http.client.HTTPSConnection if parsed.scheme == "https" else http.client.HTTPConnection
         conn = cls(parsed.hostname, parsed.port, timeout=timeout)
@@ -240,7 +263,7 @@ class ExperimentationClient:
         else:
             with self._lock:
                 self._tracking.add(conn)
-        if getattr(self.clock, "virtual", False):
+        if getattr(self.clock, "virtual", False) and not (DEFECT == "track-no-deadline" and path == "/api/v1/tracking/track"):
             deadline = self.clock.add_deadline(self.config.timeout, lambda: self._abort(flight, conn, "timeout"),
                                                owner=flight if flight is not None else getattr(CURRENT, "owner", None))
         headers = {"X-API-Key": self.config.api_key, "Accept": "application/json", "Content-Type": "application/json"}
@@ -300,22 +323,27 @@ class ExperimentationClient:
 
     # -- single flight, cache, fallback (CONTRACT.md sections 4 and 5) --
 
-    def _shared(self, kind, user_id, key, fetch, waiter_box=None):
-        ck = (user_id, key)
+    def _shared(self, kind, user_id, key, fetch, waiter_box=None, attributes=None):
+        ck = (user_id, key) + ((json.dumps(attributes, sort_keys=True),) if DEFECT == "cache-key-attrs" else ())
+        fk = (kind, ck) + ((json.dumps(attributes, sort_keys=True),) if DEFECT == "flight-key-attrs" else ())
         now = self.clock.now()
         with self._lock:
             entry = self._caches[kind].get(ck)
             if entry is not None:
                 if now < entry[1]:
+                    if DEFECT == "lru-on-hit":
+                        del self._caches[kind][ck]
+                        self._caches[kind][ck] = entry
                     return entry[0]
-                del self._caches[kind][ck]
+                if DEFECT != "refresh-keeps-position":
+                    del self._caches[kind][ck]
             self._next_waiter += 1
             waiter = Waiter(self._next_waiter)
-            flight = self._flights.get((kind, ck))
+            flight = self._flights.get(fk)
             start = flight is None
             if start:
                 flight = Flight(self._epoch)
-                self._flights[(kind, ck)] = flight
+                self._flights[fk] = flight
             flight.waiters[waiter.id] = waiter
             # A joiner waits from here (counted under the lock, so that a waker always finds it
             # to end). The starter waits once its request is on the wire: the flight's thread works
@@ -329,7 +357,7 @@ class ExperimentationClient:
             if waiter_box is not None:
                 waiter_box.append((self, flight, waiter))
         if start:
-            threading.Thread(target=self._run_flight, args=(kind, ck, flight, fetch), daemon=True).start()
+            threading.Thread(target=self._run_flight, args=(kind, ck, flight, fetch, fk), daemon=True).start()
         try:
             waiter.event.wait()
         finally:
@@ -360,8 +388,8 @@ class ExperimentationClient:
         if last and conn is not None:
             self._abort(flight, conn, "cancelled")
 
-    def _run_flight(self, kind, ck, flight, fetch):
-        user_id, key = ck
+    def _run_flight(self, kind, ck, flight, fetch, fk):
+        user_id, key = ck[0], ck[1]
         try:
             outcome = ("ok", fetch(flight))
         except ExperimentationError as e:
@@ -370,23 +398,28 @@ class ExperimentationClient:
             outcome = ("error", ExperimentationError("networkError", repr(e), code=-1))
         now = self.clock.now()
         with self._lock:
-            if self._flights.get((kind, ck)) is flight:      # section 5.2
-                del self._flights[(kind, ck)]
+            if self._flights.get(fk) is flight:      # section 5.2
+                del self._flights[fk]
             current = flight.epoch == self._epoch or DEFECT == "stale-write-after-clear"   # section 5.1
             status, value = outcome
             if status == "ok":
                 if current:
                     cache = self._caches[kind]
-                    cache.pop(ck, None)
+                    if DEFECT != "refresh-keeps-position":
+                        cache.pop(ck, None)
                     cache[ck] = (value, now + self.config.cache_ttl)
                     while len(cache) > max(1, self.config.cache_size):
                         del cache[next(iter(cache))]
-                    if self.store is not None:
+                    if self.store is not None and not (DEFECT == "no-persist-ineligible" and value.get("assigned") is False):
                         self.store.save(kind, user_id, key, value)
                 result = outcome
             elif value.kind in ("flagNotFound", "experimentNotFound"):
                 if self.store is not None:
                     self.store.remove(kind, user_id, key)
+                    if DEFECT == "404-deletes-both-kinds":
+                        self.store.remove("flag" if kind == "experiment" else "experiment", user_id, key)
+                result = outcome
+            elif DEFECT == "no-fallback-4xx" and value.kind == "serverError" and value.status in (400, 403, 409, 422):
                 result = outcome
             elif value.kind not in ("cancelled", "invalidConfig") and self.store is not None \
                     and self.store.load(kind, user_id, key) is not None:
@@ -406,10 +439,10 @@ class ExperimentationClient:
                                       [("user_id", user_id)], flight=flight)
             if status == 404:
                 raise ExperimentationError("flagNotFound", "Flag not found: %s" % flag_key, status=404)
-            if not 200 <= status < 300:
+            if not 200 <= status < 300 or (DEFECT == "lookup-only-200" and status != 200):
                 raise ExperimentationError("serverError", body.decode("utf-8", "replace"), status=status)
             return _flag_value(_decode_object(body), flag_key)
-        return self._shared("flag", user_id, flag_key, fetch, waiter_box)
+        return self._shared("flag", user_id, flag_key, fetch, waiter_box, attributes)
 
     def get_assignment(self, experiment_key, user_id, attributes=None, waiter_box=None):
         def fetch(flight):
@@ -419,16 +452,18 @@ class ExperimentationClient:
             status, body = self._send("POST", "/api/v1/tracking/assign", body=_encode(fields), flight=flight)
             if status == 404:
                 raise ExperimentationError("experimentNotFound", "Experiment not found: %s" % experiment_key, status=404)
-            if not 200 <= status < 300:
+            if not 200 <= status < 300 or (DEFECT == "lookup-only-200" and status != 200):
                 raise ExperimentationError("serverError", body.decode("utf-8", "replace"), status=status)
             return _assignment_value(_decode_object(body), experiment_key, user_id)
-        return self._shared("experiment", user_id, experiment_key, fetch, waiter_box)
+        return self._shared("experiment", user_id, experiment_key, fetch, waiter_box, attributes)
 
     # -- tracking (CONTRACT.md section 4; section 5.4 and 5.5) --
 
     def _event_json(self, e):
         # eventType ?? eventName (CONTRACT.md section 1): an empty type is a type, sent as given.
         o = {"event_type": e["event_name"] if e.get("event_type") is None else e["event_type"], "event_name": e["event_name"], "user_id": e["user_id"]}
+        if DEFECT == "empty-type-as-name":
+            o["event_type"] = e.get("event_type") or e["event_name"]
         for wire, name in (("experiment_key", "experiment_key"), ("feature_flag_key", "feature_flag_key"), ("value", "value"),
                            ("metadata", "properties")):
             if e.get(name) is not None:
@@ -439,6 +474,8 @@ class ExperimentationClient:
             for f in ("experiment_key", "feature_flag_key"):
                 if f in o:
                     o[f] = _nf("NFC", o[f])
+        if DEFECT == "both-keys-drop-flag" and "experiment_key" in o:
+            o.pop("feature_flag_key", None)
         if DEFECT == "experiment-key-as-flag-key" and "experiment_key" in o:
             o["feature_flag_key"] = o.pop("experiment_key")
         if DEFECT == "doubled-property-names" and isinstance(o.get("metadata"), dict):
@@ -448,9 +485,9 @@ class ExperimentationClient:
     def _fan_out(self, event):
         now = self.clock.now()
         with self._lock:
-            assignments = [k for (u, k), (v, exp) in self._caches["experiment"].items()
+            assignments = [k for (u, k, *_), (v, exp) in self._caches["experiment"].items()
                            if u == event["user_id"] and now < exp and v.get("assigned", True)]
-            flags = [k for (u, k), (v, exp) in self._caches["flag"].items() if u == event["user_id"] and now < exp]
+            flags = [k for (u, k, *_), (v, exp) in self._caches["flag"].items() if u == event["user_id"] and now < exp]
         out = []
         for k in assignments:
             e = dict(event, experiment_key=k, feature_flag_key=None)
@@ -479,7 +516,7 @@ class ExperimentationClient:
                     status, _ = self._send("POST", "/api/v1/tracking/track", body=_encode(self._event_json(event)))
             except ExperimentationError:
                 return False
-            return 200 <= status < 300
+            return status == 200 if DEFECT == "track-only-200" else 200 <= status < 300
         return self._send_batches(self._fan_out(event))
 
     def track(self, event):
@@ -526,12 +563,12 @@ class ExperimentationClient:
     def get_assignments(self, user_id):
         now = self.clock.now()
         with self._lock:
-            return [v for (u, _), (v, exp) in self._caches["experiment"].items() if u == user_id and now < exp]
+            return [v for (u, _, *_), (v, exp) in self._caches["experiment"].items() if u == user_id and now < exp]
 
     def get_evaluated_flags(self, user_id):
         now = self.clock.now()
         with self._lock:
-            return [k for (u, k), (_, exp) in self._caches["flag"].items() if u == user_id and now < exp]
+            return [k for (u, k, *_), (_, exp) in self._caches["flag"].items() if u == user_id and now < exp]
 
     def clear_cache(self):
         with self._lock:
@@ -542,6 +579,8 @@ class ExperimentationClient:
             self._epoch += 1
             if self.store is not None:
                 self.store.clear_all()
+            if DEFECT == "clear-offline-clears-memory":
+                self._caches = {"flag": {}, "experiment": {}}
             if FREEDOM == "detach-on-clear-offline-cache":
                 self._flights = {}
 
@@ -576,7 +615,10 @@ class ExperimentationClient:
 def hash_user(user_id, flag_key):
     """CONTRACT.md section 6: LE uint32 of the first 4 bytes of MD5("{u}:{k}") / 2^32."""
     import hashlib
-    digest = hashlib.md5(("%s:%s" % (user_id, flag_key)).encode("utf-8")).digest()
+    text = "%s:%s" % (user_id, flag_key)
+    if DEFECT == "hash-nfc":
+        text = unicodedata.normalize("NFC", text)
+    digest = hashlib.md5(text.encode("latin-1", "replace") if DEFECT == "hash-latin1" else text.encode("utf-8")).digest()
     return int.from_bytes(digest[:4], "little") / 4294967296.0
 
 
@@ -607,6 +649,8 @@ def _assignment_value(o, experiment_key, user_id):
         raise ExperimentationError("decodingError", "experiment_key and variant_name are required")
     uid, vid, config = o.get("user_id"), o.get("variant_id"), o.get("configuration")
     is_control, assigned = o.get("is_control", False), o.get("assigned", True)
+    if DEFECT == "is-control-by-name":
+        is_control = name == "control"
     if DEFECT == "nfc-variant-names":
         name = unicodedata.normalize("NFC", name)
     return {"experiment_key": ek or experiment_key, "user_id": uid if isinstance(uid, str) and uid else user_id,

@@ -511,8 +511,11 @@ public final class MutantClient: @unchecked Sendable {
     private func send(_ method: String, _ path: String, query: String? = nil, body: Data? = nil) async throws -> (Int, Data) {
         var base = config.baseURL
         while base.hasSuffix("/") { base.removeLast() }
-        guard let url = URL(string: base + path + (query.map { "?" + $0 } ?? "")) else {
-            throw ExperimentationError.invalidConfig("cannot form a URL")
+        // An origin is http(s) with a host; anything else is the configuration's fault
+        // (`invalidConfig`, as the shipping SDK says it), not the network's.
+        guard let origin = URL(string: base), let scheme = origin.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              origin.host != nil, let url = URL(string: base + path + (query.map { "?" + $0 } ?? "")) else {
+            throw ExperimentationError.invalidConfig("cannot form a URL from '\(config.baseURL)'")
         }
         // As the shipping SDK: the loading system's own timeout only with the wall clock.
         var request = URLRequest(url: url, timeoutInterval: clock is SystemClock ? config.timeout : 86_400)

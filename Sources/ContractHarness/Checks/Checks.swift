@@ -665,7 +665,7 @@ enum Checks {
         // A client on the mock's own origin reaches it; one given a `base_url` only if some
         // request of it arrived (an origin no request can reach sends nothing, correctly).
         var reaching = Set(c.requests.compactMap { $0.record.client.map { ExactKey($0) } })
-        for client in c.scenario.clients where client.settings.baseURL == nil { reaching.insert(ExactKey(client.name)) }
+        for client in c.scenario.clients where client.settings.reachesMock { reaching.insert(ExactKey(client.name)) }
         var closed: Set<ExactKey> = []
         var calls: [(invoke: HistoryEvent, to: Int, event: JSONValue, client: String)] = []
         for e in c.history where e.kind == .invoke {

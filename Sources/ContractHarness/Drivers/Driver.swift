@@ -124,7 +124,9 @@ public enum OperationOutcome: Sendable, Equatable, Codable {
 
 /// The knobs of `SdkConfig` a scenario sets (CONTRACT.md section 3); seconds.
 public struct ClientSettings: Sendable, Equatable {
-    /// The API origin; `nil` uses the scenario's mock backend.
+    /// The API origin; `nil` uses the scenario's mock backend. A value starting with `{{mock}}`
+    /// (`mockOrigin`) is the mock's origin followed by the rest, e.g. `{{mock}}/` for the mock's
+    /// origin with a trailing slash (CONTRACT.md section 1: a trailing `/` is tolerated).
     public var baseURL: String?
     /// The API key (default: the reference fixtures' key).
     public var apiKey = "sdk-contract-key"
@@ -139,6 +141,27 @@ public struct ClientSettings: Sendable, Equatable {
 
     /// The defaults of `SdkConfig`, with the mock's origin and the reference API key.
     public init() {}
+
+    /// The placeholder a `base_url` may start with: the scenario's mock backend's origin, as the
+    /// driver reaches it (`http://backend-N.mock.invalid` in process, a loopback port out of process).
+    public static let mockOrigin = "{{mock}}"
+
+    /// Whether this client's requests go to the scenario's mock: no `base_url`, or one written
+    /// from `{{mock}}` (compared by bytes).
+    public var reachesMock: Bool { baseURL.map { $0.utf8.starts(with: Self.mockOrigin.utf8) } ?? true }
+
+    /// Whether this client's requests go to the scenario's mock backend at an origin of its own
+    /// session (`reachesMock` is false: a `base_url` that is not the mock).
+    public var elsewhere: Bool { !reachesMock }
+
+    /// The base URL the SDK is given: `mock` (the mock's origin for this client) without a
+    /// `base_url`, `mock` followed by the rest of a `base_url` written from `{{mock}}`, else the
+    /// `base_url` as written.
+    public func resolvedBaseURL(mock: String) -> String {
+        guard let baseURL else { return mock }
+        guard reachesMock else { return baseURL }
+        return mock + String(decoding: baseURL.utf8.dropFirst(Self.mockOrigin.utf8.count), as: UTF8.self)
+    }
 }
 
 /// What a driver gets to build clients: the transport to the mock, the shared clock, and where

@@ -125,7 +125,7 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
         var request = DriverRequest(id: 0, type: .createClient)
         request.client = "\(info.id).\(name)"
         request.scope = info.id
-        request.settings = DriverClientSettings(settings, baseURL: settings.baseURL ?? context.baseURL(name))
+        request.settings = DriverClientSettings(settings, baseURL: settings.resolvedBaseURL(mock: context.baseURL(name)))
         request.store = store.map { "\(info.id).\($0)" }
         request.now = context.clock.now().timeIntervalSince1970
         let created = info.connection.send(request, scope: info.id)

@@ -62,7 +62,7 @@ public struct SwiftSDKDriver: SDKDriver {
 
     /// Creates an `ExperimentationClient` (or the factory's client) with the scenario's settings, the mock session, the virtual clock and the named offline store.
     public func makeClient(name: String, settings: ClientSettings, store: String?, context: DriverContext) throws -> any DriverClient {
-        let config = SdkConfig(baseURL: settings.baseURL ?? context.baseURL(name), apiKey: settings.apiKey, timeout: settings.timeout,
+        let config = SdkConfig(baseURL: settings.resolvedBaseURL(mock: context.baseURL(name)), apiKey: settings.apiKey, timeout: settings.timeout,
                                cacheSize: settings.cacheSize, cacheTTL: settings.cacheTTL,
                                enableOfflineFallback: settings.offlineFallback)
         let defaults = store.map { name in

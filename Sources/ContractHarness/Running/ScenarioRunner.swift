@@ -402,7 +402,7 @@ final class ScenarioExecution: @unchecked Sendable {
         // A request recorded after the listeners read it: quiescence (`transportIdle`) is checked again.
         listeners?.onRecorded { [recorder] in recorder.poke() }
         // A client whose base_url is not the mock gets a session of its own (InProcessSessions).
-        let elsewhere = Set(scenario.clients.filter { $0.settings.baseURL != nil }.map { ExactKey($0.name) })
+        let elsewhere = Set(scenario.clients.filter { $0.settings.elsewhere }.map { ExactKey($0.name) })
         var context = DriverContext(makeSession: { port.session(client: $0, dedicated: elsewhere.contains(ExactKey($0))) }, clock: clock,
                                     storeSuite: { suites[ExactKey($0)] ?? "experimently-harness-unknown-\($0)" },
                                     memoryStore: memoryStore,

@@ -165,6 +165,9 @@ public enum ScenarioParser {
         s.cacheSize = try r.optionalInt("cache_size", range: 1...1_000_000) ?? s.cacheSize
         s.offlineFallback = try r.optionalBool("offline_fallback") ?? s.offlineFallback
         s.baseURL = try r.optionalString("base_url") ?? s.baseURL
+        if let b = s.baseURL, b.contains(ClientSettings.mockOrigin), !b.utf8.starts(with: ClientSettings.mockOrigin.utf8) {
+            throw r.error("base_url", expected: "an origin, or {{mock}} (the mock's origin) followed by a suffix such as \"/\"", found: .string(b))
+        }
         s.apiKey = try r.optionalString("api_key") ?? s.apiKey
         try r.finish()
         return s
