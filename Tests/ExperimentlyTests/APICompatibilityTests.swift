@@ -29,6 +29,17 @@ final class APICompatibilityTests: XCTestCase {
         XCTAssertEqual(log, ["variant=treatment", "flag=true", "missing", "assignments=1", "flags=[\"dark-mode\"]", "batch=true"])
     }
 
+    /// `SdkConfig`'s defaults are the contract's (CONTRACT.md section 3): the scenario drivers
+    /// always pass every setting, so only this test sees them (a twenty-second outside tester).
+    func testSdkConfigDefaultsAreTheContracts() {
+        let config = SdkConfig(apiKey: "k")
+        XCTAssertEqual(config.baseURL, "http://localhost:8000")
+        XCTAssertEqual(config.timeout, 10)
+        XCTAssertEqual(config.cacheSize, 1000)
+        XCTAssertEqual(config.cacheTTL, 300)
+        XCTAssertTrue(config.enableOfflineFallback)
+    }
+
     func testUpstreamInitializersCompile() {
         // Construction only; no request is made.
         let a = ExperimentationClient(config: SdkConfig(baseURL: "http://localhost:8000", apiKey: "k"))
