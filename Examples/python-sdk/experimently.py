@@ -39,7 +39,8 @@ BATCH_LIMIT = 100
 # refresh-keeps-position (a refetch after expiry keeps the old entry's place), is-control-by-name,
 # query-slash-literal, both-keys-drop-flag, empty-type-as-name, track-only-200, lookup-only-200,
 # no-persist-ineligible, trailing-slash (a base URL's trailing "/" kept: "//api/v1/..."),
-# hash-nfc and hash-latin1 (the golden hash over NFC-normalized or Latin-1 text).
+# hash-nfc and hash-latin1 (the golden hash over NFC-normalized or Latin-1 text),
+# evaluate-sends-context (evaluateFlag also sends the attributes as `context`).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _REUSED = {}   # reuses-keyed-event-body: (user, name, keys) -> the first body sent
 
@@ -435,8 +436,10 @@ class ExperimentationClient:
 
     def evaluate_flag(self, flag_key, user_id, attributes=None, waiter_box=None):
         def fetch(flight):
-            status, body = self._send("GET", "/api/v1/feature-flags/evaluate/" + _quote(flag_key),
-                                      [("user_id", user_id)], flight=flight)
+            query = [("user_id", user_id)]
+            if DEFECT == "evaluate-sends-context" and attributes is not None:
+                query.append(("context", json.dumps(attributes, separators=(",", ":"))))
+            status, body = self._send("GET", "/api/v1/feature-flags/evaluate/" + _quote(flag_key), query, flight=flight)
             if status == 404:
                 raise ExperimentationError("flagNotFound", "Flag not found: %s" % flag_key, status=404)
             if not 200 <= status < 300 or (DEFECT == "lookup-only-200" and status != 200):
