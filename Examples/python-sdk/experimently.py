@@ -36,7 +36,7 @@ BATCH_LIMIT = 100
 # 409, 422), 404-deletes-both-kinds and 404-deletes-user (a 404 deletes more than its entry),
 # cache-key-attrs and flight-key-attrs (cache or flight keyed by the attributes too),
 # store-ignores-fallback-off, clear-offline-flags-only, clear-offline-clears-memory, lru-on-hit,
-# refresh-keeps-position (a refetch after expiry keeps the old entry's place), is-control-by-name,
+# is-control-by-name,
 # query-slash-literal, both-keys-drop-flag, empty-type-as-name, track-only-200, lookup-only-200,
 # no-persist-ineligible, trailing-slash (a base URL's trailing "/" kept: "//api/v1/..."),
 # hash-nfc and hash-latin1 (the golden hash over NFC-normalized or Latin-1 text),
@@ -55,7 +55,9 @@ def _nf(form, v):
         return [_nf(form, x) for x in v]
     return v
 # A legal freedom to switch on (the harness must pass it too): "detach-on-clear-offline-cache"
-# lets a call after clear_offline_cache() send a request of its own rather than join one in flight.
+# lets a call after clear_offline_cache() send a request of its own rather than join one in flight;
+# "refresh-keeps-position" writes a key fetched again after it expired over its old entry, keeping
+# its place in insertion order (as an ordered map does; CONTRACT.md does not say which).
 FREEDOM = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_FREEDOM", "")
 
 # What the calling thread works for (set by a driver), recorded with each virtual deadline.
@@ -336,7 +338,7 @@ class ExperimentationClient:
                         del self._caches[kind][ck]
                         self._caches[kind][ck] = entry
                     return entry[0]
-                if DEFECT != "refresh-keeps-position":
+                if FREEDOM != "refresh-keeps-position":
                     del self._caches[kind][ck]
             self._next_waiter += 1
             waiter = Waiter(self._next_waiter)
@@ -406,7 +408,7 @@ class ExperimentationClient:
             if status == "ok":
                 if current:
                     cache = self._caches[kind]
-                    if DEFECT != "refresh-keeps-position":
+                    if FREEDOM != "refresh-keeps-position":
                         cache.pop(ck, None)
                     cache[ck] = (value, now + self.config.cache_ttl)
                     while len(cache) > max(1, self.config.cache_size):

@@ -124,9 +124,9 @@ public enum OperationOutcome: Sendable, Equatable, Codable {
 
 /// The knobs of `SdkConfig` a scenario sets (CONTRACT.md section 3); seconds.
 public struct ClientSettings: Sendable, Equatable {
-    /// The API origin; `nil` uses the scenario's mock backend. A value starting with `{{mock}}`
-    /// (`mockOrigin`) is the mock's origin followed by the rest, e.g. `{{mock}}/` for the mock's
-    /// origin with a trailing slash (CONTRACT.md section 1: a trailing `/` is tolerated).
+    /// The API origin; `nil` uses the scenario's mock backend. `{{mock}}` (`mockOrigin`) is the
+    /// mock's origin and `{{mock}}/` the same with a trailing slash (CONTRACT.md section 1: a
+    /// trailing `/` is tolerated); the parser refuses any other `{{` (`mockForms`).
     public var baseURL: String?
     /// The API key (default: the reference fixtures' key).
     public var apiKey = "sdk-contract-key"
@@ -145,6 +145,10 @@ public struct ClientSettings: Sendable, Equatable {
     /// The placeholder a `base_url` may start with: the scenario's mock backend's origin, as the
     /// driver reaches it (`http://backend-N.mock.invalid` in process, a loopback port out of process).
     public static let mockOrigin = "{{mock}}"
+
+    /// The `base_url` values written from `{{mock}}` that a scenario may give: the mock's origin,
+    /// and with a trailing slash (CONTRACT.md section 1: an origin, a trailing `/` tolerated).
+    public static let mockForms = ["{{mock}}", "{{mock}}/"]
 
     /// Whether this client's requests go to the scenario's mock: no `base_url`, or one written
     /// from `{{mock}}` (compared by bytes).

@@ -1304,10 +1304,18 @@ final class ScenarioExecution: @unchecked Sendable {
 
     // MARK: Expectations
 
+    /// How far a `hashUser` value may be from the expected one (CONTRACT.md section 6).
+    static let hashTolerance = 1e-10
+
     static func mismatch(_ outcome: OperationOutcome, _ expect: OutcomeExpectation) -> String? {
         switch (expect, outcome) {
         case (.anyOf(let alternatives), _):
             return anyOfMismatch(outcome, alternatives)
+        case (.value(.number(let wanted)), .value(.number(let got))):
+            // A number is `hashUser`'s value (no other operation returns one): compared within
+            // 1e-10, as CONTRACT.md section 6 says (an adapter may print 16 significant digits,
+            // as the published values carry; a twenty-third outside tester).
+            return abs(wanted - got) <= Self.hashTolerance ? nil : "expected a value containing \(JSONValue.number(wanted)), got \(JSONValue.number(got)) (compared within \(Self.hashTolerance))"
         case (.value(let wanted), .value(let got)):
             return got.contains(wanted) ? nil : "expected a value containing \(wanted), got \(got)"
         case (.value(let wanted), .error(let kind, _, _, let message)):

@@ -165,8 +165,10 @@ public enum ScenarioParser {
         s.cacheSize = try r.optionalInt("cache_size", range: 1...1_000_000) ?? s.cacheSize
         s.offlineFallback = try r.optionalBool("offline_fallback") ?? s.offlineFallback
         s.baseURL = try r.optionalString("base_url") ?? s.baseURL
-        if let b = s.baseURL, b.contains(ClientSettings.mockOrigin), !b.utf8.starts(with: ClientSettings.mockOrigin.utf8) {
-            throw r.error("base_url", expected: "an origin, or {{mock}} (the mock's origin) followed by a suffix such as \"/\"", found: .string(b))
+        // `{{mock}}` is the mock's origin; CONTRACT.md section 1 tolerates a trailing "/" after an
+        // origin, and nothing else: any other use of "{{" is a typo or a URL that is no origin.
+        if let b = s.baseURL, b.contains("{{"), !ClientSettings.mockForms.contains(where: { $0.utf8.elementsEqual(b.utf8) }) {
+            throw r.error("base_url", expected: "an origin, \"{{mock}}\" (the mock's origin) or \"{{mock}}/\" (with the trailing slash CONTRACT.md section 1 tolerates)", found: .string(b))
         }
         s.apiKey = try r.optionalString("api_key") ?? s.apiKey
         try r.finish()

@@ -23,7 +23,6 @@ final class TwentySecondTesterFindingsTests: XCTestCase {
         ("field-clear-offline-cache-clears-only-the-store", "clear-offline-flags-only", "expected no persisted experiment"),
         ("field-clear-offline-cache-clears-only-the-store", "clear-offline-clears-memory", "cached assignments of user-1 on main"),
         ("field-cache-hit-keeps-insertion-order", "lru-on-hit", #"expected ["exp_a", "exp_b"], got ["exp_b", "exp_a"]"#),
-        ("field-refetch-after-ttl-is-a-new-insertion", "refresh-keeps-position", #"expected ["exp_b", "exp_a"], got ["exp_a", "exp_b"]"#),
         ("field-is-control-read-from-the-answer", "is-control-by-name", #""is_control":true"#),
         ("field-reserved-characters-escaped-in-the-query", "query-slash-literal", "user_id=u%2F1%3F2%3A3%404"),
         ("field-event-type-given-empty-and-both-keys-sent", "both-keys-drop-flag", "feature_flag_key"),
@@ -83,8 +82,44 @@ final class TwentySecondTesterFindingsTests: XCTestCase {
             try ScenarioParser.parse(Data(#"{"format": "experimently-scenario/1", "name": "n", "description": "d", "clients": {"main": {"config": {"base_url": "\#(baseURL)"}}}, "steps": [{"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "u", "expect": {"value": {"enabled": true}}}]}"#.utf8), file: "n.json")
         }
         XCTAssertNoThrow(try parse("{{mock}}/"))
-        XCTAssertThrowsError(try parse("http://x/{{mock}}")) { error in
-            XCTAssertTrue("\(error)".contains("base_url"), "\(error)")
+        XCTAssertNoThrow(try parse("{{mock}}"))
+        // Anything else is no origin (a path, a port, a dot segment the in-process and loopback
+        // loading systems read differently) or a typo: malformed, with the field named (the
+        // twenty-third outside tester's `{{mock}}/.`, `{{mock}}/api`, `{{MOCK}}`).
+        for bad in ["http://x/{{mock}}", "{{mock}}/.", "{{mock}}/api", "{{mock}}:80", "{{mock}}//", "{{MOCK}}", " {{mock}}", "{{mock}}?a=b",
+                    "{{mock}}\u{301}"] {
+            XCTAssertThrowsError(try parse(bad), bad) { error in
+                XCTAssertTrue("\(error)".contains("base_url") && "\(error)".contains("{{mock}}/"), "\(error)")
+            }
+        }
+    }
+
+    /// A `hashUser` value meets an expected number within 1e-10 (CONTRACT.md section 6: published
+    /// values carry 16 significant digits), not only when equal; further off it fails.
+    func testAnExpectedHashIsMetWithinTheContractsTolerance() {
+        let want = OutcomeExpectation.value(.number(0.6927449859213084))
+        XCTAssertNil(ScenarioExecution.mismatch(.value(.number(0.692744985921308)), want), "16 significant digits")
+        XCTAssertNil(ScenarioExecution.mismatch(.value(.number(0.6927449859213084 + 5e-11)), want))
+        XCTAssertNotNil(ScenarioExecution.mismatch(.value(.number(0.6927449859213084 + 2e-10)), want))
+        XCTAssertNotNil(ScenarioExecution.mismatch(.value(.number(0.5)), want))
+        // Numbers inside a value still compare exactly (configurations are data, not hashes).
+        XCTAssertNotNil(ScenarioExecution.mismatch(.value(.object(["v": .number(1 + 1e-12)])), .value(.object(["v": .number(1)]))))
+    }
+
+    /// A key fetched again after it expired may keep its place or take a new one (CONTRACT.md says
+    /// "insertion order", not which): the example's `refresh-keeps-position` freedom passes every
+    /// shipped file that could tell, through `fan_out` and the listing checks.
+    func testARefetchedKeyMayKeepItsPlace() throws {
+        let dir = try scratchDirectory("twenty-third-refetch")
+        let driver = "python3 '\(Repository.root.appendingPathComponent("Examples/python-sdk/driver.py").path)'"
+        let files = ["field-refetch-after-ttl-in-either-place", "field-cache-hit-keeps-insertion-order", "field-ttl-expiry-refetches-and-stops-fanout", "s4-cache-ttl-expiry"]
+            .map { Repository.root.appendingPathComponent("scenarios/\($0).json").path }
+            .filter { FileManager.default.fileExists(atPath: $0) }
+        XCTAssertEqual(files.count, 4)
+        for freedom in ["", "refresh-keeps-position"] {
+            let (status, out) = try HarnessProcess.run(["run"] + files + ["--sdk-command", "EXPERIMENTLY_EXAMPLE_FREEDOM=\(freedom) " + driver,
+                                                                         "--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 0, "freedom '\(freedom)': \(out)")
         }
     }
 
