@@ -640,7 +640,9 @@ public enum HarnessCommand {
     static func load(_ files: [String], seed: UInt64) -> (scenarios: [Scenario], invalid: [(file: String, error: String)]) {
         var scenarios: [Scenario] = []
         var invalid: [(file: String, error: String)] = []
-        var names: [String: String] = [:]
+        // Keyed by `String`, so canonically equivalent names (NFC and NFD) collide on purpose: two
+        // scenarios whose names print alike would be one line in every report.
+        var names: [String: (file: String, name: String)] = [:]
         for file in files {
             do {
                 var data = try InputFile.contents(of: file)
@@ -649,10 +651,13 @@ public enum HarnessCommand {
                 }
                 let s = try ScenarioParser.parse(data, file: file)
                 if let other = names[s.name] {
-                    invalid.append((file, "\(file): at $.name: expected a name no other scenario uses, found \"\(s.name)\" (also in \(other))"))
+                    let spelled = JSONValue.string(s.name).unambiguousJSONText
+                    let same = other.name.unicodeScalars.elementsEqual(s.name.unicodeScalars)
+                    invalid.append((file, "\(file): at $.name: expected a name no other scenario uses, found \(spelled) (also in \(other.file)"
+                                    + (same ? ")" : " as \(JSONValue.string(other.name).unambiguousJSONText): names that differ only in Unicode normalization print alike, so they count as one)")))
                     continue
                 }
-                names[s.name] = file
+                names[s.name] = (file, s.name)
                 scenarios.append(s)
             } catch {
                 invalid.append((file, "\(error)"))

@@ -94,6 +94,18 @@ final class TwentySecondTesterFindingsTests: XCTestCase {
         }
     }
 
+    /// Two scenario names that differ only in Unicode normalization are refused as one name, and
+    /// the message shows both spellings and says why (it said `found "José"` for both).
+    func testNamesThatPrintAlikeAreRefusedWithBothSpellings() throws {
+        let dir = try scratchDirectory("twenty-third-names")
+        for (file, name) in [("a.json", "Jos\u{E9}"), ("b.json", "Jose\u{301}")] {
+            let text = #"{"format": "experimently-scenario/1", "name": "\#(name)", "description": "d", "steps": [{"do": "hashUser", "user": "u", "key": "k", "expect": {"value": 0.5}}]}"#
+            try Data(text.utf8).write(to: dir.appendingPathComponent(file))
+        }
+        let (_, out) = try HarnessProcess.run(["run", "a.json", "b.json", "--verdict", "v.json"], in: dir)
+        XCTAssertTrue(out.contains(#"found "Jose\u0301" (also in a.json as "Jos\#u{E9}": names that differ only in Unicode normalization"#), out)
+    }
+
     /// A `hashUser` value meets an expected number within 1e-10 (CONTRACT.md section 6: published
     /// values carry 16 significant digits), not only when equal; further off it fails.
     func testAnExpectedHashIsMetWithinTheContractsTolerance() {
