@@ -248,15 +248,19 @@ class ExperimentationClient:
     # -- HTTP (CONTRACT.md section 1) --
 
     def _send(self, method, path, query=None, body=None, flight=None):
-        parsed = urllib.parse.urlsplit(self.config.base_url if DEFECT == "trailing-slash" else self.config.base_url.rstrip("/"))
-        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        try:
+            parsed = urllib.parse.urlsplit(self.config.base_url if DEFECT == "trailing-slash" else self.config.base_url.rstrip("/"))
+            port = parsed.port   # raises ValueError for a port that is no number
+        except ValueError:
+            parsed, port = None, None
+        if parsed is None or parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise ExperimentationError("invalidConfig", "cannot form a URL from %r" % self.config.base_url)
         target = (parsed.path or "") + path
         if query:
             target += "?" + "&".join("%s=%s" % (_quote(k, True), _quote(v, True)) for k, v in sorted(query))
         timeout = None if getattr(self.clock, "virtual", False) else self.config.timeout
         cls = http.client.HTTPSConnection if parsed.scheme == "https" else http.client.HTTPConnection
-        conn = cls(parsed.hostname, parsed.port, timeout=timeout)
+        conn = cls(parsed.hostname, port, timeout=timeout)
         deadline = None
         if flight is not None:
             with self._lock:
