@@ -40,7 +40,8 @@ BATCH_LIMIT = 100
 # query-slash-literal, both-keys-drop-flag, empty-type-as-name, track-only-200, lookup-only-200,
 # no-persist-ineligible, trailing-slash (a base URL's trailing "/" kept: "//api/v1/..."),
 # hash-nfc and hash-latin1 (the golden hash over NFC-normalized or Latin-1 text),
-# evaluate-sends-context (evaluateFlag also sends the attributes as `context`).
+# evaluate-sends-context (evaluateFlag also sends the attributes as `context`), batch-as-text
+# (a /batch body labelled text/plain, which the backend does not read as JSON: 422).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _REUSED = {}   # reuses-keyed-event-body: (user, name, keys) -> the first body sent
 
@@ -274,6 +275,8 @@ class ExperimentationClient:
             deadline = self.clock.add_deadline(self.config.timeout, lambda: self._abort(flight, conn, "timeout"),
                                                owner=flight if flight is not None else getattr(CURRENT, "owner", None))
         headers = {"X-API-Key": self.config.api_key, "Accept": "application/json", "Content-Type": "application/json"}
+        if DEFECT == "batch-as-text" and path == "/api/v1/tracking/batch":
+            headers["Content-Type"] = "text/plain"
         try:
             conn.request(method, target, body=body, headers=headers)
             if flight is not None:

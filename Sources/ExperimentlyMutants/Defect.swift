@@ -38,6 +38,8 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
     case ttlFromRequestStart = "ttl-from-request-start"
     case batchStopsAfterTransportFailure = "batch-stops-after-transport-failure"
     case cachesFallbackValue = "caches-fallback-value"
+    case trackWithoutOwnDeadline = "track-without-own-deadline"
+    case noFallbackOn4xx = "no-fallback-on-4xx"
 
     /// What the broken SDK does, in one line.
     public var summary: String {
@@ -91,6 +93,10 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
             return "stops a batch at a chunk whose connection dropped or timed out: the later chunks are never sent"
         case .cachesFallbackValue:
             return "writes the offline fallback value it served after a failure into its memory cache, and serves it as a hit"
+        case .trackWithoutOwnDeadline:
+            return "gives a keyed event's /track request no deadline of its own (lookups and batches keep theirs): it hangs on a transport that never answers"
+        case .noFallbackOn4xx:
+            return "serves the offline store only after a transport failure, 401, 429 or 5xx: a 400, 403 or 422 is thrown with a value persisted"
         }
     }
 

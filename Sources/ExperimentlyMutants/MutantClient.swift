@@ -466,6 +466,8 @@ public final class MutantClient: @unchecked Sendable {
             throw error
         case ExperimentationError.cancelled, is CancellationError:
             throw ExperimentationError.cancelled
+        case ExperimentationError.serverError(let status, _) where has(.noFallbackOn4xx) && [400, 403, 409, 422].contains(status):
+            throw error
         default:
             if let stored = load(kind, key: key, user: persistedUser) { return stored }
             if has(.cachesFailure), kind == "flag" {
@@ -533,7 +535,7 @@ public final class MutantClient: @unchecked Sendable {
                     else { gate.finish(.failure(ExperimentationError.networkError(URLError(.badServerResponse)))) }
                 }
                 var deadline: Task<Void, Never>?
-                if !has(.noOwnDeadline) {
+                if !has(.noOwnDeadline), !(has(.trackWithoutOwnDeadline) && path == "/api/v1/tracking/track") {
                     let clock = self.clock, timeout = config.timeout
                     deadline = spawn {
                         guard (try? await clock.sleep(seconds: timeout)) != nil else { return }

@@ -351,6 +351,12 @@ enum Validate {
         case nil:
             issues.append(ValidationIssue(type: "missing", loc: ["body"], msg: "Field required"))
             return nil
+        case _? where !jsonContentType(request.raw.header("Content-Type")):
+            // FastAPI reads a body as JSON only without a Content-Type or with application/json
+            // (or application/*+json); any other type leaves it bytes, which no model accepts (a
+            // mock fidelity tester: the mock read a text/plain body as JSON and answered 200).
+            issues.append(ValidationIssue(type: "model_attributes_type", loc: ["body"], msg: "Input should be a valid dictionary or object to extract fields from"))
+            return nil
         case .failure(let error)?:
             issues.append(ValidationIssue(type: "json_invalid", loc: ["body", .index(error.offset)], msg: "JSON decode error: \(error.message)"))
             return nil
@@ -361,6 +367,18 @@ enum Validate {
             }
             return o
         }
+    }
+
+    /// Whether a request's Content-Type lets FastAPI read its body as JSON: absent, or
+    /// `application/json` or `application/<anything>+json`, parameters ignored, without ASCII case;
+    /// an empty value counts as absent (FastAPI tests the header's truth).
+    static func jsonContentType(_ value: String?) -> Bool {
+        guard let value, !value.isEmpty else { return true }
+        let type = value.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        let trimmed = type.trimmingCharacters(in: .whitespaces).lowercased()
+        guard trimmed.hasPrefix("application/") else { return false }
+        let subtype = trimmed.dropFirst("application/".count)
+        return subtype == "json" || subtype.hasSuffix("+json")
     }
 
     /// Validates one event object (track body or batch entry) at `loc`.

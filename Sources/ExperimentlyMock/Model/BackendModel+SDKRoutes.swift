@@ -76,9 +76,10 @@ extension BackendModel {
     // MARK: GET /api/v1/feature-flags/user/{user_id}
 
     /// The optional `context` query: URL-encoded JSON object (CONTRACT.md section 2); 422 issues
-    /// for bad JSON, a non-object or bytes that are not UTF-8.
+    /// for bad JSON, a non-object or bytes that are not UTF-8. An empty `context=` is no context, as
+    /// the upstream backend reads it (a mock fidelity tester: the mock answered 422).
     static func contextQuery(_ request: IncomingRequest, issues: inout [ValidationIssue]) -> [String: JSONValue] {
-        guard let raw = request.query("context") else { return [:] }
+        guard let raw = request.query("context"), raw != "" else { return [:] }
         guard let text = raw else {
             issues.append(ValidationIssue(type: "string_unicode", loc: ["query", "context"], msg: "Input should be a valid string, unable to parse raw data as a unicode string"))
             return [:]

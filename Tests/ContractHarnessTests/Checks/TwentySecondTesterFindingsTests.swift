@@ -32,6 +32,7 @@ final class TwentySecondTesterFindingsTests: XCTestCase {
         ("field-ineligible-answer-persisted-and-served-offline", "no-persist-ineligible", "expected a persisted experiment 'exp_us_only'"),
         ("field-base-url-with-a-trailing-slash", "trailing-slash", "got error flagNotFound"),
         ("field-evaluate-flag-sends-only-the-user-id", "evaluate-sends-context", #"got {"config":null,"enabled":true,"key":"us_only_flag"}"#),
+        ("field-concurrent-unkeyed-events-each-fan-out-their-own-fields", "batch-as-text", "expected a value containing true, got false"),
         ("golden-vectors-beyond-ascii", "hash-nfc", "golden-vectors-beyond-ascii"),
         ("golden-vectors-beyond-ascii", "hash-latin1", "golden-vectors-beyond-ascii"),
     ]
