@@ -142,8 +142,8 @@ public struct ClientSettings: Sendable, Equatable {
     /// The defaults of `SdkConfig`, with the mock's origin and the reference API key.
     public init() {}
 
-    /// The placeholder a `base_url` may start with: the scenario's mock backend's origin, as the
-    /// driver reaches it (`http://backend-N.mock.invalid` in process, a loopback port out of process).
+    /// The placeholder for the scenario's mock backend's origin in a `base_url` (`mockForms`), as
+    /// the driver reaches it (`http://backend-N.mock.invalid` in process, a loopback port out of process).
     public static let mockOrigin = "{{mock}}"
 
     /// The `base_url` values written from `{{mock}}` that a scenario may give: the mock's origin,
@@ -154,8 +154,8 @@ public struct ClientSettings: Sendable, Equatable {
     /// from `{{mock}}` (compared by bytes).
     public var reachesMock: Bool { baseURL.map { $0.utf8.starts(with: Self.mockOrigin.utf8) } ?? true }
 
-    /// Whether this client's requests go to the scenario's mock backend at an origin of its own
-    /// session (`reachesMock` is false: a `base_url` that is not the mock).
+    /// Whether this client was given a `base_url` other than the mock's (`reachesMock` is false):
+    /// it gets a session of its own that counts everything it sends (ScenarioFormat.md).
     public var elsewhere: Bool { !reachesMock }
 
     /// The base URL the SDK is given: `mock` (the mock's origin for this client) without a
