@@ -58,7 +58,9 @@ def _nf(form, v):
 # A legal freedom to switch on (the harness must pass it too): "detach-on-clear-offline-cache"
 # lets a call after clear_offline_cache() send a request of its own rather than join one in flight;
 # "refresh-keeps-position" writes a key fetched again after it expired over its old entry, keeping
-# its place in insertion order (as an ordered map does; CONTRACT.md does not say which).
+# its place in insertion order (as an ordered map does; CONTRACT.md does not say which);
+# "non-object-config-undecodable" fails a call whose answer has a `config` or `configuration` that is
+# there and no object with decodingError, where the example returns it as null (the contract allows both).
 FREEDOM = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_FREEDOM", "")
 
 # What the calling thread works for (set by a driver), recorded with each virtual deadline.
@@ -648,6 +650,8 @@ def _flag_value(o, flag_key):
     if (k is not None and not isinstance(k, str)) or not isinstance(enabled, bool):
         raise ExperimentationError("decodingError", "unexpected flag fields")
     config = o.get("config")
+    if FREEDOM == "non-object-config-undecodable" and config is not None and not isinstance(config, dict):
+        raise ExperimentationError("decodingError", "config is not an object")
     return {"key": k or flag_key, "enabled": enabled, "config": config if isinstance(config, dict) else None}
 
 
@@ -660,6 +664,8 @@ def _assignment_value(o, experiment_key, user_id):
     if not isinstance(ek, str) or not isinstance(name, str):
         raise ExperimentationError("decodingError", "experiment_key and variant_name are required")
     uid, vid, config = o.get("user_id"), o.get("variant_id"), o.get("configuration")
+    if FREEDOM == "non-object-config-undecodable" and config is not None and not isinstance(config, dict):
+        raise ExperimentationError("decodingError", "configuration is not an object")
     is_control, assigned = o.get("is_control", False), o.get("assigned", True)
     if DEFECT == "is-control-by-name":
         is_control = name == "control"

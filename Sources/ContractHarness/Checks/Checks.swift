@@ -357,8 +357,13 @@ enum Checks {
                 // answers lacking `experiment_key`, or with `user_id: 123`, were modelled as surely
                 // cached.)
                 func isBool(_ v: JSONValue?) -> Bool { if case .bool? = v { return true } else { return false } }
-                let complete = key.kind == "flag" ? value["key"]?.stringValue != nil && isBool(value["enabled"])
+                // `config` / `configuration` present and no object (a string, an array): an SDK may
+                // map it to null or fail the call as an undecodable body (a twenty-fifth outside
+                // tester's independent Node SDK did; CONTRACT.md does not say which).
+                func objectOrAbsent(_ v: JSONValue?) -> Bool { if v == nil || v == .null { return true }; if case .object? = v { return true }; return false }
+                let complete = key.kind == "flag" ? value["key"]?.stringValue != nil && isBool(value["enabled"]) && objectOrAbsent(value["config"])
                     : ["experiment_key", "user_id", "variant_name"].allSatisfy { value[$0]?.stringValue != nil } && isBool(value["is_control"])
+                        && objectOrAbsent(value["configuration"])
                 if !complete || r.ambiguousBody == true { entry.optional = true }
                 // Issued by an app call that began before a clear the receipt follows: the SDK may
                 // have started it before that clear (not written) or after it (written).

@@ -423,6 +423,29 @@ final class ScenarioExecution: @unchecked Sendable {
             app = made
             apps[ExactKey(a.client)] = made
         }
+        // Over loopback TCP the mock traps a transport's silent resend of a request it dropped
+        // (MockBackend.TransportRetryTrap); it asks here whether a matching request can still be one.
+        if listeners != nil {
+            port.backend.setResendPossible { [weak self] dropped in self?.mayStillResend(dropped) ?? true }
+        }
+    }
+
+    /// Whether a request the mock dropped (`dropped`, its sequence number) may still be resent by
+    /// its client's transport: some operation of that client that was running when the request
+    /// arrived is still running. A transport resends inside the operation that sent the request,
+    /// before the operation hears of the drop; once every such operation has ended, the same
+    /// request again is the SDK's own new request (a twenty-fifth outside tester: an independent
+    /// Node SDK on Node's keep-alive agent had its next identical request dropped too, failing
+    /// two files). Unknown requests, and those of a client with a reference app, count as
+    /// resendable (the mock's trap stands).
+    func mayStillResend(_ dropped: Int) -> Bool {
+        guard let record = port.requests().first(where: { $0.seq == dropped }), let client = record.client else { return true }
+        return lock.withLock {
+            // A reference app's fetches may outlive the action that began them: its client's traps stand.
+            apps[ExactKey(client)] != nil || ops.values.contains { op in
+                op.outcome == nil && op.since < dropped && op.client.unicodeScalars.elementsEqual(client.unicodeScalars)
+            }
+        }
     }
 
     /// The stuck probe of an in-process run (`Recorder.setStuckProbe`): the progress counters

@@ -170,6 +170,21 @@ public final class MockBackend: MockRequestHandler, Sendable {
         }
     }
 
+    /// Decides whether a request that matches a ``TransportRetryTrap`` may still be the transport's
+    /// silent resend of the dropped request (its `seq` given); `nil` (the default): always.
+    /// Behind its own lock, called outside the backend's (it may read ``history``).
+    private let resendPossible = MockLocked<(@Sendable (Int) -> Bool)?>(nil)
+
+    /// Lets a harness that knows which SDK operations are still running tell a transport's
+    /// silent resend from a new request: a transport resends inside the operation that sent the
+    /// request, before its caller hears of the drop, so once `predicate(droppedSeq)` is `false`
+    /// (no operation that could be waiting on it is still running) a matching request is the
+    /// SDK's own new request and is handled as one. A keep-alive client that reports the drop and
+    /// sends the same request again (Node's HTTP agent) had that request dropped too.
+    public func setResendPossible(_ predicate: (@Sendable (Int) -> Bool)?) {
+        resendPossible.withLock { $0 = predicate }
+    }
+
     /// Real (monotonic) seconds, for the transport-retry window only; never the mock clock.
     static func monotonicSeconds() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 
@@ -240,6 +255,13 @@ public final class MockBackend: MockRequestHandler, Sendable {
         let now = clock.now()
         let incoming = IncomingRequest(request)
         let mono = request.connection == nil ? 0 : Self.monotonicSeconds()
+        // Traps this request matches whose drop no running operation can still be waiting on are
+        // dismissed first, outside the backend's lock (see ``setResendPossible(_:)``).
+        if request.connection != nil, let possible = resendPossible.withLock({ $0 }) {
+            let matched = box.withLock { s in s.retryTraps.filter { $0.catches(request, now: mono) }.map(\.original) }
+            let dismissed = matched.filter { !possible($0) }
+            if !dismissed.isEmpty { box.withLock { s in s.retryTraps.removeAll { dismissed.contains($0.original) } } }
+        }
         let (ticket, observer) = box.withLock { s -> (Ticket, State.LinedObserver?) in
             let seq = s.historyBase + s.history.count + 1
             s.inFlight += 1

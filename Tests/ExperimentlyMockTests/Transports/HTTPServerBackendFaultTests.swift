@@ -352,6 +352,34 @@ final class HTTPServerBackendFaultTests: XCTestCase {
         XCTAssertNil(s.backend.history[3].transportRetryOf)
     }
 
+    /// A harness that knows no operation can still be waiting on the dropped request
+    /// (`setResendPossible` answers `false`) has the same request again handled as a new one: a
+    /// keep-alive client that reports the drop and asks again (Node's agent) is answered; asked
+    /// `true`, the trap stands as before, and the predicate is asked with the dropped request's seq.
+    func testAResendNoRunningOperationCanMakeIsANewRequest() async throws {
+        for possible in [false, true] {
+            let s = try serve()
+            let asked = MockLocked<[Int]>([])
+            s.backend.setResendPossible { seq in asked.withLock { $0.append(seq) }; return possible }
+            let session = newSession()
+            let warm = try await fetch(session, s.flag("warm"))
+            XCTAssertEqual(warm.status, 200)
+            s.backend.addFault(try decodeRule(#"{"match":{"path":"/api/v1/tracking/assign"},"when":{"first":1},"action":{"drop_before_response":{}}}"#))
+            if possible {
+                let code = await fetchError(session, s.assign("user-1"))
+                XCTAssertNotNil(code, "trapped: the drop reaches the client")
+                XCTAssertEqual(s.backend.history[2].transportRetryOf, 2)
+            } else {
+                // curl's silent resend is now a request of its own, answered naturally.
+                let answered = try await fetch(session, s.assign("user-1"))
+                XCTAssertEqual(answered.status, 200)
+                XCTAssertNil(s.backend.history[2].transportRetryOf)
+                XCTAssertEqual(s.backend.history[2].outcome, "respond")
+            }
+            XCTAssertEqual(asked.withLock { $0 }, [2], "asked once, with the dropped request's seq")
+        }
+    }
+
     func testOnlyAnIdenticalResendOfADropOnAReusedConnectionIsTakenForATransportRetry() async throws {
         let s = try serve()
         let log = BoundedEventLog(s.backend)
