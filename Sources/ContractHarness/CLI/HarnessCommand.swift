@@ -963,16 +963,20 @@ public enum HarnessCommand {
         return report.firstFailure == nil ? Exit.ok.rawValue : Exit.failed.rawValue
     }
 
+    /// The console line of one result; the scenario's name as messages show a string
+    /// (`unambiguous`: a name not in NFC has its non-ASCII scalars escaped, so an NFD name never
+    /// reads as its NFC twin; a twenty-third outside tester).
     static func line(for r: ScenarioResult) -> String {
         let time = String(format: "%.1f ms", r.durationMilliseconds)
+        let name = r.name.unambiguous
         switch r.status {
-        case .passed: return "PASS  \(r.name) (\(time))"
-        case .skipped: return "SKIP  \(r.name): \(r.reason ?? "")"
-        case .error: return "ERROR \(r.name) (\(time)): \(r.reason ?? "")"
-        case .crashed: return "CRASH \(r.name) (\(time)): \(r.reason ?? "")"
+        case .passed: return "PASS  \(name) (\(time))"
+        case .skipped: return "SKIP  \(name): \(r.reason ?? "")"
+        case .error: return "ERROR \(name) (\(time)): \(r.reason ?? "")"
+        case .crashed: return "CRASH \(name) (\(time)): \(r.reason ?? "")"
         case .failed:
             let f = r.firstFailure
-            return "FAIL  \(r.name) (\(time)): \(f?.name ?? "?"): \(f?.message ?? r.reason ?? "")"
+            return "FAIL  \(name) (\(time)): \(f?.name ?? "?"): \(f?.message ?? r.reason ?? "")"
         }
     }
 }

@@ -115,5 +115,11 @@ final class StrictScenarioTests: XCTestCase {
         let shown = TerminalText.escape(HarnessCommand.line(for: r))
         XCTAssertFalse(shown.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }, shown)
         XCTAssertTrue(shown.contains("evil\\u{1B}]0;title\\u{7}\\u{A}PASS  other"), shown)
+        // A name not in NFC reads apart from its NFC twin; an NFC one as it is.
+        for (name, reads) in [("Jose\u{301}", "PASS  Jose\\u{301} ("), ("Jos\u{E9}", "PASS  Jos\u{E9} (")] {
+            let passed = ScenarioResult(name: name, file: "f", tags: [], source: nil, status: .passed, durationMilliseconds: 1, checks: [],
+                                        reason: nil, smoke: nil, history: [], historyDigest: "")
+            XCTAssertTrue(HarnessCommand.line(for: passed).hasPrefix(reads), HarnessCommand.line(for: passed))
+        }
     }
 }
