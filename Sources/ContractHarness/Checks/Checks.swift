@@ -360,7 +360,7 @@ enum Checks {
                 // `config` / `configuration` present and no object (a string, an array): an SDK may
                 // map it to null or fail the call as an undecodable body (a twenty-fifth outside
                 // tester's independent Node SDK did; CONTRACT.md does not say which).
-                func objectOrAbsent(_ v: JSONValue?) -> Bool { if v == nil || v == .null { return true }; if case .object? = v { return true }; return false }
+                func objectOrAbsent(_ v: JSONValue?) -> Bool { present(v).map { $0.objectValue != nil } ?? true }
                 let complete = key.kind == "flag" ? value["key"]?.stringValue != nil && isBool(value["enabled"]) && objectOrAbsent(value["config"])
                     : ["experiment_key", "user_id", "variant_name"].allSatisfy { value[$0]?.stringValue != nil } && isBool(value["is_control"])
                         && objectOrAbsent(value["configuration"])

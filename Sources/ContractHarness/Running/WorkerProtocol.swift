@@ -126,7 +126,7 @@ enum WorkerProtocol {
         guard line.count > 40, line.starts(with: passedPrefix),
               let root = (try? JSONValue.parse(line, maxDepth: 4))?.value, root["version"]?.numberValue == Double(version),
               root["kind"]?.stringValue.map({ $0.unicodeScalars.elementsEqual("passed".unicodeScalars) }) == true,
-              let payload = root["payload"], let id = payload["id"]?.numberValue, id == id.rounded(), abs(id) < 1e15,
+              let payload = root["payload"], let id = payload["id"]?.numberValue, id == id.rounded(), abs(id) < WorkerJob.exactLimit,
               let name = payload["name"]?.stringValue, let file = payload["file"]?.stringValue,
               let ms = payload["duration_ms"]?.numberValue, let digest = payload["history_digest"]?.stringValue else { return nil }
         return (Int(id), ScenarioResult(name: name, file: file, tags: [], source: nil, status: .passed, durationMilliseconds: ms,
@@ -221,7 +221,7 @@ struct WorkerJob: Codable, Sendable, Equatable {
 extension WorkerJob {
     /// The largest integer every number of a job must stay below to be written as a JSON number
     /// that a double holds exactly (2^53).
-    private static let exactLimit = 9_007_199_254_740_992.0
+    static let exactLimit = 9_007_199_254_740_992.0
 
     /// This job as the JSON object `Codable` writes for it (member names as the properties are
     /// named, absent optionals left out); `nil` when a number is 2^53 or more in magnitude (a
@@ -256,6 +256,12 @@ extension WorkerJob {
             return Int(n)
         }
         func bool(_ v: JSONValue?) -> Bool? { if case .bool(let b)? = v { return b }; return nil }
+        /// An array of whole numbers, or `nil` when it is none or any element is not one.
+        func ints(_ v: JSONValue?) -> [Int]? {
+            guard let items = v?.arrayValue else { return nil }
+            let read = items.compactMap(int)
+            return read.count == items.count ? read : nil
+        }
         /// An optional member: absent or null is `.some(nil)`; present with another type is `nil`.
         func optional<T>(_ key: String, of object: JSONValue = json, _ read: (JSONValue?) -> T?) -> T?? {
             guard let v = object[key], v != .null else { return .some(nil) }
@@ -273,9 +279,8 @@ extension WorkerJob {
         }
         var schedule: ScheduleJob?
         if let sj = json["schedule"], sj != .null {
-            guard let steps = sj["steps"]?.arrayValue?.map(int), let order = sj["order"]?.arrayValue?.map(int),
-                  !steps.contains(where: { $0 == nil }), !order.contains(where: { $0 == nil }) else { return nil }
-            schedule = ScheduleJob(steps: steps.map { $0! }, order: order.map { $0! })
+            guard let steps = ints(sj["steps"]), let order = ints(sj["order"]) else { return nil }
+            schedule = ScheduleJob(steps: steps, order: order)
         }
         self.init(id: id, file: file, scenario: scenario, seed: UInt64(seedNumber), mutant: mutant, stepTimeoutCap: cap,
                   keepsHistory: keepsHistory, explore: explore, schedule: schedule, sameScenario: sameScenario, slimPassed: slimPassed)
