@@ -117,15 +117,71 @@ public enum MutantRun {
         let variants: [Defect?] = [nil] + defects.map { Optional($0) }
         let pairs = variants.flatMap { d in scenarios.map { (d, $0) } }
         counters?.start(total: pairs.count)
+        let n = scenarios.count
+        // Interleaving (issue 15): scenarios tagged "interleave" are also explored with
+        // `explore --interleave` (default budget, seed 0) for each variant the suite misses and
+        // each await-atomicity variant (`needsInterleaving`); the faithful variant must explore
+        // them clean. Catches are named "interleave:<scenario>". Exploration runs in this process:
+        // only variants the suite misses (which therefore did not crash on it) and the
+        // await-atomicity ones reach it. The faithful variant's and the await-atomicity variants'
+        // explorations start at once, beside the worker processes' runs.
+        let interleaved = scenarios.filter { s in s.tags.contains { $0.unicodeScalars.elementsEqual("interleave".unicodeScalars) } }
+        @Sendable func explored(_ defect: Defect?) async -> [ExactKey: [String]] {
+            var runner = ScenarioRunner(driver: driver(defect), stepTimeoutCap: stepTimeoutCap, keepsHistory: false)
+            runner.interleaving = nil
+            var failed: [ExactKey: [String]] = [:]
+            for s in interleaved {
+                guard let root = try? JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: s.file)), file: s.file) else { continue }
+                let report = await InterleavingExplorer.explore(root, file: s.file, settings: .of(s), seed: 0, runner: runner)
+                if let f = report.firstFailure { failed[ExactKey("interleave:" + s.name)] = [f.check.hasPrefix("step ") ? "step expect" : f.check] }
+            }
+            return failed
+        }
+        let atomicity = interleaved.isEmpty ? [] : defects.filter(\.needsInterleaving)
+        let earlyExplorations = Task { () -> (baseline: [ExactKey: [String]], byDefect: [Defect: [ExactKey: [String]]]) in
+            guard !interleaved.isEmpty else { return ([:], [:]) }
+            let baseline = await explored(nil)
+            var byDefect: [Defect: [ExactKey: [String]]] = [:]
+            for d in atomicity { byDefect[d] = await explored(d) }
+            return (baseline, byDefect)
+        }
         var results: [ScenarioResult?]
+        /// Each variant's known catcher (`knownCatcher(of:)`) run beside the faithful variant:
+        /// (variant offset, scenario index).
+        var hinted: [(v: Int, i: Int)] = []
+        var hintedResults: [ScenarioResult?] = []
+        /// Confirmations started as soon as a doubtful catch came in (while the rest of the matrix
+        /// ran), by position in `pairs`; `confirm` awaits them instead of running the pair again.
+        let earlyConfirmations = HarnessLocked<[Int: Task<ScenarioResult?, Never>]>([:])
+        /// Starts the confirmation of a failure the cap may have caused, at once.
+        @Sendable func confirmEarly(_ index: Int, _ pair: (Defect?, Scenario), _ r: ScenarioResult) {
+            guard Self.fails(r), Self.capMayHaveCaused(r, pair.1, cap: stepTimeoutCap) else { return }
+            earlyConfirmations.withLock { tasks in
+                guard tasks[index] == nil else { return }
+                tasks[index] = Task { await Self.results(of: [pair], cap: nil, executable: executable, jobs: 1, seed: seed).first ?? nil }
+            }
+        }
         if full {
             counters?.phase("running every variant")
             results = await Self.results(of: pairs, cap: stepTimeoutCap, executable: executable, jobs: jobs, seed: seed, counters: counters)
         } else {
-            // The faithful variant first: a scenario that fails on it catches nothing.
-            counters?.phase("running the faithful variant")
-            results = await Self.results(of: Array(pairs.prefix(scenarios.count)), cap: stepTimeoutCap, executable: executable, jobs: jobs,
-                                         seed: seed, counters: counters)
+            // The faithful variant first: a scenario that fails on it catches nothing. Each
+            // variant's known catcher runs beside it, dispatched first (the slowest catches wait
+            // out a step limit), as a mutation tester's history runs a mutant's killing test first.
+            counters?.phase("running the faithful variant and each variant's known catcher")
+            hinted = defects.enumerated().compactMap { v, d in
+                guard !atomicity.contains(d), let name = knownCatcher(of: d),
+                      let i = scenarios.firstIndex(where: { $0.name.unicodeScalars.elementsEqual(name.unicodeScalars) }) else { return nil }
+                return (v, i)
+            }
+            let hintedPairs = hinted.map { (Optional(defects[$0.v]), scenarios[$0.i]) }
+            let first = await Self.results(of: hintedPairs + Array(pairs.prefix(n)), cap: stepTimeoutCap, executable: executable, jobs: jobs,
+                                           seed: seed, counters: counters, onResult: { [hinted] id, r in
+                guard id < hinted.count else { return }
+                confirmEarly(n + hinted[id].v * n + hinted[id].i, hintedPairs[id], r)
+            })
+            hintedResults = Array(first.prefix(hinted.count))
+            results = Array(first.dropFirst(hinted.count))
         }
         func failing(_ offset: Int) -> [ExactKey: [String]] {
             var failed: [ExactKey: [String]] = [:]
@@ -154,13 +210,9 @@ public enum MutantRun {
         // A catch that may be the cap's doing (it ran out of the capped step limit, or passed the
         // hard deadline derived from it) counts only when the variant also fails the scenario
         // with the file's own limits: load can never add a catch. A real hang fails both ways.
-        let n = scenarios.count
         var unconfirmed: [String] = []
         /// Re-runs the pairs at `indices` (positions in `pairs` and `results`) with the files' own
         /// limits; returns those that no longer fail (their catches are discarded).
-        /// Confirmations started as soon as a doubtful catch came in (while the rest of the matrix
-        /// ran), by position; `confirm` awaits them instead of running the pair again.
-        let earlyConfirmations = HarnessLocked<[Int: Task<ScenarioResult?, Never>]>([:])
         func confirm(_ indices: [Int]) async -> [Int] {
             guard !indices.isEmpty else { return [] }
             let named = indices.map { "\(pairs[$0].0?.rawValue ?? "faithful") by \(pairs[$0].1.name)" }.joined(separator: ", ")
@@ -193,7 +245,24 @@ public enum MutantRun {
             // goes on with the scenarios after it.
             let disqualified = scenarios.map { baseline[ExactKey($0.name)] != nil }
             results += [ScenarioResult?](repeating: nil, count: defects.count * n)
-            var todo: [(v: Int, i: Int)] = (0..<n).flatMap { i in (0..<defects.count).map { (v: $0, i: i) } }
+            // A known catcher that caught its variant (confirmed with the file's own limits when the
+            // cap may have caused it) ends that variant's search; one that did not (the file changed,
+            // or fails the faithful variant) leaves the search in scenario order, without it.
+            for (h, r) in zip(hinted, hintedResults) { results[n + h.v * n + h.i] = r }
+            let hintCatches = hinted.filter { h in results[n + h.v * n + h.i].map(Self.fails) == true && !disqualified[h.i] }
+            let hintDiscarded = Set(await confirm(hintCatches.map { n + $0.v * n + $0.i }.filter(doubtful)))
+            var done = Set(hintCatches.filter { !hintDiscarded.contains(n + $0.v * n + $0.i) }.map(\.v))
+            let ranAlready = Set(hinted.map { n + $0.v * n + $0.i })
+            // An await-atomicity variant its interleaving exploration catches (while the faithful
+            // variant explores clean) is not searched further: a plain run reaches its window only
+            // by luck, so a plain catch would change from run to run.
+            let early = await earlyExplorations.value
+            for (v, d) in defects.enumerated() where d.needsInterleaving {
+                if early.byDefect[d]?.keys.contains(where: { early.baseline[$0] == nil }) == true { done.insert(v) }
+            }
+            var todo: [(v: Int, i: Int)] = (0..<n).flatMap { i in
+                (0..<defects.count).filter { !done.contains($0) && !ranAlready.contains(n + $0 * n + i) }.map { (v: $0, i: i) }
+            }
             counters?.phase("running each variant until its first catch")
             while !todo.isEmpty {
                 let batch = todo
@@ -206,13 +275,7 @@ public enum MutantRun {
                     firstCatch.withLock { caught in caught[batch[id].v] = min(caught[batch[id].v] ?? Int.max, batch[id].i) }
                     // A catch the cap may have caused is confirmed with the file's own limits at
                     // once, overlapping the rest of the matrix (a real hang waits out that limit).
-                    let pair = (Optional(defects[batch[id].v]), scenarios[batch[id].i])
-                    guard Self.capMayHaveCaused(r, pair.1, cap: stepTimeoutCap) else { return }
-                    let index = n + batch[id].v * n + batch[id].i
-                    earlyConfirmations.withLock { tasks in
-                        guard tasks[index] == nil else { return }
-                        tasks[index] = Task { await Self.results(of: [pair], cap: nil, executable: executable, jobs: 1, seed: seed).first ?? nil }
-                    }
+                    confirmEarly(n + batch[id].v * n + batch[id].i, (Optional(defects[batch[id].v]), scenarios[batch[id].i]), r)
                 })
                 // Results past a variant's first catch (in flight when it was found) are dropped, so
                 // what is reported does not depend on timing.
@@ -221,37 +284,21 @@ public enum MutantRun {
                     results[n + item.v * n + item.i] = catches[item.v].map { item.i > $0 } == true ? nil : ran[id]
                 }
                 let discarded = await confirm(catches.map { n + $0.key * n + $0.value }.sorted().filter(doubtful))
-                todo = discarded.flatMap { index in ((index % n + 1)..<n).map { (v: index / n - 1, i: $0) } }
+                todo = discarded.flatMap { index in ((index % n + 1)..<n).filter { !ranAlready.contains(index - index % n + $0) }.map { (v: index / n - 1, i: $0) } }
             }
             // Confirmations started for catches a lower scenario later superseded are awaited too,
             // so no worker process of this run outlives it.
             for task in earlyConfirmations.withLock({ Array($0.values) }) { _ = await task.value }
         }
-        // Interleaving (issue 15): scenarios tagged "interleave" are also explored with
-        // `explore --interleave` (default budget, seed 0) for each variant the suite misses and
-        // each await-atomicity variant (`needsInterleaving`); the faithful variant must explore
-        // them clean. Catches are named "interleave:<scenario>".
-        let interleaved = scenarios.filter { s in s.tags.contains { $0.unicodeScalars.elementsEqual("interleave".unicodeScalars) } }
-        // Exploration runs in this process: only variants the suite misses (which therefore did not
-        // crash on it) and the await-atomicity ones reach it.
-        func explored(_ defect: Defect?) async -> [ExactKey: [String]] {
-            var runner = ScenarioRunner(driver: driver(defect), stepTimeoutCap: stepTimeoutCap, keepsHistory: false)
-            runner.interleaving = nil
-            var failed: [ExactKey: [String]] = [:]
-            for s in interleaved {
-                guard let root = try? JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: s.file)), file: s.file) else { continue }
-                let report = await InterleavingExplorer.explore(root, file: s.file, settings: .of(s), seed: 0, runner: runner)
-                if let f = report.firstFailure { failed[ExactKey("interleave:" + s.name)] = [f.check.hasPrefix("step ") ? "step expect" : f.check] }
-            }
-            return failed
-        }
         if !interleaved.isEmpty { counters?.phase("exploring interleavings of \(interleaved.count) scenarios") }
-        let interleavedBaseline = interleaved.isEmpty ? [:] : await explored(nil)
+        let early = await earlyExplorations.value
+        let interleavedBaseline = early.baseline
         var rows: [Row] = []
         for (v, defect) in defects.enumerated() {
             var failed = failing((v + 1) * scenarios.count)
-            if !interleaved.isEmpty, defect.needsInterleaving
-                || !scenarios.contains(where: { failed[ExactKey($0.name)] != nil && baseline[ExactKey($0.name)] == nil }) {
+            if let found = early.byDefect[defect] {
+                failed.merge(found) { a, _ in a }
+            } else if !interleaved.isEmpty, !scenarios.contains(where: { failed[ExactKey($0.name)] != nil && baseline[ExactKey($0.name)] == nil }) {
                 failed.merge(await explored(defect)) { a, _ in a }
             }
             let caught = (scenarios.map(\.name) + interleaved.map { "interleave:" + $0.name })
@@ -265,6 +312,51 @@ public enum MutantRun {
                             scenarios: scenarios.map(\.name), durationMilliseconds: ScenarioRunner.elapsed(since: started))
         report.unconfirmedCatches = unconfirmed
         return report
+    }
+
+    /// The shipped scenario known to catch `defect` fastest (its first catch in scenario order
+    /// when the default matrix was last measured, or a quicker one that catches it too), run
+    /// beside the faithful variant before the variant's search in scenario order, as a mutation
+    /// tester's history runs a mutant's killing test first (PIT's incremental analysis does so from its history file): which
+    /// variants are caught cannot change, only which catch is named and how soon. `nil`: none
+    /// (the await-atomicity variants are caught by interleaving exploration). A name that no
+    /// longer catches its variant (a file renamed or changed) costs only time: the variant is
+    /// then searched in scenario order, and `MutantTests` fails until the name is mended.
+    static func knownCatcher(of defect: Defect) -> String? {
+        switch defect {
+        case .staleWriteAfterClear, .crashOnClearInFlight, .staleWriteAndOldRequestUnregisters, .upstreamDefects:
+            return "app-display-racing-login-judged-by-its-own-call"
+        case .oldRequestUnregistersNewer, .clearKeepsInFlight: return "defect-2-inflight-bookkeeping-after-clear"
+        case .noSingleFlight: return "app-view-appears-three-times-at-once-one-exposure"
+        case .collidingCacheKey, .noPercentEncoding: return "field-offline-store-entries-never-collide"
+        case .persistedValueOn404: return "app-flag-404-after-ttl-never-served-from-store"
+        case .otherUsersPersistedValue: return "app-login-flag-502-never-served-another-users-store"
+        case .fanOutToExpired: return "field-experiment-stops-mid-run"
+        case .fanOutToOtherUsers: return "app-event-after-login-fans-out-to-new-identity-only"
+        case .fanOutToIneligible: return "app-event-unkeyed-never-fanned-out-to-holdout"
+        case .wrongBatchChunks, .noOwnDeadline: return "defect-6-own-deadline-on-a-later-batch-chunk"
+        case .hashBigEndian, .hashWithoutSeparator: return "golden-vectors-beyond-ascii"
+        case .prefetchAssignments: return "app-event-racing-logout-judged-by-its-own-call"
+        case .exposureForFallback: return "field-429-retry-after-no-hammering"
+        case .rateLimitAsNotFound: return "field-429-rate-limited-served-from-fallback"
+        case .batchFailuresReportTrue: return "defect-5-batch-with-failures-reports-false"
+        case .cachesFailure: return "app-flag-500-shows-fallback-without-exposure"
+        case .cancelKeepsRequest: return "defect-3-cancel-every-waiter-cancels-request"
+        // Its first catch in order waits out a step limit; this one fails at once.
+        case .canonicalIdentity: return "field-canonically-equivalent-users-named-checks"
+        case .unregisterBeforeCacheWrite, .joinFinishedFlight: return nil
+        case .timestampWholeSeconds: return "field-event-payload-timestamps-and-fields"
+        case .kindlessKey, .cachesFallbackValue: return "field-404-removes-only-that-kind-user-and-key"
+        case .zeroFieldsDropped: return "s1-event-zero-and-empty-fields-are-sent"
+        case .ignoresCacheSize: return "s4-cache-size-bounds-each-cache"
+        case .nfcKeysOnTheWire: return "field-nfc-nfd-flag-and-experiment-keys-are-distinct"
+        case .trimsUserIds: return "field-user-ids-exact-case-and-whitespace"
+        case .percentDecodesIds: return "field-unicode-and-escaped-ids-on-the-wire"
+        case .ttlFromRequestStart: return "field-ttl-counted-from-the-answer"
+        case .batchStopsAfterTransportFailure: return "field-batch-later-chunks-after-a-transport-failure"
+        case .trackWithoutOwnDeadline: return "field-keyed-track-has-its-own-deadline"
+        case .noFallbackOn4xx: return "field-fallback-on-every-4xx-but-404"
+        }
     }
 
     /// Whether `r` is a failure (`failed`, `error` or `crashed`).

@@ -15,8 +15,8 @@ final class MutantTests: XCTestCase {
         // In worker processes: variant 20 crashes the process it runs in.
         try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: HarnessCLITests.binary.path),
                           "contract-harness not built at \(HarnessCLITests.binary.path)")
-        // Each variant until its first catch (the whole matrix, every pair, was 55 s of the debug
-        // test run); a named check no first catch fails is then looked for in the files that name
+        // Each variant until its first catch, its known catcher first (the whole matrix, every
+        // pair, was 55 s of the debug test run); a named check no first catch fails is then looked for in the files that name
         // it, each variant again until its first catch among those files alone, else in every pair
         // of those files.
         let report = await MutantRun.run(scenarios, stepTimeoutCap: 1500, executable: HarnessCLITests.binary.path, jobs: 2, full: false)
@@ -28,6 +28,16 @@ final class MutantTests: XCTestCase {
             XCTAssertTrue(row.caught, "variant \(row.defect.item) \(row.defect.rawValue) (\(row.defect.summary)) slipped through every scenario")
         }
         XCTAssertEqual(report.shareCaught, 1)
+        // Each variant's known catcher still catches it (else the matrix searches in order: mend
+        // `MutantRun.knownCatcher(of:)`); the await-atomicity variants are caught by interleaving alone.
+        for row in report.rows {
+            if let known = MutantRun.knownCatcher(of: row.defect) {
+                XCTAssertEqual(row.caughtBy, [known], "variant \(row.defect.rawValue): its known catcher no longer catches it")
+            } else {
+                XCTAssertTrue(row.defect.needsInterleaving, row.defect.rawValue)
+                XCTAssertEqual(row.caughtBy, ["interleave:interleave-two-concurrent-assignments-one-request"], row.defect.rawValue)
+            }
+        }
         // Each named check earns its place: it is what fails for at least one broken variant.
         let named = ["stickiness", "fan_out", "batch_chunking", "single_flight", "no_fallback_on_404", "offline_fallback",
                      "no_stale_write", "exposure_after_display", "no_stale_after_logout", "golden_vectors"]

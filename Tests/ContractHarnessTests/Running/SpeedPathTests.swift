@@ -7,7 +7,8 @@ import ExperimentlyMutants
 /// The harness's speed-ups (issue 15 section 3) change nothing reported: a schedule sent as the
 /// explored file plus its order runs exactly as the fixed file did, a job line with its scenario
 /// text encoded once decodes to the same job, and the mutant matrix stopped at each variant's first
-/// catch names the same first catch and catches the same variants as the full matrix.
+/// catch catches the same variants as the full matrix, naming the variant's known catcher when it
+/// catches, else the full matrix's first catch.
 final class SpeedPathTests: XCTestCase {
     static let benchmark = Repository.root.appendingPathComponent("Benchmarks/explore-three-holds-and-logout.json").path
 
@@ -142,23 +143,30 @@ final class SpeedPathTests: XCTestCase {
         XCTAssertTrue(orphan[1]?.reason?.contains("previous job") == true, orphan[1]?.reason ?? "")
     }
 
-    func testStoppingAtTheFirstCatchNamesTheSameFirstCatch() async throws {
-        let names = ["defect-4-unassigned-never-fanned-out", "field-experiment-stops-mid-run", "s4-fanout-is-per-user",
+    func testStoppingAtTheFirstCatchNamesTheKnownCatcherOrTheFirstInOrder() async throws {
+        let names = ["defect-4-unassigned-never-fanned-out", "field-canonically-equivalent-user-ids-are-distinct-users",
+                     "field-canonically-equivalent-users-named-checks", "field-experiment-stops-mid-run", "s4-fanout-is-per-user",
                      "s4-fanout-skips-expired-and-unassigned"]
         let files = names.map { Repository.root.appendingPathComponent("scenarios/\($0).json").path }
         let (scenarios, invalid) = HarnessCommand.load(files, seed: 0)
         XCTAssertTrue(invalid.isEmpty, "\(invalid)")
-        let defects: [Defect] = [.fanOutToExpired, .fanOutToIneligible, .fanOutToOtherUsers, .hashBigEndian]
+        let defects: [Defect] = [.fanOutToExpired, .fanOutToIneligible, .fanOutToOtherUsers, .hashBigEndian, .canonicalIdentity]
         let full = await MutantRun.run(scenarios, defects: defects, stepTimeoutCap: 1500, full: true)
         let first = await MutantRun.run(scenarios, defects: defects, stepTimeoutCap: 1500, full: false)
         XCTAssertEqual(full.baselineFailures, [])
         XCTAssertEqual(first.baselineFailures, [])
         XCTAssertEqual(first.rows.map(\.caught), full.rows.map(\.caught))
         // Both outcomes occur, and one variant is caught by more than one scenario in full.
-        XCTAssertEqual(full.rows.map(\.caught), [true, true, true, false])
+        XCTAssertEqual(full.rows.map(\.caught), [true, true, true, false, true])
         XCTAssertTrue(full.rows.contains { $0.caughtBy.count > 1 }, "\(full.rows.map(\.caughtBy))")
         for (f, e) in zip(full.rows, first.rows) {
-            XCTAssertEqual(e.caughtBy, Array(f.caughtBy.prefix(1)), f.defect.rawValue)
+            // The known catcher when it is among the files and catches; else the first in order.
+            let known = MutantRun.knownCatcher(of: f.defect).flatMap { k in f.caughtBy.first { $0.unicodeScalars.elementsEqual(k.unicodeScalars) } }
+            XCTAssertEqual(e.caughtBy, known.map { [$0] } ?? Array(f.caughtBy.prefix(1)), f.defect.rawValue)
         }
+        // canonical-identity's known catcher is not its first catch in order (that one waits out a step limit).
+        let canonical = try XCTUnwrap(first.rows.last)
+        XCTAssertEqual(canonical.caughtBy, ["field-canonically-equivalent-users-named-checks"])
+        XCTAssertEqual(full.rows.last?.caughtBy.first, "field-canonically-equivalent-user-ids-are-distinct-users")
     }
 }
