@@ -143,6 +143,20 @@ final class SpeedPathTests: XCTestCase {
         XCTAssertTrue(orphan[1]?.reason?.contains("previous job") == true, orphan[1]?.reason ?? "")
     }
 
+    /// `passedLine`'s guard names every stored field of `ScenarioResult` but the four the record
+    /// carries: a field added later without a line in that guard would be lost from a passing
+    /// result sent back as a `passed` record.
+    func testThePassedRecordGuardNamesEveryFieldOfAResult() {
+        let r = ScenarioResult(name: "n", file: "f", tags: [], source: nil, status: .passed, durationMilliseconds: 1, checks: [],
+                               reason: nil, smoke: nil, history: [], historyDigest: "d")
+        let fields = Set(Mirror(reflecting: r).children.compactMap(\.label))
+        let carried: Set = ["name", "file", "durationMilliseconds", "historyDigest"]
+        let guarded: Set = ["status", "infeasible", "checks", "history", "events", "stepSummaries", "tags", "source", "reason", "smoke",
+                            "exploration", "crash", "adapterStderr", "interleaving", "stepLimitReached", "stepLimitUnproven"]
+        XCTAssertEqual(fields, carried.union(guarded),
+                       "a field of ScenarioResult not carried by a passed record must be in WorkerProtocol.passedLine's guard, and here")
+    }
+
     func testStoppingAtTheFirstCatchNamesTheKnownCatcherOrTheFirstInOrder() async throws {
         let names = ["defect-4-unassigned-never-fanned-out", "field-canonically-equivalent-user-ids-are-distinct-users",
                      "field-canonically-equivalent-users-named-checks", "field-experiment-stops-mid-run", "s4-fanout-is-per-user",
