@@ -42,6 +42,8 @@ BATCH_LIMIT = 100
 # hash-nfc and hash-latin1 (the golden hash over NFC-normalized or Latin-1 text),
 # evaluate-sends-context (evaluateFlag also sends the attributes as `context`), batch-as-text
 # (a /batch body labelled text/plain, which the backend does not read as JSON: 422).
+# A twenty-sixth outside tester's Go SDK: missing-assigned-false (an answer or stored entry without
+# `assigned` read as not assigned, so never fanned out to).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _REUSED = {}   # reuses-keyed-event-body: (user, name, keys) -> the first body sent
 
@@ -666,7 +668,7 @@ def _assignment_value(o, experiment_key, user_id):
     uid, vid, config = o.get("user_id"), o.get("variant_id"), o.get("configuration")
     if FREEDOM == "non-object-config-undecodable" and config is not None and not isinstance(config, dict):
         raise ExperimentationError("decodingError", "configuration is not an object")
-    is_control, assigned = o.get("is_control", False), o.get("assigned", True)
+    is_control, assigned = o.get("is_control", False), o.get("assigned", DEFECT != "missing-assigned-false")
     if DEFECT == "is-control-by-name":
         is_control = name == "control"
     if DEFECT == "nfc-variant-names":
