@@ -21,10 +21,13 @@ final class LoopbackListeners: Sendable {
 
     /// Starts one listener per client in `clients`.
     ///
-    /// - Parameter canonicalHost: the `Host` value (`host:port`) the in-process transport would
-    ///   send for a client.
+    /// - Parameters:
+    ///   - canonicalHost: the `Host` value (`host:port`) the in-process transport would send for
+    ///     a client.
+    ///   - keepAlive: whether a connection carries more than one request
+    ///     (`MockHTTPServer.Configuration.keepAlive`).
     /// - Throws: `MockHTTPServerError` when a socket cannot be bound (those started are shut down).
-    init(backend: MockBackend, clients: [String], canonicalHost: (String) -> String) throws {
+    init(backend: MockBackend, clients: [String], keepAlive: Bool = true, canonicalHost: (String) -> String) throws {
         var servers: [String: MockHTTPServer] = [:]
         let recorded = self.recorded
         let counted: @Sendable () -> Void = {
@@ -34,7 +37,7 @@ final class LoopbackListeners: Sendable {
         do {
             for client in clients {
                 let handler = HostRewriter(backend: backend, host: canonicalHost(client), recorded: counted)
-                let server = MockHTTPServer(handler: handler, configuration: .init(shutdownGracePeriod: 1, limits: Self.limits))
+                let server = MockHTTPServer(handler: handler, configuration: .init(shutdownGracePeriod: 1, limits: Self.limits, keepAlive: keepAlive))
                 try server.start()
                 servers[client] = server
             }

@@ -5,11 +5,39 @@ extension ScenarioExecution {
     /// The mock's loopback listeners when `driver` reaches the mock over TCP, else `nil`.
     ///
     /// - Throws: `MockHTTPServerError` when a listener cannot be bound.
-    static func listeners(for driver: any SDKDriver, port: any BackendPort, clients: [String]) throws -> LoopbackListeners? {
+    static func listeners(for driver: any SDKDriver, port: any BackendPort, clients: [String], keepAlive: Bool = true) throws -> LoopbackListeners? {
         guard driver.transport == .loopbackTCP, let mock = port as? MockBackendPort else { return nil }
-        return try LoopbackListeners(backend: mock.backend, clients: clients) { client in
+        return try LoopbackListeners(backend: mock.backend, clients: clients, keepAlive: keepAlive) { client in
             let origin = URL(string: port.baseURL(client: client))
             return "\(origin?.host ?? "localhost"):\(origin?.port ?? 80)"
+        }
+    }
+
+    /// Whether a step of `scenario` can drop a request before any answer: a fault whose action is
+    /// `drop_before_response` or `delay_then_drop`, or a release with a transport error. Out of
+    /// process such a scenario's listeners serve one request per connection (no keep-alive), so a
+    /// dropped request is always the first on its connection and no client transport resends it
+    /// on its own (they resend only on a reused connection): the drop reaches the SDK whatever
+    /// its transport, and no resend has to be told from the SDK's own identical request (a
+    /// twenty-sixth outside tester's Go SDK: an identical later batch chunk, an app's next
+    /// exposure, a chunked body that began like the dropped one, were taken for resends).
+    static func canDropBeforeAnswer(_ scenario: Scenario) -> Bool {
+        func names(_ v: JSONValue) -> Bool {
+            switch v {
+            case .object(let members):
+                return members.contains { key, value in
+                    ["drop_before_response", "delay_then_drop", "transport_error"].contains(key) || names(value)
+                }
+            case .array(let items): return items.contains(where: names)
+            default: return false
+            }
+        }
+        return scenario.steps.contains { step in
+            switch step {
+            case .addFault(_, let rule): return names(rule)
+            case .release(_, _, _, let override?): return names(override)
+            default: return false
+            }
         }
     }
 

@@ -397,7 +397,8 @@ final class ScenarioExecution: @unchecked Sendable {
         if !keepsHistory {
             memoryStore = { @Sendable name in memoryStores[ExactKey(name)] ?? SharedDefaults(defaults: MemoryDefaults()) }
         }
-        let listeners = try Self.listeners(for: driver, port: port, clients: scenario.clients.map(\.name))
+        let listeners = try Self.listeners(for: driver, port: port, clients: scenario.clients.map(\.name),
+                                           keepAlive: !Self.canDropBeforeAnswer(scenario))
         self.listeners = listeners
         // A request recorded after the listeners read it: quiescence (`transportIdle`) is checked again.
         listeners?.onRecorded { [recorder] in recorder.poke() }

@@ -37,6 +37,20 @@ final class HTTP1ConnectionStateMachineTests: XCTestCase {
         XCTAssertTrue(m.isIdle)
     }
 
+    /// Without keep-alive every answer says `Connection: close` and ends the connection: a
+    /// request pipelined behind it is never dispatched (the client sends it again on a fresh
+    /// connection, RFC 9112 section 9.6), so each request is the first on its connection.
+    func testWithoutKeepAliveEachAnswerClosesItsConnection() {
+        var m = Machine(limits: MockHTTPParserLimits(maxHeaderBytes: 1024, maxBodyBytes: 4096), readTimeout: 10, idleTimeout: 60, now: 100,
+                        keepAlive: false)
+        let a = m.received(bytes("GET /1 HTTP/1.1\r\nHost: h\r\n\r\nGET /2 HTTP/1.1\r\nHost: h\r\n\r\n"), now: 100)
+        XCTAssertEqual(dispatched(a), ["GET /1"])
+        let b = m.answered(ok, now: 101)
+        XCTAssertTrue(written(b).contains("Connection: close"), written(b))
+        XCTAssertEqual(dispatched(b), [], "nothing more is read from a closing connection")
+        XCTAssertEqual(b.last, .lingerAfterWriting(seconds: 2))
+    }
+
     func testExpectContinueIsWrittenBeforeTheBodyArrives() {
         var m = machine()
         let a = m.received(bytes("POST /e HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n"), now: 100)

@@ -380,6 +380,34 @@ final class HTTPServerBackendFaultTests: XCTestCase {
         }
     }
 
+    /// Without keep-alive (the listeners of a scenario that can drop a request, under `run`) every
+    /// request arrives on a fresh connection: a drop is never resent by libcurl (it resends only on
+    /// a reused connection), no trap is set, and the client's own identical request after the drop
+    /// is a new request, answered (a twenty-sixth outside tester's Go SDK had such requests dropped).
+    func testWithoutKeepAliveADropIsNeverResentAndTheSameRequestAgainIsAnswered() async throws {
+        let backend = MockBackend(fixtures: .sdkContract)
+        let server = MockHTTPServer(handler: backend, configuration: .init(port: 0, readTimeout: 2, shutdownGracePeriod: 1, keepAlive: false))
+        let port = try server.start()
+        addTeardownBlock {
+            backend.shutdown()
+            server.shutdown()
+        }
+        let s = ServedBackend(backend: backend, server: server, port: port)
+        let session = newSession()
+        let warm = try await fetch(session, s.flag("warm"))
+        XCTAssertEqual(warm.status, 200)
+        XCTAssertEqual(warm.headers["connection"], "close")
+        backend.addFault(try decodeRule(#"{"match":{"path":"/api/v1/tracking/assign"},"when":{"first":1},"action":{"drop_before_response":{}}}"#))
+        let code = await fetchError(session, s.assign("user-1"))
+        XCTAssertNotNil(code, "the drop reaches the client")
+        let again = try await fetch(session, s.assign("user-1"))
+        XCTAssertEqual(again.status, 200, "the same request again is the client's own, answered")
+        let history = backend.history
+        XCTAssertEqual(history.map(\.outcome), ["respond", "drop_before_response", "respond"])
+        XCTAssertTrue(history.allSatisfy { $0.transportRetryOf == nil })
+        XCTAssertEqual(Set(history.compactMap(\.peer)).count, 3, "each request on a connection of its own: \(history.map(\.peer))")
+    }
+
     func testOnlyAnIdenticalResendOfADropOnAReusedConnectionIsTakenForATransportRetry() async throws {
         let s = try serve()
         let log = BoundedEventLog(s.backend)

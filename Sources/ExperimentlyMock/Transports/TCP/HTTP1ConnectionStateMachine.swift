@@ -69,6 +69,8 @@ struct HTTP1ConnectionStateMachine: Sendable {
     let idleTimeout: Double
     /// Most unanswered bytes buffered before reading pauses.
     let maxBufferedBytes: Int
+    /// `false`: the connection closes after its first response (`Connection: close`).
+    let keepAlive: Bool
 
     private var parser: MockHTTPRequestParser
     private var phase = Phase.open
@@ -80,8 +82,9 @@ struct HTTP1ConnectionStateMachine: Sendable {
     private var readingPaused = false
 
     /// A machine for a connection accepted at `now` (monotonic seconds).
-    init(limits: MockHTTPParserLimits, readTimeout: Double, idleTimeout: Double, now: Double) {
+    init(limits: MockHTTPParserLimits, readTimeout: Double, idleTimeout: Double, now: Double, keepAlive: Bool = true) {
         parser = MockHTTPRequestParser(limits: limits)
+        self.keepAlive = keepAlive
         self.readTimeout = readTimeout
         self.idleTimeout = idleTimeout
         maxBufferedBytes = limits.maxHeaderBytes + limits.maxBodyBytes + 64 * 1024
@@ -197,7 +200,7 @@ struct HTTP1ConnectionStateMachine: Sendable {
         switch outcome {
         case .respond(let response):
             let (valid, wantsClose) = MockHTTPServer.validate(response)
-            let closing = !request.keepAlive || wantsClose || (shuttingDown && !hasBufferedRequest())
+            let closing = !keepAlive || !request.keepAlive || wantsClose || (shuttingDown && !hasBufferedRequest())
             let bytes = MockHTTPServer.serialize(valid, closing: closing, headOnly: request.request.method == "HEAD")
             if closing {
                 phase = .closing

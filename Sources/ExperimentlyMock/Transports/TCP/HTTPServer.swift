@@ -55,6 +55,12 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
         public var backlog: Int32
         /// Most connections open at once; a connection accepted over it is answered 503 and closed.
         public var maxConnections: Int
+        /// Whether a connection carries more than one request (HTTP/1.1 keep-alive, the default).
+        /// `false`: every response carries `Connection: close` and its connection closes after
+        /// it, so each request arrives on a fresh connection, and a request dropped before any
+        /// answer is never one a client's transport resends on its own (libcurl, Go's `net/http`
+        /// and urllib3 resend only on a reused connection; Documentation/CrossSDK.md).
+        public var keepAlive: Bool
         /// Most request-body bytes held in memory at once across all connections (default
         /// ``MockHTTPServer/defaultBodyBudgetBytes``, 96 MiB). When a request's head is complete its
         /// body is reserved against this budget (its `Content-Length`, or `limits.maxBodyBytes`
@@ -70,8 +76,9 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
             host: String = "127.0.0.1", port: UInt16 = 0, readTimeout: Double = 10, idleTimeout: Double = 60,
             writeTimeout: Double = 10, shutdownGracePeriod: Double = 5,
             limits: MockHTTPParserLimits = MockHTTPParserLimits(), backlog: Int32 = 4096, maxConnections: Int = 100_000,
-            bodyBudgetBytes: Int = MockHTTPServer.defaultBodyBudgetBytes
+            bodyBudgetBytes: Int = MockHTTPServer.defaultBodyBudgetBytes, keepAlive: Bool = true
         ) {
+            self.keepAlive = keepAlive
             self.bodyBudgetBytes = bodyBudgetBytes
             self.host = host
             self.port = port
@@ -684,7 +691,8 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
             nextID += 1
             let now = monotonicSeconds()
             let c = LoopConnection(id: id, fd: fd, machine: HTTP1ConnectionStateMachine(
-                limits: configuration.limits, readTimeout: configuration.readTimeout, idleTimeout: configuration.idleTimeout, now: now))
+                limits: configuration.limits, readTimeout: configuration.readTimeout, idleTimeout: configuration.idleTimeout, now: now,
+                keepAlive: configuration.keepAlive))
             c.peer = Self.peerName(fd)
             connections[id] = c
             server.probe { _, fds, _, _ in fds.insert(fd) }
