@@ -14,7 +14,9 @@ import Foundation
 /// `slots` workers run at once, each given up to `perWorker` jobs at a time (the wire is
 /// `WorkerProtocol`). When a worker dies with one job in flight, that job's outcome is
 /// `.crashed`; a worker whose scenario may have left SDK work running asks to be replaced (`WorkerResult.retire`),
-/// so SDK work left running by a timed-out step never reaches the next scenario; with several in
+/// so SDK work left running by a timed-out step never reaches the next scenario (it gets no new
+/// job, and finishes the ones it has on a thread of its own while its slot goes on with a fresh
+/// worker); with several in
 /// flight, they are run again one at a time in fresh workers, so the
 /// one that crashes alone is the one reported. A job past its deadline gets the worker's whole
 /// process group killed (SIGKILL) and is reported `.crashed` with the deadline; the other jobs it
@@ -52,6 +54,9 @@ final class WorkerPool: @unchecked Sendable {
     private var outcomes: [Outcome?]
     private var groups: Set<pid_t> = []
     private var running = 0
+    /// Retiring workers still finishing their jobs on threads of their own (`drain`): while any
+    /// is, no slot ends, as a job of theirs may yet be run again.
+    private var drainers = 0
     private var interrupted = false
 
     /// The executable to start workers from: this process's own binary when it is the
@@ -141,7 +146,7 @@ final class WorkerPool: @unchecked Sendable {
                 if i > limit || skip?(i) == true { outcomes[i] = .notRun; continue }
                 return .job(i, alone: false)
             }
-            return inFlight == 0 && suspects.isEmpty ? .done : .wait
+            return inFlight == 0 && suspects.isEmpty && drainers == 0 ? .done : .wait
         }
     }
 
@@ -214,18 +219,7 @@ final class WorkerPool: @unchecked Sendable {
                 continue
             case .line(let data):
                 do {
-                    // The common case in one decode; anything else is examined for its error.
-                    let r: WorkerResult
-                    if let passed = WorkerProtocol.passedResult(from: data) {
-                        r = WorkerResult(id: passed.id, result: passed.result, retire: nil)
-                    } else if let decoded = WorkerProtocol.record(WorkerResult.self, kind: "result", from: data) {
-                        r = decoded
-                    } else {
-                        let kind = try WorkerProtocol.kind(of: data)
-                        guard kind == "result" else { continue }
-                        r = try WorkerProtocol.payload(WorkerResult.self, from: data)
-                    }
-                    guard inFlight.removeValue(forKey: r.id) != nil else { continue }
+                    guard let r = try Self.result(from: data), inFlight.removeValue(forKey: r.id) != nil else { continue }
                     finish(r.id, .result(r.result))
                     if r.retire == true { draining = true }
                     if inFlight.isEmpty {
@@ -235,6 +229,18 @@ final class WorkerPool: @unchecked Sendable {
                             worker = nil
                             draining = false
                         }
+                    } else if draining && !alone {
+                        // The worker gets no new job; it finishes the ones it has on a thread of
+                        // its own while this slot goes on with a fresh worker (a job that waits
+                        // out a step limit held the slot idle: the mutant matrix's stall).
+                        let left = inFlight
+                        lock.withLock { drainers += 1 }
+                        let thread = Thread { [self] in drain(w, left) }
+                        thread.stackSize = 1 << 20
+                        thread.start()
+                        worker = nil
+                        inFlight.removeAll()
+                        draining = false
                     }
                 } catch {
                     // A worker that speaks nonsense is as good as dead.
@@ -259,6 +265,61 @@ final class WorkerPool: @unchecked Sendable {
         }
     }
 
+    /// The result a worker's output line reports; `nil` for a line that is no result record.
+    ///
+    /// - Throws: `WorkerProtocol.BadRecord` (or a decoding error) when the line is malformed.
+    private static func result(from data: Data) throws -> WorkerResult? {
+        // The common case in one decode; anything else is examined for its error.
+        if let passed = WorkerProtocol.passedResult(from: data) { return WorkerResult(id: passed.id, result: passed.result, retire: nil) }
+        if let decoded = WorkerProtocol.record(WorkerResult.self, kind: "result", from: data) { return decoded }
+        guard try WorkerProtocol.kind(of: data) == "result" else { return nil }
+        return try WorkerProtocol.payload(WorkerResult.self, from: data)
+    }
+
+    /// Waits for the jobs `jobsLeft` (id -> dispatch time) of the retiring worker `w`, which gets
+    /// no new one, reporting each as the slot would (a result; past its deadline the worker's
+    /// group is killed, that job `.crashed` and the others queued again; a death makes them
+    /// suspects), then retires it. Runs on a thread of its own, counted in `drainers`.
+    private func drain(_ w: WorkerProcess, _ jobsLeft: [Int: UInt64]) {
+        var inFlight = jobsLeft
+        defer {
+            lock.withLock { _ = groups.remove(w.pid) }
+            w.close()
+            lock.withLock { drainers -= 1 }
+        }
+        while !inFlight.isEmpty {
+            let now = DispatchTime.now().uptimeNanoseconds
+            let (late, due) = inFlight.map { id, start in (id, start + UInt64(deadlines[id]) * 1_000_000) }.min { $0.1 < $1.1 }!
+            if now >= due {
+                w.killGroup()
+                finish(late, .crashed(CrashReport(signal: SIGKILL, deadlineMilliseconds: deadlines[late], stderrTail: w.stderrTail),
+                                      Double(now - inFlight[late]!) / 1e6))
+                inFlight[late] = nil
+                lock.withLock { queue.insert(contentsOf: inFlight.keys.sorted(), at: 0) }
+                return
+            }
+            switch w.next(timeoutMilliseconds: Int32(min((due - now) / 1_000_000 + 1, 1000))) {
+            case .idle:
+                continue
+            case .line(let data):
+                do {
+                    guard let r = try Self.result(from: data), inFlight.removeValue(forKey: r.id) != nil else { continue }
+                    finish(r.id, .result(r.result))
+                } catch {
+                    w.killGroup()
+                    let report = w.reap()
+                    handleDeath(CrashReport(signal: report.signal, exitStatus: report.exitStatus, stderrTail: w.stderrTail,
+                                            problem: "\(error)"), inFlight: &inFlight)
+                    return
+                }
+            case .ended:
+                let report = w.reap()
+                handleDeath(CrashReport(signal: report.signal, exitStatus: report.exitStatus, stderrTail: w.stderrTail), inFlight: &inFlight)
+                return
+            }
+        }
+    }
+
     private func handleDeath(_ report: CrashReport, inFlight: inout [Int: UInt64]) {
         if inFlight.count == 1, let (id, start) = inFlight.first {
             finish(id, .crashed(report, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6))
@@ -271,7 +332,7 @@ final class WorkerPool: @unchecked Sendable {
 
 /// One worker process: its pipes, its process group, and the tail of its standard error.
 final class WorkerProcess: @unchecked Sendable {
-    // @unchecked Sendable: used by one pool slot thread at a time.
+    // @unchecked Sendable: used by one thread at a time (a pool slot's, then a drainer's).
     let pid: pid_t
     private var stdinFD: Int32
     private var stdoutFD: Int32

@@ -233,13 +233,14 @@ final class WorkerPoolTests: XCTestCase {
 
     /// A stand-in worker: answers each job with a passing result named after its process id,
     /// except job `crashID` (it runs `crash`, a shell command); job `retireID` asks to be replaced.
-    func script(crashID: Int, crash: String, retireID: Int = -1) throws -> String {
+    func script(crashID: Int, crash: String, retireID: Int = -1, slowID: Int = -1) throws -> String {
         let path = dir.appendingPathComponent("worker.sh").path
         let text = """
         #!/bin/sh
         while IFS= read -r line; do
           id=$(printf '%s' "$line" | sed 's/.*"id":\\([0-9]*\\).*/\\1/')
           if [ "$id" = "\(crashID)" ]; then echo "about to fail job $id" >&2; \(crash); fi
+          [ "$id" = "\(slowID)" ] && sleep 2
           retire=false; [ "$id" = "\(retireID)" ] && retire=true
           printf '{"version":1,"kind":"result","payload":{"id":%s,"retire":%s,"result":{"name":"%s","file":"f","tags":[],"status":"passed","durationMilliseconds":1,"checks":[],"history":[],"historyDigest":"d","infeasible":false}}}\\n' "$id" "$retire" "$$"
         done
@@ -307,6 +308,21 @@ final class WorkerPoolTests: XCTestCase {
         XCTAssertEqual(pids[0], pids[1], "\(pids)")
         XCTAssertNotEqual(pids[1], pids[2], "\(pids)")
         XCTAssertEqual(pids[2], pids[3], "\(pids)")
+    }
+
+    /// A retiring worker with jobs still in flight gets no new job and finishes them on a thread
+    /// of its own, while its slot goes on with a fresh worker: the later jobs end before the slow
+    /// one the old worker still runs (the slot used to idle until it ended).
+    func testARetiringWorkerFinishesItsJobsWhileTheSlotGoesOn() async throws {
+        let executable = try script(crashID: -1, crash: "true", retireID: 0, slowID: 1)
+        let order = HarnessLocked<[Int]>([])
+        let outcomes = await WorkerPool(executable: executable, jobs: jobs(4), deadlines: Array(repeating: 20_000, count: 4), slots: 1,
+                                        perWorker: 2) { id, _ in order.withLock { $0.append(id) } }.run()
+        let pids = outcomes.map { o -> String in if case .result(let r) = o { return r.name } else { return "?" } }
+        XCTAssertEqual(pids[0], pids[1], "job 1 ends in the worker it was sent to: \(pids)")
+        XCTAssertNotEqual(pids[1], pids[2], "\(pids)")
+        XCTAssertEqual(pids[2], pids[3], "\(pids)")
+        XCTAssertEqual(order.withLock { $0 }, [0, 2, 3, 1], "jobs 2 and 3 ran while the old worker finished job 1")
     }
 
     func testRecordsRoundTripWithTheirVersion() throws {
