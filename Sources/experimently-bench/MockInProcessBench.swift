@@ -23,6 +23,35 @@ enum MockInProcessBench {
         override func stopLoading() {}
     }
 
+    /// A protocol that answers every request with the bytes the mock gave one flag GET (status,
+    /// every header, body), synchronously: the floor for delivering the mock's very answer, so
+    /// that the difference to the mock is its own work and not the loading system's cost of the
+    /// headers the contract asks for (CONTRACT.md section 2: the `X-RateLimit-*` trio).
+    final class ReplayURLProtocol: URLProtocol {
+        /// The answer replayed, set once before the measurement; behind an `NSLock`.
+        static let answer = ReplayAnswer()
+        override class func canInit(with request: URLRequest) -> Bool { true }
+        override class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
+        override func startLoading() {
+            let (status, headers, body) = Self.answer.value
+            let response = HTTPURLResponse(url: request.url!, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)!
+            client?.urlProtocol(self, didReceive: response, cacheStoragePolicy: .notAllowed)
+            client?.urlProtocol(self, didLoad: body)
+            client?.urlProtocolDidFinishLoading(self)
+        }
+        override func stopLoading() {}
+    }
+
+    /// The status, headers and body ``ReplayURLProtocol`` answers with (an `NSLock` guards them).
+    final class ReplayAnswer: @unchecked Sendable {
+        private let lock = NSLock()
+        private var stored: (Int, [String: String], Data) = (200, [:], Data())
+        var value: (Int, [String: String], Data) {
+            get { lock.withLock { stored } }
+            set { lock.withLock { stored = newValue } }
+        }
+    }
+
     /// Median of `samples` (microseconds).
     static func median(_ samples: [Double]) -> Double {
         let s = samples.sorted()
@@ -56,21 +85,34 @@ enum MockInProcessBench {
             return r
         }
         let echoBase = URL(string: "http://echo.invalid")!
-        var mock: [Double] = [], echo: [Double] = []
+        let replayConfiguration = URLSessionConfiguration.ephemeral
+        replayConfiguration.protocolClasses = [ReplayURLProtocol.self]
+        replayConfiguration.urlCache = nil
+        replayConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        let replaySession = URLSession(configuration: replayConfiguration)
+        var mock: [Double] = [], echo: [Double] = [], replay: [Double] = []
         mock.reserveCapacity(iterations)
         echo.reserveCapacity(iterations)
+        replay.reserveCapacity(iterations)
         do {
-            // Interleave the two (alternating which goes first) so machine load affects both alike.
+            // The mock's own answer to a flag GET, replayed by the third floor.
+            let (body, first) = try await mockSession.data(for: flagRequest(backend.baseURL, -1))
+            if let http = first as? HTTPURLResponse {
+                var headers: [String: String] = [:]
+                for (name, value) in http.allHeaderFields { if let n = name as? String, let v = value as? String { headers[n] = v } }
+                ReplayURLProtocol.answer.value = (http.statusCode, headers, body)
+            }
+            // Interleave the three (rotating which goes first) so machine load affects all alike.
             for i in 0..<(warmup + iterations) {
-                var m = 0.0, e = 0.0
-                if i % 2 == 0 {
-                    m = try await micros { _ = try await mockSession.data(for: flagRequest(backend.baseURL, i)) }
-                    e = try await micros { _ = try await echoSession.data(for: flagRequest(echoBase, i)) }
-                } else {
-                    e = try await micros { _ = try await echoSession.data(for: flagRequest(echoBase, i)) }
-                    m = try await micros { _ = try await mockSession.data(for: flagRequest(backend.baseURL, i)) }
+                var m = 0.0, e = 0.0, r = 0.0
+                for k in 0..<3 {
+                    switch (i + k) % 3 {
+                    case 0: m = try await micros { _ = try await mockSession.data(for: flagRequest(backend.baseURL, i)) }
+                    case 1: e = try await micros { _ = try await echoSession.data(for: flagRequest(echoBase, i)) }
+                    default: r = try await micros { _ = try await replaySession.data(for: flagRequest(echoBase, i)) }
+                    }
                 }
-                if i >= warmup { mock.append(m); echo.append(e) }
+                if i >= warmup { mock.append(m); echo.append(e); replay.append(r) }
             }
         } catch {
             print("mock-inprocess: request failed: \(error)")
@@ -89,6 +131,8 @@ enum MockInProcessBench {
         }
         let m = median(mock), e = median(echo), mm = median(modelSamples)
         print(String(format: "mock-inprocess: %d requests, median round trip  mock %.1f us, echo floor %.1f us, mock cost %.1f us, ratio %.2fx (target < 100 us)", iterations, m, e, m - e, m / max(e, 1e-9)))
+        let r = median(replay)
+        print(String(format: "mock-inprocess: the mock's own answer replayed (same status, headers, body): floor %.1f us, mock cost %.1f us, ratio %.2fx", r, m - r, m / max(r, 1e-9)))
         print(String(format: "mock-inprocess: BackendModel.respond alone median %.1f us; history entries %d", mm, backend.history.count))
         _ = backend.shutdown()
     }
