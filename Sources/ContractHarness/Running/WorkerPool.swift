@@ -199,69 +199,87 @@ final class WorkerPool: @unchecked Sendable {
                 usleep(2000)
                 continue
             }
-            let now = DispatchTime.now().uptimeNanoseconds
-            let (late, due) = inFlight.map { id, start in (id, start + UInt64(deadlines[id]) * 1_000_000) }.min { $0.1 < $1.1 }!
-            if now >= due {
-                w.killGroup()
-                retire(w)
-                worker = nil
-                let ms = Double(now - inFlight[late]!) / 1e6
-                finish(late, .crashed(CrashReport(signal: SIGKILL, deadlineMilliseconds: deadlines[late], stderrTail: w.stderrTail), ms))
-                inFlight[late] = nil
-                lock.withLock { queue.insert(contentsOf: inFlight.keys.sorted(), at: 0) }
-                inFlight.removeAll()
-                alone = false
-                draining = false
-                continue
-            }
-            switch w.next(timeoutMilliseconds: Int32(min((due - now) / 1_000_000 + 1, 1000))) {
+            switch wait(on: w, &inFlight) {
             case .idle:
                 continue
-            case .line(let data):
-                do {
-                    guard let r = try Self.result(from: data), inFlight.removeValue(forKey: r.id) != nil else { continue }
-                    finish(r.id, .result(r.result))
-                    if r.retire == true { draining = true }
-                    if inFlight.isEmpty {
-                        alone = false
-                        if draining {
-                            retire(w)
-                            worker = nil
-                            draining = false
-                        }
-                    } else if draining && !alone {
-                        // The worker gets no new job; it finishes the ones it has on a thread of
-                        // its own while this slot goes on with a fresh worker (a job that waits
-                        // out a step limit held the slot idle: the mutant matrix's stall).
-                        let left = inFlight
-                        lock.withLock { drainers += 1 }
-                        let thread = Thread { [self] in drain(w, left) }
-                        thread.stackSize = 1 << 20
-                        thread.start()
-                        worker = nil
-                        inFlight.removeAll()
-                        draining = false
-                    }
-                } catch {
-                    // A worker that speaks nonsense is as good as dead.
-                    w.killGroup()
-                    let report = w.reap()
-                    retire(w)
-                    worker = nil
-                    handleDeath(CrashReport(signal: report.signal, exitStatus: report.exitStatus, stderrTail: w.stderrTail,
-                                            problem: "\(error)"), inFlight: &inFlight)
-                    alone = false
-                    draining = false
-                }
-            case .ended:
-                let report = w.reap()
+            case .over:
                 retire(w)
                 worker = nil
-                handleDeath(CrashReport(signal: report.signal, exitStatus: report.exitStatus, stderrTail: w.stderrTail),
-                            inFlight: &inFlight)
                 alone = false
                 draining = false
+            case .result(let r):
+                if r.retire == true { draining = true }
+                if inFlight.isEmpty {
+                    alone = false
+                    if draining {
+                        retire(w)
+                        worker = nil
+                        draining = false
+                    }
+                } else if draining && !alone {
+                    // The worker gets no new job; it finishes the ones it has on a thread of
+                    // its own while this slot goes on with a fresh worker (a job that waits
+                    // out a step limit held the slot idle: the mutant matrix's stall).
+                    let left = inFlight
+                    lock.withLock { drainers += 1 }
+                    let thread = Thread { [self] in drain(w, left) }
+                    thread.stackSize = 1 << 20
+                    thread.start()
+                    worker = nil
+                    inFlight.removeAll()
+                    draining = false
+                }
             }
+        }
+    }
+
+    /// What ``wait(on:_:)`` saw.
+    private enum Waited {
+        /// Nothing within a second (or a line that is no result).
+        case idle
+        /// A job's result, already taken out of the jobs in flight and reported.
+        case result(WorkerResult)
+        /// The worker is gone (killed past a deadline, dead, or speaking nonsense); every job it
+        /// had is accounted for and none is in flight.
+        case over
+    }
+
+    /// Waits up to a second for the worker `w`, whose jobs in flight are `inFlight` (id ->
+    /// dispatch time, uptime nanoseconds): a result is reported and taken out; past a job's hard
+    /// deadline the worker's process group is killed, that job is `.crashed` and the others are
+    /// queued again first; a worker that dies or writes nonsense (as good as dead) leaves its
+    /// jobs to `handleDeath`.
+    private func wait(on w: WorkerProcess, _ inFlight: inout [Int: UInt64]) -> Waited {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let (late, due) = inFlight.map { id, start in (id, start + UInt64(deadlines[id]) * 1_000_000) }.min { $0.1 < $1.1 }!
+        if now >= due {
+            w.killGroup()
+            finish(late, .crashed(CrashReport(signal: SIGKILL, deadlineMilliseconds: deadlines[late], stderrTail: w.stderrTail),
+                                  Double(now - inFlight[late]!) / 1e6))
+            inFlight[late] = nil
+            lock.withLock { queue.insert(contentsOf: inFlight.keys.sorted(), at: 0) }
+            inFlight.removeAll()
+            return .over
+        }
+        switch w.next(timeoutMilliseconds: Int32(min((due - now) / 1_000_000 + 1, 1000))) {
+        case .idle:
+            return .idle
+        case .line(let data):
+            do {
+                guard let r = try Self.result(from: data), inFlight.removeValue(forKey: r.id) != nil else { return .idle }
+                finish(r.id, .result(r.result))
+                return .result(r)
+            } catch {
+                w.killGroup()
+                let report = w.reap()
+                handleDeath(CrashReport(signal: report.signal, exitStatus: report.exitStatus, stderrTail: w.stderrTail,
+                                        problem: "\(error)"), inFlight: &inFlight)
+                return .over
+            }
+        case .ended:
+            let report = w.reap()
+            handleDeath(CrashReport(signal: report.signal, exitStatus: report.exitStatus, stderrTail: w.stderrTail), inFlight: &inFlight)
+            return .over
         }
     }
 
@@ -288,35 +306,7 @@ final class WorkerPool: @unchecked Sendable {
             lock.withLock { drainers -= 1 }
         }
         while !inFlight.isEmpty {
-            let now = DispatchTime.now().uptimeNanoseconds
-            let (late, due) = inFlight.map { id, start in (id, start + UInt64(deadlines[id]) * 1_000_000) }.min { $0.1 < $1.1 }!
-            if now >= due {
-                w.killGroup()
-                finish(late, .crashed(CrashReport(signal: SIGKILL, deadlineMilliseconds: deadlines[late], stderrTail: w.stderrTail),
-                                      Double(now - inFlight[late]!) / 1e6))
-                inFlight[late] = nil
-                lock.withLock { queue.insert(contentsOf: inFlight.keys.sorted(), at: 0) }
-                return
-            }
-            switch w.next(timeoutMilliseconds: Int32(min((due - now) / 1_000_000 + 1, 1000))) {
-            case .idle:
-                continue
-            case .line(let data):
-                do {
-                    guard let r = try Self.result(from: data), inFlight.removeValue(forKey: r.id) != nil else { continue }
-                    finish(r.id, .result(r.result))
-                } catch {
-                    w.killGroup()
-                    let report = w.reap()
-                    handleDeath(CrashReport(signal: report.signal, exitStatus: report.exitStatus, stderrTail: w.stderrTail,
-                                            problem: "\(error)"), inFlight: &inFlight)
-                    return
-                }
-            case .ended:
-                let report = w.reap()
-                handleDeath(CrashReport(signal: report.signal, exitStatus: report.exitStatus, stderrTail: w.stderrTail), inFlight: &inFlight)
-                return
-            }
+            if case .over = wait(on: w, &inFlight) { return }
         }
     }
 
