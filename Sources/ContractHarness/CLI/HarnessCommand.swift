@@ -777,7 +777,7 @@ public enum HarnessCommand {
                                 message: "\(report.schedules.count) schedules, \(report.failed) failed, \(report.infeasible) infeasible"
                                     + (report.failedOnReference > 0 ? ", \(report.failedOnReference) fail on the reference too" : ""))
         if let f = report.firstFailure {
-            check.message = "schedule \(f.order) fails '\(f.check)': \(f.result.firstFailure?.message ?? "") (\(report.schedules.count) schedules, \(report.failed) failed)"
+            check.message = "schedule \(f.order) fails '\(f.check)': \(f.result.failureMessage(of: f.check)) (\(report.schedules.count) schedules, \(report.failed) failed)"
             check.history = f.result.firstFailure?.history
         }
         // Skipped schedules (a capability the driver lacks) never pass: without a failure, the
@@ -796,14 +796,23 @@ public enum HarnessCommand {
         return result
     }
 
-    /// The reference a schedule must pass on for its failure to count (Explorer.explore): the
-    /// faithful variant when exploring a broken one (`--mutant`), the shipping SDK when exploring
-    /// another SDK, `nil` (the SDK is its own reference) for the shipping SDK.
+    /// The reference a schedule must pass on for its failure to count (Explorer.explore): an
+    /// implementation written apart from the SDK under exploration, so that an order both fail
+    /// is the file's, not the SDK's. The faithful variant (`MutantRun.driver(nil)`) when exploring
+    /// the shipping SDK (in process or through its adapter: the same name) or a broken variant; the
+    /// shipping SDK when exploring the faithful variant or another SDK. Before, the shipping SDK
+    /// was its own reference, and an order no SDK can carry out (a clock advance moved before the
+    /// operation it was to wake, a wait for a cancellation moved before the cancel, a one-shot
+    /// fault a cache hit leaves unused) failed it (a twenty-seventh outside tester).
     static func referenceRunner(options: RunOptions, driver: any SDKDriver) -> ScenarioRunner? {
-        if options.mutant != nil { return ScenarioRunner(driver: MutantRun.driver(nil), seed: options.seed, keepsHistory: false) }
         let shipping = SwiftSDKDriver()
-        if driver.sdkName.unicodeScalars.elementsEqual(shipping.sdkName.unicodeScalars) { return nil }
-        return ScenarioRunner(driver: shipping, seed: options.seed, keepsHistory: false)
+        let faithful = MutantRun.driver(nil)
+        let name = driver.sdkName.unicodeScalars
+        let isShipping = name.elementsEqual(shipping.sdkName.unicodeScalars)
+        let isFaithful = name.elementsEqual(faithful.sdkName.unicodeScalars)
+        let isVariant = !isFaithful && driver.sdkName.hasPrefix("ios-mutant-")
+        return ScenarioRunner(driver: isShipping || isVariant || (options.mutant != nil && !isFaithful) ? faithful : shipping,
+                              seed: options.seed, keepsHistory: false)
     }
 
     /// Prints a progress line to stderr once a second while an exploration (or the mutant matrix,
@@ -932,7 +941,7 @@ public enum HarnessCommand {
                 StandardStream.error(Data("contract-harness: cannot write \(out): \(error)\n".utf8))
                 return Exit.internalFault.rawValue
             }
-            say(redactor.redact("first failing schedule: order \(f.order) fails '\(f.check)': \(f.result.firstFailure?.message ?? "")"
+            say(redactor.redact("first failing schedule: order \(f.order) fails '\(f.check)': \(f.result.failureMessage(of: f.check))"
                 + (f.reference.map { " (passes on \($0))" } ?? "")))
             say("written to \(out) (shrunk from \(f.stepsBefore) to \(f.stepsAfter) steps); replay: \(replayCommand(out, options))")
         }

@@ -118,14 +118,22 @@ enum InterleaveCommand {
                 StandardStream.error(Data("contract-harness: cannot write \(out): \(error)\n".utf8))
                 return HarnessCommand.Exit.internalFault.rawValue
             }
-            HarnessCommand.say(redactor.redact("first failing interleaving: choices \(f.choices) fails '\(f.check)': \(f.result.firstFailure?.message ?? "")"))
+            HarnessCommand.say(redactor.redact("first failing interleaving: choices \(f.choices) fails '\(f.check)': \(f.result.failureMessage(of: f.check))"))
             HarnessCommand.say("written to \(out) (shrunk from \(f.stepsBefore) to \(f.stepsAfter) steps); replay: \(HarnessCommand.replayCommand(out, options))")
         }
         // A skipped probe (a capability the driver lacks) judged nothing: never a pass.
         let unjudged = report.firstFailure == nil && report.skipped != nil
-        // Nor does a scenario that cannot be carried out in its own order: an error of the file.
-        let unrunnable = report.firstFailure == nil ? report.unrunnable : nil
-        if let unrunnable { HarnessCommand.say(redactor.redact("the scenario cannot be carried out as written, so no interleaving was explored: \(unrunnable)")) }
+        // Nor does a scenario that cannot be carried out in its own order, or that the reference
+        // fails in it (no SDK can pass it): an error of the file, as in step mode (a file every
+        // SDK fails came out passed: a twenty-seventh outside tester).
+        let onReference = report.failingOnReference.isEmpty ? nil
+            : "the reference fails it in its own order (\(report.failingOnReference.joined(separator: ", ")))"
+        let unrunnable = report.firstFailure == nil ? report.unrunnable ?? onReference : nil
+        if report.firstFailure == nil, let unrunnable = report.unrunnable {
+            HarnessCommand.say(redactor.redact("the scenario cannot be carried out as written, so no interleaving was explored: \(unrunnable)"))
+        } else if let unrunnable {
+            HarnessCommand.say(redactor.redact("no SDK can pass the scenario as written: \(unrunnable)"))
+        }
         if arguments.contains("--verdict") {
             var result = ScenarioResult(name: scenario.name, file: file, tags: scenario.tags, source: scenario.source,
                                         status: report.firstFailure != nil ? .failed : unjudged ? .skipped : unrunnable != nil ? .error : .passed,

@@ -93,6 +93,13 @@ public struct ScenarioResult: Sendable, Codable {
 
     /// The first failing check, for the console line.
     public var firstFailure: CheckResult? { checks.first { !$0.passed } }
+
+    /// The message of the failed check named exactly `check`, else of the first failed check:
+    /// the line naming a schedule's failing check quotes that check's own message (it paired one
+    /// check's name with another's message: a twenty-seventh outside tester).
+    public func failureMessage(of check: String) -> String {
+        (checks.first { !$0.passed && $0.name.unicodeScalars.elementsEqual(check.unicodeScalars) } ?? firstFailure)?.message ?? ""
+    }
 }
 
 extension ScenarioResult {

@@ -1,0 +1,47 @@
+import XCTest
+import Foundation
+@testable import ContractHarness
+
+/// Findings of the twenty-seventh outside tester (`/work/attack28/FINDINGS.md`: `explore` as a
+/// judge). Exploring the shipping SDK, it was its own reference, so an order no SDK can carry out
+/// failed it; now the faithful variant is its reference. An interleaving exploration of a file the
+/// reference fails in its own order was a pass; now it is an error of the file.
+final class TwentySeventhTesterFindingsTests: XCTestCase {
+    static let fixtures = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/twenty-seventh-tester")
+
+    /// A clock advance moved before the operation it was to wake, and a one-shot fault a cache
+    /// hit leaves unused: orders the faithful variant fails too, never the shipping SDK's failure.
+    func testAnOrderTheFaithfulVariantFailsTooIsNotTheShippingSDKsFailure() throws {
+        let dir = try scratchDirectory("twenty-seventh-orders")
+        for name in ["delay-advance", "lifecycle-order"] {
+            let file = Self.fixtures.appendingPathComponent("\(name).json").path
+            let (status, out) = try HarnessProcess.run(["explore", file, "--out", "s.json"], in: dir)
+            XCTAssertEqual(status, 0, "\(name): \(out)")
+            XCTAssertTrue(out.contains("fail on the reference too (not counted)"), out)
+            XCTAssertTrue(out.contains("reference: ios-mutant-none"), out)
+        }
+    }
+
+    /// A file every SDK fails in its own order is an error of the file under `--interleave`, as in
+    /// step mode, never a pass.
+    func testAnInterleavingExplorationOfAFileNoSDKCanPassIsAnError() throws {
+        let dir = try scratchDirectory("twenty-seventh-interleave")
+        let file = Self.fixtures.appendingPathComponent("il-wrong.json").path
+        let (status, out) = try HarnessProcess.run(["explore", file, "--interleave", "--out", "i.json", "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status, 1, out)
+        XCTAssertTrue(out.contains("no SDK can pass the scenario as written"), out)
+        let verdict = try JSONSerialization.jsonObject(with: Data(contentsOf: dir.appendingPathComponent("v.json"))) as? [String: Any]
+        let result = (verdict?["scenarios"] as? [[String: Any]])?.first
+        XCTAssertEqual(result?["status"] as? String, "error")
+    }
+
+    /// The failing line quotes the message of the check it names, not of another failed check.
+    func testAFailureLineQuotesTheNamedChecksOwnMessage() {
+        let r = ScenarioResult(name: "n", file: "f", tags: [], source: nil, status: .failed, durationMilliseconds: 1,
+                               checks: [CheckResult(name: "step 9 await a1 expect", passed: false, message: "the file's own mistake"),
+                                        CheckResult(name: "step 15 assert", passed: false, message: "the variant's failure")],
+                               reason: nil, smoke: nil, history: [], historyDigest: "")
+        XCTAssertEqual(r.failureMessage(of: "step 15 assert"), "the variant's failure")
+        XCTAssertEqual(r.failureMessage(of: "no such check"), "the file's own mistake")
+    }
+}
