@@ -747,13 +747,17 @@ public enum HarnessCommand {
         var verdict = Verdict(harnessVersion: version, sdkName: "ios-mutants", sdkVersion: "", seed: options.seed, startedAt: startedAt,
                               durationMilliseconds: report.durationMilliseconds, results: [], invalid: invalid)
         verdict.extra["mutants"] = report.json
+        // `ok` says what the exit status says (Verdict.md): every variant caught, no baseline
+        // failure (it read true beside exit 1 with variants missed: a twenty-eighth outside tester).
+        let allCaught = caught == report.rows.count && report.baselineFailures.isEmpty
+        if !allCaught { verdict.extra["ok"] = .bool(false) }
         do { try verdict.write(to: options.verdict, redacting: ConfiguredSecrets.keys(files: files, scenarios: all)) } catch {
             StandardStream.error(Data("contract-harness: cannot write the verdict: \(error)\n".utf8))
             return Exit.internalFault.rawValue
         }
         say(report.summaryLine)
         if !invalid.isEmpty { return Exit.usage.rawValue }
-        return caught == report.rows.count && report.baselineFailures.isEmpty ? Exit.ok.rawValue : Exit.failed.rawValue
+        return allCaught ? Exit.ok.rawValue : Exit.failed.rawValue
     }
 
     /// Explores `s` and reports it as one scenario result: failed when a schedule fails.

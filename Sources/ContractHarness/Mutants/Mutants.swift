@@ -126,8 +126,12 @@ public enum MutantRun {
         // await-atomicity ones reach it. The faithful variant's and the await-atomicity variants'
         // explorations start at once, beside the worker processes' runs.
         let interleaved = scenarios.filter { s in s.tags.contains { $0.unicodeScalars.elementsEqual("interleave".unicodeScalars) } }
+        // With the files' own step limits, not the cap: an interleaving run's failure is judged as
+        // it comes (never confirmed again, as a plain run's is), so a capped limit let load add a
+        // catch or fail the faithful variant (a twenty-eighth outside tester; a deadlock is decided
+        // at once either way).
         @Sendable func explored(_ defect: Defect?) async -> [ExactKey: [String]] {
-            var runner = ScenarioRunner(driver: driver(defect), stepTimeoutCap: stepTimeoutCap, keepsHistory: false)
+            var runner = ScenarioRunner(driver: driver(defect), stepTimeoutCap: nil, keepsHistory: false)
             runner.interleaving = nil
             var failed: [ExactKey: [String]] = [:]
             for s in interleaved {

@@ -135,6 +135,10 @@ extension ScenarioExecution {
         }
         if let crash = report.crash {
             result.status = .crashed
+            // The crash is the failure (its check first, as for a worker's death): what the named
+            // checks say after it (a client that "did not report its cache") follows from it, and
+            // `explore` named the adapter's death after them (a twenty-seventh outside tester).
+            result.checks.insert(CheckResult(name: "crash", passed: false, message: Self.adapterCrashPrefix + crash), at: 0)
             result.reason = "crashed: \(crash)" + (result.reason.map { "; \($0)" } ?? "")
             result.crash = .object(["reason": .string(Self.adapterCrashPrefix + crash),
                                     "stderr_tail": .array(report.stderr.suffix(20).map(JSONValue.string))])

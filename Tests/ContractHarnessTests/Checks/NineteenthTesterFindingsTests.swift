@@ -124,15 +124,17 @@ final class NineteenthTesterFindingsTests: XCTestCase {
     }
 
     /// `explore --interleave` with a reference (`--mutant`) does not blame the SDK for a check the
-    /// reference fails in the file's own order (the file's wrong count): it says so instead.
+    /// reference fails in the file's own order (the file's wrong count): it says so instead, and
+    /// the file, which no SDK can pass, is an error, never a pass (a twenty-seventh outside tester).
     func testInterleavingExcusesWhatTheReferenceFailsAsWritten() throws {
         let dir = try scratchDirectory("nineteenth-interleave")
         let file = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/nineteenth-tester/interleave-file-assert-fails-on-every-sdk.json").path
         let (status, out) = try HarnessProcess.run(["explore", file, "--interleave", "--mutant", "unregister-before-cache-write",
                                                     "--max-schedules", "20", "--out", "i.json", "--verdict", "v.json"], in: dir)
-        XCTAssertEqual(status, 0, out)
+        XCTAssertEqual(status, 1, out)
         XCTAssertTrue(out.contains("the reference fails the file in its own order (step 2 assert): not counted as the SDK's"), out)
         XCTAssertTrue(out.contains(", 0 failed,"), out)
+        XCTAssertTrue(out.contains("no SDK can pass the scenario as written"), out)
     }
 
     /// JSON member look-ups compare names by Unicode scalars: the mock's targeting no longer reads

@@ -35,6 +35,40 @@ final class TwentySeventhTesterFindingsTests: XCTestCase {
         XCTAssertEqual(result?["status"] as? String, "error")
     }
 
+    /// An adapter that crashes once, while it serves several schedules at once: run again one at a
+    /// time none crashes, and the crash still counts (it was dropped with --jobs 2 or more, so the
+    /// verdict depended on --jobs), named as the adapter's crash and saying it does not replay.
+    func testACrashThatDoesNotReplayStillCounts() throws {
+        let dir = try scratchDirectory("twenty-seventh-crash-once")
+        let driver = Repository.root.appendingPathComponent("Examples/python-sdk/driver.py").path
+        let mark = dir.appendingPathComponent("crashed-once").path
+        let wrapper = """
+        import os, sys, subprocess, threading, json
+        p = subprocess.Popen([sys.executable, \(String(reflecting: driver))], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        def pump():
+            for line in p.stdout:
+                sys.stdout.buffer.write(line); sys.stdout.buffer.flush()
+            os._exit(0)
+        threading.Thread(target=pump, daemon=True).start()
+        for line in sys.stdin.buffer:
+            try:
+                m = json.loads(line)
+            except Exception:
+                m = {}
+            if m.get("type") == "perform" and "clearCache" in json.dumps(m.get("operation", "")) and not os.path.exists(\(String(reflecting: mark))):
+                open(\(String(reflecting: mark)), "w").close(); p.kill(); os._exit(3)
+            p.stdin.write(line); p.stdin.flush()
+        """
+        try Data(wrapper.utf8).write(to: dir.appendingPathComponent("crash-once.py"))
+        let file = Repository.root.appendingPathComponent("Benchmarks/explore-three-holds-and-logout.json").path
+        let (status, out) = try HarnessProcess.run(["explore", file, "--max-schedules", "12", "--jobs", "4", "--sdk-command", "python3 crash-once.py",
+                                                    "--out", "s.json"], in: dir)
+        XCTAssertEqual(status, 1, out)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: mark), "the adapter crashed once")
+        XCTAssertTrue(out.contains("1 failed") && out.contains("(1 crashed)"), out)
+        XCTAssertTrue(out.contains("fails 'crash': the SDK adapter crashed"), out)
+    }
+
     /// The failing line quotes the message of the check it names, not of another failed check.
     func testAFailureLineQuotesTheNamedChecksOwnMessage() {
         let r = ScenarioResult(name: "n", file: "f", tags: [], source: nil, status: .failed, durationMilliseconds: 1,
