@@ -15,11 +15,26 @@ extension HarnessCommand {
     ///   - out: `--out`, when given; `verdict`: `--verdict`, when given.
     /// - Throws: `UsageError` naming both options (or "the scenario file") and the path (exit 64).
     static func checkExploreOutputs(file: String, name: String?, suffix: String, out: String?, verdict: String?) throws {
-        let schedule = out ?? name.map { "\($0)\(suffix).json" }
+        let schedule = out ?? name.map { defaultOutput($0, suffix: suffix) }
         try checkDistinct([("the scenario file", file), (out == nil ? "the default schedule file" : "--out", schedule),
                            ("--verdict", verdict)])
         // A verdict never replaces a scenario file: said before any work (a seventh outside
         // tester: the write was refused silently at the end, with exit 0).
         if let verdict { try checkWritable(verdict, option: "--verdict") }
+        // Nor is a schedule file that cannot be written found only after the exploration (a
+        // twenty-seventh outside tester: hours of work, then exit 70 and no failing order named).
+        if let out { try checkWritable(out, option: "--out", mayReplaceScenario: true) }
+    }
+
+    /// The default schedule file of an exploration of the scenario `name`: `<name><suffix>.json` in
+    /// the working folder, the name's characters other than letters, digits, `.`, `_` and `-`
+    /// replaced by `_` (a name is data: `../x` wrote outside the folder, and a NUL or U+202E made
+    /// the printed replay command name a file that does not exist).
+    static func defaultOutput(_ name: String, suffix: String) -> String {
+        let safe = String(String.UnicodeScalarView(name.unicodeScalars.map { c in
+            (c.properties.isAlphabetic || c.properties.numericType != nil) && !c.properties.isBidiControl || "._-".unicodeScalars.contains(c) ? c : "_"
+        }))
+        let base = safe.drop { $0 == "." }
+        return (base.isEmpty ? "scenario" : String(base)) + "\(suffix).json"
     }
 }

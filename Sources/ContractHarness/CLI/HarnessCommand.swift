@@ -935,18 +935,19 @@ public enum HarnessCommand {
         let unrunnable = report.nothingCarriedOut != nil
         if let why = report.nothingCarriedOut { say("\(why): the scenario cannot pass as written; contract-harness run \(shellWord(file)) says why") }
         if let f = report.firstFailure {
-            let out = options.out ?? "\(report.scenario)-schedule.json"
+            let out = options.out ?? Self.defaultOutput(report.scenario, suffix: "-schedule")
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
             // The written file keeps the scenario's own keys, as the file it came from does: it must
             // replay (masked as `***`, every request of a replay was answered 401 and a broken SDK
             // passed its own failing schedule: a fourteenth outside tester). Console and verdict hide them.
+            // Which order failed is said first: a file that cannot be written loses nothing else.
+            say(redactor.redact("first failing schedule: order \(f.order) fails '\(f.check)': \(f.result.failureMessage(of: f.check))"
+                + (f.reference.map { " (passes on \($0))" } ?? "")))
             do { try (encoder.encode(f.scenarioJSON) + Data("\n".utf8)).writeOutput(to: out, mayReplaceScenario: true) } catch {
                 StandardStream.error(Data("contract-harness: cannot write \(out): \(error)\n".utf8))
                 return Exit.internalFault.rawValue
             }
-            say(redactor.redact("first failing schedule: order \(f.order) fails '\(f.check)': \(f.result.failureMessage(of: f.check))"
-                + (f.reference.map { " (passes on \($0))" } ?? "")))
             say("written to \(out) (shrunk from \(f.stepsBefore) to \(f.stepsAfter) steps); replay: \(replayCommand(out, options))")
         }
         if options.verdict != "verdict.json" || arguments.contains("--verdict") {
@@ -962,7 +963,12 @@ public enum HarnessCommand {
             var verdict = Verdict(harnessVersion: version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, seed: options.seed,
                                   startedAt: Date(), durationMilliseconds: report.durationMilliseconds, results: [result], invalid: [])
             if unjudged { verdict.extra["ok"] = .bool(false); verdict.extra["error"] = .string("nothing passed: all 1 scenario(s) were skipped") }
-            try? verdict.write(to: options.verdict, redacting: secrets)
+            // A verdict that cannot be written is an internal fault, said (it was dropped silently,
+            // exit 0, the old file left in place: a twenty-seventh outside tester).
+            do { try verdict.write(to: options.verdict, redacting: secrets) } catch {
+                StandardStream.error(Data("contract-harness: cannot write the verdict \(options.verdict): \(error)\n".utf8))
+                return Exit.internalFault.rawValue
+            }
         }
         if unjudged {
             say("0 passed, 0 failed, 1 skipped: nothing passed: all 1 scenario(s) were skipped")

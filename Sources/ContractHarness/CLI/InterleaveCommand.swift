@@ -106,7 +106,7 @@ enum InterleaveCommand {
             HarnessCommand.say(redactor.redact("the reference fails the file in its own order (\(report.failingOnReference.joined(separator: ", "))): not counted as the SDK's"))
         }
         if let f = report.firstFailure {
-            let out = options.out ?? "\(report.scenario)-interleaving.json"
+            let out = options.out ?? HarnessCommand.defaultOutput(report.scenario, suffix: "-interleaving")
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
             do {
@@ -144,7 +144,10 @@ enum InterleaveCommand {
             var verdict = Verdict(harnessVersion: HarnessCommand.version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion,
                                   seed: seed, startedAt: Date(), durationMilliseconds: report.durationMilliseconds, results: [result], invalid: [])
             if unjudged { verdict.extra["ok"] = .bool(false); verdict.extra["error"] = .string("nothing passed: all 1 scenario(s) were skipped") }
-            try? verdict.write(to: options.verdict, redacting: secrets)
+            do { try verdict.write(to: options.verdict, redacting: secrets) } catch {
+                StandardStream.error(Data("contract-harness: cannot write the verdict \(options.verdict): \(error)\n".utf8))
+                return HarnessCommand.Exit.internalFault.rawValue
+            }
         }
         if unjudged {
             HarnessCommand.say("0 passed, 0 failed, 1 skipped: nothing passed: all 1 scenario(s) were skipped")

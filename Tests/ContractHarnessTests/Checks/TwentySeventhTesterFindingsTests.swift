@@ -69,6 +69,23 @@ final class TwentySeventhTesterFindingsTests: XCTestCase {
         XCTAssertTrue(out.contains("fails 'crash': the SDK adapter crashed"), out)
     }
 
+    /// Explore's outputs: a `--out` in no folder is bad usage before any work; a verdict that cannot
+    /// be written is an internal fault, said; the default schedule file is named after the
+    /// scenario with its separators and controls replaced, in the working folder.
+    func testExploreOutputsAreCheckedFirstAndNamedSafely() throws {
+        let dir = try scratchDirectory("twenty-seventh-outputs")
+        let file = Repository.root.appendingPathComponent("scenarios/race-explore-clear-vs-late-assignment.json").path
+        let (usage, usageOut) = try HarnessProcess.run(["explore", file, "--out", "no-such-folder/o.json"], in: dir, readingStandardError: true)
+        XCTAssertEqual(usage, 64, usageOut)
+        XCTAssertTrue(usageOut.contains("--out no-such-folder/o.json"), usageOut)
+        let (full, fullOut) = try HarnessProcess.run(["explore", file, "--out", "o.json", "--verdict", "/dev/full"], in: dir, readingStandardError: true)
+        XCTAssertEqual(full, 70, fullOut)
+        XCTAssertTrue(fullOut.contains("cannot write the verdict /dev/full"), fullOut)
+        XCTAssertEqual(HarnessCommand.defaultOutput("../../escape", suffix: "-schedule"), "_.._escape-schedule.json")
+        XCTAssertEqual(HarnessCommand.defaultOutput("a\u{0}b\u{202E}c/d", suffix: "-interleaving"), "a_b_c_d-interleaving.json")
+        XCTAssertEqual(HarnessCommand.defaultOutput("caf\u{e9}-race", suffix: "-schedule"), "caf\u{e9}-race-schedule.json")
+    }
+
     /// The failing line quotes the message of the check it names, not of another failed check.
     func testAFailureLineQuotesTheNamedChecksOwnMessage() {
         let r = ScenarioResult(name: "n", file: "f", tags: [], source: nil, status: .failed, durationMilliseconds: 1,
