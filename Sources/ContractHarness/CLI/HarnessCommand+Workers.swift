@@ -76,6 +76,7 @@ extension HarnessCommand {
                 knownLines.withLock { $0[id] = known }
             }
             if failFast && [.failed, .error, .crashed].contains(r.status) { box.pool?.stop(after: id) }
+            progress.finished(id, r)
             printer.add(id, r) { ready in
                 progress.append(ready)
                 let index = selected.firstIndex { $0.file == ready.file && Array($0.name.unicodeScalars) == Array(ready.name.unicodeScalars) }

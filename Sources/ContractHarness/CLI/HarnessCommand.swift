@@ -434,13 +434,27 @@ public enum HarnessCommand {
         [InterruptSignals.register(handler)]
     }
 
-    /// Results so far, shared with the signal handler (an `NSLock` guards it).
+    /// Results so far, shared with the signal handler (an `NSLock` guards it): those printed (in
+    /// order), and those finished in worker processes but not yet printed (a slow scenario before
+    /// them holds their lines back), by position.
     final class RunProgress: @unchecked Sendable {
-        // @unchecked Sendable: `results` is only touched inside `lock`.
+        // @unchecked Sendable: `results` and `unprinted` are only touched inside `lock`.
         private let lock = NSLock()
         private var results: [ScenarioResult] = []
+        private var unprinted: [Int: ScenarioResult] = [:]
         func append(_ r: ScenarioResult) { lock.withLock { results.append(r) } }
+        /// Records the result of the scenario at `position` as it finishes, before its line.
+        func finished(_ position: Int, _ r: ScenarioResult) { lock.withLock { unprinted[position] = r } }
         var snapshot: [ScenarioResult] { lock.withLock { results } }
+        /// Every finished result: the printed ones, then the others by position (an interrupt
+        /// kept only the printed ones: a slow first scenario made the verdict say that none of 36
+        /// had finished, a twenty-eighth outside tester).
+        var finishedSoFar: [ScenarioResult] {
+            lock.withLock {
+                let printed = Set(results.map { ExactKey($0.file + "\u{0}" + $0.name) })
+                return results + unprinted.sorted { $0.key < $1.key }.map(\.value).filter { !printed.contains(ExactKey($0.file + "\u{0}" + $0.name)) }
+            }
+        }
     }
 
     static func run(_ arguments: [String], driver: any SDKDriver) async -> Int32 {
@@ -559,9 +573,9 @@ public enum HarnessCommand {
         let box = PoolBox()
         let sources = onInterrupt { sig in
             box.pool?.killAll()
-            let done = progress.snapshot
-            let finished = Set(done.map(\.name))
-            let rest = selected.filter { !finished.contains($0.name) }.map {
+            let done = progress.finishedSoFar
+            let finished = Set(done.map { ExactKey($0.file + "\u{0}" + $0.name) })
+            let rest = selected.filter { !finished.contains(ExactKey($0.file + "\u{0}" + $0.name)) }.map {
                 ScenarioResult(name: $0.name, file: $0.file, tags: $0.tags, source: $0.source, status: .error, durationMilliseconds: 0,
                                checks: [], reason: "interrupted by signal \(sig) before it finished", smoke: nil, history: [], historyDigest: "")
             }
