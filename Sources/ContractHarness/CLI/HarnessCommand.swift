@@ -740,7 +740,7 @@ public enum HarnessCommand {
         let scenarios = all.filter { s in
             options.filters.isEmpty || options.filters.contains { f in s.name.contains(f) || s.tags.contains { $0.contains(f) } }
         }
-        say("mutants: \(scenarios.count) scenarios x \(Defect.allCases.count + 1) variants (step limit \(cap) ms)"
+        say("mutants: \(scenarios.count) scenarios x \(Defect.allCases.count) broken variants and the faithful one (step limit \(cap) ms)"
             + (full ? ", every pair" : ", each variant until its first catch (--full: every pair)"))
         let counters = Explorer.Progress()
         let ticker = progressTicker(counters, command: "mutants", unit: "runs")
@@ -969,7 +969,8 @@ public enum HarnessCommand {
             var result = ScenarioResult(name: s.name, file: file, tags: s.tags, source: s.source,
                                         status: report.firstFailure != nil ? .failed : unjudged ? .skipped : unrunnable ? .error : .passed,
                                         durationMilliseconds: report.durationMilliseconds,
-                                        checks: unjudged || unrunnable ? [] : [CheckResult(name: "explore", passed: report.firstFailure == nil, message: report.firstFailure?.check)],
+                                        checks: unjudged || unrunnable ? [] : [CheckResult(name: "explore", passed: report.firstFailure == nil,
+                                                                                          message: report.firstFailure.map { "order \($0.order) fails '\($0.check)': \($0.result.failureMessage(of: $0.check))" })],
                                         reason: unjudged ? "\(report.skipped) of \(report.schedules.count) schedules were skipped"
                                             : report.nothingCarriedOut,
                                         smoke: nil, history: [], historyDigest: "")

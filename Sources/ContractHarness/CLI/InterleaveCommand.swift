@@ -138,7 +138,8 @@ enum InterleaveCommand {
             var result = ScenarioResult(name: scenario.name, file: file, tags: scenario.tags, source: scenario.source,
                                         status: report.firstFailure != nil ? .failed : unjudged ? .skipped : unrunnable != nil ? .error : .passed,
                                         durationMilliseconds: report.durationMilliseconds,
-                                        checks: unjudged || unrunnable != nil ? [] : [CheckResult(name: "explore", passed: report.firstFailure == nil, message: report.firstFailure?.check)],
+                                        checks: unjudged || unrunnable != nil ? [] : [CheckResult(name: "explore", passed: report.firstFailure == nil,
+                                                                                                  message: report.firstFailure.map { "choices \($0.choices) fail '\($0.check)': \($0.result.failureMessage(of: $0.check))" })],
                                         reason: report.skipped ?? unrunnable.map { "cannot be carried out as written: \($0)" }, smoke: nil, history: [], historyDigest: "")
             result.exploration = report.json
             var verdict = Verdict(harnessVersion: HarnessCommand.version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion,
