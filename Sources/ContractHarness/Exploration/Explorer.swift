@@ -568,6 +568,14 @@ public enum Explorer {
         let referenceRunner = reference.map { ScenarioRunner(driver: $0.driver, seed: $0.seed, stepTimeoutCap: cap, keepsHistory: false) }
         // The matching failed check's name in the candidate last found failing.
         var matched = check
+        // What the reference already fails on the file being shrunk (the explored order, e.g. its
+        // order-dependent `assert`): a candidate may keep those failing, never add a failure of its
+        // own ("nothing judged" once the steps that judged were dropped: a twenty-seventh outside
+        // tester's shrunk file failed on every SDK while it said it passed on the reference).
+        var referenceFailed: [String] = []
+        if let referenceRunner, let s = try? ScenarioParser.parse(root.serialized(), file: file) {
+            referenceFailed = await referenceRunner.run(s).checks.filter { !$0.passed }.map(\.name)
+        }
         func stillFails(_ candidate: JSONValue) async -> Bool {
             guard let s = try? ScenarioParser.parse(candidate.serialized(), file: file) else { return false }
             async let onReference: ScenarioResult? = referenceRunner == nil ? nil : referenceRunner!.run(s)
@@ -590,11 +598,11 @@ public enum Explorer {
                     && (referenceRunner != nil || reason == nil || messageShape($0.message ?? "") == messageShape(reason!))
             }
             let ref = await onReference
-            // The reference may fail another check (it is dropped later, or the file shows both),
-            // never this one.
-            guard let failing, ref == nil || (!ref!.infeasible && (ref!.status == .passed || !ref!.checks.contains {
-                !$0.passed && $0.name.unicodeScalars.elementsEqual(failing.name.unicodeScalars)
-            })) else { return false }
+            // The reference may fail another check it failed before shrinking (the file shows
+            // both), never this one, and nothing new.
+            guard let failing, ref == nil || (!ref!.infeasible && (ref!.status == .passed || ref!.status == .failed) && ref!.checks.allSatisfy { c in
+                c.passed || (!c.name.unicodeScalars.elementsEqual(failing.name.unicodeScalars) && referenceFailed.contains { sameCheck($0, c.name) })
+            }) else { return false }
             matched = failing.name
             return true
         }

@@ -86,6 +86,38 @@ final class TwentySeventhTesterFindingsTests: XCTestCase {
         XCTAssertEqual(HarnessCommand.defaultOutput("caf\u{e9}-race", suffix: "-schedule"), "caf\u{e9}-race-schedule.json")
     }
 
+    /// An adapter that writes a line that is no protocol on `clearCache`: the shrunk file keeps
+    /// the steps that judge, so the reference passes it as its `explored` record says (it was
+    /// shrunk to a lone `clearCache` the reference failed as "nothing judged").
+    func testTheReferencePassesTheShrunkSchedule() throws {
+        let dir = try scratchDirectory("twenty-seventh-shrink")
+        let driver = Repository.root.appendingPathComponent("Examples/python-sdk/driver.py").path
+        let wrapper = """
+        import os, sys, subprocess, threading, json
+        p = subprocess.Popen([sys.executable, \(String(reflecting: driver))], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        def pump():
+            for line in p.stdout:
+                sys.stdout.buffer.write(line); sys.stdout.buffer.flush()
+            os._exit(0)
+        threading.Thread(target=pump, daemon=True).start()
+        for line in sys.stdin.buffer:
+            try:
+                m = json.loads(line)
+            except Exception:
+                m = {}
+            if m.get("type") == "perform" and "clearCache" in json.dumps(m.get("operation", "")):
+                sys.stdout.write("this is not json\\n"); sys.stdout.flush()
+            p.stdin.write(line); p.stdin.flush()
+        """
+        try Data(wrapper.utf8).write(to: dir.appendingPathComponent("garbage.py"))
+        let file = Repository.root.appendingPathComponent("scenarios/race-explore-field-clear-while-assignment-held.json").path
+        let (status, out) = try HarnessProcess.run(["explore", file, "--sdk-command", "python3 garbage.py", "--out", "s.json"], in: dir)
+        XCTAssertEqual(status, 1, out)
+        XCTAssertTrue(out.contains("fails 'driver protocol'"), out)
+        let (replay, replayOut) = try HarnessProcess.run(["run", "s.json", "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(replay, 0, "the reference passes the shrunk file: \(replayOut)")
+    }
+
     /// The failing line quotes the message of the check it names, not of another failed check.
     func testAFailureLineQuotesTheNamedChecksOwnMessage() {
         let r = ScenarioResult(name: "n", file: "f", tags: [], source: nil, status: .failed, durationMilliseconds: 1,
