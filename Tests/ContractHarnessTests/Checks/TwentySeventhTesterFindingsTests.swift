@@ -42,23 +42,10 @@ final class TwentySeventhTesterFindingsTests: XCTestCase {
         let dir = try scratchDirectory("twenty-seventh-crash-once")
         let driver = Repository.root.appendingPathComponent("Examples/python-sdk/driver.py").path
         let mark = dir.appendingPathComponent("crashed-once").path
-        let wrapper = """
-        import os, sys, subprocess, threading, json
-        p = subprocess.Popen([sys.executable, \(String(reflecting: driver))], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        def pump():
-            for line in p.stdout:
-                sys.stdout.buffer.write(line); sys.stdout.buffer.flush()
-            os._exit(0)
-        threading.Thread(target=pump, daemon=True).start()
-        for line in sys.stdin.buffer:
-            try:
-                m = json.loads(line)
-            except Exception:
-                m = {}
-            if m.get("type") == "perform" and "clearCache" in json.dumps(m.get("operation", "")) and not os.path.exists(\(String(reflecting: mark))):
-                open(\(String(reflecting: mark)), "w").close(); p.kill(); os._exit(3)
-            p.stdin.write(line); p.stdin.flush()
-        """
+        let wrapper = Self.adapter(wrapping: driver, onClearCache: """
+                if not os.path.exists(\(String(reflecting: mark))):
+                    open(\(String(reflecting: mark)), "w").close(); p.kill(); os._exit(3)
+        """)
         try Data(wrapper.utf8).write(to: dir.appendingPathComponent("crash-once.py"))
         let file = Repository.root.appendingPathComponent("Benchmarks/explore-three-holds-and-logout.json").path
         let (status, out) = try HarnessProcess.run(["explore", file, "--max-schedules", "12", "--jobs", "4", "--sdk-command", "python3 crash-once.py",
@@ -92,7 +79,22 @@ final class TwentySeventhTesterFindingsTests: XCTestCase {
     func testTheReferencePassesTheShrunkSchedule() throws {
         let dir = try scratchDirectory("twenty-seventh-shrink")
         let driver = Repository.root.appendingPathComponent("Examples/python-sdk/driver.py").path
-        let wrapper = """
+        let wrapper = Self.adapter(wrapping: driver, onClearCache: """
+                sys.stdout.write("this is not json\\n"); sys.stdout.flush()
+        """)
+        try Data(wrapper.utf8).write(to: dir.appendingPathComponent("garbage.py"))
+        let file = Repository.root.appendingPathComponent("scenarios/race-explore-field-clear-while-assignment-held.json").path
+        let (status, out) = try HarnessProcess.run(["explore", file, "--sdk-command", "python3 garbage.py", "--out", "s.json"], in: dir)
+        XCTAssertEqual(status, 1, out)
+        XCTAssertTrue(out.contains("fails 'driver protocol'"), out)
+        let (replay, replayOut) = try HarnessProcess.run(["run", "s.json", "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(replay, 0, "the reference passes the shrunk file: \(replayOut)")
+    }
+
+    /// A Python adapter in front of `driver` that forwards every line and runs `onClearCache`
+    /// (Python, indented 8 spaces; `p` is the driver's process) when a `clearCache` is performed.
+    static func adapter(wrapping driver: String, onClearCache: String) -> String {
+        """
         import os, sys, subprocess, threading, json
         p = subprocess.Popen([sys.executable, \(String(reflecting: driver))], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         def pump():
@@ -106,16 +108,9 @@ final class TwentySeventhTesterFindingsTests: XCTestCase {
             except Exception:
                 m = {}
             if m.get("type") == "perform" and "clearCache" in json.dumps(m.get("operation", "")):
-                sys.stdout.write("this is not json\\n"); sys.stdout.flush()
+        \(onClearCache)
             p.stdin.write(line); p.stdin.flush()
         """
-        try Data(wrapper.utf8).write(to: dir.appendingPathComponent("garbage.py"))
-        let file = Repository.root.appendingPathComponent("scenarios/race-explore-field-clear-while-assignment-held.json").path
-        let (status, out) = try HarnessProcess.run(["explore", file, "--sdk-command", "python3 garbage.py", "--out", "s.json"], in: dir)
-        XCTAssertEqual(status, 1, out)
-        XCTAssertTrue(out.contains("fails 'driver protocol'"), out)
-        let (replay, replayOut) = try HarnessProcess.run(["run", "s.json", "--verdict", "v.json"], in: dir)
-        XCTAssertEqual(replay, 0, "the reference passes the shrunk file: \(replayOut)")
     }
 
     /// The failing line quotes the message of the check it names, not of another failed check.
