@@ -828,9 +828,9 @@ public enum HarnessCommand {
         let name = driver.sdkName.unicodeScalars
         let isShipping = name.elementsEqual(shipping.sdkName.unicodeScalars)
         let isFaithful = name.elementsEqual(faithful.sdkName.unicodeScalars)
+        // `--mutant NAME` makes the driver `ios-mutant-NAME`: the name alone decides.
         let isVariant = !isFaithful && driver.sdkName.hasPrefix("ios-mutant-")
-        return ScenarioRunner(driver: isShipping || isVariant || (options.mutant != nil && !isFaithful) ? faithful : shipping,
-                              seed: options.seed, keepsHistory: false)
+        return ScenarioRunner(driver: isShipping || isVariant ? faithful : shipping, seed: options.seed, keepsHistory: false)
     }
 
     /// Prints a progress line to stderr once a second while an exploration (or the mutant matrix,
