@@ -103,6 +103,12 @@ public enum Explorer {
         }
         /// The first failing schedule, in schedule order, shrunk; `nil` when none failed.
         public let firstFailure: Failure?
+        /// Every failing schedule (up to ``listedFailuresLimit``), in schedule order, as explored
+        /// (not shrunk): its order, the first check it fails that the reference passes, that
+        /// check's message (at most 400 characters) and whether it crashed. Counts in the verdict
+        /// say how many failed; this says which, so a count that differs from run to run can be
+        /// read order by order.
+        public var failures: [ListedFailure] = []
         /// Wall time, milliseconds, shrinking included.
         public let durationMilliseconds: Double
         /// Wall time of running the schedules alone, milliseconds.
@@ -132,6 +138,13 @@ public enum Explorer {
                 "complete": .bool(complete), "sampled": .bool(sampled), "mode": .string(mode),
                 "duration_ms": .number(durationMilliseconds.rounded()),
             ]
+            if !failures.isEmpty {
+                o["failures"] = .array(failures.map { f in
+                    .object(["order": .array(f.order.map { .number(Double($0)) }), "check": .string(f.check),
+                             "message": f.message.map(JSONValue.string) ?? .null, "crashed": .bool(f.crashed)])
+                })
+                if failed > failures.count { o["failures_not_listed"] = .number(Double(failed - failures.count)) }
+            }
             if let f = firstFailure {
                 o["first_failure"] = .object(["order": .array(f.order.map { .number(Double($0)) }), "check": .string(f.check),
                                               "steps_before": .number(Double(f.stepsBefore)), "steps_after": .number(Double(f.stepsAfter)),
@@ -140,6 +153,21 @@ public enum Explorer {
             return .object(o)
         }
     }
+
+    /// One failing schedule of ``Report/failures``.
+    public struct ListedFailure: Sendable {
+        /// The order of the movable steps.
+        public let order: [Int]
+        /// The first check the schedule fails that the reference passes (`error` when none is named).
+        public let check: String
+        /// That check's message, at most 400 characters.
+        public let message: String?
+        /// Whether the run crashed (its worker or SDK adapter died).
+        public let crashed: Bool
+    }
+
+    /// How many failing schedules ``Report/failures`` lists at most.
+    public static let listedFailuresLimit = 100
 
     /// Reads `explore` of a scenario file.
     ///
@@ -410,6 +438,7 @@ public enum Explorer {
         let exploring = ScenarioRunner.elapsed(since: started)
         var failed = 0, infeasible = 0, failedOnReference = 0, crashed = 0, skipped = 0
         var firstIndex: Int?
+        var listed: [ListedFailure] = []
         for i in orders.indices {
             guard let result = outcomes[i] else { infeasible += 1; continue }
             // Not run (a capability the driver lacks): neither a pass nor a failure.
@@ -432,6 +461,12 @@ public enum Explorer {
             failed += 1
             if result.status == .crashed { crashed += 1 }
             if firstIndex == nil { firstIndex = i }
+            if listed.count < listedFailuresLimit {
+                let own = onReference[i].flatMap { ownFailure(result, reference: $0) } ?? result.firstFailure
+                listed.append(ListedFailure(order: orders[i], check: own?.name ?? "error",
+                                            message: (own?.message ?? result.reason).map { String($0.prefix(400)) },
+                                            crashed: result.status == .crashed))
+            }
         }
         var first: Failure?
         if let i = firstIndex, let result = outcomes[i] {
@@ -470,11 +505,13 @@ public enum Explorer {
                             reference: reference == nil ? nil : referenceName)
         }
         let total = (1...Swift.max(1, settings.steps.count)).reduce(1.0) { $0 * Double($1) }
-        return Report(scenario: name, seed: seed, schedules: orders, failed: failed, crashed: crashed, infeasible: infeasible,
-                      failedOnReference: failedOnReference, reference: reference?.driver.sdkName, skipped: skipped, complete: complete,
-                      sampled: !(settings.exhaustive || total <= Double(settings.maxSchedules)),
-                      firstFailure: first, durationMilliseconds: ScenarioRunner.elapsed(since: started),
-                      exploringMilliseconds: exploring)
+        var report = Report(scenario: name, seed: seed, schedules: orders, failed: failed, crashed: crashed, infeasible: infeasible,
+                            failedOnReference: failedOnReference, reference: reference?.driver.sdkName, skipped: skipped, complete: complete,
+                            sampled: !(settings.exhaustive || total <= Double(settings.maxSchedules)),
+                            firstFailure: first, durationMilliseconds: ScenarioRunner.elapsed(since: started),
+                            exploringMilliseconds: exploring)
+        report.failures = listed
+        return report
     }
 
     /// The first check `result` fails that `reference` (the same schedule on the reference SDK)
