@@ -9,6 +9,7 @@ import math
 import http.client
 import json
 import socket
+import struct
 import threading
 import time
 import unicodedata
@@ -43,7 +44,8 @@ BATCH_LIMIT = 100
 # evaluate-sends-context (evaluateFlag also sends the attributes as `context`), batch-as-text
 # (a /batch body labelled text/plain, which the backend does not read as JSON: 422).
 # A twenty-sixth outside tester's Go SDK: missing-assigned-false (an answer or stored entry without
-# `assigned` read as not assigned, so never fanned out to).
+# `assigned` read as not assigned, so never fanned out to). A twenty-ninth outside tester: value-10-digits
+# and value-float32 (an event's value cut to 10 significant digits, or sent as a 32-bit float).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _REUSED = {}   # reuses-keyed-event-body: (user, name, keys) -> the first body sent
 
@@ -494,6 +496,10 @@ class ExperimentationClient:
             o.pop("feature_flag_key", None)
         if DEFECT == "experiment-key-as-flag-key" and "experiment_key" in o:
             o["feature_flag_key"] = o.pop("experiment_key")
+        if DEFECT == "value-10-digits" and isinstance(o.get("value"), float):
+            o["value"] = float("%.10g" % o["value"])
+        if DEFECT == "value-float32" and isinstance(o.get("value"), float) and abs(o["value"]) < 3e38:
+            o["value"] = struct.unpack("f", struct.pack("f", o["value"]))[0]
         if DEFECT == "doubled-property-names" and isinstance(o.get("metadata"), dict):
             o["metadata"] = dict(o["metadata"], **{_nf("NFC", k): v for k, v in o["metadata"].items()})
         return o

@@ -1074,11 +1074,13 @@ enum Checks {
 
     // MARK: offline fallback
 
-    /// Whether an SDK can read a `seed_store` entry of `kind` (`"flag"` or `"experiment"`) holding
-    /// `json` (DriverProtocol.md, seed_store; CONTRACT.md section 1 for the shapes): an assignment
-    /// without a text `variant_name` cannot be read; one whose `experiment_key`, `user_id`,
-    /// `variant_id`, `is_control` or `assigned`, or a flag whose `key` or `enabled`, is present
-    /// with another type (or whose `experiment_key` is missing) may be read or not.
+    /// Whether an SDK can read a `seed_store` entry, or a 2xx answer, of `kind` (`"flag"` or
+    /// `"experiment"`) holding `json` (DriverProtocol.md, seed_store; CONTRACT.md section 1 for the
+    /// shapes): anything but an object, or an assignment without a text `variant_name`, cannot be
+    /// read (an answer like that is a `decodingError`); an assignment whose `experiment_key`,
+    /// `user_id`, `variant_id`, `is_control` or `assigned` is present with another type (or whose
+    /// `experiment_key` is missing), or a flag whose `key` has another type or whose `enabled` is
+    /// not a boolean (missing, null), may be read or not.
     enum SeededReadability { case readable, unreadable, doubtful }
 
     /// The `SeededReadability` of a `seed_store` entry of `kind` holding `json` (rules above).
@@ -1093,7 +1095,7 @@ enum Checks {
                 && absentOr(json["is_control"], isBool) && absentOr(json["assigned"], isBool)
             return sound ? .readable : .doubtful
         }
-        return absentOr(json["key"], isString) && absentOr(json["enabled"], isBool) ? .readable : .doubtful
+        return absentOr(json["key"], isString) && isBool(json["enabled"]) ? .readable : .doubtful
     }
 
     /// A 404 answer gives `flagNotFound`/`experimentNotFound`, never a value, and deletes the
@@ -1108,12 +1110,27 @@ enum Checks {
     static func offlineFallback(_ c: CheckContext) -> [(String, [String])] {
         let storeOf = Dictionary(c.scenario.clients.map { ($0.name, $0.store) }, uniquingKeysWith: { a, _ in a })
         let fallbackOn = Dictionary(c.scenario.clients.map { ($0.name, $0.settings.offlineFallback) }, uniquingKeysWith: { a, _ in a })
-        var persisted: [String: JSONValue] = [:]   // store \0 kind \0 exact user \0 exact key
-        // Seeded entries an SDK may or may not read (a field of the wrong type, a missing key):
-        // the SDK may serve them or treat them as absent.
-        var doubtful: Set<String> = []
+        // Every state the contract leaves an entry in, by store \0 kind \0 exact user \0 exact key:
+        // `nil` is absent, and an entry not listed is absent only. Where CONTRACT.md allows more
+        // than one behaviour, the entry may be in either state afterwards, and a fallback is
+        // explained by any of them: a seeded entry or an answer with a field of an unexpected
+        // type (read or not); a 404 to a request from before a clear (section 4 deletes on 404,
+        // section 5.1 forbids writing such an answer: deleting may or may not count); a 404 or a
+        // success seen by a client with fallback off that shares the store (an outside tester's
+        // Go and Node SDKs delete and write there, the others do not). Never ambiguous: an
+        // answer the SDK never read (it gave up first) changes nothing, and neither does a 2xx
+        // body that is not an answer (`decodingError`, a failure: section 4).
+        var persisted: [String: [JSONValue?]] = [:]
+        func states(_ pid: String) -> [JSONValue?] { persisted[pid] ?? [nil] }
+        func allow(_ pid: String, _ state: JSONValue?) {
+            let now = states(pid)
+            if !now.contains(where: { $0 == state }) { persisted[pid] = now + [state] }
+        }
         var epochs: [String: Int] = [:]
         var epochAtReceipt: [Int: Int] = [:]
+        var clearsAt: [String: [Int]] = [:]   // client -> history indices of its clears, logouts, undos
+        var receipts: [Int: Int] = [:]   // seq -> history index of its receipt
+        let issueStarts = appIssueStarts(c)
         // client \0 kind \0 exact user \0 exact key -> every settled attempt, in order
         var attempts: [String: [(record: RequestRecord, index: Int)]] = [:]
         var invokes: [ExactKey: HistoryEvent] = [:]   // by exact label
@@ -1133,18 +1150,15 @@ enum Checks {
             let candidates = (attempts[id(client, kind, user, key)] ?? []).filter { $0.index > from && $0.index < to }
             guard !candidates.isEmpty else { return }
             let pid = (storeOf[client] ?? nil).map { id($0, kind, user, key) }
-            let stored = pid.flatMap { persisted[$0] }
-            var explanations = candidates.map { attempt in
-                fallbackProblem(label: label, kind: kind, user: user, key: key, record: attempt.record, outcome: outcome,
-                                stored: fallbackOn[client] == true ? stored : nil)
-            }
-            if let pid, doubtful.contains(pid), stored != nil {
-                explanations += candidates.map { attempt in
-                    fallbackProblem(label: label, kind: kind, user: user, key: key, record: attempt.record, outcome: outcome, stored: nil)
+            // The most recent state first: the failure message is judged against it.
+            let stored: [JSONValue?] = fallbackOn[client] == true ? (pid.map(states) ?? [nil]) : [nil]
+            let explanations = stored.map { state in
+                candidates.map { attempt in
+                    fallbackProblem(label: label, kind: kind, user: user, key: key, record: attempt.record, outcome: outcome, stored: state)
                 }
             }
-            if explanations.contains(where: { $0 == nil }) { return }
-            var message = explanations.last!!
+            if explanations.contains(where: { $0.contains { $0 == nil } }) { return }
+            var message = explanations[0].last!!
             if candidates.count > 1 {
                 message += " (nor does any other request settled while it ran explain it: "
                     + candidates.dropLast().map { "#\($0.record.seq) \($0.record.status.map(String.init) ?? "no answer")" }.joined(separator: ", ") + ")"
@@ -1157,6 +1171,7 @@ enum Checks {
                 if let label = e.label { invokes[ExactKey(label)] = e }
                 if let client = e.client, ["clearCache", "close", "clearOfflineCache"].contains(e.name ?? "") {
                     epochs[client, default: 0] += 1
+                    clearsAt[client, default: []].append(e.index)
                     if e.name == "clearOfflineCache", let store = storeOf[client] ?? nil {
                         persisted = persisted.filter { !$0.key.hasPrefix(exact(store) + "\u{0}") }
                     }
@@ -1171,18 +1186,18 @@ enum Checks {
                     // 503 and the check demanded the seeded value). One with another field of an
                     // unexpected type may be read or not.
                     let pid = id(store, kind, user, key)
-                    doubtful.remove(pid)
                     switch Self.seededReadability(kind: kind, json) {
                     case .unreadable: persisted[pid] = nil
-                    case .readable: persisted[pid] = json
-                    case .doubtful: persisted[pid] = json; doubtful.insert(pid)
+                    case .readable: persisted[pid] = [json]
+                    case .doubtful: persisted[pid] = [json, nil]
                     }
                 }
             case .marker where e.name == "logout" || e.name == "undo":
-                if let client = e.client { epochs[client, default: 0] += 1 }
+                if let client = e.client { epochs[client, default: 0] += 1; clearsAt[client, default: []].append(e.index) }
             case .request:
                 if let r = e.request, let client = r.client {
                     epochAtReceipt[r.seq] = epochs[client, default: 0]
+                    receipts[r.seq] = e.index
                     // The client gave up on it (deadline, cancellation): its outcome is decided
                     // without an answer, so the attempt counts from now.
                     if r.cancelled, let key = r.key, let user = r.users.first {
@@ -1192,11 +1207,29 @@ enum Checks {
             case .response:
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
                 attempts[id(client, key.kind, user, key.key), default: []].append((r, e.index))
-                guard fallbackOn[client] == true, let store = storeOf[client] ?? nil,
-                      epochAtReceipt[r.seq] == epochs[client, default: 0] else { continue }
+                // An answer the client gave up on before it came (its deadline, a cancellation) was never read.
+                guard let store = storeOf[client] ?? nil, !r.cancelled else { continue }
                 let pid = id(store, key.kind, user, key.key)
-                if r.succeeded, !r.cancelled, let value = r.response { persisted[pid] = value }
-                if r.status == 404 { persisted[pid] = nil }
+                let on = fallbackOn[client] == true
+                let current = epochAtReceipt[r.seq] == epochs[client, default: 0]
+                // Sent by an app call begun before a clear its receipt follows: the SDK may have
+                // started it before that clear (never written) or after it (written), as the
+                // memory cache's model has it (`cacheMatchesModel`).
+                let straddles = issueStarts[r.seq].map { start in (clearsAt[client] ?? []).contains { $0 > start && $0 < (receipts[r.seq] ?? e.index) } } ?? false
+                if r.succeeded, current, let value = r.response {
+                    // An assignment answered for another experiment than asked may be stored under
+                    // either key, or fail: both may hold it.
+                    let other = key.kind == "experiment" ? value["experiment_key"]?.stringValue.flatMap { $0.isExactly(key.key) ? nil : $0 } : nil
+                    switch Self.seededReadability(kind: key.kind, value) {
+                    case .unreadable: break   // not an answer: decodingError, nothing written
+                    case .readable where on && !straddles && other == nil && r.ambiguousBody != true: persisted[pid] = [value]
+                    case .readable, .doubtful: allow(pid, value)
+                    }
+                    if let other, Self.seededReadability(kind: key.kind, value) != .unreadable { allow(id(store, key.kind, user, other), value) }
+                }
+                if r.status == 404 {
+                    if on && current { persisted[pid] = [nil] } else { allow(pid, nil) }
+                }
             case .complete:
                 guard let label = e.label, let invoke = invokes[ExactKey(label)], let client = invoke.client,
                       ["evaluateFlag", "getAssignment"].contains(invoke.name ?? ""), let outcome = e.outcome else { continue }
@@ -1244,8 +1277,11 @@ enum Checks {
             return "\(label): the request failed (#\(record.seq): \(failure)) and a value is persisted for \(who), but the SDK gave \(outcome) (CONTRACT.md section 4: offline fallback)"
         }
         let field = kind == "flag" ? "enabled" : "variant_name"
-        return value[field] == stored[field] ? nil
-            : "\(label): fallback for \(who) gave \(field) \(value[field] ?? .null), persisted is \(stored[field] ?? .null) (CONTRACT.md section 4)"
+        // A flag stored without `enabled` (absent or null), where an SDK reads it at all, reads as
+        // disabled (the shipping SDK's reading; such an entry is doubtful: `seededReadability`).
+        let want = kind == "flag" && (stored[field] == nil || stored[field] == .null) ? JSONValue.bool(false) : stored[field]
+        return value[field] == want ? nil
+            : "\(label): fallback for \(who) gave \(field) \(value[field] ?? .null), persisted is \(want ?? .null) (CONTRACT.md section 4)"
     }
 
     // MARK: the app pattern (CONTRACT.md section 8)
