@@ -78,7 +78,7 @@ enum WorkerCommand {
                 group.addTask {
                     let result = await run(job)
                     let retire = leavesWork(result) ? true : nil
-                    let sent = job.schedule == nil && job.slimPassed != true ? result : slimmed(result)
+                    let sent = job.schedule != nil ? Explorer.lean(slimmed(result)) : job.slimPassed == true ? slimmed(result) : result
                     output.send(WorkerProtocol.passedLine(id: job.id, sent, retire: retire)
                                 ?? WorkerProtocol.line("result", WorkerResult(id: job.id, result: sent, retire: retire)))
                 }

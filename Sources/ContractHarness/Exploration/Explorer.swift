@@ -272,7 +272,7 @@ public enum Explorer {
     /// does not parse is `nil` (infeasible).
     static func isolated(_ jsons: [JSONValue], file: String, seed: UInt64, cap: Int?, isolation: Isolation,
                          perWorker: Int, progress: Progress? = nil) async -> [ScenarioResult?] {
-        let parsed = jsons.map { try? ScenarioParser.parse($0.serialized(), file: file) }
+        let parsed = Schedules(jsons.map { try? ScenarioParser.parse($0.serialized(), file: file) })
         return await isolated(parsed, file: file, seed: seed, cap: cap, isolation: isolation, perWorker: perWorker, progress: progress) { i in
             (String(decoding: jsons[i].serialized(), as: UTF8.self), nil)
         }
@@ -282,7 +282,7 @@ public enum Explorer {
     /// file's text (parsed once per worker) and its order, so neither side serializes or parses a
     /// whole scenario per schedule. `parsed[i]`: schedule i permuted here (`nil`: not well-formed,
     /// not run).
-    static func isolated(schedules root: JSONValue, orders: [[Int]], parsed: [Scenario?], settings: Settings, file: String, seed: UInt64,
+    static func isolated(schedules root: JSONValue, orders: [[Int]], parsed: Schedules, settings: Settings, file: String, seed: UInt64,
                          cap: Int?, isolation: Isolation, perWorker: Int, progress: Progress? = nil) async -> [ScenarioResult?] {
         let text = String(decoding: root.serialized(), as: UTF8.self)
         return await isolated(parsed, file: file, seed: seed, cap: cap, isolation: isolation, perWorker: perWorker, progress: progress) { i in
@@ -291,16 +291,21 @@ public enum Explorer {
     }
 
     /// The shared part: `parsed[i]` decides whether schedule i runs (and its deadline), `job(i)` its
-    /// job's scenario text and schedule.
-    private static func isolated(_ parsed: [Scenario?], file: String, seed: UInt64, cap: Int?, isolation: Isolation, perWorker: Int,
+    /// job's scenario text and schedule. Each scenario is made here once, to read its deadline,
+    /// and not kept (a crashed one is made again for its result).
+    private static func isolated(_ parsed: Schedules, file: String, seed: UInt64, cap: Int?, isolation: Isolation, perWorker: Int,
                                  progress: Progress?, job: (Int) -> (String, WorkerJob.ScheduleJob?)) async -> [ScenarioResult?] {
-        let runnable = parsed.indices.filter { parsed[$0] != nil }
+        var runnable: [Int] = [], deadlines: [Int] = []
+        for i in 0..<parsed.count {
+            guard let scenario = parsed[i] else { continue }
+            runnable.append(i)
+            deadlines.append(HarnessCommand.hardDeadline(scenario, cap: cap, exploring: false))
+        }
         let jobs = runnable.enumerated().map { id, i in
             let (text, schedule) = job(i)
             return WorkerJob(id: id, file: file, scenario: text, seed: seed, mutant: isolation.mutant, stepTimeoutCap: cap,
                              keepsHistory: false, explore: nil, schedule: schedule)
         }
-        let deadlines = runnable.map { HarnessCommand.hardDeadline(parsed[$0]!, cap: cap, exploring: false) }
         let outcomes = await WorkerPool(executable: isolation.executable, jobs: jobs, deadlines: deadlines, slots: isolation.slots,
                                         perWorker: perWorker) { _, outcome in
             switch outcome {
@@ -313,7 +318,7 @@ public enum Explorer {
         for (i, outcome) in zip(runnable, outcomes) {
             switch outcome {
             case .result(let r): results[i] = r
-            case .crashed(let report, let ms): results[i] = HarnessCommand.crashedResult(parsed[i]!, report, milliseconds: ms)
+            case .crashed(let report, let ms): results[i] = parsed[i].map { HarnessCommand.crashedResult($0, report, milliseconds: ms) }
             case .notRun: results[i] = nil
             }
         }
@@ -380,8 +385,8 @@ public enum Explorer {
         // The file is parsed once; each schedule permutes the parsed steps (serializing and
         // re-parsing every schedule was a tenth of the exploration's CPU time).
         let base = try? ScenarioParser.parse(root.serialized(), file: file)
-        func scenarios(_ indices: [Int]) -> [Scenario?] {
-            indices.map { i in base.flatMap { permuted($0, settings: settings, order: orders[i]) } }
+        func scenarios(_ indices: [Int]) -> Schedules {
+            Schedules(count: indices.count) { k in base.flatMap { permuted($0, settings: settings, order: orders[indices[k]]) } }
         }
         var outcomes: [ScenarioResult?]
         if let isolation {
@@ -389,11 +394,9 @@ public enum Explorer {
             // file once and permutes it, as runAll does here); an order that is not well-formed
             // stays nil. Serializing and parsing a fixed file per schedule, on both sides, was
             // two fifths of the supervisor's time and a tenth of each worker's.
-            let wellFormed = scenarios(Array(orders.indices))
             let perWorker = max(1, (concurrency + isolation.slots - 1) / isolation.slots)
-            let ran = await isolated(schedules: root, orders: orders, parsed: wellFormed, settings: settings, file: file, seed: seed,
-                                     cap: runner.stepTimeoutCap, isolation: isolation, perWorker: perWorker, progress: progress)
-            outcomes = zip(wellFormed, ran).map { $0 == nil ? nil : $1 }
+            outcomes = await isolated(schedules: root, orders: orders, parsed: scenarios(Array(orders.indices)), settings: settings, file: file,
+                                      seed: seed, cap: runner.stepTimeoutCap, isolation: isolation, perWorker: perWorker, progress: progress)
         } else {
             outcomes = await runAll(scenarios(Array(orders.indices)), runner: runner, concurrency: concurrency, progress: progress)
         }
@@ -559,9 +562,41 @@ public enum Explorer {
         return s
     }
 
+    /// Scenarios by position, each made when it is about to run (`nil`: its order is not
+    /// well-formed, see `permuted`): every order of nine movable steps, made up front, was
+    /// 362,880 permuted scenarios and 3.4 GB before the first ran (a twenty-seventh outside tester).
+    struct Schedules: Sendable {
+        /// How many there are.
+        let count: Int
+        private let make: @Sendable (Int) -> Scenario?
+        /// The schedules `make(0..<count)`.
+        init(count: Int, make: @escaping @Sendable (Int) -> Scenario?) {
+            self.count = count
+            self.make = make
+        }
+        /// Scenarios already made.
+        init(_ scenarios: [Scenario?]) { self.init(count: scenarios.count) { scenarios[$0] } }
+        /// The scenario at `i`, made now.
+        subscript(i: Int) -> Scenario? { make(i) }
+    }
+
+    /// `result` as an exploration keeps it: without its timeline (`events`, `history`, step lines,
+    /// the adapter's standard error), which explore reports for no schedule; its status, checks
+    /// (with their slices), reason and crash stay. A failing or infeasible run keeps its timeline
+    /// (`run`'s verdicts draw it), about 50 KB: kept for every such schedule, 8,000 orders of
+    /// eight movable steps held 260 MB.
+    static func lean(_ result: ScenarioResult) -> ScenarioResult {
+        var lean = result
+        lean.events = []
+        lean.history = []
+        lean.stepSummaries = []
+        lean.adapterStderr = []
+        return lean
+    }
+
     /// Runs every scenario on `runner`, up to `concurrency` at once; results by position (`nil`:
     /// the scenario's order is not well-formed, see `permuted`).
-    static func runAll(_ scenarios: [Scenario?], runner: ScenarioRunner, concurrency: Int,
+    static func runAll(_ scenarios: Schedules, runner: ScenarioRunner, concurrency: Int,
                        progress: Progress?) async -> [ScenarioResult?] {
         // Schedules are independent runs from a fresh state, so several run at once (their waits
         // are mostly thread hand-offs); outcomes are collected by position, so what is reported
@@ -581,7 +616,7 @@ public enum Explorer {
             }
             for _ in 0..<max(1, concurrency) { launch() }
             while let (index, result) = await group.next() {
-                outcomes[index] = result
+                outcomes[index] = result.map(lean)
                 progress?.finished(result)
                 launch()
             }
