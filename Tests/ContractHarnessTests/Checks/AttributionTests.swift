@@ -136,10 +136,38 @@ final class AttributionTests: XCTestCase {
 
     /// Bounded: a search that exceeds its budget says so instead of running on.
     func testBudget() {
-        let ops = (0..<12).map { op("o\($0)", $0, 100, [[a1]]) }
+        // Twelve operations expecting different entries (one each: any request fits by size).
+        let ops = (0..<12).map { op("o\($0)", $0, 100, [[E(user: "u", name: "n\($0)", experiment: "x", flag: nil)]]) }
         let reqs = (0..<13).map { req($0, 20 + $0, [a1]) }   // one too many: every assignment fails
         XCTAssertEqual(Attribution.solve(operations: ops, requests: reqs, mode: .sizes, budget: 50), .undecided(states: 51))
         guard case .unattributable = Attribution.solve(operations: ops, requests: reqs, mode: .sizes) else { return XCTFail() }
+    }
+
+    /// Operations that expect the same requests are interchangeable: the search tries one of
+    /// them per request (the one that completes first), so twelve alike are decided in a few
+    /// states where every permutation was tried (a thirtieth outside tester: 30 concurrent
+    /// identical `trackBatch` calls ran past the scenario's hard deadline).
+    func testAlikeOperationsAreDecidedWithoutTryingEveryPermutation() {
+        let alike = (0..<12).map { op("o\($0)", $0, 100 + $0 % 3, [[a1], [a1]]) }
+        let tooMany = (0..<25).map { req($0, 20 + $0, [a1]) }
+        guard case .unattributable = Attribution.solve(operations: alike, requests: tooMany, mode: .entries, budget: 200) else { return XCTFail() }
+        guard case .attributed(let given) = Attribution.solve(operations: alike, requests: Array(tooMany.prefix(24)), mode: .entries, budget: 200) else {
+            return XCTFail()
+        }
+        XCTAssertEqual(Dictionary(grouping: given.values, by: { $0 }).mapValues(\.count).values.sorted(), Array(repeating: 2, count: 12))
+    }
+
+    /// The matching behind `fan_out`'s fields: a maximum matching whatever the first pass chose
+    /// (an augmenting path reroutes it), and a thousand alike calls without an exponential search.
+    func testTheMatchingIsMaximumAndFastForAlikeCalls() {
+        // Left 0 may take 0 or 1, left 1 only 0: the first pass gives 0 to left 0, the path reroutes.
+        XCTAssertEqual(Checks.unmatched([[0, 1], [0]], right: 2), [])
+        XCTAssertEqual(Checks.unmatched([[0], [0]], right: 1), [1])
+        let n = 1_000
+        let slices = (0..<n).map { _ in [(group: 0, from: 0, to: n)] }
+        XCTAssertEqual(Checks.unmatched(groups: [Array(0..<n)], slices: slices, right: n, order: Array(0..<n)), [])
+        let fewer = (0..<n).map { _ in [(group: 0, from: 0, to: n - 10)] }
+        XCTAssertEqual(Checks.unmatched(groups: [Array(0..<n)], slices: fewer, right: n, order: Array(0..<n)).count, 10)
     }
 }
 
