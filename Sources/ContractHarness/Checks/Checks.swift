@@ -694,17 +694,39 @@ enum Checks {
         }
         guard !calls.isEmpty else { return [] }
         let tracks = c.requests.filter { $0.record.path == "/api/v1/tracking/track" && $0.record.body != nil }
-        func fits(_ call: Int, _ request: Int) -> Bool {
-            let (e, r) = (tracks[request].event, tracks[request].record)
+        // Requests alike (one client, the same body) form one group, in arrival order: a call
+        // compares its fields with each group once and takes the group's requests sent while it
+        // ran, a contiguous run (1,000 concurrent keyed calls compared a million pairs: 7 s).
+        var groups: [[Int]] = [], representative: [Int] = []
+        var groupOf: [String: Int] = [:]
+        for (j, t) in tracks.enumerated() {
+            let key = (t.record.client.map { "s" + exact($0) } ?? "-") + "\u{0}" + String(decoding: (t.record.body ?? .null).serialized(), as: UTF8.self)
+            if let g = groupOf[key] { groups[g].append(j); continue }
+            groupOf[key] = groups.count
+            groups.append([j])
+            representative.append(j)
+        }
+        func fits(_ call: Int, group g: Int) -> Bool {
+            let r = tracks[representative[g]].record
             let k = calls[call]
-            guard r.client.isExactly(k.client), k.invoke.index < e.index, e.index < k.to, let body = r.body else { return false }
+            guard r.client.isExactly(k.client), let body = r.body else { return false }
             return present(body["user_id"]) == k.event["user"] && present(body["event_name"]) == k.event["name"]
                 && present(body["experiment_key"]) == present(k.event["experiment"]) && present(body["feature_flag_key"]) == present(k.event["flag"])
                 && payloadDifferences(sent: body, given: k.event, stopAtFirst: true).isEmpty
         }
-        let edges = calls.indices.map { i in tracks.indices.filter { fits(i, $0) } }
+        func firstAfter(_ g: Int, _ index: Int) -> Int {
+            var (lo, hi) = (0, groups[g].count)
+            while lo < hi { let mid = (lo + hi) / 2; if tracks[groups[g][mid]].event.index <= index { lo = mid + 1 } else { hi = mid } }
+            return lo
+        }
+        let slices = calls.indices.map { i in
+            groups.indices.filter { fits(i, group: $0) }
+                .map { g in (group: g, from: firstAfter(g, calls[i].invoke.index), to: firstAfter(g, calls[i].to - 1)) }
+                .filter { $0.from < $0.to }
+        }
+        let order = calls.indices.sorted { (calls[$0].to, calls[$0].invoke.index, $0) < (calls[$1].to, calls[$1].invoke.index, $1) }
         var problems: [(String, [String])] = []
-        for i in unmatched(edges, right: tracks.count) where problems.count < 10 {
+        for i in unmatched(groups: groups, slices: slices, right: tracks.count, order: order) where problems.count < 10 {
             let k = calls[i]
             let key = k.event["experiment"]?.stringValue.map { "experiment '\(Attribution.show($0))'" }
                 ?? k.event["flag"]?.stringValue.map { "flag '\(Attribution.show($0))'" } ?? "?"
@@ -712,7 +734,7 @@ enum Checks {
             problems.append(("\(k.invoke.name ?? "track") '\(Attribution.show(k.invoke.label ?? ""))' (event '\(Attribution.show(k.event["name"]?.stringValue ?? "?"))' of user '\(Attribution.show(k.event["user"]?.stringValue ?? "?"))' for \(key)) "
                              + "has no /track request of its own carrying its user, name, key and fields"
                              + (mine.isEmpty ? " (none was sent while it ran)" : " (sent while it ran: " + mine.prefix(4).map { "#\($0.record.seq)" }.joined(separator: ", ")
-                                + (edges[i].isEmpty ? ", none of them its own" : ", each one another call's") + ")")
+                                + (slices[i].isEmpty ? ", none of them its own" : ", each one another call's") + ")")
                              + ": a keyed event goes out once, as one /track, as the call gave it (CONTRACT.md section 4; section 1, event object)",
                              c.excerpt([k.invoke.index] + mine.map(\.event.index))))
         }
