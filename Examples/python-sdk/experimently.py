@@ -45,7 +45,8 @@ BATCH_LIMIT = 100
 # (a /batch body labelled text/plain, which the backend does not read as JSON: 422).
 # A twenty-sixth outside tester's Go SDK: missing-assigned-false (an answer or stored entry without
 # `assigned` read as not assigned, so never fanned out to). A twenty-ninth outside tester: value-10-digits
-# and value-float32 (an event's value cut to 10 significant digits, or sent as a 32-bit float).
+# and value-float32 (an event's value cut to 10 significant digits, or sent as a 32-bit float). A thirtieth:
+# store-key-casefold (the offline store keys case-folded: another key's entry served) and no-fallback-429.
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _REUSED = {}   # reuses-keyed-event-body: (user, name, keys) -> the first body sent
 
@@ -155,6 +156,8 @@ class OfflineStore:
     def _k(kind, user, key):
         if DEFECT in ("store-key-collides", "store-key-colon"):
             return ("ep_sdk_%s_%s_%s" if DEFECT == "store-key-collides" else "ep_sdk:%s:%s:%s") % (kind, user, key)
+        if DEFECT == "store-key-casefold":   # a file per key on a case-insensitive file system
+            return (kind, user, key.casefold())
         return (kind, user, key)
 
     def save(self, kind, user, key, value):
@@ -434,6 +437,8 @@ class ExperimentationClient:
                     self.store.remove(kind, user_id, key)
                     if DEFECT == "404-deletes-both-kinds":
                         self.store.remove("flag" if kind == "experiment" else "experiment", user_id, key)
+                result = outcome
+            elif DEFECT == "no-fallback-429" and value.kind == "serverError" and value.status == 429:
                 result = outcome
             elif DEFECT == "no-fallback-4xx" and value.kind == "serverError" and value.status in (400, 403, 409, 422):
                 result = outcome

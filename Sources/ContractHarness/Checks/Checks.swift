@@ -1360,7 +1360,17 @@ enum Checks {
             return outcome["error"] == .string(want) ? nil
                 : "\(label): the backend answered 404 (request #\(record.seq)) but the SDK gave \(outcome) instead of \(want) (CONTRACT.md section 4: never a stale value on 404)"
         }
-        if record.succeeded, !record.cancelled { return nil }   // a 2xx answer is judged by the other checks
+        if record.succeeded, !record.cancelled {
+            // A 2xx answer is judged by the other checks, but it never explains an error that names
+            // another answer: a status (`serverError`) or not found. (A thirtieth outside tester: a
+            // newer request's success, settled while a held request's 429 was thrown instead of the
+            // persisted value, excused an SDK with no fallback on 4xx.) A timeout or transport error
+            // may still race it, and a body the SDK cannot read may be a `decodingError`.
+            let readable = record.response.map { Self.seededReadability(kind: kind, $0) == .readable } ?? false
+            guard readable, record.ambiguousBody != true, case .string(let error)? = outcome["error"],
+                  ["serverError", "flagNotFound", "experimentNotFound"].contains(error) else { return nil }
+            return "\(label): the backend answered \(record.status.map(String.init) ?? "2xx") (request #\(record.seq)) but the SDK gave \(outcome) (CONTRACT.md section 4)"
+        }
         let failure = record.status.map(String.init) ?? "no answer"
         guard let stored else {
             if let value = outcome["value"] {
@@ -1378,8 +1388,22 @@ enum Checks {
         // A flag stored without `enabled` (absent or null), where an SDK reads it at all, reads as
         // disabled (the shipping SDK's reading; such an entry is doubtful: `seededReadability`).
         let want = kind == "flag" && (stored[field] == nil || stored[field] == .null) ? JSONValue.bool(false) : stored[field]
-        return value[field] == want ? nil
-            : "\(label): fallback for \(who) gave \(field) \(value[field] ?? .null), persisted is \(want ?? .null) (CONTRACT.md section 4)"
+        guard value[field] == want else {
+            return "\(label): fallback for \(who) gave \(field) \(value[field] ?? .null), persisted is \(want ?? .null) (CONTRACT.md section 4)"
+        }
+        // The value is the one persisted for that same user and key, not another with the same
+        // variant: every field the entry holds with its type and the SDK returns is the entry's
+        // (a thirtieth outside tester: another user's entry, or another key's, with the same
+        // variant name and another configuration, passed). Compared exactly (identity data).
+        func isString(_ v: JSONValue?) -> Bool { if case .string? = v { return true }; return false }
+        func isBool(_ v: JSONValue?) -> Bool { if case .bool? = v { return true }; return false }
+        func isObject(_ v: JSONValue?) -> Bool { if case .object? = v { return true }; return false }
+        let fields: [(String, (JSONValue?) -> Bool)] = kind == "flag" ? [("key", isString), ("config", isObject)]
+            : [("experiment_key", isString), ("user_id", isString), ("variant_id", isString), ("is_control", isBool), ("configuration", isObject)]
+        for (name, typed) in fields where typed(stored[name]) && present(value[name]) != nil && value[name] != stored[name] {
+            return "\(label): fallback for \(who) gave \(name) \(value[name] ?? .null), persisted is \(stored[name] ?? .null): another entry's value (CONTRACT.md section 4: the persisted value for that same user and key)"
+        }
+        return nil
     }
 
     // MARK: the app pattern (CONTRACT.md section 8)
