@@ -46,7 +46,8 @@ BATCH_LIMIT = 100
 # A twenty-sixth outside tester's Go SDK: missing-assigned-false (an answer or stored entry without
 # `assigned` read as not assigned, so never fanned out to). A twenty-ninth outside tester: value-10-digits
 # and value-float32 (an event's value cut to 10 significant digits, or sent as a 32-bit float). A thirtieth:
-# store-key-casefold (the offline store keys case-folded: another key's entry served) and no-fallback-429.
+# store-key-casefold (the offline store keys case-folded: another key's entry served), no-fallback-429 and
+# ttl-inclusive (an entry still served at exactly stored + cacheTTL).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _REUSED = {}   # reuses-keyed-event-body: (user, name, keys) -> the first body sent
 
@@ -349,7 +350,7 @@ class ExperimentationClient:
         with self._lock:
             entry = self._caches[kind].get(ck)
             if entry is not None:
-                if now < entry[1]:
+                if now < entry[1] or (DEFECT == "ttl-inclusive" and now == entry[1]):
                     if DEFECT == "lru-on-hit":
                         del self._caches[kind][ck]
                         self._caches[kind][ck] = entry

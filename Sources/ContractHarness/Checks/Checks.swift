@@ -181,7 +181,19 @@ enum Checks {
         /// `expires`: microseconds since the scenario started (`CacheModel.micros`): whole numbers,
         /// so `0.1 s + 0.2 s` is exactly `0.3 s` (in doubles it was later, and an entry stored at
         /// 0.1 s with a TTL of 0.2 s was fresh at 0.3 s: a seventh outside tester).
-        struct Entry { var key: String; var value: JSONValue; var expires: Int64; var order: Int; var lo = 0; var hi = Int.max; var optional = false }
+        /// `tieCertain`: the time it was stored and the TTL are whole eighths of a second, so every
+        /// SDK's arithmetic (seconds in doubles since 1970 or 2001, whole milliseconds or
+        /// nanoseconds) puts its expiry exactly there (`onEighths`).
+        struct Entry { var key: String; var value: JSONValue; var expires: Int64; var order: Int; var lo = 0; var hi = Int.max; var optional = false
+                       var tieCertain = false }
+
+        /// Whether `seconds` (since the scenario started, at 1,700,000,000 s after 1970) is a whole
+        /// number of eighths of a second under 2^30 s: a time every SDK's clock arithmetic holds
+        /// exactly, so a tie at it is decided as the contract says (expired), not left to rounding.
+        static func onEighths(_ seconds: Double) -> Bool {
+            let eighths = seconds * 8
+            return eighths.isFinite && eighths == eighths.rounded() && abs(seconds) < 1_073_741_824
+        }
 
         /// `seconds` in whole microseconds, the resolution of scenario times.
         /// Saturating: beyond about 292,000 years (or not finite) it holds at the ends, never traps.
@@ -214,11 +226,17 @@ enum Checks {
         }
 
         /// The entries of `user` live at `time` (seconds), oldest first. One that expires exactly
-        /// then is included as optional: the contract says it has expired, but an SDK's `Date`
-        /// arithmetic (about 0.1 microsecond at today's dates) can land either side of the tie.
+        /// then has expired (CONTRACT.md section 4) when the tie is certain (its store time, its
+        /// TTL and `time` on whole eighths of a second, `onEighths`: a thirtieth outside tester's
+        /// SDK served an entry at exactly stored + TTL and passed); otherwise it is included as
+        /// optional: an SDK's `Date` arithmetic (about 0.1 microsecond at today's dates) can land
+        /// either side of the tie.
         func entries(_ table: [String: [String: Entry]], user: String, at time: Double, filter: (JSONValue) -> Bool = { _ in true }) -> [Entry] {
             let now = Self.micros(time)
-            return (table[Checks.exact(user)] ?? [:]).filter { $0.value.expires >= now && filter($0.value.value) }
+            let nowCertain = Self.onEighths(time)
+            return (table[Checks.exact(user)] ?? [:]).filter { item in
+                (item.value.expires > now || (item.value.expires == now && !(item.value.tieCertain && nowCertain))) && filter(item.value.value)
+            }
                 .sorted { $0.value.order < $1.value.order }
                 .map { item in var e = item.value; if e.expires == now { e.optional = true }; return e }
         }
@@ -342,6 +360,7 @@ enum Checks {
                 model.counter += 1
                 var entry = CacheModel.Entry(key: key.key, value: value, expires: CacheModel.micros(e.exactTime) + CacheModel.micros(ttl[client] ?? 300), order: model.counter,
                                              lo: e.index, hi: writtenBy(e.index, client: client, user: user, key: key))
+                entry.tieCertain = CacheModel.onEighths(e.exactTime) && CacheModel.onEighths(ttl[client] ?? 300)
                 // Answered after every call that could wait on it had finished (its own deadline,
                 // a cancel of its only caller): whether the SDK's cancellation of the abandoned
                 // task reached the mock before the answer is thread timing, and an SDK that only
@@ -472,8 +491,12 @@ enum Checks {
             let lastClear = (clears[exact(client)] ?? []).filter { $0 < invoke.index }.max() ?? -1
             let life = ttl[exact(client)] ?? 300
             let field = kind == "flag" ? "enabled" : "variant_name"
+            // Fresh while now < stored + TTL (CONTRACT.md section 4); at the tie, expired when it is
+            // certain (`CacheModel.onEighths`), else either (an SDK's clock arithmetic rounds).
             let cached = (answers[k] ?? []).filter { a in
-                a.receivedAt > lastClear && a.at < invoke.index && invoke.exactTime <= a.time + life + 1e-6
+                let certain = CacheModel.onEighths(invoke.exactTime) && CacheModel.onEighths(a.time) && CacheModel.onEighths(life)
+                return a.receivedAt > lastClear && a.at < invoke.index
+                    && (certain ? invoke.exactTime < a.time + life : invoke.exactTime <= a.time + life + 1e-6)
             }
             if cached.contains(where: { $0.value[field] == value[field] }) { continue }
             let what = "\(label) (\(invoke.name!) of \(kind) '\(Attribution.show(key))' for user '\(Attribution.show(user))' on client '\(Attribution.show(client))')"

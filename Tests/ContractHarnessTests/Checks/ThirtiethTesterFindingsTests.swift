@@ -57,4 +57,19 @@ final class ThirtiethTesterFindingsTests: XCTestCase {
         XCTAssertNil(Checks.fallbackProblem(label: "op", kind: "experiment", user: "u1", key: "exp", record: success,
                                             outcome: .object(["error": .string("timeout")]), stored: stored), "a timeout may race an answer")
     }
+
+    /// An entry at exactly stored + TTL has expired when the tie is certain (whole eighths of a
+    /// second: every SDK's arithmetic lands on it), and stays either way where rounding decides.
+    func testATieAtTheTTLIsExpiredWhenNoRoundingCanDecideIt() throws {
+        XCTAssertTrue(Checks.CacheModel.onEighths(60))
+        XCTAssertTrue(Checks.CacheModel.onEighths(0.375))
+        XCTAssertFalse(Checks.CacheModel.onEighths(0.1))
+        XCTAssertFalse(Checks.CacheModel.onEighths(0.1 + 0.2))
+        let dir = try scratchDirectory("thirtieth-ttl")
+        let file = Self.scenario("field-ttl-exactly-at-expiry-refetches")
+        XCTAssertEqual(try HarnessProcess.run(["run", file, "--sdk-command", Self.python, "--verdict", "v.json"], in: dir).status, 0)
+        let (status, out) = try HarnessProcess.run(["run", file, "--sdk-command", "EXPERIMENTLY_EXAMPLE_DEFECT=ttl-inclusive \(Self.python)",
+                                                    "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status, 1, out)
+    }
 }
