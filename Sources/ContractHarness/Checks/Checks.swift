@@ -498,7 +498,7 @@ enum Checks {
                 return a.receivedAt > lastClear && a.at < invoke.index
                     && (certain ? invoke.exactTime < a.time + life : invoke.exactTime <= a.time + life + 1e-6)
             }
-            if cached.contains(where: { $0.value[field] == value[field] }) { continue }
+            if cached.contains(where: { $0.value[field] == value[field] && otherEntryField(kind: kind, entry: $0.value, served: value) == nil }) { continue }
             let what = "\(label) (\(invoke.name!) of \(kind) '\(Attribution.show(key))' for user '\(Attribution.show(user))' on client '\(Attribution.show(client))')"
             let why = cached.isEmpty
                 ? "no answer for exactly that user and key can be cached then (none since the client's last clear, within the cache TTL of \(life) s)"
@@ -1373,6 +1373,21 @@ enum Checks {
         return problems
     }
 
+    /// The first field in which a value an SDK served (`served`, from its cache or its store)
+    /// shows it is not `entry` but another one with the same variant: every field the entry holds
+    /// with its type and the SDK returns must be the entry's (`experiment_key`, `user_id`,
+    /// `variant_id`, `is_control`, `configuration`; a flag's `key`, `config`), compared exactly
+    /// (identity data); `nil` when none differs. (A thirtieth outside tester: another user's entry,
+    /// or another key's, with the same variant name and another configuration, passed.)
+    static func otherEntryField(kind: String, entry: JSONValue, served: JSONValue) -> String? {
+        func isString(_ v: JSONValue?) -> Bool { if case .string? = v { return true }; return false }
+        func isBool(_ v: JSONValue?) -> Bool { if case .bool? = v { return true }; return false }
+        func isObject(_ v: JSONValue?) -> Bool { if case .object? = v { return true }; return false }
+        let fields: [(String, (JSONValue?) -> Bool)] = kind == "flag" ? [("key", isString), ("config", isObject)]
+            : [("experiment_key", isString), ("user_id", isString), ("variant_id", isString), ("is_control", isBool), ("configuration", isObject)]
+        return fields.first { name, typed in typed(entry[name]) && present(served[name]) != nil && served[name] != entry[name] }?.0
+    }
+
     /// What is wrong with `outcome` if `record` is the request that decided it, or `nil` when it
     /// is explained (CONTRACT.md section 4, offline fallback).
     static func fallbackProblem(label: String, kind: String, user: String, key: String, record: RequestRecord,
@@ -1414,16 +1429,7 @@ enum Checks {
         guard value[field] == want else {
             return "\(label): fallback for \(who) gave \(field) \(value[field] ?? .null), persisted is \(want ?? .null) (CONTRACT.md section 4)"
         }
-        // The value is the one persisted for that same user and key, not another with the same
-        // variant: every field the entry holds with its type and the SDK returns is the entry's
-        // (a thirtieth outside tester: another user's entry, or another key's, with the same
-        // variant name and another configuration, passed). Compared exactly (identity data).
-        func isString(_ v: JSONValue?) -> Bool { if case .string? = v { return true }; return false }
-        func isBool(_ v: JSONValue?) -> Bool { if case .bool? = v { return true }; return false }
-        func isObject(_ v: JSONValue?) -> Bool { if case .object? = v { return true }; return false }
-        let fields: [(String, (JSONValue?) -> Bool)] = kind == "flag" ? [("key", isString), ("config", isObject)]
-            : [("experiment_key", isString), ("user_id", isString), ("variant_id", isString), ("is_control", isBool), ("configuration", isObject)]
-        for (name, typed) in fields where typed(stored[name]) && present(value[name]) != nil && value[name] != stored[name] {
+        if let name = otherEntryField(kind: kind, entry: stored, served: value) {
             return "\(label): fallback for \(who) gave \(name) \(value[name] ?? .null), persisted is \(stored[name] ?? .null): another entry's value (CONTRACT.md section 4: the persisted value for that same user and key)"
         }
         return nil

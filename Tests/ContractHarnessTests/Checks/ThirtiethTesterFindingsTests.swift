@@ -51,6 +51,12 @@ final class ThirtiethTesterFindingsTests: XCTestCase {
         XCTAssertNil(problem(.object(["variant_name": .string("control")])), "fields the SDK does not return are not compared")
         XCTAssertNil(problem(.object(["variant_name": .string("control"), "user_id": .string("u1")]),
                              .object(["variant_name": .string("control"), "user_id": .number(1)])), "a field of another type is not compared")
+        // The same comparison judges cache hits (`no_stale_write`): a hit is the cached entry of
+        // that user and key, not another with the same variant.
+        XCTAssertEqual(Checks.otherEntryField(kind: "experiment", entry: stored, served: .object(["variant_name": .string("control"), "experiment_key": .string("Exp")])), "experiment_key")
+        XCTAssertNil(Checks.otherEntryField(kind: "experiment", entry: stored, served: stored))
+        XCTAssertEqual(Checks.otherEntryField(kind: "flag", entry: .object(["key": .string("f"), "enabled": .bool(true), "config": .object([:])]),
+                                              served: .object(["key": .string("F"), "enabled": .bool(true)])), "key")
         let success = record(3, 200, response: stored)
         let status: JSONValue = .object(["error": .string("serverError"), "status": .number(429)])
         XCTAssertNotNil(Checks.fallbackProblem(label: "op", kind: "experiment", user: "u1", key: "exp", record: success, outcome: status, stored: stored))
