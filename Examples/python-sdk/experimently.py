@@ -47,7 +47,9 @@ BATCH_LIMIT = 100
 # `assigned` read as not assigned, so never fanned out to). A twenty-ninth outside tester: value-10-digits
 # and value-float32 (an event's value cut to 10 significant digits, or sent as a 32-bit float). A thirtieth:
 # store-key-casefold (the offline store keys case-folded: another key's entry served), no-fallback-429 and
-# ttl-inclusive (an entry still served at exactly stored + cacheTTL).
+# ttl-inclusive (an entry still served at exactly stored + cacheTTL). A thirty-first: no-fallback-transport
+# (a transport error or timeout thrown where a value is persisted) and nfd-properties (event properties
+# sent in NFD, another text than given).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _REUSED = {}   # reuses-keyed-event-body: (user, name, keys) -> the first body sent
 
@@ -439,6 +441,8 @@ class ExperimentationClient:
                     if DEFECT == "404-deletes-both-kinds":
                         self.store.remove("flag" if kind == "experiment" else "experiment", user_id, key)
                 result = outcome
+            elif DEFECT == "no-fallback-transport" and value.kind in ("networkError", "timeout"):
+                result = outcome
             elif DEFECT == "no-fallback-429" and value.kind == "serverError" and value.status == 429:
                 result = outcome
             elif DEFECT == "no-fallback-4xx" and value.kind == "serverError" and value.status in (400, 403, 409, 422):
@@ -506,6 +510,8 @@ class ExperimentationClient:
             o["value"] = float("%.10g" % o["value"])
         if DEFECT == "value-float32" and isinstance(o.get("value"), float) and abs(o["value"]) < 3e38:
             o["value"] = struct.unpack("f", struct.pack("f", o["value"]))[0]
+        if DEFECT == "nfd-properties" and isinstance(o.get("metadata"), dict):
+            o["metadata"] = _nf("NFD", o["metadata"])
         if DEFECT == "doubled-property-names" and isinstance(o.get("metadata"), dict):
             o["metadata"] = dict(o["metadata"], **{_nf("NFC", k): v for k, v in o["metadata"].items()})
         return o

@@ -498,7 +498,16 @@ enum Checks {
                 return a.receivedAt > lastClear && a.at < invoke.index
                     && (certain ? invoke.exactTime < a.time + life : invoke.exactTime <= a.time + life + 1e-6)
             }
-            if cached.contains(where: { $0.value[field] == value[field] && otherEntryField(kind: kind, entry: $0.value, served: value) == nil }) { continue }
+            // An answer for another experiment or flag than asked may be returned naming either key.
+            func renamed(_ v: JSONValue) -> JSONValue {
+                guard case .object(var o) = v else { return v }
+                o[kind == "flag" ? "key" : "experiment_key"] = .string(key)
+                return .object(o)
+            }
+            if cached.contains(where: { a in
+                a.value[field] == value[field]
+                    && (otherEntryField(kind: kind, entry: a.value, served: value) == nil || otherEntryField(kind: kind, entry: renamed(a.value), served: value) == nil)
+            }) { continue }
             let what = "\(label) (\(invoke.name!) of \(kind) '\(Attribution.show(key))' for user '\(Attribution.show(user))' on client '\(Attribution.show(client))')"
             let why = cached.isEmpty
                 ? "no answer for exactly that user and key can be cached then (none since the client's last clear, within the cache TTL of \(life) s)"
@@ -721,9 +730,12 @@ enum Checks {
         // compares its fields with each group once and takes the group's requests sent while it
         // ran, a contiguous run (1,000 concurrent keyed calls compared a million pairs: 7 s).
         var groups: [[Int]] = [], representative: [Int] = []
-        var groupOf: [String: Int] = [:]
+        // Keyed by bytes: a `String` key would merge canonically equivalent bodies (NFC and NFD
+        // user ids or properties), and a call would be compared with the other's body only (a
+        // thirty-first outside tester: all six correct SDKs failed, a broken one passed).
+        var groupOf: [[UInt8]: Int] = [:]
         for (j, t) in tracks.enumerated() {
-            let key = (t.record.client.map { "s" + exact($0) } ?? "-") + "\u{0}" + String(decoding: (t.record.body ?? .null).serialized(), as: UTF8.self)
+            let key = Array((t.record.client.map { "s" + exact($0) } ?? "-").utf8) + [0] + Array((t.record.body ?? .null).serialized())
             if let g = groupOf[key] { groups[g].append(j); continue }
             groupOf[key] = groups.count
             groups.append([j])
@@ -906,10 +918,12 @@ enum Checks {
         // group once, and takes the group's entries sent while it ran, a contiguous run.
         var byIdentity: [String: [Int]] = [:]   // identity -> its groups
         var groups: [[Int]] = [], representative: [JSONValue] = []
-        var groupOf: [String: Int] = [:]   // identity \0 the entry's JSON text -> group
+        // Keyed by bytes (identity \0 the entry's JSON text): a `String` key would merge canonically
+        // equivalent entries (NFC and NFD properties), as in `keyedTracksSent`.
+        var groupOf: [[UInt8]: Int] = [:]
         for (j, x) in entries.enumerated() {
             let id = identity(x.client, x.event["user_id"], x.event["event_name"], x.event["experiment_key"], x.event["feature_flag_key"])
-            let key = id + "\u{0}" + String(decoding: x.event.serialized(), as: UTF8.self)
+            let key = Array(id.utf8) + [0] + Array(x.event.serialized())
             if let g = groupOf[key] { groups[g].append(j); continue }
             groupOf[key] = groups.count
             byIdentity[id, default: []].append(groups.count)
@@ -1199,24 +1213,26 @@ enum Checks {
     /// `"experiment"`) holding `json` (DriverProtocol.md, seed_store; CONTRACT.md section 1 for the
     /// shapes): anything but an object, or an assignment without a text `variant_name`, cannot be
     /// read (an answer like that is a `decodingError`); an assignment whose `experiment_key`,
-    /// `user_id`, `variant_id`, `is_control` or `assigned` is present with another type (or whose
-    /// `experiment_key` is missing), or a flag whose `key` has another type or whose `enabled` is
-    /// not a boolean (missing, null), may be read or not.
+    /// `user_id`, `variant_id`, `is_control`, `assigned` or `configuration` (not an object) is
+    /// present with another type (or whose `experiment_key` is missing), or a flag whose `key` or
+    /// `config` (not an object) has another type or whose `enabled` is not a boolean (missing,
+    /// null), may be read or not (an SDK may map a `config` that is no object to null, or fail).
     enum SeededReadability { case readable, unreadable, doubtful }
 
     /// The `SeededReadability` of a `seed_store` entry of `kind` holding `json` (rules above).
     static func seededReadability(kind: String, _ json: JSONValue) -> SeededReadability {
         func isString(_ v: JSONValue?) -> Bool { if case .string? = v { return true }; return false }
         func isBool(_ v: JSONValue?) -> Bool { if case .bool? = v { return true }; return false }
+        func isObject(_ v: JSONValue?) -> Bool { if case .object? = v { return true }; return false }
         func absentOr(_ v: JSONValue?, _ ok: (JSONValue?) -> Bool) -> Bool { v == nil || v == .null || ok(v) }
         guard case .object = json else { return .unreadable }
         if kind == "experiment" {
             guard isString(json["variant_name"]) else { return .unreadable }
             let sound = isString(json["experiment_key"]) && absentOr(json["user_id"], isString) && absentOr(json["variant_id"], isString)
-                && absentOr(json["is_control"], isBool) && absentOr(json["assigned"], isBool)
+                && absentOr(json["is_control"], isBool) && absentOr(json["assigned"], isBool) && absentOr(json["configuration"], isObject)
             return sound ? .readable : .doubtful
         }
-        return absentOr(json["key"], isString) && isBool(json["enabled"]) ? .readable : .doubtful
+        return absentOr(json["key"], isString) && isBool(json["enabled"]) && absentOr(json["config"], isObject) ? .readable : .doubtful
     }
 
     /// A 404 answer gives `flagNotFound`/`experimentNotFound`, never a value, and deletes the
@@ -1340,11 +1356,20 @@ enum Checks {
                 if r.succeeded, current, let value = r.response {
                     // An assignment answered for another experiment than asked may be stored under
                     // either key, or fail: both may hold it.
-                    let other = key.kind == "experiment" ? value["experiment_key"]?.stringValue.flatMap { $0.isExactly(key.key) ? nil : $0 } : nil
+                    // An answer for another experiment or flag than asked may be stored under either
+                    // key, naming either (an SDK may keep the answered key or write the asked one; the
+                    // faithful variant does the latter), or fail: each of those states may hold.
+                    let field = key.kind == "experiment" ? "experiment_key" : "key"
+                    let other = value[field]?.stringValue.flatMap { $0.isExactly(key.key) ? nil : $0 }
                     switch Self.seededReadability(kind: key.kind, value) {
                     case .unreadable: break   // not an answer: decodingError, nothing written
                     case .readable where on && !straddles && other == nil && r.ambiguousBody != true: persisted[pid] = [value]
-                    case .readable, .doubtful: allow(pid, value)
+                    case .readable, .doubtful:
+                        allow(pid, value)
+                        if other != nil, case .object(var renamed) = value {
+                            renamed[field] = .string(key.key)
+                            allow(pid, .object(renamed))
+                        }
                     }
                     if let other, Self.seededReadability(kind: key.kind, value) != .unreadable { allow(id(store, key.kind, user, other), value) }
                 }
@@ -1399,14 +1424,14 @@ enum Checks {
                 : "\(label): the backend answered 404 (request #\(record.seq)) but the SDK gave \(outcome) instead of \(want) (CONTRACT.md section 4: never a stale value on 404)"
         }
         if record.succeeded, !record.cancelled {
-            // A 2xx answer is judged by the other checks, but it never explains an error that names
-            // another answer: a status (`serverError`) or not found. (A thirtieth outside tester: a
-            // newer request's success, settled while a held request's 429 was thrown instead of the
-            // persisted value, excused an SDK with no fallback on 4xx.) A timeout or transport error
-            // may still race it, and a body the SDK cannot read may be a `decodingError`.
+            // A 2xx answer is judged by the other checks, but it explains no error: only a failed
+            // request does (a thirtieth outside tester: a newer request's success, settled while a
+            // held request's 429 was thrown instead of the persisted value, excused an SDK with no
+            // fallback on 4xx; a thirty-first: the same with a transport error or a timeout). A
+            // `decodingError` may come of a body an SDK reads more strictly; `cancelled` is not
+            // judged; an answer the SDK gave up on before it came is `cancelled` in its record.
             let readable = record.response.map { Self.seededReadability(kind: kind, $0) == .readable } ?? false
-            guard readable, record.ambiguousBody != true, case .string(let error)? = outcome["error"],
-                  ["serverError", "flagNotFound", "experimentNotFound"].contains(error) else { return nil }
+            guard readable, record.ambiguousBody != true, case .string(let error)? = outcome["error"], error != "decodingError" else { return nil }
             return "\(label): the backend answered \(record.status.map(String.init) ?? "2xx") (request #\(record.seq)) but the SDK gave \(outcome) (CONTRACT.md section 4)"
         }
         let failure = record.status.map(String.init) ?? "no answer"
