@@ -927,10 +927,19 @@ public enum HarnessCommand {
         // Schedules run in worker processes, so one that crashes the SDK is reported, not fatal.
         let isolation = workerExecutable(for: originalDriver).map { Explorer.Isolation(executable: $0, mutant: options.mutant, slots: cores) }
         let ticker = progressTicker(progress)
+        let reference = referenceRunner(options: options, driver: driver)
+        // The reference confirms in workers too (in process, runs it could not finish stayed in memory).
+        let referenceIsolation = reference.flatMap { r in
+            WorkerPool.selfExecutable.map { executable in
+                Explorer.Isolation(executable: executable,
+                                   mutant: r.driver.sdkName.hasPrefix("ios-mutant-") ? String(r.driver.sdkName.dropFirst("ios-mutant-".count)) : nil,
+                                   slots: cores)
+            }
+        }
         let report = await Explorer.explore(root, file: file, settings: settings, seed: options.seed,
                                             runner: ScenarioRunner(driver: driver, seed: options.seed, keepsHistory: false),
-                                            reference: referenceRunner(options: options, driver: driver),
-                                            concurrency: options.jobs, isolation: external == nil ? isolation : nil, progress: progress)
+                                            reference: reference, concurrency: options.jobs, isolation: external == nil ? isolation : nil,
+                                            referenceIsolation: referenceIsolation, progress: progress)
         ticker.cancel()
         await external?.shutdown()
         await ChildProcessGroups.parkIfInterrupted()   // the handler writes the verdict and exits

@@ -373,11 +373,16 @@ public enum Explorer {
     ///   - concurrency: how many schedules run at once.
     ///   - isolation: run the schedules (and shrinking candidates) on the SDK under exploration in
     ///     worker processes, so a schedule that crashes the SDK's process is reported `crashed` (a
-    ///     failure) and the rest go on; `nil`: in this process. The reference runs in this process.
+    ///     failure) and the rest go on; `nil`: in this process.
+    ///   - referenceIsolation: confirm on the reference in worker processes (its `mutant` names the
+    ///     reference: `nil` the shipping SDK, `"none"` the faithful variant); `nil`: in this process.
+    ///     An in-process run of an order the reference cannot carry out can leave SDK tasks waiting
+    ///     for good, and with them its whole execution (about 50 KB each: 8,000 orders of eight
+    ///     movable steps held 261 MB); a worker that ran one is replaced.
     ///   - progress: counters updated as schedules finish (for progress lines).
     public static func explore(_ root: JSONValue, file: String, settings: Settings, seed: UInt64,
                                runner: ScenarioRunner, reference: ScenarioRunner? = nil, concurrency: Int = 16,
-                               isolation: Isolation? = nil, progress: Progress? = nil) async -> Report {
+                               isolation: Isolation? = nil, referenceIsolation: Isolation? = nil, progress: Progress? = nil) async -> Report {
         let started = DispatchTime.now()
         let name = root["name"]?.stringValue ?? file
         let (orders, complete) = schedules(of: settings.steps, max: settings.bound, exhaustive: settings.exhaustive, seed: seed)
@@ -435,7 +440,14 @@ public enum Explorer {
                 guard let r = outcomes[i] else { return false }
                 return r.infeasible || r.status == .failed || r.status == .error || r.status == .crashed
             }
-            let confirmed = await runAll(scenarios(suspicious), runner: reference, concurrency: concurrency, progress: nil)
+            let confirmed: [ScenarioResult?]
+            if let referenceIsolation {
+                let perWorker = max(1, (concurrency + referenceIsolation.slots - 1) / referenceIsolation.slots)
+                confirmed = await isolated(schedules: root, orders: suspicious.map { orders[$0] }, parsed: scenarios(suspicious), settings: settings,
+                                           file: file, seed: seed, cap: reference.stepTimeoutCap, isolation: referenceIsolation, perWorker: perWorker)
+            } else {
+                confirmed = await runAll(scenarios(suspicious), runner: reference, concurrency: concurrency, progress: nil)
+            }
             for (i, r) in zip(suspicious, confirmed) { onReference[i] = r }
         }
         let exploring = ScenarioRunner.elapsed(since: started)
