@@ -499,14 +499,10 @@ enum Checks {
                     && (certain ? invoke.exactTime < a.time + life : invoke.exactTime <= a.time + life + 1e-6)
             }
             // An answer for another experiment or flag than asked may be returned naming either key.
-            func renamed(_ v: JSONValue) -> JSONValue {
-                guard case .object(var o) = v else { return v }
-                o[kind == "flag" ? "key" : "experiment_key"] = .string(key)
-                return .object(o)
-            }
             if cached.contains(where: { a in
                 a.value[field] == value[field]
-                    && (otherEntryField(kind: kind, entry: a.value, served: value) == nil || otherEntryField(kind: kind, entry: renamed(a.value), served: value) == nil)
+                    && (otherEntryField(kind: kind, entry: a.value, served: value) == nil
+                        || otherEntryField(kind: kind, entry: naming(key, kind: kind, a.value), served: value) == nil)
             }) { continue }
             let what = "\(label) (\(invoke.name!) of \(kind) '\(Attribution.show(key))' for user '\(Attribution.show(user))' on client '\(Attribution.show(client))')"
             let why = cached.isEmpty
@@ -726,42 +722,26 @@ enum Checks {
         }
         guard !calls.isEmpty else { return [] }
         let tracks = c.requests.filter { $0.record.path == "/api/v1/tracking/track" && $0.record.body != nil }
-        // Requests alike (one client, the same body) form one group, in arrival order: a call
-        // compares its fields with each group once and takes the group's requests sent while it
-        // ran, a contiguous run (1,000 concurrent keyed calls compared a million pairs: 7 s).
-        var groups: [[Int]] = [], representative: [Int] = []
-        // Keyed by bytes: a `String` key would merge canonically equivalent bodies (NFC and NFD
-        // user ids or properties), and a call would be compared with the other's body only (a
-        // thirty-first outside tester: all six correct SDKs failed, a broken one passed).
-        var groupOf: [[UInt8]: Int] = [:]
-        for (j, t) in tracks.enumerated() {
-            let key = Array((t.record.client.map { "s" + exact($0) } ?? "-").utf8) + [0] + Array((t.record.body ?? .null).serialized())
-            if let g = groupOf[key] { groups[g].append(j); continue }
-            groupOf[key] = groups.count
-            groups.append([j])
-            representative.append(j)
+        // Requests alike (one client, the same body) form one group: a call compares its fields
+        // with each group once and takes the group's requests sent while it ran, a contiguous run
+        // (1,000 concurrent keyed calls compared a million pairs: 7 s).
+        let alike = AlikeGroups(count: tracks.count, index: { tracks[$0].event.index }) { j in
+            Array((tracks[j].record.client.map { "s" + exact($0) } ?? "-").utf8) + [0] + Array((tracks[j].record.body ?? .null).serialized())
         }
         func fits(_ call: Int, group g: Int) -> Bool {
-            let r = tracks[representative[g]].record
+            let r = tracks[alike.groups[g][0]].record
             let k = calls[call]
             guard r.client.isExactly(k.client), let body = r.body else { return false }
             return present(body["user_id"]) == k.event["user"] && present(body["event_name"]) == k.event["name"]
                 && present(body["experiment_key"]) == present(k.event["experiment"]) && present(body["feature_flag_key"]) == present(k.event["flag"])
                 && payloadDifferences(sent: body, given: k.event, stopAtFirst: true).isEmpty
         }
-        func firstAfter(_ g: Int, _ index: Int) -> Int {
-            var (lo, hi) = (0, groups[g].count)
-            while lo < hi { let mid = (lo + hi) / 2; if tracks[groups[g][mid]].event.index <= index { lo = mid + 1 } else { hi = mid } }
-            return lo
-        }
         let slices = calls.indices.map { i in
-            groups.indices.filter { fits(i, group: $0) }
-                .map { g in (group: g, from: firstAfter(g, calls[i].invoke.index), to: firstAfter(g, calls[i].to - 1)) }
-                .filter { $0.from < $0.to }
+            alike.groups.indices.filter { fits(i, group: $0) }.compactMap { alike.run($0, after: calls[i].invoke.index, before: calls[i].to) }
         }
         let order = calls.indices.sorted { (calls[$0].to, calls[$0].invoke.index, $0) < (calls[$1].to, calls[$1].invoke.index, $1) }
         var problems: [(String, [String])] = []
-        for i in unmatched(groups: groups, slices: slices, right: tracks.count, order: order) where problems.count < 10 {
+        for i in unmatched(groups: alike.groups, slices: slices, right: tracks.count, order: order) where problems.count < 10 {
             let k = calls[i]
             let key = k.event["experiment"]?.stringValue.map { "experiment '\(Attribution.show($0))'" }
                 ?? k.event["flag"]?.stringValue.map { "flag '\(Attribution.show($0))'" } ?? "?"
@@ -774,6 +754,41 @@ enum Checks {
                              c.excerpt([k.invoke.index] + mine.map(\.event.index))))
         }
         return problems
+    }
+
+    /// Requests or entries alike, by position: those whose `key` bytes are equal form a group, in
+    /// position order (history order), so the members a call may take, those that arrived while it
+    /// ran, are one contiguous run of each group (`run`). Keyed by bytes: a `String` key would merge
+    /// canonically equivalent text (NFC and NFD user ids or properties), and a call would be
+    /// compared with another's body only (a thirty-first outside tester: all six correct SDKs
+    /// failed, a broken one passed).
+    struct AlikeGroups {
+        /// Each group's positions, in order; the first is the one compared.
+        private(set) var groups: [[Int]] = []
+        private let index: (Int) -> Int
+
+        /// Groups positions `0..<count`; `index(i)` is the history index at which i arrived
+        /// (non-decreasing in i).
+        init(count: Int, index: @escaping (Int) -> Int, key: (Int) -> [UInt8]) {
+            self.index = index
+            var of: [[UInt8]: Int] = [:]
+            for i in 0..<count {
+                let k = key(i)
+                if let g = of[k] { groups[g].append(i) } else { of[k] = groups.count; groups.append([i]) }
+            }
+        }
+
+        /// The run of group `g` that arrived strictly between history indices `after` and
+        /// `before`, as `Checks.unmatched` takes a slice; `nil` when empty.
+        func run(_ g: Int, after: Int, before: Int) -> (group: Int, from: Int, to: Int)? {
+            func firstPast(_ limit: Int) -> Int {
+                var (lo, hi) = (0, groups[g].count)
+                while lo < hi { let mid = (lo + hi) / 2; if index(groups[g][mid]) <= limit { lo = mid + 1 } else { hi = mid } }
+                return lo
+            }
+            let (from, to) = (firstPast(after), firstPast(before - 1))
+            return from < to ? (g, from, to) : nil
+        }
     }
 
     /// The left vertices (`edges.indices`) a maximum matching of the bipartite graph `edges` (left
@@ -913,37 +928,21 @@ enum Checks {
             func part(_ v: JSONValue?) -> String { if case .string(let s)? = v { return "s" + exact(s) } else { return v == nil || v == .null ? "-" : "?" } }
             return [client.map { "s" + exact($0) } ?? "-", part(user), part(name), part(experiment), part(flag)].joined(separator: "\u{0}")
         }
-        // Within an identity, entries alike (the same event object) form one group, in arrival
-        // order (entries are gathered in history order): an item compares its fields with each
-        // group once, and takes the group's entries sent while it ran, a contiguous run.
-        var byIdentity: [String: [Int]] = [:]   // identity -> its groups
-        var groups: [[Int]] = [], representative: [JSONValue] = []
-        // Keyed by bytes (identity \0 the entry's JSON text): a `String` key would merge canonically
-        // equivalent entries (NFC and NFD properties), as in `keyedTracksSent`.
-        var groupOf: [[UInt8]: Int] = [:]
-        for (j, x) in entries.enumerated() {
-            let id = identity(x.client, x.event["user_id"], x.event["event_name"], x.event["experiment_key"], x.event["feature_flag_key"])
-            let key = Array(id.utf8) + [0] + Array(x.event.serialized())
-            if let g = groupOf[key] { groups[g].append(j); continue }
-            groupOf[key] = groups.count
-            byIdentity[id, default: []].append(groups.count)
-            groups.append([j])
-            representative.append(x.event)
-        }
-        func firstAfter(_ g: Int, _ index: Int) -> Int {
-            var (lo, hi) = (0, groups[g].count)
-            while lo < hi { let mid = (lo + hi) / 2; if entries[groups[g][mid]].index <= index { lo = mid + 1 } else { hi = mid } }
-            return lo
-        }
+        // Entries alike (one identity, the same event object) form one group: an item compares its
+        // fields with each group of its identity once, and takes the group's entries sent while it
+        // ran, a contiguous run.
+        let identities = entries.map { x in identity(x.client, x.event["user_id"], x.event["event_name"], x.event["experiment_key"], x.event["feature_flag_key"]) }
+        let alike = AlikeGroups(count: entries.count, index: { entries[$0].index }) { j in Array(identities[j].utf8) + [0] + Array(entries[j].event.serialized()) }
+        var byIdentity: [String: [Int]] = [:]   // identity (`exact` text) -> its groups
+        for (g, members) in alike.groups.enumerated() { byIdentity[identities[members[0]], default: []].append(g) }
         let slices = items.map { k in
             (byIdentity[identity(k.client, k.event["user"], k.event["name"], k.experiment.map(JSONValue.string), k.flag.map(JSONValue.string))] ?? [])
-                .filter { payloadDifferences(sent: representative[$0], given: k.event, stopAtFirst: true).isEmpty }
-                .map { g in (group: g, from: firstAfter(g, k.invoke.index), to: firstAfter(g, k.to - 1)) }
-                .filter { $0.from < $0.to }
+                .filter { payloadDifferences(sent: entries[alike.groups[$0][0]].event, given: k.event, stopAtFirst: true).isEmpty }
+                .compactMap { alike.run($0, after: k.invoke.index, before: k.to) }
         }
         let order = items.indices.sorted { (items[$0].to, items[$0].invoke.index, $0) < (items[$1].to, items[$1].invoke.index, $1) }
         var problems: [(String, [String])] = []
-        let unmatchedItems = unmatched(groups: groups, slices: slices, right: entries.count, order: order)
+        let unmatchedItems = unmatched(groups: alike.groups, slices: slices, right: entries.count, order: order)
         for i in unmatchedItems where problems.count < 10 {
             let k = items[i]
             let key = k.experiment.map { "experiment '\(Attribution.show($0))'" } ?? k.flag.map { "flag '\(Attribution.show($0))'" } ?? "?"
@@ -1354,24 +1353,20 @@ enum Checks {
                 // memory cache's model has it (`cacheMatchesModel`).
                 let straddles = issueStarts[r.seq].map { start in (clearsAt[client] ?? []).contains { $0 > start && $0 < (receipts[r.seq] ?? e.index) } } ?? false
                 if r.succeeded, current, let value = r.response {
-                    // An assignment answered for another experiment than asked may be stored under
-                    // either key, or fail: both may hold it.
                     // An answer for another experiment or flag than asked may be stored under either
                     // key, naming either (an SDK may keep the answered key or write the asked one; the
                     // faithful variant does the latter), or fail: each of those states may hold.
                     let field = key.kind == "experiment" ? "experiment_key" : "key"
                     let other = value[field]?.stringValue.flatMap { $0.isExactly(key.key) ? nil : $0 }
-                    switch Self.seededReadability(kind: key.kind, value) {
+                    let readability = Self.seededReadability(kind: key.kind, value)
+                    switch readability {
                     case .unreadable: break   // not an answer: decodingError, nothing written
                     case .readable where on && !straddles && other == nil && r.ambiguousBody != true: persisted[pid] = [value]
                     case .readable, .doubtful:
                         allow(pid, value)
-                        if other != nil, case .object(var renamed) = value {
-                            renamed[field] = .string(key.key)
-                            allow(pid, .object(renamed))
-                        }
+                        if other != nil { allow(pid, Self.naming(key.key, kind: key.kind, value)) }
                     }
-                    if let other, Self.seededReadability(kind: key.kind, value) != .unreadable { allow(id(store, key.kind, user, other), value) }
+                    if let other, readability != .unreadable { allow(id(store, key.kind, user, other), value) }
                 }
                 if r.status == 404 {
                     if on && current { persisted[pid] = [nil] } else { allow(pid, nil) }
@@ -1396,6 +1391,14 @@ enum Checks {
             }
         }
         return problems
+    }
+
+    /// `answer` naming `key` as its experiment (`experiment_key`) or flag (`key`), as an SDK may
+    /// store or return an answer for another key than it asked for; `answer` itself when it is no object.
+    static func naming(_ key: String, kind: String, _ answer: JSONValue) -> JSONValue {
+        guard case .object(var o) = answer else { return answer }
+        o[kind == "flag" ? "key" : "experiment_key"] = .string(key)
+        return .object(o)
     }
 
     /// The first field in which a value an SDK served (`served`, from its cache or its store)
