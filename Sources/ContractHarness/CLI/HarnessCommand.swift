@@ -833,6 +833,13 @@ public enum HarnessCommand {
         return ScenarioRunner(driver: isShipping || isVariant ? faithful : shipping, seed: options.seed, keepsHistory: false)
     }
 
+    /// Worker processes running `reference` (a `referenceRunner`: the faithful variant, `--mutant
+    /// none` in a worker, or the shipping SDK), or `nil` when this binary cannot start workers.
+    static func referenceIsolation(of reference: ScenarioRunner) -> Explorer.Isolation? {
+        let faithful = reference.driver.sdkName.unicodeScalars.elementsEqual(MutantRun.driver(nil).sdkName.unicodeScalars)
+        return WorkerPool.selfExecutable.map { Explorer.Isolation(executable: $0, mutant: faithful ? "none" : nil, slots: cores) }
+    }
+
     /// Prints a progress line to stderr once a second while an exploration (or the mutant matrix,
     /// `command` "mutants", `unit` "runs": one run per variant and scenario) runs; cancel the
     /// returned timer when it ends.
@@ -929,13 +936,7 @@ public enum HarnessCommand {
         let ticker = progressTicker(progress)
         let reference = referenceRunner(options: options, driver: driver)
         // The reference confirms in workers too (in process, runs it could not finish stayed in memory).
-        let referenceIsolation = reference.flatMap { r in
-            WorkerPool.selfExecutable.map { executable in
-                Explorer.Isolation(executable: executable,
-                                   mutant: r.driver.sdkName.hasPrefix("ios-mutant-") ? String(r.driver.sdkName.dropFirst("ios-mutant-".count)) : nil,
-                                   slots: cores)
-            }
-        }
+        let referenceIsolation = reference.flatMap(referenceIsolation(of:))
         let report = await Explorer.explore(root, file: file, settings: settings, seed: options.seed,
                                             runner: ScenarioRunner(driver: driver, seed: options.seed, keepsHistory: false),
                                             reference: reference, concurrency: options.jobs, isolation: external == nil ? isolation : nil,
