@@ -184,8 +184,18 @@ enum Checks {
         /// `tieCertain`: the time it was stored and the TTL are whole eighths of a second, so every
         /// SDK's arithmetic (seconds in doubles since 1970 or 2001, whole milliseconds or
         /// nanoseconds) puts its expiry exactly there (`onEighths`).
+        /// `candidates`: every answer the entry may hold now, each with its own write window
+        /// (`lo`, `hi`: history indices) and whether its value can be judged (`judged`: a complete,
+        /// unambiguous answer). Two answers for one key whose windows overlap may be written in
+        /// either order, and an answer the SDK may not have written leaves the one before it: the
+        /// SDK may show any candidate (a thirty-second outside tester: the end-state listing
+        /// compared keys only, so a stale answer written over the fresh one passed).
         struct Entry { var key: String; var value: JSONValue; var expires: Int64; var order: Int; var lo = 0; var hi = Int.max; var optional = false
-                       var tieCertain = false }
+                       var tieCertain = false
+                       var candidates: [Candidate] = [] }
+
+        /// One answer an entry may hold (see `Entry.candidates`).
+        struct Candidate { var value: JSONValue; var lo: Int; var hi: Int; var judged: Bool }
 
         /// Whether `seconds` (since the scenario started, at 1,700,000,000 s after 1970) is a whole
         /// number of eighths of a second under 2^30 s: a time every SDK's clock arithmetic holds
@@ -283,6 +293,32 @@ enum Checks {
             for e in want where !e.optional { if !take(e) { return false } }
             for e in want where e.optional { _ = take(e) }
             return remaining.values.allSatisfy { $0 == 0 }
+        }
+
+        /// The listed assignments (`listed`, the SDK's `getAssignments` items) whose value no
+        /// model entry listed under that name may hold: its `variant_name`, and every other field
+        /// it shows of those `Checks.otherEntryField` compares, must be one of a candidate answer's
+        /// (`Entry.candidates`), as the answer or renamed to the key it is cached under
+        /// (`Checks.naming`). An item whose name no entry has is the key comparison's to report;
+        /// a candidate that is no complete, unambiguous answer explains any value.
+        static func unexplainedValues(_ listed: [JSONValue], _ want: [Entry]) -> [(key: String, listed: JSONValue, allowed: [JSONValue])] {
+            var wrong: [(key: String, listed: JSONValue, allowed: [JSONValue])] = []
+            for item in listed {
+                guard case .string(let name)? = item["experiment_key"] else { continue }
+                let entries = want.filter { e in
+                    e.key.isExactly(name) || e.candidates.contains { $0.value["experiment_key"]?.stringValue?.isExactly(name) ?? false }
+                }
+                guard !entries.isEmpty else { continue }
+                let explained = entries.contains { e in
+                    e.candidates.isEmpty || e.candidates.contains { c in
+                        !c.judged || (c.value["variant_name"] == item["variant_name"]
+                            && (Checks.otherEntryField(kind: "experiment", entry: c.value, served: item) == nil
+                                || Checks.otherEntryField(kind: "experiment", entry: Checks.naming(e.key, kind: "experiment", c.value), served: item) == nil))
+                    }
+                }
+                if !explained { wrong.append((name, item, entries.flatMap { $0.candidates.map(\.value) })) }
+            }
+            return wrong
         }
 
         func keys(_ table: [String: [String: Entry]], user: String, at time: Double, filter: (JSONValue) -> Bool = { _ in true }) -> [String] {
@@ -399,6 +435,8 @@ enum Checks {
                     entry.optional = true
                     var other = entry
                     other.key = answered
+                    let earlier = model.assignments[exact(user)]?[exact(answered)]?.candidates ?? []
+                    other.candidates = [CacheModel.Candidate(value: value, lo: e.index, hi: entry.hi, judged: complete && r.ambiguousBody != true)] + earlier
                     model.assignments[exact(user), default: [:]][exact(answered)] = other
                 }
                 // A key written again since the last clear (its entry expired and was fetched
@@ -409,6 +447,12 @@ enum Checks {
                 // entry may stand anywhere from the old one's place on (a twenty-third outside tester:
                 // `fan_out` and a shipped scenario failed the second).
                 let table = key.kind == "flag" ? model.flags : model.assignments
+                // The answers the entry may show: this one, any earlier one whose write may come
+                // after it (its window still open at this answer), and all earlier ones when this
+                // one may not be written at all.
+                let candidate = CacheModel.Candidate(value: value, lo: entry.lo, hi: entry.hi, judged: complete && r.ambiguousBody != true)
+                let earlier = table[exact(user)]?[exact(key.key)]?.candidates ?? []
+                entry.candidates = [candidate] + earlier.filter { entry.optional || $0.hi > candidate.lo }
                 if let previous = table[exact(user)]?[exact(key.key)] { entry.lo = min(entry.lo, previous.lo) }
                 if key.kind == "flag" { model.flags[exact(user), default: [:]][exact(key.key)] = entry }
                 else { model.assignments[exact(user), default: [:]][exact(key.key)] = entry }
@@ -561,6 +605,11 @@ enum Checks {
                 let gotA = assignmentKeys(repliedA), gotF = strings(repliedF)
                 if !CacheModel.consistent(gotA, entriesA) && !CacheModel.consistentListing(gotA, entriesA) {
                     problems.append(("client '\(client)' caches assignments \(gotA) for user '\(Attribution.show(user))'; the history supports \(wantA)" + cacheRule(want: wantA, got: gotA),
+                                     relevant(c, user: user)))
+                }
+                for wrong in CacheModel.unexplainedValues(itemsA, entriesA) {
+                    problems.append(("client '\(client)' caches assignment '\(Attribution.show(wrong.key))' for user '\(Attribution.show(user))' as \(wrong.listed), but the answers the history lets it hold there are \(wrong.allowed)"
+                                     + " (CONTRACT.md section 5, defect 1: a response to a request sent before a clear is never cached; section 4: a cache per exact (user id, key))",
                                      relevant(c, user: user)))
                 }
                 if !CacheModel.consistent(gotF, entriesF) {
