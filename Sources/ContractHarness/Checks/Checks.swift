@@ -119,17 +119,64 @@ enum Checks {
     /// Every answer for one (user, experiment) names the same variant: the SDK's outcomes (the
     /// reference app's getAssignment calls and the variants it shows included) and the backend's
     /// `assigned:true` responses alike.
+    ///
+    /// A restart of the experiment (`{"fixtures": {"experiment_restart": ...}}`) begins a new run
+    /// whose sticky assignments are fresh (CONTRACT.md section 2): the backend's answers are
+    /// compared within each run (one whose request came before the restart and answer after may
+    /// belong to either), and the SDK, whose cache may still hold an earlier run's answer, may
+    /// give any variant some run so far gave that user. Before, a scenario with a restart could
+    /// not ask for `stickiness` at all: a correct SDK failed it.
     static func stickiness(_ c: CheckContext) -> [(String, [String])] {
+        // exact user, exact experiment, run -> the first variant seen in that run
         var seen: [String: (variant: String, index: Int)] = [:]
         var problems: [(String, [String])] = []
-        func observe(user: String, experiment: String, value: JSONValue, index: Int) {
+        // The restarts the scenario makes, by the marker text the runner records for each.
+        var restartOf: [String: String] = [:]   // marker detail -> experiment
+        for step in c.scenario.steps {
+            if case .fixtures(let change) = step, case .experimentRestart(let key) = change { restartOf[ScenarioExecution.describe(change)] = key }
+        }
+        var runs: [String: Int] = [:]   // exact experiment -> restarts so far
+        var receiptRuns: [Int: [String: Int]] = [:]   // seq -> `runs` when the request came
+        func id(_ user: String, _ experiment: String, _ run: Int) -> String { "\(exact(user))\u{0}\(exact(experiment))\u{0}\(run)" }
+        func same(_ a: String, _ b: String) -> Bool { a.unicodeScalars.elementsEqual(b.unicodeScalars) }
+        /// `runsOfAnswer`: the runs a backend answer may belong to; `nil` for the SDK's outcomes.
+        func observe(user: String, experiment: String, value: JSONValue, index: Int, runsOfAnswer: ClosedRange<Int>? = nil) {
             guard value["assigned"] != .bool(false), case .string(let variant)? = value["variant_name"] else { return }
-            let key = "\(exact(user))\u{0}\(exact(experiment))"   // identity by Unicode scalars
-            if let first = seen[key], !first.variant.unicodeScalars.elementsEqual(variant.unicodeScalars) {
-                problems.append(("user '\(user.unambiguous)' got variant '\(first.variant.unambiguous)' then '\(variant.unambiguous)' in experiment '\(experiment.unambiguous)'",
-                                 c.slice(around: [first.index, index], radius: 1)))
-            } else if seen[key] == nil {
-                seen[key] = (variant, index)
+            let run = runs[exact(experiment)] ?? 0
+            if let answerRuns = runsOfAnswer {
+                if answerRuns.count > 1 {
+                    // Straddles a restart: it must agree with one of its runs, and fixes neither.
+                    let firsts = answerRuns.compactMap { seen[id(user, experiment, $0)] }
+                    if !firsts.isEmpty, !firsts.contains(where: { same($0.variant, variant) }) {
+                        problems.append(("user '\(user.unambiguous)' got variant '\(firsts[0].variant.unambiguous)' then '\(variant.unambiguous)' in experiment '\(experiment.unambiguous)'",
+                                         c.slice(around: [firsts[0].index, index], radius: 1)))
+                    }
+                    return
+                }
+                let k = id(user, experiment, answerRuns.lowerBound)
+                if let first = seen[k], !same(first.variant, variant) {
+                    problems.append(("user '\(user.unambiguous)' got variant '\(first.variant.unambiguous)' then '\(variant.unambiguous)' in experiment '\(experiment.unambiguous)'",
+                                     c.slice(around: [first.index, index], radius: 1)))
+                } else if seen[k] == nil {
+                    seen[k] = (variant, index)
+                }
+                return
+            }
+            // The SDK's outcome: in the first run, as the backend's; after a restart, any variant
+            // a run so far gave (its cache may hold an earlier run's answer).
+            let earlier = (0...run).compactMap { seen[id(user, experiment, $0)] }
+            if run == 0 || earlier.isEmpty {
+                let k = id(user, experiment, run)
+                if let first = seen[k], !same(first.variant, variant) {
+                    problems.append(("user '\(user.unambiguous)' got variant '\(first.variant.unambiguous)' then '\(variant.unambiguous)' in experiment '\(experiment.unambiguous)'",
+                                     c.slice(around: [first.index, index], radius: 1)))
+                } else if seen[k] == nil {
+                    seen[k] = (variant, index)
+                }
+            } else if !earlier.contains(where: { same($0.variant, variant) }) {
+                problems.append(("user '\(user.unambiguous)' got variant '\(variant.unambiguous)' in experiment '\(experiment.unambiguous)' after \(run) restart(s) of it, but its runs so far gave only "
+                                 + earlier.map { "'\($0.variant.unambiguous)'" }.joined(separator: ", "),
+                                 c.slice(around: earlier.map(\.index) + [index], radius: 1)))
             }
         }
         let invokes = Dictionary(c.history.filter { $0.kind == .invoke }.compactMap { e in e.label.map { (ExactKey($0), e) } }, uniquingKeysWith: { a, _ in a })   // labels are identity data
@@ -139,9 +186,17 @@ enum Checks {
             appCalls[ExactKey(client)] = AppCalls(history: c.history, client: client, initialIdentity: settings.initialUser)
         }
         for e in c.history {
+            if e.kind == .marker, e.name == "fixtures", case .string(let text)? = e.detail, let experiment = restartOf[text] {
+                runs[exact(experiment), default: 0] += 1
+            }
+            if e.kind == .request, let r = e.request, r.path == "/api/v1/tracking/assign", !runs.isEmpty {
+                receiptRuns[r.seq] = runs   // every experiment's run when the request came
+            }
             if e.kind == .response, let r = e.request, r.path == "/api/v1/tracking/assign", r.succeeded, let response = r.response,
                case .string(let user)? = response["user_id"], case .string(let exp)? = response["experiment_key"] {
-                observe(user: user, experiment: exp, value: response, index: e.index)
+                let now = runs[exact(exp)] ?? 0
+                let from = min(receiptRuns[r.seq]?[exact(exp)] ?? 0, now)
+                observe(user: user, experiment: exp, value: response, index: e.index, runsOfAnswer: from...now)
             }
             if e.kind == .complete, e.name == "getAssignment", let label = e.label, let invoke = invokes[ExactKey(label)],
                case .object(let o)? = e.outcome, let value = o["value"],
@@ -1219,6 +1274,30 @@ enum Checks {
         var epochs: [String: Int] = [:]
         var problems: [(String, [String])] = []
         let cancelled = Set(c.requests.filter { $0.record.cancelled }.map(\.record.seq))
+        // The runner's lookups per (client, exact user, kind, exact key): when each began and ended.
+        let completes = firstCompletions(c)
+        var lookups: [String: [(invoke: Int, complete: Int)]] = [:]
+        for e in c.history where e.kind == .invoke && ["evaluateFlag", "getAssignment"].contains(e.name ?? "") {
+            let kind = e.name == "evaluateFlag" ? "flag" : "experiment"
+            guard let client = e.client, let label = e.label, case .string(let key)? = e.detail?[kind == "flag" ? "flag" : "experiment"],
+                  let user = invokedUser(e.detail) else { continue }
+            lookups["\(client)\u{0}\(exact(user))\u{0}\(kind)\u{0}\(exact(key))", default: []].append((e.index, completes[ExactKey(label)]?.index ?? Int.max))
+        }
+        let appClients = Set(c.scenario.app == nil ? [] : c.scenario.appClients.map(exact))
+        /// Whether the request open under `id` (received at history index `first`) had been given
+        /// up by every caller before a lookup pending at `index` began: the runner's lookups that
+        /// may have waited on it (one pending when it came, any begun since) all ended before the
+        /// earliest of those still pending then (CONTRACT.md section 5, items 3 and 6: cancelling every waiter,
+        /// or the SDK's deadline, ends the flight), so a new request is no second flight. Whether
+        /// the SDK's cancellation reached the mock before the new request is thread timing (the
+        /// mock's `cancelled` mark raced: a correct SDK failed after giving up at its deadline).
+        /// Not judged so for a client with a reference app (its calls are not the runner's).
+        func abandoned(_ id: String, client: String, first: Int, at index: Int) -> Bool {
+            guard !appClients.contains(exact(client)), let ops = lookups[id] else { return false }
+            guard let start = ops.filter({ $0.invoke < index && $0.complete > index }).map(\.invoke).min(), start > first,
+                  ops.contains(where: { $0.invoke < first && $0.complete > first }) else { return false }
+            return ops.allSatisfy { $0.invoke >= start || $0.complete < start }
+        }
         for e in c.history {
             switch e.kind {
             // clearOfflineCache too: a response to a request from before it is written nowhere
@@ -1233,7 +1312,8 @@ enum Checks {
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
                 let id = "\(client)\u{0}\(exact(user))\u{0}\(key.kind)\u{0}\(exact(key.key))"   // identity by Unicode scalars
                 if let start = issueStarts[r.seq], (clearIndices[client] ?? []).contains(where: { $0 > start && $0 < e.index }) { detachable.insert(r.seq) }
-                if let first = open[id], first.epoch == epochs[client, default: 0], !cancelled.contains(first.seq), !detachable.contains(first.seq) {
+                if let first = open[id], first.epoch == epochs[client, default: 0], !cancelled.contains(first.seq), !detachable.contains(first.seq),
+                   !abandoned(id, client: client, first: first.index, at: e.index) {
                     let rule: String
                     if let stale = staleAnswers[id], stale.index > first.index {
                         rule = "; request #\(stale.seq), sent before the clear, was answered in between and the SDK forgot #\(first.seq) (CONTRACT.md section 5, defect 2: finishing an old request must never remove a newer one)"

@@ -44,6 +44,9 @@ final class ThirtySecondTesterFindingsTests: XCTestCase {
         }
         let port = try MockBackendPort(fixtures: nil, clock: VirtualClock(), file: "x", clients: ["main"])
         let context = CheckContext(scenario: scenario, history: history, clients: [:], port: port, driver: SwiftSDKDriver(), app: nil)
+        // The second request came after its only caller gave up at the deadline: no second flight,
+        // whether or not the SDK's cancellation reached the mock first (it raced: 2 runs in 80).
+        XCTAssertEqual(Checks.singleFlight(context).map(\.0), [])
         let model = Checks.replayCaches(context) { _, _ in }["main"] ?? Checks.CacheModel()
         let entries = model.entries(model.assignments, user: "user-1", at: 20)
         XCTAssertEqual(entries.map(\.key), ["sdk_contract_ab"])
