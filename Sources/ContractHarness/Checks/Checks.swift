@@ -1170,6 +1170,15 @@ enum Checks {
         }
         // At most 64 combinations of variants are tried; past that, operations with several are
         // taken as unpredictable (their batches bounded by their entries, below).
+        // Entries that may come in either order and straddle a chunk boundary may fall in either
+        // chunk: each way is a variant (`chunkings`).
+        expectations = expectations.map { item in
+            var variants: [(expected: [Attribution.Entry], ranks: [Attribution.Rank])] = []
+            for v in item.variants {
+                for w in chunkings(v) where !variants.contains(where: { $0.expected == w.expected && $0.ranks == w.ranks }) { variants.append(w) }
+            }
+            return (item.invoke, variants)
+        }
         var combinations = expectations.reduce(1) { $0 * $1.variants.count }
         if combinations > 64 {
             for item in expectations where item.variants.count > 1 {
@@ -1224,6 +1233,54 @@ enum Checks {
         return sizesOnly ? problems : problems + unkeyedCallsSentTheirFields(c, unkeyedCalls)
     }
 
+    /// The ways `v`'s entries may fall into chunks of 100 (CONTRACT.md section 4: "sends chunks of
+    /// 100 in order"): entries of one rank group that may come in either order (`Attribution.Rank`)
+    /// and lie on both sides of a chunk boundary may each be on either side, as long as none goes
+    /// after one it surely precedes. Each way is `v` reordered so that its chunks hold those
+    /// entries; within a chunk the ranks still let them swap. At most `limit` ways (beyond that,
+    /// the first `limit`: the caller then treats the operation as unpredictable). Before, the
+    /// chunks were cut from the one order, and a correct SDK that cached two answers released
+    /// together the other way failed `fan_out` when they straddled the boundary, or flaked (a
+    /// thirty-third outside tester, F8).
+    static func chunkings(_ v: (expected: [Attribution.Entry], ranks: [Attribution.Rank]), limit: Int = 65)
+        -> [(expected: [Attribution.Entry], ranks: [Attribution.Rank])] {
+        var ways = [v]
+        var boundary = 100
+        while boundary < v.expected.count {
+            var next: [(expected: [Attribution.Entry], ranks: [Attribution.Rank])] = []
+            for way in ways {
+                let rk = way.ranks
+                let g = rk[boundary - 1].group
+                // Groups run in order along the list, so only the group on both sides can move.
+                guard rk[boundary].group == g else { next.append(way); continue }
+                let members = rk.indices.filter { rk[$0].group == g }
+                let leftMembers = members.filter { $0 < boundary }, rightMembers = members.filter { $0 >= boundary }
+                let lowestRight = rightMembers.map { rk[$0].lo }.min()!, highestLeft = leftMembers.map { rk[$0].hi }.max()!
+                let movableLeft = leftMembers.filter { rk[$0].hi >= lowestRight }
+                let movableRight = rightMembers.filter { rk[$0].lo <= highestLeft }
+                let movable = movableLeft + movableRight
+                guard !movableLeft.isEmpty, movable.count <= 20 else { next.append(way); continue }
+                for mask in 0..<(1 << movable.count) where mask.nonzeroBitCount == movableLeft.count {
+                    let goesLeft = Set(movable.indices.filter { mask & (1 << $0) != 0 }.map { movable[$0] })
+                    let goesRight = movable.filter { !goesLeft.contains($0) }
+                    // No entry that surely precedes another may go after it.
+                    if goesRight.contains(where: { r in goesLeft.contains { l in rk[r].surelyBefore(rk[l]) } }) { continue }
+                    let moving = Set(movable)
+                    let order: (Int, Int) -> Bool = { (rk[$0].group, rk[$0].lo, $0) < (rk[$1].group, rk[$1].lo, $1) }
+                    let left = ((0..<boundary).filter { !moving.contains($0) } + goesLeft).sorted(by: order)
+                    let right = (goesRight + (boundary..<rk.count).filter { !moving.contains($0) }).sorted(by: order)
+                    let indices = left + right
+                    let candidate = (expected: indices.map { way.expected[$0] }, ranks: indices.map { rk[$0] })
+                    if !next.contains(where: { $0.expected == candidate.expected && $0.ranks == candidate.ranks }) { next.append(candidate) }
+                    if next.count >= limit { return next }
+                }
+            }
+            ways = next
+            boundary += 100
+        }
+        return ways
+    }
+
     /// The `/batch` entries an unkeyed event becomes (CONTRACT.md section 4): one per cached
     /// `assigned:true` assignment of its user, then one per cached flag, each group in cache order
     /// (`ranks`: entries the SDK may have written in either order); keyed events of a `trackBatch`
@@ -1273,7 +1330,6 @@ enum Checks {
         var staleAnswers: [String: (seq: Int, index: Int)] = [:]   // an older request answered while a newer one was open
         var epochs: [String: Int] = [:]
         var problems: [(String, [String])] = []
-        let cancelled = Set(c.requests.filter { $0.record.cancelled }.map(\.record.seq))
         // The runner's lookups per (client, exact user, kind, exact key): when each began and ended.
         let completes = firstCompletions(c)
         var lookups: [String: [(invoke: Int, complete: Int)]] = [:]
@@ -1283,7 +1339,15 @@ enum Checks {
                   let user = invokedUser(e.detail) else { continue }
             lookups["\(client)\u{0}\(exact(user))\u{0}\(kind)\u{0}\(exact(key))", default: []].append((e.index, completes[ExactKey(label)]?.index ?? Int.max))
         }
-        let appClients = Set(c.scenario.app == nil ? [] : c.scenario.appClients.map(exact))
+        // The reference app's lookups too: a display asks for the app's experiment, a refresh for its flag.
+        for client in c.scenario.app == nil ? [] : c.scenario.appClients {
+            guard let settings = c.scenario.appSettings(client: client) else { continue }
+            for call in AppCalls(history: c.history, client: client, initialIdentity: settings.initialUser).calls {
+                guard call.sdk == "getAssignment" || call.sdk == "evaluateFlag" else { continue }
+                let (kind, key) = call.sdk == "evaluateFlag" ? ("flag", settings.flag) : ("experiment", settings.experiment)
+                lookups["\(client)\u{0}\(exact(call.identity))\u{0}\(kind)\u{0}\(exact(key))", default: []].append((call.start, call.end))
+            }
+        }
         /// Whether the request open under `id` (received at history index `first`) had been given
         /// up by every caller before a lookup pending at `index` began: the runner's lookups that
         /// may have waited on it (one pending when it came, any begun since) all ended before the
@@ -1291,9 +1355,13 @@ enum Checks {
         /// or the SDK's deadline, ends the flight), so a new request is no second flight. Whether
         /// the SDK's cancellation reached the mock before the new request is thread timing (the
         /// mock's `cancelled` mark raced: a correct SDK failed after giving up at its deadline).
-        /// Not judged so for a client with a reference app (its calls are not the runner's).
+        /// The reference app's calls count as lookups. This replaces the mock's `cancelled` mark,
+        /// which is set whenever the SDK's cancellation arrives, even after the second request: an
+        /// SDK with no single flight at all passed when its duplicates ended cancelled (its
+        /// deadline, every caller cancelled), and the verdict on one history varied with that
+        /// timing (a thirty-third outside tester, F1 and F3).
         func abandoned(_ id: String, client: String, first: Int, at index: Int) -> Bool {
-            guard !appClients.contains(exact(client)), let ops = lookups[id] else { return false }
+            guard let ops = lookups[id] else { return false }
             guard let start = ops.filter({ $0.invoke < index && $0.complete > index }).map(\.invoke).min(), start > first,
                   ops.contains(where: { $0.invoke < first && $0.complete > first }) else { return false }
             return ops.allSatisfy { $0.invoke >= start || $0.complete < start }
@@ -1312,7 +1380,7 @@ enum Checks {
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
                 let id = "\(client)\u{0}\(exact(user))\u{0}\(key.kind)\u{0}\(exact(key.key))"   // identity by Unicode scalars
                 if let start = issueStarts[r.seq], (clearIndices[client] ?? []).contains(where: { $0 > start && $0 < e.index }) { detachable.insert(r.seq) }
-                if let first = open[id], first.epoch == epochs[client, default: 0], !cancelled.contains(first.seq), !detachable.contains(first.seq),
+                if let first = open[id], first.epoch == epochs[client, default: 0], !detachable.contains(first.seq),
                    !abandoned(id, client: client, first: first.index, at: e.index) {
                     let rule: String
                     if let stale = staleAnswers[id], stale.index > first.index {
@@ -1616,7 +1684,28 @@ enum Checks {
         let calls = AppCalls(history: c.history, client: app.client, initialIdentity: app.initialUser)
         var displays: Set<String> = []   // exact identity \0 revision of each display with the flag on
         var exposed: [ExactKey: String] = [:]   // identity (exact) -> variant answered
+        // Variants the app's client may serve from its offline store (CONTRACT.md section 4: on a
+        // failure, the persisted value): assignments fetched by any client sharing that store (a
+        // relaunch, an earlier launch's exposure) and entries seeded there. Showing one is showing a
+        // fetched assignment (section 8); before, every correct SDK failed an offline relaunch
+        // (a thirty-third outside tester, F9).
+        let storeOf = Dictionary(c.scenario.clients.map { (exact($0.name), $0.store) }, uniquingKeysWith: { a, _ in a })
+        let appStore = storeOf[exact(app.client)] ?? nil
+        func sharesStore(_ client: String?) -> Bool {
+            guard let appStore, let client, let store = storeOf[exact(client)] ?? nil else { return false }
+            return store.isExactly(appStore)
+        }
+        var stored: [ExactKey: [String]] = [:]   // identity (exact) -> variants persisted for the app's experiment
         for e in c.history {
+            if e.kind == .marker, e.name == "seed_store", sharesStore(e.client), e.detail?["kind"] == .string("experiment"),
+               case .string(let key)? = e.detail?["key"], key.isExactly(app.experiment), case .string(let user)? = e.detail?["user"],
+               case .string(let variant)? = e.detail?["json"]?["variant_name"] {
+                stored[ExactKey(user), default: []].append(variant)
+            }
+            if e.kind == .response, let r = e.request, sharesStore(r.client), r.path == "/api/v1/tracking/assign", r.succeeded,
+               r.key?.key.isExactly(app.experiment) ?? false, case .string(let variant)? = r.response?["variant_name"], let user = r.users.first {
+                stored[ExactKey(user), default: []].append(variant)
+            }
             if e.kind == .marker, e.client.isExactly(app.client) {
                 switch e.name {
                 case "display":
@@ -1625,7 +1714,8 @@ enum Checks {
                     }
                 case "shown":
                     guard case .string(let id)? = e.detail?["identity"], case .string(let variant)? = e.detail?["variant"] else { break }
-                    if variant != "fallback", !(exposed[ExactKey(id)]?.isExactly(variant) ?? false) {
+                    if variant != "fallback", !(exposed[ExactKey(id)]?.isExactly(variant) ?? false),
+                       !(stored[ExactKey(id)] ?? []).contains(where: { $0.isExactly(variant) }) {
                         problems.append(("variant '\(variant.unambiguous)' shown to '\(id.unambiguous)' without a matching assignment", c.slice(around: [e.index])))
                     }
                 default: break
@@ -1648,7 +1738,7 @@ enum Checks {
             if e.kind == .request, let r = e.request, r.client.isExactly(app.client) {
                 for event in r.events {
                     guard case .string(let source)? = event["metadata"]?["layout_source"], case .string(let user)? = event["user_id"] else { continue }
-                    if source == "assignment" && exposed[ExactKey(user)] == nil {
+                    if source == "assignment" && exposed[ExactKey(user)] == nil && (stored[ExactKey(user)] ?? []).isEmpty {
                         problems.append(("event for '\(user.unambiguous)' says layout_source assignment before any exposure", c.slice(around: [e.index])))
                     }
                 }

@@ -1,0 +1,53 @@
+import XCTest
+import Foundation
+@testable import ContractHarness
+import ExperimentlyMock
+
+/// Findings of the thirty-third outside tester (`/work/attack34/FINDINGS.md`: single flight, fan-out
+/// and the reference app's checks): `single_flight` excused a duplicate whose first request was
+/// cancelled at any later time (F1, and a flake, F3); `fan_out` cut chunks of 100 from one order
+/// (F8); `exposure_after_display` failed a persisted assignment served offline (F9).
+final class ThirtyThirdTesterFindingsTests: XCTestCase {
+    private static let python = "python3 '\(Repository.root.appendingPathComponent("Examples/python-sdk/driver.py").path)'"
+    private static func shipped(_ names: [String]) -> [String] { names.map { Repository.root.appendingPathComponent("scenarios/\($0).json").path } }
+
+    /// Correct SDKs pass the six files; an SDK without single flight fails the two whose duplicate
+    /// requests all end cancelled, every time (before: passed, or failed 7 runs in 10).
+    func testCorrectSDKsPassAndDuplicatesThatEndCancelledFail() throws {
+        let dir = try scratchDirectory("thirty-third")
+        let files = Self.shipped(["field-fan-out-either-order-across-chunk-boundary", "field-fan-out-refetched-key-across-chunk-boundary",
+                                  "field-app-offline-relaunch-shows-persisted-assignment", "field-app-seeded-store-offline-event",
+                                  "field-single-flight-concurrent-calls-timing-out", "field-app-three-views-slow-backend-one-request"])
+        for sdk in [[], ["--mutant", "none"], ["--sdk-command", Self.python], ["--sdk-command", "EXPERIMENTLY_EXAMPLE_FREEDOM=refresh-keeps-position \(Self.python)"]] {
+            let (status, out) = try HarnessProcess.run(["run"] + files + sdk + ["--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 0, "\(sdk): \(out)")
+            XCTAssertTrue(out.contains("6 passed, 0 failed"), "\(sdk): \(out)")
+        }
+        let duplicates = Self.shipped(["field-single-flight-concurrent-calls-timing-out", "field-app-three-views-slow-backend-one-request"])
+        for _ in 0..<3 {
+            let (status, out) = try HarnessProcess.run(["run"] + duplicates + ["--mutant", "no-single-flight", "--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 1, out)
+            XCTAssertTrue(out.contains("0 passed, 2 failed") && out.contains("single_flight"), out)
+        }
+    }
+
+    /// Two entries of one rank group on both sides of the first chunk boundary may each be in
+    /// either chunk; an entry that surely comes first never moves after one it precedes.
+    func testChunkingsMoveEitherOrderEntriesAcrossTheBoundary() {
+        func entry(_ n: Int) -> Attribution.Entry { Attribution.Entry(user: "u", name: "e\(n)", experiment: "x", flag: nil) }
+        // 99 keyed entries (their own groups), then two entries that may come in either order.
+        var expected = (0..<99).map(entry), ranks = (0..<99).map { Attribution.Rank(group: $0 + 1, lo: 0, hi: 0) }
+        expected += [entry(100), entry(101)]
+        ranks += [Attribution.Rank(group: 100, lo: 5, hi: 9), Attribution.Rank(group: 100, lo: 6, hi: 9)]
+        let ways = Checks.chunkings((expected, ranks))
+        XCTAssertEqual(ways.count, 2)
+        XCTAssertEqual(Set(ways.map { $0.expected[99] }), [entry(100), entry(101)])
+        // Surely ordered (the first written before the second's answer came): one way only.
+        ranks[100] = Attribution.Rank(group: 100, lo: 10, hi: 12)
+        let one = Checks.chunkings((expected, ranks))
+        XCTAssertEqual(one.count, 1)
+        XCTAssertEqual(one[0].expected[99], entry(100))
+        // Fewer than 101 entries: nothing to cut.
+        XCTAssertEqual(Checks.chunkings((Array(expected.prefix(100)), Array(ranks.prefix(100)))).count, 1)
+    }
+}
