@@ -197,6 +197,22 @@ struct AppEventFanOut {
     private(set) var calls: [Int: Call] = [:]
     /// Windows of app event calls whose fan-out the history leaves open (their batches are absorbed).
     private(set) var uncertain: [Attribution.Window] = []
+    /// For each window of `uncertain`: what its batches may hold (`Bound`).
+    private(set) var bounds: [Bound] = []
+
+    /// What the batches of an uncertain app event may hold, whatever the history leaves open: only
+    /// entries of its user (`user`), under its name when known (`name`), for keys the cache may
+    /// hold while it runs (`keys`: `"a"`/`"f"` \0 exact key; live entries when it began, answers
+    /// for that user during it), each key at most once, assignments before flags (CONTRACT.md
+    /// section 4). Before, such a window absorbed any batch (a thirty-third outside tester, F4:
+    /// fan-out to other users' entries and to ineligible answers passed).
+    struct Bound {
+        let window: Attribution.Window
+        let label: String
+        let user: String
+        let name: String?
+        let keys: Set<String>
+    }
     /// Per client: (clear begins, surely done by) history indices.
     private var clears: [ExactKey: [(from: Int, by: Int)]] = [:]
     private let history: [HistoryEvent]
@@ -259,7 +275,23 @@ struct AppEventFanOut {
                 (d.kind == .marker && d.name == "advance")
                     || (d.kind == .response && d.request.map { $0.client.isExactly(call.client) && $0.key != nil && ($0.users.first?.isExactly(call.user) ?? false) } ?? false)
             }
-        if open { uncertain.append(window); return nil }
+        if open {
+            uncertain.append(window)
+            var keys = Set(model.entries(model.assignments, user: call.user, at: e.exactTime, filter: { $0["assigned"] != .bool(false) })
+                .map { "a\u{0}" + Checks.exact($0.key) })
+            keys.formUnion(model.entries(model.flags, user: call.user, at: e.exactTime).map { "f\u{0}" + Checks.exact($0.key) })
+            for d in during where d.kind == .response {
+                guard let r = d.request, r.client.isExactly(call.client), r.succeeded, let key = r.key, r.users.first?.isExactly(call.user) ?? false else { continue }
+                if key.kind == "flag" { keys.insert("f\u{0}" + Checks.exact(key.key)); continue }
+                guard r.response?["assigned"] != .bool(false) else { continue }
+                keys.insert("a\u{0}" + Checks.exact(key.key))
+                // An answer naming another experiment may be cached under that key too.
+                if case .string(let named)? = r.response?["experiment_key"] { keys.insert("a\u{0}" + Checks.exact(named)) }
+            }
+            bounds.append(Bound(window: window, label: "app call \(call.id) (app.event '\((call.name ?? "?").unambiguous)' as '\(call.user.unambiguous)')",
+                                user: call.user, name: call.name, keys: keys))
+            return nil
+        }
         let event: JSONValue = .object(["user": .string(call.user), "name": .string(call.name!)])
         guard let fan = Checks.fanOutExpectation(events: [event], keyedAllowed: false, model: model, at: e.exactTime) else { return nil }
         let (expected, ranks) = fan

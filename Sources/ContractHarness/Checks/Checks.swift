@@ -135,6 +135,24 @@ enum Checks {
         for step in c.scenario.steps {
             if case .fixtures(let change) = step, case .experimentRestart(let key) = change { restartOf[ScenarioExecution.describe(change)] = key }
         }
+        // Answers a fault scripted (a `respond` action, or a release with a response of its own)
+        // are not the backend's sticky assignment: the SDK relays them (CONTRACT.md section 1), so
+        // a (user, experiment) that got one is not judged (a thirty-third outside tester, F12:
+        // every correct SDK failed an edge answer once, then the origin's).
+        var scriptedFaults = Set<String>()
+        for step in c.scenario.steps {
+            switch step {
+            case .addFault(let id, let rule) where rule["action"]?["respond"] != nil: scriptedFaults.insert(exact(id))
+            case .release(let fault, _, _, let override) where override != nil: scriptedFaults.insert(exact(fault))
+            default: break
+            }
+        }
+        var scripted = Set<String>()   // exact user \0 exact experiment
+        for (_, r) in c.requests where r.path == "/api/v1/tracking/assign" {
+            guard let fault = r.fault, scriptedFaults.contains(exact(fault)), let user = r.users.first, let key = r.key?.key else { continue }
+            scripted.insert("\(exact(user))\u{0}\(exact(key))")
+            if case .string(let named)? = r.response?["experiment_key"] { scripted.insert("\(exact(user))\u{0}\(exact(named))") }
+        }
         var runs: [String: Int] = [:]   // exact experiment -> restarts so far
         var receiptRuns: [Int: [String: Int]] = [:]   // seq -> `runs` when the request came
         func id(_ user: String, _ experiment: String, _ run: Int) -> String { "\(exact(user))\u{0}\(exact(experiment))\u{0}\(run)" }
@@ -142,6 +160,7 @@ enum Checks {
         /// `runsOfAnswer`: the runs a backend answer may belong to; `nil` for the SDK's outcomes.
         func observe(user: String, experiment: String, value: JSONValue, index: Int, runsOfAnswer: ClosedRange<Int>? = nil) {
             guard value["assigned"] != .bool(false), case .string(let variant)? = value["variant_name"] else { return }
+            guard !scripted.contains("\(exact(user))\u{0}\(exact(experiment))") else { return }
             let run = runs[exact(experiment)] ?? 0
             if let answerRuns = runsOfAnswer {
                 if answerRuns.count > 1 {
@@ -1075,7 +1094,7 @@ enum Checks {
         var appEvents = AppEventFanOut(c)
         var appOperations: [Attribution.Operation] = []
         var unpredictable: [Attribution.Window] = []
-        var bounded: [(window: Attribution.Window, allowed: Set<Attribution.Entry>, label: String)] = []
+        var bounded: [(window: Attribution.Window, allowed: Set<Attribution.Entry>, label: String, single: Bool)] = []
         let completesByLabel = Dictionary(c.history.filter { $0.kind == .complete }.compactMap { e in e.label.map { (ExactKey($0), e.index) } },
                                           uniquingKeysWith: { a, _ in a })   // the first completion of each exact label
         var unkeyedCalls = UnkeyedCalls(c)
@@ -1142,7 +1161,7 @@ enum Checks {
                 // (a subset of the model's) (a seventh outside tester: past the size
                 // any batch passed, `fan-out-to-other-users` and `fan-out-to-expired` too).
                 if let fan = fanOutExpectation(events: events, keyedAllowed: e.name == "trackBatch", model: model, at: e.exactTime) {
-                    bounded.append((window, Set(fan.0), e.label ?? ""))
+                    bounded.append((window, Set(fan.0), e.label ?? "", events.count == 1))
                 }
                 return
             }
@@ -1184,7 +1203,7 @@ enum Checks {
             for item in expectations where item.variants.count > 1 {
                 let window = Attribution.Window(client: item.invoke.client, from: item.invoke.index, to: completes(item.invoke.label!) ?? Int.max)
                 unpredictable.append(window)
-                bounded.append((window, Set(item.variants[0].expected), item.invoke.label ?? ""))
+                bounded.append((window, Set(item.variants[0].expected), item.invoke.label ?? "", false))
             }
             expectations.removeAll { $0.variants.count > 1 }
             combinations = 1
@@ -1195,7 +1214,12 @@ enum Checks {
         }
         // An unpredictable operation's batches hold only entries it may send, unless another
         // operation of the client ran at the time (then the attribution below decides).
-        for (window, allowed, label) in bounded {
+        // One unkeyed event (`single`) sends each entry at most once, assignments before flags,
+        // whatever was evicted (a thirty-third outside tester, F5: past the cache size a key sent
+        // twice, or flags first, passed).
+        for (window, allowed, label, single) in bounded {
+            var seen = Set<Attribution.Entry>()
+            var flagsBegun = false
             for b in batches where window.contains(b) {
                 let shared = operations.contains { $0.client.isExactly(b.client) && $0.from < b.index && b.index < $0.to }
                     || appEvents.uncertain.contains { $0.contains(b) }
@@ -1203,10 +1227,59 @@ enum Checks {
                 if let stray = b.entries.first(where: { !allowed.contains($0) }) {
                     problems.append(("batch #\(b.seq) sent while \(label) ran holds \(stray), which no live cache entry of its user explains (CONTRACT.md section 4)",
                                      c.slice(around: [b.index], radius: 1)))
+                    continue
+                }
+                guard single else { continue }
+                for entry in b.entries {
+                    if seen.contains(entry) || (entry.experiment != nil && flagsBegun) {
+                        let why = seen.contains(entry) ? "a second time" : "after a flag"
+                        problems.append(("batch #\(b.seq) sent while \(label) ran holds \(entry) \(why) (CONTRACT.md section 4: one entry per cached assignment of that user, then per cached flag)",
+                                         c.slice(around: [b.index], radius: 1)))
+                        break
+                    }
+                    seen.insert(entry)
+                    if entry.flag != nil { flagsBegun = true }
                 }
             }
         }
-        // An app event whose fan-out the history cannot fix (`AppEventFanOut.uncertain`) may send any batch.
+        // An app event whose fan-out the history cannot fix (`AppEventFanOut.uncertain`) may send
+        // its user's live entries in any subset, but nothing else (`AppEventFanOut.Bound`), unless
+        // another tracking operation of the client ran at the time.
+        for bound in appEvents.bounds {
+            let mine = batches.filter { bound.window.contains($0) }
+            let shared = mine.contains { b in
+                operations.contains { $0.client.isExactly(b.client) && $0.from < b.index && b.index < $0.to }
+                    || appEvents.bounds.contains { other in (other.window.from, other.window.to) != (bound.window.from, bound.window.to) && other.window.contains(b) }
+                    || unpredictable.contains { $0.contains(b) }
+            }
+            if shared { continue }
+            var seen = Set<String>()
+            var flagsBegun = false
+            for b in mine {
+                for entry in b.entries {
+                    let user = String(decoding: entry.user, as: UTF8.self), name = String(decoding: entry.name, as: UTF8.self)
+                    let key = entry.experiment.map { "a\u{0}" + exact(String(decoding: $0, as: UTF8.self)) }
+                        ?? entry.flag.map { "f\u{0}" + exact(String(decoding: $0, as: UTF8.self)) } ?? "-"
+                    var why: String?
+                    if !user.isExactly(bound.user) || !(bound.name.map { name.isExactly($0) } ?? true) {
+                        why = "is not its event (user '\(bound.user.unambiguous)')"
+                    } else if !bound.keys.contains(key) {
+                        why = "names a key no cache entry of its user can hold then"
+                    } else if seen.contains(key) {
+                        why = "names a key a second time"
+                    } else if key.hasPrefix("a"), flagsBegun {
+                        why = "puts an assignment after a flag"
+                    }
+                    if let why {
+                        problems.append(("batch #\(b.seq) sent while \(bound.label) ran holds \(entry), which \(why) (CONTRACT.md section 4: one entry per cached assignment of that user, then per cached flag)",
+                                         c.slice(around: [b.index], radius: 1)))
+                        break
+                    }
+                    seen.insert(key)
+                    if key.hasPrefix("f") { flagsBegun = true }
+                }
+            }
+        }
         let absorbers = appEvents.uncertain + unpredictable
         var outcome = Attribution.solve(operations: operations + appOperations, requests: batches, absorbers: absorbers, mode: sizesOnly ? .sizes : .entries)
         var combination = 1
@@ -1724,7 +1797,13 @@ enum Checks {
             if e.kind == .request, let r = e.request, r.client.isExactly(app.client), r.path == "/api/v1/tracking/assign" {
                 let user = r.users.first ?? "?"
                 let issuers = calls.issuers(path: r.path, user: user, at: e.index)
-                if !issuers.contains(where: { $0.action == "display" && displays.contains("\(exact($0.identity))\u{0}\($0.revision)") }) {
+                // A display asks for the app's experiment only: an assignment of another one sent
+                // meanwhile (a prefetch) is an exposure nothing displayed (a thirty-third outside
+                // tester, F7: it passed).
+                if let key = r.key?.key, !key.isExactly(app.experiment) {
+                    problems.append(("assignment (exposure) of experiment '\(key.unambiguous)' for '\(user.unambiguous)' requested, but the app displays only '\(app.experiment.unambiguous)' (CONTRACT.md section 8: exposure only when a fetched assignment is displayed)",
+                                     c.slice(around: [e.index], radius: 3)))
+                } else if !issuers.contains(where: { $0.action == "display" && displays.contains("\(exact($0.identity))\u{0}\($0.revision)") }) {
                     let why = issuers.isEmpty ? "no getAssignment call of the app for '\(user.unambiguous)' was in flight"
                         : "in flight: " + issuers.map(AppCalls.describe).joined(separator: ", ")
                     problems.append(("assignment (exposure) for '\(user.unambiguous)' requested without a display of '\(user.unambiguous)' with the flag on (\(why))",
