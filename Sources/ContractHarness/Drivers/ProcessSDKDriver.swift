@@ -470,8 +470,7 @@ final class DriverConnection: Sendable {
             ended()
         }
         let stderrThread = Thread { [self] in
-            Self.readLines(child.stderr) { [self] line in
-                let text = String(decoding: line, as: UTF8.self)
+            Self.readCappedLines(child.stderr) { [self] text in
                 state.withLock { s in
                     s.stderr.append(text)
                     if s.stderr.count > 400 { s.stderr.removeFirst(); s.stderrDropped += 1 }
@@ -702,6 +701,43 @@ final class DriverConnection: Sendable {
     /// protocol comes near it, and a longer one is read no further (a sixteenth outside tester: 100 MB
     /// reply lines were taken whole, one scenario ran 71 s past a 3 s step limit).
     static let maxReplyLineBytes = 16 << 20
+
+    /// Reads `fd` to its end, calling `body` with each line as text, cut to `maxLine` bytes (the
+    /// rest counted in a `… (N more bytes)` note), so an adapter's standard error costs at most
+    /// `maxLine` bytes a line however much it writes: a line is kept whole only up to there, and
+    /// nothing waits for a newline that never comes. Before, 100 MB of standard error took a run
+    /// past its hard deadline and into gigabytes of memory (a thirty-fourth outside tester, F1).
+    static func readCappedLines(_ fd: Int32, maxLine: Int = 4096, _ body: (String) -> Void) {
+        var line: [UInt8] = []
+        line.reserveCapacity(maxLine)
+        var more = 0
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        func emit() {
+            var text = String(decoding: line, as: UTF8.self)
+            if more > 0 { text += " … (\(more) more bytes)" }
+            body(text)
+            line.removeAll(keepingCapacity: true)
+            more = 0
+        }
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            var start = 0
+            while start < n {
+                let end = buffer[start..<n].firstIndex(of: UInt8(ascii: "\n")) ?? n
+                let room = maxLine - line.count
+                let piece = end - start
+                if piece <= room { line.append(contentsOf: buffer[start..<end]) } else {
+                    if room > 0 { line.append(contentsOf: buffer[start..<(start + room)]) }
+                    more += piece - max(room, 0)
+                }
+                if end < n { emit() }
+                start = end + 1
+            }
+        }
+        if !line.isEmpty || more > 0 { emit() }
+    }
 
     /// Reads `fd` to its end, calling `body` with each line (without `\n`). With `maxLine`, stops
     /// (returning `false`) once a line grows past it without a newline; `true` at the end of the stream.

@@ -31,6 +31,25 @@ final class ThirtyThirdTesterFindingsTests: XCTestCase {
         }
     }
 
+    /// The fixtures (F4b, F4c, F5, F7, F12) pass on correct SDKs; the fan-out mutants fail the
+    /// bounded app window (F4b: another user's entry; F4c: an ineligible answer) and the bounded
+    /// batch past the cache size (F5: a key twice).
+    func testUncertainWindowsAreBoundedAndScriptedAnswersAreNoStickiness() throws {
+        let dir = try scratchDirectory("thirty-third-bounds")
+        let fixtures = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/thirty-third-tester")
+        for sdk in [[], ["--mutant", "none"], ["--sdk-command", Self.python]] {
+            let (status, out) = try HarnessProcess.run(["run", fixtures.path] + sdk + ["--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 0, "\(sdk): \(out)")
+            XCTAssertTrue(out.contains("5 passed, 0 failed"), "\(sdk): \(out)")
+        }
+        for (file, mutant) in [("F4b-app-event-fanout-unbounded-display", "fan-out-to-other-users"), ("F4c-app-event-holdout-advance", "fan-out-to-ineligible"),
+                               ("F5-fanout-past-cache-size-duplicates-and-order", "fan-out-to-other-users")] {
+            let (status, out) = try HarnessProcess.run(["run", fixtures.appendingPathComponent(file + ".json").path, "--mutant", mutant, "--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 1, "\(file): \(out)")
+            XCTAssertTrue(out.contains("fan_out"), "\(file): \(out)")
+        }
+    }
+
     /// Two entries of one rank group on both sides of the first chunk boundary may each be in
     /// either chunk; an entry that surely comes first never moves after one it precedes.
     func testChunkingsMoveEitherOrderEntriesAcrossTheBoundary() {
