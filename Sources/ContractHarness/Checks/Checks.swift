@@ -779,15 +779,18 @@ enum Checks {
     /// `/track` (CONTRACT.md section 4): for every event content (client, exact user, name,
     /// experiment and flag key), the `/track` requests carrying it are no more than the runner's
     /// calls that sent it (copies of a `times` step and identical calls each count). Not judged
-    /// with a reference app (its own events may carry the same content). Before, an SDK that sent
+    /// on a client that runs a reference app (its own events may carry the same content). Before, an SDK that sent
     /// each keyed event twice passed every named check (`event_payload` accepts each copy, `fan_out`
     /// judged unkeyed events only: a fifteenth outside tester).
     static func duplicateKeyedTracks(_ c: CheckContext) -> [(String, [String])] {
-        guard c.scenario.app == nil else { return [] }
+        // A client that runs a reference app is left out (its own events may carry the same
+        // content); every other client is judged (a thirty-third outside tester, F6: any app
+        // section switched the rule off for all clients).
+        let appClients = Set(c.scenario.app == nil ? [] : c.scenario.appClients.map(exact))
         func text(_ v: JSONValue?) -> String { v?.stringValue.map(exact) ?? "-" }
         var calls: [String: (count: Int, invokes: [Int], shown: String)] = [:]
         for e in c.history where e.kind == .invoke && ["track", "trackWithStatus"].contains(e.name ?? "") {
-            guard let client = e.client, let event = e.detail, event["experiment"] != nil || event["flag"] != nil,
+            guard let client = e.client, !appClients.contains(exact(client)), let event = e.detail, event["experiment"] != nil || event["flag"] != nil,
                   case .string(let user)? = event["user"], case .string(let name)? = event["name"] else { continue }
             let k = [exact(client), exact(user), exact(name), text(event["experiment"]), text(event["flag"])].joined(separator: "\u{0}")
             var entry = calls[k] ?? (0, [], "event '\(Attribution.show(name))' of user '\(Attribution.show(user))'"
@@ -800,7 +803,7 @@ enum Checks {
         guard !calls.isEmpty else { return [] }
         var sent: [String: [(seq: Int, index: Int)]] = [:]
         for (e, r) in c.requests where r.path == "/api/v1/tracking/track" {
-            guard let client = r.client, let body = r.body, case .string(let user)? = body["user_id"] else { continue }
+            guard let client = r.client, !appClients.contains(exact(client)), let body = r.body, case .string(let user)? = body["user_id"] else { continue }
             guard case .string(let name)? = body["event_name"] ?? body["event_type"] else { continue }
             let k = [exact(client), exact(user), exact(name), text(body["experiment_key"]), text(body["feature_flag_key"])].joined(separator: "\u{0}")
             sent[k, default: []].append((r.seq, e.index))

@@ -402,6 +402,8 @@ final class DriverConnection: Sendable {
         var stderr: [String] = []
         var stderrDropped = 0
         var problems: [String] = []
+        /// Problems dropped from the front of `problems` (it keeps the last 200).
+        var problemsDropped = 0
         var stdinOpen = true
         var stderrClosed = false
         /// Requests given up on at the end of their scenario: a late reply to one is no error.
@@ -499,16 +501,26 @@ final class DriverConnection: Sendable {
     }
 
     /// Protocol problems noted so far.
-    var problemCount: Int { state.withLock { $0.problems.count } }
+    var problemCount: Int { state.withLock { $0.problems.count + $0.problemsDropped } }
 
     /// Protocol problems from position `mark` on.
     func problems(since mark: Int) -> [String] {
-        state.withLock { s in mark < s.problems.count ? Array(s.problems[mark...]) : [] }
+        state.withLock { s in
+            let start = max(0, mark - s.problemsDropped)
+            let dropped = max(0, s.problemsDropped - mark)
+            let kept = start < s.problems.count ? Array(s.problems[start...]) : []
+            return dropped > 0 ? ["\(dropped) earlier protocol problem(s) not kept"] + kept : kept
+        }
     }
 
     /// Records a protocol problem (quoting what was received).
     func noteProblem(_ text: String) {
-        state.withLock { $0.problems.append(text) }
+        // At most 200 kept, as standard error keeps its last lines: an adapter writing 100,000
+        // stray replies made as many verdict checks (80 MB; a thirty-fourth outside tester, F3).
+        state.withLock { s in
+            s.problems.append(text)
+            if s.problems.count > 200 { s.problems.removeFirst(); s.problemsDropped += 1 }
+        }
     }
 
     /// Sends `request` with a fresh id and returns the slot its reply fills. A dead adapter's

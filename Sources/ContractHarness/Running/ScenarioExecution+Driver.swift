@@ -97,7 +97,7 @@ extension ScenarioExecution {
             connections.append(client.connection)
             let problems = client.connection.problems(since: client.problemMark)
             if !problems.isEmpty {
-                notes.append("the adapter's output had \(problems.count) problem(s) in this scenario, the last: \(problems.last!)")
+                notes.append("the adapter's output had \(client.connection.problemCount - client.problemMark) problem(s) in this scenario, the last: \(problems.last!)")
             }
         }
         return notes.isEmpty ? "" : "; " + notes.joined(separator: "; ")
@@ -129,9 +129,14 @@ extension ScenarioExecution {
     func finishDriver(_ result: inout ScenarioResult) async {
         let report = await driver.scenarioDidEnd(clients: Array(clients.values))
         await listeners?.shutdown()
-        for problem in report.problems {
+        // The first 20 problems as checks, then one that counts the rest.
+        for problem in report.problems.prefix(20) {
             result.checks.append(CheckResult(name: "driver protocol", passed: false, message: problem))
             if result.status == .passed { result.status = .failed }
+        }
+        if report.problems.count > 20 {
+            result.checks.append(CheckResult(name: "driver protocol", passed: false,
+                                             message: "\(report.problems.count - 20) more protocol problem(s) in this scenario, the last: \(report.problems.last!)"))
         }
         if let crash = report.crash {
             result.status = .crashed
