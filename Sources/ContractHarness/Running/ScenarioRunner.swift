@@ -836,6 +836,10 @@ final class ScenarioExecution: @unchecked Sendable {
             // woken one), as in process.
             if op.appActionRaced && listeners != nil && !adapterSettles { return false }
             if op.name.hasPrefix("app.") { return appInert(client: op.client, requests: requests, cancelling: cancelling, processed: processed, answeredAt: answeredAt) }
+            // An operation that sends nothing (a clear, close, a cache listing, a hash) waits on
+            // no request: still pending, it is slow, not waiting for a step (under load a
+            // `clearOfflineCache` beside a held request was called a deadlock of the scenario).
+            if ["clearCache", "clearOfflineCache", "close", "getAssignments", "getEvaluatedFlags", "hashUser"].contains(op.name) { return false }
             let own = ownRequests(requests, client: op.client, since: op.since, ordinal: op.ordinal, startEvent: op.startEvent, answeredAt: answeredAt) {
                 Self.owns($0, client: op.client, user: op.user, key: op.key, after: op.barrier) && joinable($0, by: op)
             }

@@ -27,12 +27,15 @@ final class StickinessChecksTests: XCTestCase {
         XCTAssertEqual(reasons, [.string("assigned"), .string("assigned")], "new then sticky: both 'assigned'")
     }
 
-    func testAnotherVariantOnTheSecondAssignmentFailsBothChecks() async throws {
+    func testAnotherVariantOnTheSecondAssignmentFailsTheSmokeCheck() async throws {
         let fault = #"{"fault": {"match": {"path": "/api/v1/tracking/assign"}, "when": {"nth": 2}, "action": {"respond": {"status": 200, "json": {"experiment_key": "sdk_contract_ab", "user_id": "smoke-0", "variant_id": "00000000-0000-8000-8000-000000000000", "variant_name": "elsewhere", "is_control": false, "configuration": null, "assigned": true, "reason": "assigned"}}}}, "id": "unsticky"}"#
         let result = await ScenarioRunner().run(try smoke(withFault: fault))
         XCTAssertEqual(result.status, .failed)
         let failed = Dictionary(uniqueKeysWithValues: result.checks.filter { !$0.passed }.map { ($0.name, $0.message ?? "") })
         XCTAssertTrue(failed["contract_smoke"]?.contains("assign.sticky is false") ?? false, "\(failed)")
-        XCTAssertTrue(failed["stickiness"]?.contains("then 'elsewhere'") ?? false, "\(failed)")
+        // A fault-scripted answer is not the backend's sticky assignment: `stickiness` does not
+        // blame the SDK that relays it (a thirty-third outside tester, F12); `contract_smoke`,
+        // which judges the backend's answers, does.
+        XCTAssertNil(failed["stickiness"], "\(failed)")
     }
 }
