@@ -778,17 +778,31 @@ enum Checks {
     /// A keyed event (`track`, `trackWithStatus` with an experiment or flag) goes out once, as one
     /// `/track` (CONTRACT.md section 4): for every event content (client, exact user, name,
     /// experiment and flag key), the `/track` requests carrying it are no more than the runner's
-    /// calls that sent it (copies of a `times` step and identical calls each count). Not judged
-    /// on a client that runs a reference app (its own events may carry the same content). Before, an SDK that sent
+    /// calls that sent it (copies of a `times` step and identical calls each count), the reference
+    /// app's keyed `event` calls included (not judged on an app client where an event call's name or
+    /// source is left open). Before, an SDK that sent
     /// each keyed event twice passed every named check (`event_payload` accepts each copy, `fan_out`
     /// judged unkeyed events only: a fifteenth outside tester).
     static func duplicateKeyedTracks(_ c: CheckContext) -> [(String, [String])] {
         // A client that runs a reference app is left out (its own events may carry the same
         // content); every other client is judged (a thirty-third outside tester, F6: any app
         // section switched the rule off for all clients).
-        let appClients = Set(c.scenario.app == nil ? [] : c.scenario.appClients.map(exact))
+        // An app client is judged too when every event call of its app is known (name and
+        // source): each keyed one counts as a call with the app's experiment.
+        let appEvents = AppEventFanOut(c).calls.values
+        let appClients = Set(c.scenario.app == nil ? [] : c.scenario.appClients.map(exact).filter { client in
+            appEvents.contains { exact($0.client) == client && $0.name == nil }
+        })
         func text(_ v: JSONValue?) -> String { v?.stringValue.map(exact) ?? "-" }
         var calls: [String: (count: Int, invokes: [Int], shown: String)] = [:]
+        for call in appEvents.sorted(by: { $0.start < $1.start }) where call.keyed && !appClients.contains(exact(call.client)) {
+            guard let name = call.name, let app = c.scenario.appSettings(client: call.client) else { continue }
+            let k = [exact(call.client), exact(call.user), exact(name), exact(app.experiment), "-"].joined(separator: "\u{0}")
+            var entry = calls[k] ?? (0, [], "event '\(Attribution.show(name))' of user '\(Attribution.show(call.user))' for experiment '\(Attribution.show(app.experiment))' on client '\(Attribution.show(call.client))' (the reference app's)")
+            entry.count += 1
+            entry.invokes.append(call.start)
+            calls[k] = entry
+        }
         for e in c.history where e.kind == .invoke && ["track", "trackWithStatus"].contains(e.name ?? "") {
             guard let client = e.client, !appClients.contains(exact(client)), let event = e.detail, event["experiment"] != nil || event["flag"] != nil,
                   case .string(let user)? = event["user"], case .string(let name)? = event["name"] else { continue }
@@ -835,16 +849,34 @@ enum Checks {
         var reaching = Set(c.requests.compactMap { $0.record.client.map { ExactKey($0) } })
         for client in c.scenario.clients where client.settings.reachesMock { reaching.insert(ExactKey(client.name)) }
         var closed: Set<ExactKey> = []
-        var calls: [(invoke: HistoryEvent, to: Int, event: JSONValue, client: String)] = []
+        // `app`: how to name a reference app's keyed event call (its `call` marker is `invoke`).
+        var calls: [(invoke: HistoryEvent, to: Int, event: JSONValue, client: String, app: String?)] = []
+        var closedAt: [ExactKey: Int] = [:]
         for e in c.history where e.kind == .invoke {
             guard let client = e.client else { continue }
-            if e.name == "close" { closed.insert(ExactKey(client)); continue }
+            if e.name == "close" { closed.insert(ExactKey(client)); closedAt[ExactKey(client)] = closedAt[ExactKey(client)] ?? e.index; continue }
             guard ["track", "trackWithStatus"].contains(e.name ?? ""), let label = e.label, let event = e.detail,
                   event["experiment"] != nil || event["flag"] != nil, !closed.contains(ExactKey(client)),
                   reaching.contains(ExactKey(client)), let done = completes[ExactKey(label)],
                   case .object(let outcome)? = done.outcome, outcome["error"] == nil else { continue }
             if e.name == "trackWithStatus" && outcome["value"] != .bool(true) { continue }
-            calls.append((e, done.index, event, client))
+            calls.append((e, done.index, event, client, nil))
+        }
+        // The reference app's keyed events (layout_source `assignment`: a `trackWithStatus` with the
+        // app's experiment, CONTRACT.md section 8) that returned `true` need their `/track` too
+        // (a thirty-third outside tester, F11: dropped, or sent under a flag key, they passed).
+        for call in AppEventFanOut(c).calls.values.sorted(by: { $0.start < $1.start }) where call.keyed {
+            guard let name = call.name, call.end < c.history.count, let app = c.scenario.appSettings(client: call.client),
+                  reaching.contains(ExactKey(call.client)), (closedAt[ExactKey(call.client)] ?? Int.max) > call.start else { continue }
+            // Judged when it returned `true`, or when a `/track` of its client came while it ran
+            // (then one of them is its own: sent under a flag key, it was answered 404 and the
+            // call returned false).
+            let sentSome = c.requests.contains { $0.record.path == "/api/v1/tracking/track" && $0.record.client.isExactly(call.client)
+                && call.start < $0.event.index && $0.event.index < call.end }
+            guard c.history[call.end].detail?["outcome"]?["value"] == .bool(true) || sentSome else { continue }
+            let event: JSONValue = .object(["user": .string(call.user), "name": .string(name), "experiment": .string(app.experiment)])
+            calls.append((c.history[call.start], call.end, event, call.client,
+                          "app call \(call.id) (app.event '\(Attribution.show(name))' as '\(Attribution.show(call.user))')"))
         }
         guard !calls.isEmpty else { return [] }
         let tracks = c.requests.filter { $0.record.path == "/api/v1/tracking/track" && $0.record.body != nil }
@@ -858,9 +890,11 @@ enum Checks {
             let r = tracks[alike.groups[g][0]].record
             let k = calls[call]
             guard r.client.isExactly(k.client), let body = r.body else { return false }
-            return present(body["user_id"]) == k.event["user"] && present(body["event_name"]) == k.event["name"]
+            let keys = present(body["user_id"]) == k.event["user"] && present(body["event_name"]) == k.event["name"]
                 && present(body["experiment_key"]) == present(k.event["experiment"]) && present(body["feature_flag_key"]) == present(k.event["flag"])
-                && payloadDifferences(sent: body, given: k.event, stopAtFirst: true).isEmpty
+            // The app's event carries `layout_source` (and the variant shown) in its metadata.
+            if k.app != nil { return keys && body["metadata"]?["layout_source"] == .string("assignment") }
+            return keys && payloadDifferences(sent: body, given: k.event, stopAtFirst: true).isEmpty
         }
         let slices = calls.indices.map { i in
             alike.groups.indices.filter { fits(i, group: $0) }.compactMap { alike.run($0, after: calls[i].invoke.index, before: calls[i].to) }
@@ -872,7 +906,8 @@ enum Checks {
             let key = k.event["experiment"]?.stringValue.map { "experiment '\(Attribution.show($0))'" }
                 ?? k.event["flag"]?.stringValue.map { "flag '\(Attribution.show($0))'" } ?? "?"
             let mine = tracks.filter { $0.record.client.isExactly(k.client) && k.invoke.index < $0.event.index && $0.event.index < k.to }
-            problems.append(("\(k.invoke.name ?? "track") '\(Attribution.show(k.invoke.label ?? ""))' (event '\(Attribution.show(k.event["name"]?.stringValue ?? "?"))' of user '\(Attribution.show(k.event["user"]?.stringValue ?? "?"))' for \(key)) "
+            let who = k.app ?? "\(k.invoke.name ?? "track") '\(Attribution.show(k.invoke.label ?? ""))'"
+            problems.append(("\(who) (event '\(Attribution.show(k.event["name"]?.stringValue ?? "?"))' of user '\(Attribution.show(k.event["user"]?.stringValue ?? "?"))' for \(key)) "
                              + "has no /track request of its own carrying its user, name, key and fields"
                              + (mine.isEmpty ? " (none was sent while it ran)" : " (sent while it ran: " + mine.prefix(4).map { "#\($0.record.seq)" }.joined(separator: ", ")
                                 + (slices[i].isEmpty ? ", none of them its own" : ", each one another call's") + ")")

@@ -50,6 +50,25 @@ final class ThirtyThirdTesterFindingsTests: XCTestCase {
         }
     }
 
+    /// The reference app's keyed business event is judged: dropped, sent under a flag key, or sent
+    /// twice, it fails (F11, F6); the one-/track rule holds on a client beside an app (F6b).
+    func testTheAppsKeyedEventIsSentOnceWithItsKey() throws {
+        let dir = try scratchDirectory("thirty-third-keyed")
+        let appFile = Self.shipped(["field-app-keyed-business-event-is-sent-once-with-its-key"])
+        let beside = Self.shipped(["field-keyed-event-once-on-a-client-beside-an-app"])
+        for sdk in [[], ["--mutant", "none"], ["--sdk-command", Self.python]] {
+            let (status, out) = try HarnessProcess.run(["run"] + appFile + beside + sdk + ["--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 0, "\(sdk): \(out)")
+        }
+        for defect in ["drops-keyed-events", "experiment-key-as-flag-key", "keyed-event-twice"] {
+            let (status, out) = try HarnessProcess.run(["run"] + appFile + ["--sdk-command", "EXPERIMENTLY_EXAMPLE_DEFECT=\(defect) \(Self.python)", "--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 1, "\(defect): \(out)")
+            XCTAssertTrue(out.contains("fan_out"), "\(defect): \(out)")
+        }
+        let (status, out) = try HarnessProcess.run(["run"] + beside + ["--sdk-command", "EXPERIMENTLY_EXAMPLE_DEFECT=keyed-event-twice \(Self.python)", "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status, 1, out)
+    }
+
     /// Two entries of one rank group on both sides of the first chunk boundary may each be in
     /// either chunk; an entry that surely comes first never moves after one it precedes.
     func testChunkingsMoveEitherOrderEntriesAcrossTheBoundary() {
