@@ -71,8 +71,10 @@ enum Checks {
         let problems: [(String, [String])]
         switch name {
         case "stickiness": problems = stickiness(c)
-        case "fan_out": problems = fanOut(c, sizesOnly: false) + duplicateKeyedTracks(c) + keyedTracksSent(c)
-        case "batch_chunking": problems = fanOut(c, sizesOnly: true)
+        case "fan_out":
+            let appEvents = AppEventFanOut(c)   // the reference app's event calls, read once for the three
+            problems = fanOut(c, sizesOnly: false, appEvents: appEvents) + duplicateKeyedTracks(c, appEvents: appEvents) + keyedTracksSent(c, appEvents: appEvents)
+        case "batch_chunking": problems = fanOut(c, sizesOnly: true, appEvents: AppEventFanOut(c))
         case "single_flight": problems = singleFlight(c)
         case "no_fallback_on_404", "offline_fallback": problems = offlineFallback(c)
         case "no_stale_write": problems = await cacheMatchesModel(c) + cacheHits(c)
@@ -157,6 +159,15 @@ enum Checks {
         var receiptRuns: [Int: [String: Int]] = [:]   // seq -> `runs` when the request came
         func id(_ user: String, _ experiment: String, _ run: Int) -> String { "\(exact(user))\u{0}\(exact(experiment))\u{0}\(run)" }
         func same(_ a: String, _ b: String) -> Bool { a.unicodeScalars.elementsEqual(b.unicodeScalars) }
+        func changed(_ user: String, _ experiment: String, _ first: (variant: String, index: Int), _ variant: String, _ index: Int) {
+            problems.append(("user '\(user.unambiguous)' got variant '\(first.variant.unambiguous)' then '\(variant.unambiguous)' in experiment '\(experiment.unambiguous)'",
+                             c.slice(around: [first.index, index], radius: 1)))
+        }
+        /// `variant` must be the first one seen for (user, experiment) in `run`, or becomes it.
+        func agree(_ user: String, _ experiment: String, run: Int, _ variant: String, _ index: Int) {
+            let k = id(user, experiment, run)
+            if let first = seen[k] { if !same(first.variant, variant) { changed(user, experiment, first, variant, index) } } else { seen[k] = (variant, index) }
+        }
         /// `runsOfAnswer`: the runs a backend answer may belong to; `nil` for the SDK's outcomes.
         func observe(user: String, experiment: String, value: JSONValue, index: Int, runsOfAnswer: ClosedRange<Int>? = nil) {
             guard value["assigned"] != .bool(false), case .string(let variant)? = value["variant_name"] else { return }
@@ -166,32 +177,17 @@ enum Checks {
                 if answerRuns.count > 1 {
                     // Straddles a restart: it must agree with one of its runs, and fixes neither.
                     let firsts = answerRuns.compactMap { seen[id(user, experiment, $0)] }
-                    if !firsts.isEmpty, !firsts.contains(where: { same($0.variant, variant) }) {
-                        problems.append(("user '\(user.unambiguous)' got variant '\(firsts[0].variant.unambiguous)' then '\(variant.unambiguous)' in experiment '\(experiment.unambiguous)'",
-                                         c.slice(around: [firsts[0].index, index], radius: 1)))
-                    }
+                    if let first = firsts.first, !firsts.contains(where: { same($0.variant, variant) }) { changed(user, experiment, first, variant, index) }
                     return
                 }
-                let k = id(user, experiment, answerRuns.lowerBound)
-                if let first = seen[k], !same(first.variant, variant) {
-                    problems.append(("user '\(user.unambiguous)' got variant '\(first.variant.unambiguous)' then '\(variant.unambiguous)' in experiment '\(experiment.unambiguous)'",
-                                     c.slice(around: [first.index, index], radius: 1)))
-                } else if seen[k] == nil {
-                    seen[k] = (variant, index)
-                }
+                agree(user, experiment, run: answerRuns.lowerBound, variant, index)
                 return
             }
             // The SDK's outcome: in the first run, as the backend's; after a restart, any variant
             // a run so far gave (its cache may hold an earlier run's answer).
             let earlier = (0...run).compactMap { seen[id(user, experiment, $0)] }
             if run == 0 || earlier.isEmpty {
-                let k = id(user, experiment, run)
-                if let first = seen[k], !same(first.variant, variant) {
-                    problems.append(("user '\(user.unambiguous)' got variant '\(first.variant.unambiguous)' then '\(variant.unambiguous)' in experiment '\(experiment.unambiguous)'",
-                                     c.slice(around: [first.index, index], radius: 1)))
-                } else if seen[k] == nil {
-                    seen[k] = (variant, index)
-                }
+                agree(user, experiment, run: run, variant, index)
             } else if !earlier.contains(where: { same($0.variant, variant) }) {
                 problems.append(("user '\(user.unambiguous)' got variant '\(variant.unambiguous)' in experiment '\(experiment.unambiguous)' after \(run) restart(s) of it, but its runs so far gave only "
                                  + earlier.map { "'\($0.variant.unambiguous)'" }.joined(separator: ", "),
@@ -783,19 +779,18 @@ enum Checks {
     /// source is left open). Before, an SDK that sent
     /// each keyed event twice passed every named check (`event_payload` accepts each copy, `fan_out`
     /// judged unkeyed events only: a fifteenth outside tester).
-    static func duplicateKeyedTracks(_ c: CheckContext) -> [(String, [String])] {
-        // A client that runs a reference app is left out (its own events may carry the same
-        // content); every other client is judged (a thirty-third outside tester, F6: any app
-        // section switched the rule off for all clients).
-        // An app client is judged too when every event call of its app is known (name and
-        // source): each keyed one counts as a call with the app's experiment.
-        let appEvents = AppEventFanOut(c).calls.values
-        let appClients = Set(c.scenario.app == nil ? [] : c.scenario.appClients.map(exact).filter { client in
-            appEvents.contains { exact($0.client) == client && $0.name == nil }
+    static func duplicateKeyedTracks(_ c: CheckContext, appEvents: AppEventFanOut) -> [(String, [String])] {
+        // Every client is judged (a thirty-third outside tester, F6: any app section switched the
+        // rule off for all), an app client when every event call of its app is known (name and
+        // source: `unjudged` holds the others); each keyed app event counts as a call with the
+        // app's experiment.
+        let events = appEvents.calls.values
+        let unjudged = Set(c.scenario.app == nil ? [] : c.scenario.appClients.map(exact).filter { client in
+            events.contains { exact($0.client) == client && $0.name == nil }
         })
         func text(_ v: JSONValue?) -> String { v?.stringValue.map(exact) ?? "-" }
         var calls: [String: (count: Int, invokes: [Int], shown: String)] = [:]
-        for call in appEvents.sorted(by: { $0.start < $1.start }) where call.keyed && !appClients.contains(exact(call.client)) {
+        for call in events.sorted(by: { $0.start < $1.start }) where call.keyed && !unjudged.contains(exact(call.client)) {
             guard let name = call.name, let app = c.scenario.appSettings(client: call.client) else { continue }
             let k = [exact(call.client), exact(call.user), exact(name), exact(app.experiment), "-"].joined(separator: "\u{0}")
             var entry = calls[k] ?? (0, [], "event '\(Attribution.show(name))' of user '\(Attribution.show(call.user))' for experiment '\(Attribution.show(app.experiment))' on client '\(Attribution.show(call.client))' (the reference app's)")
@@ -804,7 +799,7 @@ enum Checks {
             calls[k] = entry
         }
         for e in c.history where e.kind == .invoke && ["track", "trackWithStatus"].contains(e.name ?? "") {
-            guard let client = e.client, !appClients.contains(exact(client)), let event = e.detail, event["experiment"] != nil || event["flag"] != nil,
+            guard let client = e.client, !unjudged.contains(exact(client)), let event = e.detail, event["experiment"] != nil || event["flag"] != nil,
                   case .string(let user)? = event["user"], case .string(let name)? = event["name"] else { continue }
             let k = [exact(client), exact(user), exact(name), text(event["experiment"]), text(event["flag"])].joined(separator: "\u{0}")
             var entry = calls[k] ?? (0, [], "event '\(Attribution.show(name))' of user '\(Attribution.show(user))'"
@@ -817,7 +812,7 @@ enum Checks {
         guard !calls.isEmpty else { return [] }
         var sent: [String: [(seq: Int, index: Int)]] = [:]
         for (e, r) in c.requests where r.path == "/api/v1/tracking/track" {
-            guard let client = r.client, !appClients.contains(exact(client)), let body = r.body, case .string(let user)? = body["user_id"] else { continue }
+            guard let client = r.client, !unjudged.contains(exact(client)), let body = r.body, case .string(let user)? = body["user_id"] else { continue }
             guard case .string(let name)? = body["event_name"] ?? body["event_type"] else { continue }
             let k = [exact(client), exact(user), exact(name), text(body["experiment_key"]), text(body["feature_flag_key"])].joined(separator: "\u{0}")
             sent[k, default: []].append((r.seq, e.index))
@@ -842,7 +837,7 @@ enum Checks {
     /// own and sent no request at all (an origin no request can reach). Before, two overlapping calls sent with the first one's
     /// fields, an event sent under another experiment (NFC for an NFD key), under the wrong field
     /// or not at all passed every named check (a nineteenth outside tester).
-    static func keyedTracksSent(_ c: CheckContext) -> [(String, [String])] {
+    static func keyedTracksSent(_ c: CheckContext, appEvents: AppEventFanOut) -> [(String, [String])] {
         let completes = firstCompletions(c)
         // A client on the mock's own origin reaches it; one given a `base_url` only if some
         // request of it arrived (an origin no request can reach sends nothing, correctly).
@@ -865,7 +860,7 @@ enum Checks {
         // The reference app's keyed events (layout_source `assignment`: a `trackWithStatus` with the
         // app's experiment, CONTRACT.md section 8) that returned `true` need their `/track` too
         // (a thirty-third outside tester, F11: dropped, or sent under a flag key, they passed).
-        for call in AppEventFanOut(c).calls.values.sorted(by: { $0.start < $1.start }) where call.keyed {
+        for call in appEvents.calls.values.sorted(by: { $0.start < $1.start }) where call.keyed {
             guard let name = call.name, call.end < c.history.count, let app = c.scenario.appSettings(client: call.client),
                   reaching.contains(ExactKey(call.client)), (closedAt[ExactKey(call.client)] ?? Int.max) > call.start else { continue }
             // Judged when it returned `true`, or when a `/track` of its client came while it ran
@@ -1123,13 +1118,13 @@ enum Checks {
     /// sends keyed events as they are and chunks of 100 in order. Concurrent operations' batches
     /// are attributed exactly (`Attribution`): the check fails only when no assignment of the
     /// batches to the operations running when they were sent satisfies every operation.
-    static func fanOut(_ c: CheckContext, sizesOnly: Bool) -> [(String, [String])] {
+    static func fanOut(_ c: CheckContext, sizesOnly: Bool, appEvents: AppEventFanOut) -> [(String, [String])] {
         var problems: [(String, [String])] = []
         // Each operation's possible expectations: one, or (when some entries may be there or not)
         // one per subset of those entries, all of them first.
         var expectations: [(invoke: HistoryEvent, variants: [(expected: [Attribution.Entry], ranks: [Attribution.Rank])])] = []
         // The reference app's unkeyed events, judged like a plain trackWithStatus (`appEventFanOut`).
-        var appEvents = AppEventFanOut(c)
+        var appEvents = appEvents
         var appOperations: [Attribution.Operation] = []
         var unpredictable: [Attribution.Window] = []
         var bounded: [(window: Attribution.Window, allowed: Set<Attribution.Entry>, label: String, single: Bool)] = []
@@ -1371,13 +1366,13 @@ enum Checks {
                 let movableRight = rightMembers.filter { rk[$0].lo <= highestLeft }
                 let movable = movableLeft + movableRight
                 guard !movableLeft.isEmpty, movable.count <= 20 else { next.append(way); continue }
+                let moving = Set(movable)
+                let order: (Int, Int) -> Bool = { (rk[$0].group, rk[$0].lo, $0) < (rk[$1].group, rk[$1].lo, $1) }
                 for mask in 0..<(1 << movable.count) where mask.nonzeroBitCount == movableLeft.count {
                     let goesLeft = Set(movable.indices.filter { mask & (1 << $0) != 0 }.map { movable[$0] })
                     let goesRight = movable.filter { !goesLeft.contains($0) }
                     // No entry that surely precedes another may go after it.
                     if goesRight.contains(where: { r in goesLeft.contains { l in rk[r].surelyBefore(rk[l]) } }) { continue }
-                    let moving = Set(movable)
-                    let order: (Int, Int) -> Bool = { (rk[$0].group, rk[$0].lo, $0) < (rk[$1].group, rk[$1].lo, $1) }
                     let left = ((0..<boundary).filter { !moving.contains($0) } + goesLeft).sorted(by: order)
                     let right = (goesRight + (boundary..<rk.count).filter { !moving.contains($0) }).sorted(by: order)
                     let indices = left + right
@@ -1436,7 +1431,7 @@ enum Checks {
         // An app call that began before a clear whose request reached the mock after it may have
         // started that request before the clear: a later call need not join it (`appIssueStarts`).
         let issueStarts = appIssueStarts(c)
-        var clearIndices: [String: [Int]] = [:]
+        var clearIndices: [String: [Int]] = [:]   // by exact client (`exact`), as every key here
         var detachable: Set<Int> = []
         var staleAnswers: [String: (seq: Int, index: Int)] = [:]   // an older request answered while a newer one was open
         var epochs: [String: Int] = [:]
@@ -1448,7 +1443,7 @@ enum Checks {
             let kind = e.name == "evaluateFlag" ? "flag" : "experiment"
             guard let client = e.client, let label = e.label, case .string(let key)? = e.detail?[kind == "flag" ? "flag" : "experiment"],
                   let user = invokedUser(e.detail) else { continue }
-            lookups["\(client)\u{0}\(exact(user))\u{0}\(kind)\u{0}\(exact(key))", default: []].append((e.index, completes[ExactKey(label)]?.index ?? Int.max))
+            lookups["\(exact(client))\u{0}\(exact(user))\u{0}\(kind)\u{0}\(exact(key))", default: []].append((e.index, completes[ExactKey(label)]?.index ?? Int.max))
         }
         // The reference app's lookups too: a display asks for the app's experiment, a refresh for its flag.
         for client in c.scenario.app == nil ? [] : c.scenario.appClients {
@@ -1456,22 +1451,19 @@ enum Checks {
             for call in AppCalls(history: c.history, client: client, initialIdentity: settings.initialUser).calls {
                 guard call.sdk == "getAssignment" || call.sdk == "evaluateFlag" else { continue }
                 let (kind, key) = call.sdk == "evaluateFlag" ? ("flag", settings.flag) : ("experiment", settings.experiment)
-                lookups["\(client)\u{0}\(exact(call.identity))\u{0}\(kind)\u{0}\(exact(key))", default: []].append((call.start, call.end))
+                lookups["\(exact(client))\u{0}\(exact(call.identity))\u{0}\(kind)\u{0}\(exact(key))", default: []].append((call.start, call.end))
             }
         }
         /// Whether the request open under `id` (received at history index `first`) had been given
-        /// up by every caller before a lookup pending at `index` began: the runner's lookups that
-        /// may have waited on it (one pending when it came, any begun since) all ended before the
-        /// earliest of those still pending then (CONTRACT.md section 5, items 3 and 6: cancelling every waiter,
-        /// or the SDK's deadline, ends the flight), so a new request is no second flight. Whether
-        /// the SDK's cancellation reached the mock before the new request is thread timing (the
-        /// mock's `cancelled` mark raced: a correct SDK failed after giving up at its deadline).
-        /// The reference app's calls count as lookups. This replaces the mock's `cancelled` mark,
-        /// which is set whenever the SDK's cancellation arrives, even after the second request: an
-        /// SDK with no single flight at all passed when its duplicates ended cancelled (its
-        /// deadline, every caller cancelled), and the verdict on one history varied with that
-        /// timing (a thirty-third outside tester, F1 and F3).
-        func abandoned(_ id: String, client: String, first: Int, at index: Int) -> Bool {
+        /// up by every caller before a lookup pending at `index` began: the lookups that may have
+        /// waited on it (one pending when it came, any begun since; the reference app's calls
+        /// included) all ended before the earliest of those still pending then (CONTRACT.md
+        /// section 5, items 3 and 6: cancelling every waiter, or the SDK's deadline, ends the
+        /// flight). Judged from the history alone: the mock's `cancelled` mark, read before, comes
+        /// whenever the SDK's cancellation arrives, so an SDK without single flight passed when its
+        /// duplicates ended cancelled, and one history got both verdicts (a thirty-third outside
+        /// tester, F1 and F3); a correct SDK's next request after its deadline raced the mark.
+        func abandoned(_ id: String, first: Int, at index: Int) -> Bool {
             guard let ops = lookups[id] else { return false }
             guard let start = ops.filter({ $0.invoke < index && $0.complete > index }).map(\.invoke).min(), start > first,
                   ops.contains(where: { $0.invoke < first && $0.complete > first }) else { return false }
@@ -1484,15 +1476,15 @@ enum Checks {
             // call send a request of its own rather than join it (a tenth outside tester: 3 of 60
             // generated workloads failed such an SDK).
             case .invoke where ["clearCache", "close", "clearOfflineCache"].contains(e.name ?? ""):
-                if let client = e.client { epochs[client, default: 0] += 1; clearIndices[client, default: []].append(e.index) }
+                if let client = e.client { epochs[exact(client), default: 0] += 1; clearIndices[exact(client), default: []].append(e.index) }
             case .marker where e.name == "logout" || e.name == "undo":
-                if let client = e.client { epochs[client, default: 0] += 1; clearIndices[client, default: []].append(e.index) }
+                if let client = e.client { epochs[exact(client), default: 0] += 1; clearIndices[exact(client), default: []].append(e.index) }
             case .request:
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
-                let id = "\(client)\u{0}\(exact(user))\u{0}\(key.kind)\u{0}\(exact(key.key))"   // identity by Unicode scalars
-                if let start = issueStarts[r.seq], (clearIndices[client] ?? []).contains(where: { $0 > start && $0 < e.index }) { detachable.insert(r.seq) }
-                if let first = open[id], first.epoch == epochs[client, default: 0], !detachable.contains(first.seq),
-                   !abandoned(id, client: client, first: first.index, at: e.index) {
+                let id = "\(exact(client))\u{0}\(exact(user))\u{0}\(key.kind)\u{0}\(exact(key.key))"   // identity by Unicode scalars
+                if let start = issueStarts[r.seq], (clearIndices[exact(client)] ?? []).contains(where: { $0 > start && $0 < e.index }) { detachable.insert(r.seq) }
+                if let first = open[id], first.epoch == epochs[exact(client), default: 0], !detachable.contains(first.seq),
+                   !abandoned(id, first: first.index, at: e.index) {
                     let rule: String
                     if let stale = staleAnswers[id], stale.index > first.index {
                         rule = "; request #\(stale.seq), sent before the clear, was answered in between and the SDK forgot #\(first.seq) (CONTRACT.md section 5, defect 2: finishing an old request must never remove a newer one)"
@@ -1502,11 +1494,11 @@ enum Checks {
                     problems.append(("client '\(client)' sent a second request for \(key.kind) '\(Attribution.show(key.key))' of user '\(Attribution.show(user))' while request #\(first.seq) was in flight" + rule,
                                      c.excerpt([first.index, e.index])))
                 } else {
-                    open[id] = (r.seq, e.index, epochs[client, default: 0])
+                    open[id] = (r.seq, e.index, epochs[exact(client), default: 0])
                 }
             case .response:
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
-                let id = "\(client)\u{0}\(exact(user))\u{0}\(key.kind)\u{0}\(exact(key.key))"
+                let id = "\(exact(client))\u{0}\(exact(user))\u{0}\(key.kind)\u{0}\(exact(key.key))"
                 if open[id]?.seq == r.seq { open[id] = nil } else if open[id] != nil { staleAnswers[id] = (r.seq, e.index) }
             default: break
             }
