@@ -11,6 +11,24 @@ public protocol ExperimentationClock: Sendable {
     ///
     /// - Throws: `CancellationError` when the calling task is cancelled before the time is up.
     func sleep(seconds: TimeInterval) async throws
+    /// Suspends the calling task until this clock reads `deadline` or later (returns at once when
+    /// it already does). The SDK's request deadline uses it with an instant fixed when the request
+    /// is sent, so a timer task that starts late (a busy machine, or a virtual clock moved before
+    /// the task ran) still fires at the request's deadline, not `timeout` seconds after it started.
+    /// The default sleeps for `deadline - now()` seconds; a clock that can read and register in
+    /// one step (a virtual clock) should implement it.
+    ///
+    /// - Throws: `CancellationError` when the calling task is cancelled before the time is up.
+    func sleep(until deadline: Date) async throws
+}
+
+extension ExperimentationClock {
+    /// Sleeps for the seconds left until `deadline` (``sleep(seconds:)``; zero or less returns at once).
+    ///
+    /// - Throws: `CancellationError` when the calling task is cancelled first.
+    public func sleep(until deadline: Date) async throws {
+        try await sleep(seconds: deadline.timeIntervalSince(now()))
+    }
 }
 
 /// The wall clock: `Date()` and `Task.sleep`. The default clock of every client.

@@ -101,9 +101,13 @@ struct HTTPTransport: Sendable {
                         exchange.finish(.failure(.networkError(URLError(.badServerResponse))))
                     }
                 }
-                let clock = self.clock, timeout = self.timeout
+                // The deadline is an instant fixed now: a timer task that runs late (a loaded
+                // machine, a virtual clock moved before it ran) still fires `timeout` seconds
+                // after the send, not after it started (CI saw a late timer sleep 10 s past an
+                // advance that had already passed the deadline).
+                let clock = self.clock, due = clock.now().addingTimeInterval(timeout)
                 let deadline = tasks.spawn {
-                    do { try await clock.sleep(seconds: timeout) } catch { return }
+                    do { try await clock.sleep(until: due) } catch { return }
                     exchange.finish(.failure(.networkError(URLError(.timedOut))))
                 }
                 exchange.start(continuation: continuation, task: task, deadline: deadline, delegateQueue: session.delegateQueue)

@@ -536,9 +536,9 @@ public final class MutantClient: @unchecked Sendable {
                 }
                 var deadline: Task<Void, Never>?
                 if !has(.noOwnDeadline), !(has(.trackWithoutOwnDeadline) && path == "/api/v1/tracking/track") {
-                    let clock = self.clock, timeout = config.timeout
+                    let clock = self.clock, due = clock.now().addingTimeInterval(config.timeout)
                     deadline = spawn {
-                        guard (try? await clock.sleep(seconds: timeout)) != nil else { return }
+                        guard (try? await clock.sleep(until: due)) != nil else { return }
                         gate.finish(.failure(ExperimentationError.networkError(URLError(.timedOut))))
                     }
                 }

@@ -74,6 +74,12 @@ extension ScenarioExecution {
         return true
     }
 
+    /// In process, whether the SDK's own tasks (its deadline timers) are seen by quiescence: they
+    /// prefer the runner's task executor, which a driver declares with the `interleaving`
+    /// capability (`DriverContext.taskExecutor` passed to its client). Without it an SDK timer
+    /// runs on the global executor and may start sleeping only after the clock moved.
+    var sdkTasksSeen: Bool { driver.capabilities.contains("interleaving") }
+
     /// Whether every out-of-process client's adapter answers `settle` (`true` in process).
     var adapterSettles: Bool {
         clients.values.allSatisfy { client in (client as? ProcessDriverClient).map { $0.gate != nil } ?? true }

@@ -827,7 +827,13 @@ final class ScenarioExecution: @unchecked Sendable {
             // answers `settle`: quiescence then has its word, given after the last clock move,
             // that every operation has reached its wait or answered (the SDK's timers sleep on
             // the adapter's own copy of the clock, and the mock's show in the requests they park).
-            let seesTimers = listeners == nil || adapterSettles
+            // In process, only the tasks of an SDK whose tasks prefer the runner's executor are
+            // seen (a driver with `interleaving`): another's timer task may not have started
+            // sleeping yet when the clock moves, so, as out of process without `settle`, an
+            // operation the clock passed since it started is not inert (CI: a correct SDK on a
+            // driver without the seam, its deadline task late under load, was told it had no
+            // deadline of its own, twice in a row).
+            let seesTimers = listeners == nil ? sdkTasksSeen : adapterSettles
             guard seesTimers ? op.unseenWakeups == unseenWakeups : op.wakeups == wakeups, !op.cancelRequested else { return false }
             if !seesTimers, op.advances != advancesNow { return false }
             // A reference-app action is judged by the SDK calls its app is inside (`appInert`);
@@ -919,7 +925,7 @@ final class ScenarioExecution: @unchecked Sendable {
             // deadline, a retry timer): in process, with none, it provides nothing (a twelfth
             // outside tester's SDK that never sent a batch's second chunk was told the scenario
             // deadlocks until `advance`). Out of process the adapter's clock is not seen.
-            case .advance: return listeners != nil || clock.sleeperCount > 0
+            case .advance: return listeners != nil || !sdkTasksSeen || clock.sleeperCount > 0
             case .app: return true
             case .cancel(let label): let members = lock.withLock { groups[ExactKey(label)] } ?? []
                 return labels == nil || members.contains { m in labels!.contains { same($0, m) } }

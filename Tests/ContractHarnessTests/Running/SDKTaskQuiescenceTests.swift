@@ -69,4 +69,53 @@ final class SDKTaskQuiescenceTests: XCTestCase {
         let r = await ScenarioRunner(driver: driver, keepsHistory: false).run(s)
         XCTAssertEqual(r.status, .failed)
     }
+
+    /// The clock as an SDK without the task executor seam sees it whose deadline timer starts
+    /// only after the runner has moved the clock (a timer task late on the global executor under
+    /// load: CI saw it twice in a row in `CapabilityInferenceTests`). It then sleeps until the
+    /// instant it was given, which has passed.
+    struct StartsAfterTheClockMoved: ExperimentationClock {
+        let inner: any ExperimentationClock
+        func now() -> Date { inner.now() }
+        func sleep(seconds: TimeInterval) async throws { try await sleep(until: now().addingTimeInterval(seconds)) }
+        func sleep(until deadline: Date) async throws {
+            let start = inner.now()
+            // Polls a condition (the clock moved), not a duration: the order is the runner's.
+            while inner.now() == start { try await Task.sleep(nanoseconds: 1_000_000) }
+            try await inner.sleep(until: deadline)
+        }
+    }
+
+    /// In process, a driver without the seam (no `interleaving`) keeps its SDK's timers out of the
+    /// runner's sight: an operation the clock passed is not judged stuck at once, so a correct SDK
+    /// whose deadline timer ran after the advance ends with its -1001 and passes. Before, the
+    /// runner said "this SDK has no deadline of its own" as soon as the advance returned.
+    func testAnUnseenDeadlineTimerThatStartsAfterTheAdvancePasses() async throws {
+        let driver = SwiftSDKDriver(name: "unseen-late-timer", version: "1") { config, session, store, clock in
+            ExperimentationClient(config: config, session: session, offlineStore: store, clock: StartsAfterTheClockMoved(inner: clock))
+        }
+        XCTAssertFalse(driver.capabilities.contains("interleaving"))
+        let s = try ScenarioParser.parse(Data(Self.scenario.utf8), file: "deadline-after-advance.json")
+        for _ in 0..<3 {
+            let r = await ScenarioRunner(driver: driver, keepsHistory: false).run(s)
+            XCTAssertEqual(r.status, .passed, "\(r.firstFailure?.name ?? ""): \(r.firstFailure?.message ?? r.reason ?? "")")
+        }
+    }
+
+    /// And the same driver whose deadline never fires still fails (waiting, not judging at once,
+    /// is no false pass).
+    func testAnUnseenSDKWithoutADeadlineStillFails() async throws {
+        struct Never: ExperimentationClock {
+            let inner: any ExperimentationClock
+            func now() -> Date { inner.now() }
+            func sleep(seconds: TimeInterval) async throws { try await inner.sleep(seconds: seconds * 1_000) }
+        }
+        let driver = SwiftSDKDriver(name: "unseen-no-deadline", version: "1") { config, session, store, clock in
+            ExperimentationClient(config: config, session: session, offlineStore: store, clock: Never(inner: clock))
+        }
+        let s = try ScenarioParser.parse(Data(Self.scenario.utf8), file: "deadline-after-advance.json")
+        let r = await ScenarioRunner(driver: driver, stepTimeoutCap: 500, keepsHistory: false).run(s)
+        XCTAssertEqual(r.status, .failed)
+        XCTAssertTrue(r.firstFailure?.message?.contains("'a'") == true, r.firstFailure?.message ?? "")
+    }
 }
