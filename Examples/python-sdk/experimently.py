@@ -49,7 +49,9 @@ BATCH_LIMIT = 100
 # store-key-casefold (the offline store keys case-folded: another key's entry served), no-fallback-429 and
 # ttl-inclusive (an entry still served at exactly stored + cacheTTL). A thirty-first: no-fallback-transport
 # (a transport error or timeout thrown where a value is persisted) and nfd-properties (event properties
-# sent in NFD, another text than given).
+# sent in NFD, another text than given). A thirty-third: joiner-refetches (a call that joined a
+# flight drops the answer when it wakes and fetches again: two requests, two exposures),
+# clear-keeps-assignments (clearCache forgets flags only), ignore-ttl (expired entries served).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _REUSED = {}   # reuses-keyed-event-body: (user, name, keys) -> the first body sent
 
@@ -352,7 +354,7 @@ class ExperimentationClient:
         with self._lock:
             entry = self._caches[kind].get(ck)
             if entry is not None:
-                if now < entry[1] or (DEFECT == "ttl-inclusive" and now == entry[1]):
+                if now < entry[1] or (DEFECT == "ttl-inclusive" and now == entry[1]) or DEFECT == "ignore-ttl":
                     if DEFECT == "lru-on-hit":
                         del self._caches[kind][ck]
                         self._caches[kind][ck] = entry
@@ -386,6 +388,14 @@ class ExperimentationClient:
             waiter.wait.end()
         if waiter.cancelled:
             raise ExperimentationError("cancelled", "The operation was cancelled.")
+        if DEFECT == "joiner-refetches" and not start and not getattr(CURRENT, "refetching", False):
+            CURRENT.refetching = True
+            try:
+                with self._lock:
+                    self._caches[kind].pop(ck, None)
+                return self._shared(kind, user_id, key, fetch, None, attributes)
+            finally:
+                CURRENT.refetching = False
         status, value = flight.result
         if status == "error":
             raise value
@@ -642,7 +652,7 @@ class ExperimentationClient:
 
     def _detach(self):
         self._epoch += 1
-        self._caches = {"flag": {}, "experiment": {}}
+        self._caches = {"flag": {}, "experiment": self._caches["experiment"] if DEFECT == "clear-keeps-assignments" else {}}
         self._flights = {}
 
 

@@ -1469,6 +1469,36 @@ enum Checks {
                   ops.contains(where: { $0.invoke < first && $0.complete > first }) else { return false }
             return ops.allSatisfy { $0.invoke >= start || $0.complete < start }
         }
+        /// The last flight per id ended by a usable answer: the request, when it was received and
+        /// answered (history indices), and the client's epoch then.
+        var served: [String: (seq: Int, first: Int, index: Int, epoch: Int)] = [:]
+        /// Whether a request for `id` received at `index`, after the flight `shared` was answered,
+        /// can only come from a call that waited on that flight: lookups for `id` are pending now,
+        /// every one of them was invoked before the answer (so it was waiting then, and the
+        /// answer was its own), and the flight was not given up by its callers before them
+        /// (`abandoned`: a call begun after every earlier caller ended need not join). A call
+        /// invoked after the answer may miss the cache (an eviction, an unreadable answer) and is
+        /// never judged. Before, a joiner that woke, missed its cache and fetched again passed:
+        /// every concurrent call still cost a request and an exposure, only later (a thirty-third
+        /// outside tester, F10).
+        ///
+        /// A call the runner invoked before the answer whose SDK call began only after the SDK had
+        /// read it (quiescence cannot always see how far an adapter got) finds the answer cached,
+        /// so the rule holds only while a correct SDK's cache still holds it: within the client's
+        /// TTL, and with fewer answers of its client since than its `cache_size` (no eviction).
+        func refetchedByJoiner(_ id: String, client: String, shared: (seq: Int, first: Int, index: Int, epoch: Int), at index: Int) -> Bool {
+            guard let ops = lookups[id] else { return false }
+            let pendingNow = ops.filter { $0.invoke < index && $0.complete > index }
+            guard !pendingNow.isEmpty, pendingNow.allSatisfy({ $0.invoke < shared.index }),
+                  !abandoned(id, first: shared.first, at: index),
+                  let settings = c.scenario.clients.first(where: { $0.name.isExactly(client) })?.settings,
+                  shared.index < c.history.count, index < c.history.count,
+                  c.history[index].time - c.history[shared.index].time < settings.cacheTTL else { return false }
+            let answersSince = c.history[(shared.index + 1)..<index].filter { e in
+                e.kind == .response && e.request?.succeeded == true && e.request?.client.map { exact($0) == exact(client) } == true
+            }.count
+            return answersSince < settings.cacheSize
+        }
         for e in c.history {
             switch e.kind {
             // clearOfflineCache too: a response to a request from before it is written nowhere
@@ -1493,13 +1523,29 @@ enum Checks {
                     }
                     problems.append(("client '\(client)' sent a second request for \(key.kind) '\(Attribution.show(key.key))' of user '\(Attribution.show(user))' while request #\(first.seq) was in flight" + rule,
                                      c.excerpt([first.index, e.index])))
+                } else if let shared = served[id], shared.epoch == epochs[exact(client), default: 0], !detachable.contains(r.seq),
+                          refetchedByJoiner(id, client: client, shared: shared, at: e.index) {
+                    problems.append(("client '\(client)' sent request #\(r.seq) for \(key.kind) '\(Attribution.show(key.key))' of user '\(Attribution.show(user))' "
+                                     + "after request #\(shared.seq) was answered, while only calls begun before that answer were pending: a call that "
+                                     + "joined #\(shared.seq) fetched again instead of taking its answer (CONTRACT.md section 4: concurrent calls share one "
+                                     + "request, so one assignment and one exposure)", c.excerpt([shared.first, shared.index, e.index])))
+                    open[id] = (r.seq, e.index, epochs[exact(client), default: 0])
                 } else {
                     open[id] = (r.seq, e.index, epochs[exact(client), default: 0])
                 }
             case .response:
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
                 let id = "\(exact(client))\u{0}\(exact(user))\u{0}\(key.kind)\u{0}\(exact(key.key))"
-                if open[id]?.seq == r.seq { open[id] = nil } else if open[id] != nil { staleAnswers[id] = (r.seq, e.index) }
+                if let first = open[id], first.seq == r.seq {
+                    open[id] = nil
+                    // A usable answer (2xx, a JSON object, whole, not cancelled) ends the flight for
+                    // every call waiting on it.
+                    if r.succeeded, case .object? = r.response, r.ambiguousBody != true, !r.cancelled {
+                        served[id] = (r.seq, first.index, e.index, first.epoch)
+                    } else {
+                        served[id] = nil
+                    }
+                } else if open[id] != nil { staleAnswers[id] = (r.seq, e.index) }
             default: break
             }
         }
@@ -1786,7 +1832,20 @@ enum Checks {
         var problems: [(String, [String])] = []
         let calls = AppCalls(history: c.history, client: app.client, initialIdentity: app.initialUser)
         var displays: Set<String> = []   // exact identity \0 revision of each display with the flag on
-        var exposed: [ExactKey: String] = [:]   // identity (exact) -> variant answered
+        // Identity (exact) -> the variant last answered to the app's client, and when (virtual
+        // seconds): what its memory cache may hold. A logout, an undo or a `clearCache` of the
+        // client empties it, and the TTL ends it (CONTRACT.md sections 3, 4 and 8); an answer that
+        // arrives after a clear (to a request sent before it) is kept, as the call that waited
+        // may still show it. Before, any answer ever counted, so a display after re-login or
+        // after the TTL that showed a variant with no request since passed (a thirty-third
+        // outside tester, F2).
+        var exposed: [ExactKey: (variant: String, time: Double)] = [:]
+        let ttl = c.scenario.clients.first(where: { $0.name.isExactly(app.client) })?.settings.cacheTTL ?? 300
+        var lastDisplay: [ExactKey: Double] = [:]   // identity (exact) -> time of its latest display
+        // Per identity, the app client's `/assign` requests since its last clear that no 2xx
+        // answered (yet): only a lookup whose request failed falls back to the offline store
+        // (section 4), so a persisted variant shown needs one of them.
+        var unanswered: [ExactKey: Set<Int>] = [:]
         // Variants the app's client may serve from its offline store (CONTRACT.md section 4: on a
         // failure, the persisted value): assignments fetched by any client sharing that store (a
         // relaunch, an earlier launch's exposure) and entries seeded there. Showing one is showing a
@@ -1809,23 +1868,41 @@ enum Checks {
                r.key?.key.isExactly(app.experiment) ?? false, case .string(let variant)? = r.response?["variant_name"], let user = r.users.first {
                 stored[ExactKey(user), default: []].append(variant)
             }
+            if (e.kind == .invoke && e.name == "clearCache" && e.client.isExactly(app.client))
+                || (e.kind == .marker && (e.name == "logout" || e.name == "undo") && e.client.isExactly(app.client)) {
+                exposed.removeAll()
+                unanswered.removeAll()
+            }
             if e.kind == .marker, e.client.isExactly(app.client) {
                 switch e.name {
                 case "display":
+                    if case .string(let id)? = e.detail?["identity"] { lastDisplay[ExactKey(id)] = e.time }
                     if case .string(let id)? = e.detail?["identity"], case .number(let rev)? = e.detail?["revision"], e.detail?["flag_on"] == .bool(true) {
                         displays.insert("\(exact(id))\u{0}\(Int(rev))")
                     }
                 case "shown":
-                    guard case .string(let id)? = e.detail?["identity"], case .string(let variant)? = e.detail?["variant"] else { break }
-                    if variant != "fallback", !(exposed[ExactKey(id)]?.isExactly(variant) ?? false),
-                       !(stored[ExactKey(id)] ?? []).contains(where: { $0.isExactly(variant) }) {
-                        problems.append(("variant '\(variant.unambiguous)' shown to '\(id.unambiguous)' without a matching assignment", c.slice(around: [e.index])))
+                    guard case .string(let id)? = e.detail?["identity"], case .string(let variant)? = e.detail?["variant"], variant != "fallback" else { break }
+                    // Fresh when its display began (a display's lookup comes after its marker).
+                    let cached = exposed[ExactKey(id)].map { $0.variant.isExactly(variant) && (lastDisplay[ExactKey(id)] ?? e.time) - $0.time < ttl } ?? false
+                    let persisted = !(unanswered[ExactKey(id)] ?? []).isEmpty && (stored[ExactKey(id)] ?? []).contains(where: { $0.isExactly(variant) })
+                    if !cached && !persisted {
+                        var why = "without a matching assignment"
+                        if let old = exposed[ExactKey(id)], old.variant.isExactly(variant) {
+                            why = "from an assignment answered at \(old.time) s, past the cache TTL of \(ttl) s, with no request since (CONTRACT.md section 4: an expired entry is fetched again)"
+                        } else if (stored[ExactKey(id)] ?? []).contains(where: { $0.isExactly(variant) }) || c.history[..<e.index].contains(where: { h in
+                            h.kind == .response && h.request?.client.isExactly(app.client) == true && h.request?.succeeded == true
+                                && h.request?.users.first.map({ $0.isExactly(id) }) == true && h.request?.response?["variant_name"]?.stringValue.map({ $0.isExactly(variant) }) == true
+                        }) {
+                            why = "with no assignment request since the app's client last cleared its cache (a logout, an undo, clearCache) or was answered: the memory cache kept it (CONTRACT.md sections 3 and 8), and the offline store is read only when a request fails (section 4)"
+                        }
+                        problems.append(("variant '\(variant.unambiguous)' shown to '\(id.unambiguous)' \(why)", c.slice(around: [e.index])))
                     }
                 default: break
                 }
             }
             if e.kind == .request, let r = e.request, r.client.isExactly(app.client), r.path == "/api/v1/tracking/assign" {
                 let user = r.users.first ?? "?"
+                unanswered[ExactKey(user), default: []].insert(r.seq)
                 let issuers = calls.issuers(path: r.path, user: user, at: e.index)
                 // A display asks for the app's experiment only: an assignment of another one sent
                 // meanwhile (a prefetch) is an exposure nothing displayed (a thirty-third outside
@@ -1842,7 +1919,8 @@ enum Checks {
             }
             if e.kind == .response, let r = e.request, r.client.isExactly(app.client), r.path == "/api/v1/tracking/assign", r.succeeded,
                case .string(let variant)? = r.response?["variant_name"], let user = r.users.first {
-                exposed[ExactKey(user)] = variant
+                exposed[ExactKey(user)] = (variant, e.time)
+                unanswered[ExactKey(user)]?.remove(r.seq)
             }
             if e.kind == .request, let r = e.request, r.client.isExactly(app.client) {
                 for event in r.events {

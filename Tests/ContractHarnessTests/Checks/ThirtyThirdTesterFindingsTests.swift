@@ -88,4 +88,27 @@ final class ThirtyThirdTesterFindingsTests: XCTestCase {
         // Fewer than 101 entries: nothing to cut.
         XCTAssertEqual(Checks.chunkings((Array(expected.prefix(100)), Array(ranks.prefix(100)))).count, 1)
     }
+
+    /// A joiner that fetches again once the shared answer came fails `single_flight` (F10, for
+    /// assignments, flags and the reference app's views); a display after a logout and login, or
+    /// after the TTL, that shows what the memory cache kept with no request since fails
+    /// `exposure_after_display` though the offline store holds the same variant (F2). Correct SDKs
+    /// pass all four files.
+    func testJoinersTakeTheSharedAnswerAndDisplaysAfterAClearOrTheTTLFetchAgain() throws {
+        let dir = try scratchDirectory("thirty-third-joiners")
+        let files = Self.shipped(["field-single-flight-joiners-take-the-shared-answer", "field-app-three-views-take-the-shared-answer",
+                                  "field-app-login-again-fetches-the-assignment-again", "field-app-display-after-the-ttl-fetches-again"])
+        for sdk in [[], ["--mutant", "none"], ["--sdk-command", Self.python]] {
+            let (status, out) = try HarnessProcess.run(["run"] + files + sdk + ["--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 0, "\(sdk): \(out)")
+            XCTAssertTrue(out.contains("4 passed, 0 failed"), "\(sdk): \(out)")
+        }
+        for (defect, failing, check) in [("joiner-refetches", [0, 1], "single_flight"), ("clear-keeps-assignments", [2], "exposure_after_display"),
+                                         ("ignore-ttl", [3], "exposure_after_display")] {
+            let (status, out) = try HarnessProcess.run(["run"] + failing.map { files[$0] }
+                                                       + ["--sdk-command", "EXPERIMENTLY_EXAMPLE_DEFECT=\(defect) \(Self.python)", "--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 1, "\(defect): \(out)")
+            XCTAssertTrue(out.contains("0 passed, \(failing.count) failed") && out.contains(check), "\(defect): \(out)")
+        }
+    }
 }
