@@ -481,8 +481,26 @@ final class DriverConnection: Sendable {
             close(child.stderr)
             state.withLock { $0.stderrClosed = true }
         }
+        // The adapter's exit, watched for itself: its standard output ends with it unless a child
+        // it forked holds it open, and then the exit went unseen and every later step waited out
+        // its limit, blamed on the SDK (a thirty-fourth outside tester, F2). Polled (waitpid with
+        // WNOHANG, every 20 ms): reaping kills the adapter's group, so a child in it lets go of
+        // the pipe and the reader reports as usual; one that left the group (`setsid`) is
+        // reported from here after 300 ms.
+        let exitWatcher = Thread { [self] in
+            while state.withLock({ $0.death == nil }) {
+                if reap() != nil {
+                    let deadline = DispatchTime.now() + .milliseconds(300)
+                    while state.withLock({ $0.death == nil }) && DispatchTime.now() < deadline { usleep(5_000) }
+                    if state.withLock({ $0.death == nil }) { ended(stdoutHeld: true) }
+                    return
+                }
+                usleep(20_000)
+            }
+        }
         stdoutThread.start()
         stderrThread.start()
+        exitWatcher.start()
     }
 
     /// Why the adapter is gone (exit status or signal, and its last standard error), or `nil`
@@ -685,8 +703,12 @@ final class DriverConnection: Sendable {
     /// Standard output closed: the adapter is gone (or going); every waiting request fails.
     /// Unless the command was interrupted (`ChildProcessGroups.killAll()` killed it): then the
     /// process is exiting and the killed adapter's requests are left waiting, never reported as a crash.
-    private func ended() {
+    ///
+    /// Once only: the reader at standard output's end and the exit watcher (`stdoutHeld`: the
+    /// adapter exited while a process it started still holds its standard output) may both come.
+    private func ended(stdoutHeld: Bool = false) {
         ChildProcessGroups.parkThreadIfInterrupted()
+        if state.withLock({ $0.death != nil }) { return }
         let deadline = DispatchTime.now() + .milliseconds(500)
         var status = reap()
         // The exit status, and the last of standard error, for the crash report (bounded).
@@ -694,14 +716,15 @@ final class DriverConnection: Sendable {
         let how: String
         if let status {
             let signal = status & 0x7f
-            how = signal == 0 ? "exited with status \((status >> 8) & 0xff)" : "was killed by signal \(signal)"
+            how = (signal == 0 ? "exited with status \((status >> 8) & 0xff)" : "was killed by signal \(signal)")
+                + (stdoutHeld ? " (a process it started, outside its process group, still holds its standard output)" : "")
         } else {
             how = "closed its standard output"
         }
         let slots = state.withLock { s -> [ReplySlot] in
             let tail = s.stderr.suffix(5).joined(separator: " | ")
             let why = s.overlong ? "wrote a line of more than \(Self.maxReplyLineBytes >> 20) MiB on standard output (the driver protocol's limit) and was stopped" : how
-            s.death = "the adapter \(why)" + (tail.isEmpty ? "" : "; its last standard error: \(tail)")
+            if s.death == nil { s.death = "the adapter \(why)" + (tail.isEmpty ? "" : "; its last standard error: \(tail)") }
             defer { s.slots.removeAll() }
             return Array(s.slots.values)
         }

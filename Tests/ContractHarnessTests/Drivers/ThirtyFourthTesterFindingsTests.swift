@@ -25,4 +25,42 @@ final class ThirtyFourthTesterFindingsTests: XCTestCase {
         XCTAssertEqual(lines[1], String(repeating: "x", count: 4096) + " … (95904 more bytes)")
         XCTAssertEqual(lines.last, "end")
     }
+
+    /// An adapter that exits while a process it forked still holds its standard output is seen
+    /// dead (its exit is watched, not only its output's end): the scenario is `crashed` with the
+    /// exit status, whether the child stayed in the adapter's process group or left it
+    /// (`setsid`). Before, every step waited out its limit and failed as the SDK's fault, and the
+    /// dead adapter was never replaced (F2).
+    func testAnAdapterThatExitsWhileAChildHoldsItsOutputIsCrashed() throws {
+        let dir = try scratchDirectory("thirty-fourth-fork-exit")
+        let example = Repository.root.appendingPathComponent("Examples/python-sdk").path
+        let wrapper = dir.appendingPathComponent("fork-exit.py")
+        try """
+        import os, sys, time
+        sys.path.insert(0, \(String(reflecting: example)))
+        import driver as d
+        original = d.handle
+        def handle(message):
+            if message.get("type") == "perform":
+                if os.fork() == 0:
+                    if os.environ.get("LEAVE_GROUP") == "1":
+                        os.setsid()
+                    time.sleep(120)
+                    os._exit(0)
+                os._exit(5)
+            return original(message)
+        d.handle = handle
+        sys.exit(d.main())
+        """.write(to: wrapper, atomically: true, encoding: .utf8)
+        let scenario = Repository.root.appendingPathComponent("scenarios/contract-smoke.json").path
+        for leave in ["0", "1"] {
+            let (status, out) = try HarnessProcess.run(["run", scenario, "--sdk-command", "LEAVE_GROUP=\(leave) python3 \(wrapper.path)",
+                                                        "--step-timeout-ms", "20000", "--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 1, out)
+            let verdict = try String(contentsOf: dir.appendingPathComponent("v.json"), encoding: .utf8)
+            XCTAssertTrue(verdict.contains("\"crashed\""), "setsid \(leave): \(out)")
+            XCTAssertTrue(verdict.contains("exited with status 5"), "setsid \(leave): \(verdict.prefix(3000))")
+            XCTAssertFalse(out.contains("did not finish"), "setsid \(leave): \(out)")
+        }
+    }
 }
