@@ -48,6 +48,9 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
     }
     private struct State {
         var connection: DriverConnection
+        /// Why an adapter started again after a death could not be used (its `hello`): every
+        /// later scenario is an error naming it, without starting it again.
+        var restartFailure: String?
         var scopes: [ObjectIdentifier: ScopeInfo] = [:]
         var nextScope = 0
         /// By scope clock: the adapter's earliest timer, as its last `clock` reply gave it (`next`).
@@ -55,8 +58,12 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
     }
     private let state: HarnessLocked<State>
 
+    /// The first adapter's `hello`: an adapter started again must say the same.
+    private let hello: DriverHello
+
     private init(command: String, connection: DriverConnection, hello: DriverHello) {
         self.command = command
+        self.hello = hello
         sdkName = hello.sdkName
         sdkVersion = hello.sdkVersion
         capabilities = hello.capabilities.subtracting(["interleaving"])
@@ -90,11 +97,23 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
     private func liveConnection() throws -> DriverConnection {
         // Under the lock, so concurrent scenarios (explore) start one fresh adapter, not several.
         let (live, dead) = try state.withLock { s -> (DriverConnection, DriverConnection?) in
+            if let failure = s.restartFailure { throw DriverProtocolError(failure) }
             guard s.connection.death != nil else { return (s.connection, nil) }
             let fresh = try DriverConnection(command: command)
-            fresh.sendHello()
             let dead = s.connection
             s.connection = fresh
+            // Its `hello` is awaited (10 s, as the first adapter's) and must say what the first
+            // said: before, it was sent and never read, so a restarted adapter stuck in start-up
+            // failed every later step as the SDK's fault, and one speaking another protocol, or
+            // declaring other capabilities, was used as if it were the first (a thirty-fourth
+            // outside tester, F5). Waited for under the lock, so concurrent scenarios (explore)
+            // start one adapter; the reply comes on the connection's reader thread, not the pool.
+            if let problem = fresh.restartedHello(expecting: hello, timeoutSeconds: 10) {
+                let why = "the adapter was started again after \(dead.death ?? "it died"), and \(problem)"
+                fresh.fail(why)
+                s.restartFailure = why
+                throw DriverProtocolError(why)
+            }
             return (fresh, dead)
         }
         // The one it replaces may still run (it closed its standard output but stayed alive):
@@ -346,6 +365,7 @@ final class ReplySlot: Sendable {
     private struct Box {
         var result: Result<JSONValue, SlotFailure>?
         var waiters: [CheckedContinuation<Result<JSONValue, SlotFailure>, Never>] = []
+        var callbacks: [@Sendable (Result<JSONValue, SlotFailure>) -> Void] = []
     }
     private let box = HarnessLocked(Box())
 
@@ -356,13 +376,24 @@ final class ReplySlot: Sendable {
 
     /// Sets the result (the first one wins) and wakes the waiters.
     func resolve(_ result: Result<JSONValue, SlotFailure>) {
-        let waiters = box.withLock { b -> [CheckedContinuation<Result<JSONValue, SlotFailure>, Never>] in
-            guard b.result == nil else { return [] }
+        let (waiters, callbacks) = box.withLock { b -> ([CheckedContinuation<Result<JSONValue, SlotFailure>, Never>], [@Sendable (Result<JSONValue, SlotFailure>) -> Void]) in
+            guard b.result == nil else { return ([], []) }
             b.result = result
-            defer { b.waiters.removeAll() }
-            return b.waiters
+            defer { b.waiters.removeAll(); b.callbacks.removeAll() }
+            return (b.waiters, b.callbacks)
         }
         waiters.forEach { $0.resume(returning: result) }
+        callbacks.forEach { $0(result) }
+    }
+
+    /// Calls `body` with the result once there is one (at once when there is), on the thread
+    /// that resolves it.
+    func whenResolved(_ body: @escaping @Sendable (Result<JSONValue, SlotFailure>) -> Void) {
+        let ready = box.withLock { b -> Result<JSONValue, SlotFailure>? in
+            if b.result == nil { b.callbacks.append(body) }
+            return b.result
+        }
+        if let ready { body(ready) }
     }
 
     /// The result, once there is one; with a deadline (milliseconds), `.timedOut` after it.
@@ -578,11 +609,60 @@ final class DriverConnection: Sendable {
         return slot
     }
 
-    /// Sends `hello` without waiting (a restarted adapter).
-    func sendHello() {
+    /// Exchanges `hello` with an adapter started again, blocking the calling thread at most
+    /// `timeoutSeconds` (the reply is resolved on the reader thread), and compares it with the
+    /// first adapter's `expected` one.
+    ///
+    /// - Returns: what was wrong (no reply, a protocol problem, another protocol version, SDK or
+    ///   capabilities), or `nil`.
+    func restartedHello(expecting expected: DriverHello, timeoutSeconds: Double) -> String? {
         var request = DriverRequest(id: 0, type: .hello)
         request.protocol = DriverWire.version
-        _ = send(request, scope: "")
+        let slot = send(request, scope: "")
+        let done = DispatchSemaphore(value: 0)
+        let reply = HarnessLocked<Result<JSONValue, SlotFailure>?>(nil)
+        slot.whenResolved { result in reply.withLock { $0 = result }; done.signal() }
+        if done.wait(timeout: .now() + timeoutSeconds) == .timedOut {
+            return "its hello had no reply within \(Int(timeoutSeconds)) s" + stderrTail()
+        }
+        if let first = problems(since: 0).first { return "it broke the protocol: \(first)" }
+        switch reply.withLock({ $0 })! {
+        case .failure(let f): return "its hello failed: \(f.message)" + stderrTail()
+        case .success(let json):
+            guard let said = try? DriverHello(json: json) else { return "its hello reply is not a hello: \(DriverMessageDecoder.quote(Data(json.jsonText.utf8)))" }
+            var differences: [String] = []
+            if !said.protocolVersion.isExactly(expected.protocolVersion) {
+                differences.append("protocol \(said.protocolVersion.unambiguous), not \(expected.protocolVersion.unambiguous)")
+            }
+            if !said.sdkName.isExactly(expected.sdkName) || !said.sdkVersion.isExactly(expected.sdkVersion) {
+                differences.append("SDK \(said.sdkName.unambiguous) \(said.sdkVersion.unambiguous), not \(expected.sdkName.unambiguous) \(expected.sdkVersion.unambiguous)")
+            }
+            let lacking = expected.capabilities.subtracting(said.capabilities), extra = said.capabilities.subtracting(expected.capabilities)
+            if !lacking.isEmpty { differences.append("without the capabilities \(lacking.sorted().joined(separator: ", "))") }
+            if !extra.isEmpty { differences.append("with the capabilities \(extra.sorted().joined(separator: ", ")) besides") }
+            guard differences.isEmpty else {
+                return "its hello differs from the first adapter's (it must be the same program): " + differences.joined(separator: "; ")
+            }
+            return nil
+        }
+    }
+
+    /// `"; its standard error: ..."` with its last lines, or "".
+    private func stderrTail() -> String {
+        let tail = stderr(since: 0).suffix(10).joined(separator: " | ")
+        return tail.isEmpty ? "" : "; its standard error: \(tail)"
+    }
+
+    /// Gives the adapter up for `why`: it counts as dead (every waiting request fails with it)
+    /// and its process group is killed.
+    func fail(_ why: String) {
+        let slots = state.withLock { s -> [ReplySlot] in
+            if s.death == nil { s.death = why }
+            defer { s.slots.removeAll() }
+            return Array(s.slots.values)
+        }
+        kill(-child.pid, SIGKILL)
+        slots.forEach { $0.resolve(.failure(.crashed(why))) }
     }
 
     /// Exchanges `hello`.

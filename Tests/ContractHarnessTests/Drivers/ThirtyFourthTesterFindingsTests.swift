@@ -63,4 +63,44 @@ final class ThirtyFourthTesterFindingsTests: XCTestCase {
             XCTAssertFalse(out.contains("did not finish"), "setsid \(leave): \(out)")
         }
     }
+
+    /// An adapter started again after a crash must answer `hello` (10 s) as the first one did:
+    /// one that never answers, or declares other capabilities, makes every later scenario an
+    /// `error` naming why, not a failure of the SDK's steps, nor a run under another program (F5).
+    func testARestartedAdapterMustSayHelloAsTheFirstDid() throws {
+        let dir = try scratchDirectory("thirty-fourth-second-hello")
+        let example = Repository.root.appendingPathComponent("Examples/python-sdk").path
+        let wrapper = dir.appendingPathComponent("second-hello.py")
+        try """
+        import os, sys, time
+        sys.path.insert(0, \(String(reflecting: example)))
+        import driver as d
+        marker = os.path.join(os.getcwd(), "started-once")
+        again = os.path.exists(marker)
+        open(marker, "a").close()
+        original = d.handle
+        def handle(message):
+            if not again and message.get("type") == "perform":
+                os._exit(3)
+            if again and message.get("type") == "hello":
+                if os.environ.get("SUB") == "hang":
+                    time.sleep(120)
+                d.CAPABILITIES = [c for c in d.CAPABILITIES if c != "cancel"]
+            return original(message)
+        d.handle = handle
+        sys.exit(d.main())
+        """.write(to: wrapper, atomically: true, encoding: .utf8)
+        let scenarios = ["contract-smoke", "s4-404-throws-and-removes-persisted", "s4-429-without-persisted-throws"]
+            .map { Repository.root.appendingPathComponent("scenarios/\($0).json").path }
+        for sub in ["hang", "lesscaps"] {
+            try? FileManager.default.removeItem(at: dir.appendingPathComponent("started-once"))
+            let (status, out) = try HarnessProcess.run(["run"] + scenarios + ["--sdk-command", "SUB=\(sub) python3 \(wrapper.path)",
+                                                                          "--step-timeout-ms", "30000", "--verdict", "v.json"], in: dir)
+            XCTAssertNotEqual(status, 0, out)
+            XCTAssertFalse(out.contains("did not finish") || out.contains("PASS"), "\(sub): \(out)")
+            let verdict = try String(contentsOf: dir.appendingPathComponent("v.json"), encoding: .utf8)
+            XCTAssertTrue(verdict.contains("the adapter was started again after the adapter exited with status 3"), "\(sub): \(verdict.prefix(4000))")
+            XCTAssertTrue(verdict.contains(sub == "hang" ? "had no reply within 10 s" : "differs from the first adapter's (it must be the same program): without the capabilities cancel"), "\(sub): \(verdict.prefix(4000))")
+        }
+    }
 }
