@@ -72,6 +72,7 @@ enum InterruptSignals {
             thread.start()
             for sig in [SIGINT, SIGTERM] {
                 signal(sig) { received in
+                    interruptSignalReceived = received   // async-signal-safe (a plain store)
                     var byte = UInt8(truncatingIfNeeded: received)
                     _ = write(interruptSignalPipe, &byte, 1)   // async-signal-safe
                 }
@@ -83,6 +84,17 @@ enum InterruptSignals {
     /// meanwhile is handled after it, so its interrupted verdict replaces what `body` wrote.
     static func unlessInterrupted(_ body: () -> Void) {
         writes.withLock { if !fired { body() } }
+    }
+
+    /// When a signal was received (or taken), waits for the interrupt thread to end the process
+    /// (it exits 130 or 143 after the current handler wrote the interrupted verdict), at most
+    /// 30 s; returns at once otherwise. Called as a command returns its status.
+    static func yieldToAReceivedSignal() {
+        guard lock.withLock({ installed }) else { return }
+        let deadline = Date().addingTimeInterval(30)
+        while (interruptSignalReceived != 0 || writes.withLock({ fired })) && Date() < deadline {
+            usleep(10_000)
+        }
     }
 
     /// Handles the first signal; a later one finds the process exiting and waits.
@@ -121,3 +133,6 @@ enum InterruptSignals {
 
 /// The write end of `InterruptSignals`' self-pipe (set once by `install()`, read by its signal handlers).
 nonisolated(unsafe) private var interruptSignalPipe: Int32 = -1
+/// The last signal the handlers received (0: none), stored by the handler itself, so a command
+/// ending finds a signal whose byte the interrupt thread has not read yet.
+nonisolated(unsafe) private var interruptSignalReceived: Int32 = 0

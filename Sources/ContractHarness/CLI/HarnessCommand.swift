@@ -103,6 +103,16 @@ public enum HarnessCommand {
         // SIGINT/SIGTERM handled from here on: exit 130/143, the verdict marked interrupted.
         let early = interruptFromTheStart(command, arguments: Array(arguments.dropFirst()), driver: driver)
         defer { early?.cancel() }
+        let status = await dispatch(command, arguments, driver: driver)
+        // A signal received while the command ended (its final verdict write) decides the exit:
+        // 130 or 143 and the interrupted verdict, as CLI.md promises for any moment (a
+        // thirty-fourth outside tester, F10: it exited 1, the signal swallowed).
+        InterruptSignals.yieldToAReceivedSignal()
+        return status
+    }
+
+    /// Runs `command` (the first of `arguments`).
+    private static func dispatch(_ command: String, _ arguments: [String], driver: any SDKDriver) async -> Int32 {
         switch command {
         case "--help", "-h", "help":
             print(usage)

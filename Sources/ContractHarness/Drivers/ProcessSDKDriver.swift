@@ -749,7 +749,11 @@ final class DriverConnection: Sendable {
             // Why, when the line is JSON at all (an id sent as a string: an eleventh outside tester
             // had to guess from the quoted line alone).
             let why = line.first == UInt8(ascii: "{") ? " (\(DriverMessageDecoder.whyNotAReply(line)))" : ""
-            noteProblem("output that is not the protocol\(why): \(DriverMessageDecoder.quote(line))")
+            // Such a line names no request, so it is charged to the scenario running when it was
+            // read, which may not be the one whose work wrote it (a thirty-fourth outside tester, F9).
+            let inScenario = state.withLock { s in s.slots.values.contains { !$0.scope.isEmpty } }
+            noteProblem("output that is not the protocol\(why): \(DriverMessageDecoder.quote(line))"
+                        + (inScenario ? " (read while this scenario ran; a line that names no request may come from an earlier scenario's work)" : ""))
             // A line that names a pending request (its top-level `id`, read without parsing the
             // rest) ends that request as refused, so the step fails naming the driver protocol
             // at once instead of waiting out its limit and blaming the SDK (an outside tester:
