@@ -131,6 +131,8 @@ enum Checks {
     static func stickiness(_ c: CheckContext) -> [(String, [String])] {
         // exact user, exact experiment, run -> the first variant seen in that run
         var seen: [String: (variant: String, index: Int)] = [:]
+        // Same key: the variants of backend answers that straddle a restart (either run's).
+        var straddled: [String: [(variant: String, index: Int)]] = [:]
         var problems: [(String, [String])] = []
         // The restarts the scenario makes, by the marker text the runner records for each.
         var restartOf: [String: String] = [:]   // marker detail -> experiment
@@ -175,9 +177,15 @@ enum Checks {
             let run = runs[exact(experiment)] ?? 0
             if let answerRuns = runsOfAnswer {
                 if answerRuns.count > 1 {
-                    // Straddles a restart: it must agree with one of its runs, and fixes neither.
+                    // Straddles a restart: it must agree with one of its runs (a run with no
+                    // variant yet agrees with anything), and fixes neither.
                     let firsts = answerRuns.compactMap { seen[id(user, experiment, $0)] }
-                    if let first = firsts.first, !firsts.contains(where: { same($0.variant, variant) }) { changed(user, experiment, first, variant, index) }
+                    if firsts.count == answerRuns.count, let first = firsts.first, !firsts.contains(where: { same($0.variant, variant) }) {
+                        changed(user, experiment, first, variant, index)
+                    }
+                    // The SDK may have been given it, so it may give it (a thirty-fifth outside
+                    // tester: a correct SDK showing a pre-restart request's late answer failed).
+                    for r in answerRuns { straddled[id(user, experiment, r), default: []].append((variant, index)) }
                     return
                 }
                 agree(user, experiment, run: answerRuns.lowerBound, variant, index)
@@ -185,7 +193,7 @@ enum Checks {
             }
             // The SDK's outcome: in the first run, as the backend's; after a restart, any variant
             // a run so far gave (its cache may hold an earlier run's answer).
-            let earlier = (0...run).compactMap { seen[id(user, experiment, $0)] }
+            let earlier = (0...run).compactMap { seen[id(user, experiment, $0)] } + (0...run).flatMap { straddled[id(user, experiment, $0)] ?? [] }
             if run == 0 || earlier.isEmpty {
                 agree(user, experiment, run: run, variant, index)
             } else if !earlier.contains(where: { same($0.variant, variant) }) {
@@ -1538,9 +1546,13 @@ enum Checks {
                 let id = "\(exact(client))\u{0}\(exact(user))\u{0}\(key.kind)\u{0}\(exact(key.key))"
                 if let first = open[id], first.seq == r.seq {
                     open[id] = nil
-                    // A usable answer (2xx, a JSON object, whole, not cancelled) ends the flight for
-                    // every call waiting on it.
-                    if r.succeeded, case .object? = r.response, r.ambiguousBody != true, !r.cancelled {
+                    // A usable answer (2xx, a readable JSON object, whole, not cancelled) ends the
+                    // flight for every call waiting on it.
+                    // Readable too (`seededReadability`): an answer an SDK cannot decode is a
+                    // failure it never caches, so a call that began in the SDK after it fetches
+                    // again (a thirty-fifth outside tester, F4: a flake of the Python example).
+                    if r.succeeded, let body = r.response, case .object = body, r.ambiguousBody != true, !r.cancelled,
+                       seededReadability(kind: key.kind, body) == .readable {
                         served[id] = (r.seq, first.index, e.index, first.epoch)
                     } else {
                         served[id] = nil
@@ -1832,20 +1844,7 @@ enum Checks {
         var problems: [(String, [String])] = []
         let calls = AppCalls(history: c.history, client: app.client, initialIdentity: app.initialUser)
         var displays: Set<String> = []   // exact identity \0 revision of each display with the flag on
-        // Identity (exact) -> the variant last answered to the app's client, and when (virtual
-        // seconds): what its memory cache may hold. A logout, an undo or a `clearCache` of the
-        // client empties it, and the TTL ends it (CONTRACT.md sections 3, 4 and 8); an answer that
-        // arrives after a clear (to a request sent before it) is kept, as the call that waited
-        // may still show it. Before, any answer ever counted, so a display after re-login or
-        // after the TTL that showed a variant with no request since passed (a thirty-third
-        // outside tester, F2).
-        var exposed: [ExactKey: (variant: String, time: Double)] = [:]
-        let ttl = c.scenario.clients.first(where: { $0.name.isExactly(app.client) })?.settings.cacheTTL ?? 300
-        var lastDisplay: [ExactKey: Double] = [:]   // identity (exact) -> time of its latest display
-        // Per identity, the app client's `/assign` requests since its last clear that no 2xx
-        // answered (yet): only a lookup whose request failed falls back to the offline store
-        // (section 4), so a persisted variant shown needs one of them.
-        var unanswered: [ExactKey: Set<Int>] = [:]
+        var exposed: [ExactKey: String] = [:]   // identity (exact) -> variant answered
         // Variants the app's client may serve from its offline store (CONTRACT.md section 4: on a
         // failure, the persisted value): assignments fetched by any client sharing that store (a
         // relaunch, an earlier launch's exposure) and entries seeded there. Showing one is showing a
@@ -1868,41 +1867,23 @@ enum Checks {
                r.key?.key.isExactly(app.experiment) ?? false, case .string(let variant)? = r.response?["variant_name"], let user = r.users.first {
                 stored[ExactKey(user), default: []].append(variant)
             }
-            if (e.kind == .invoke && e.name == "clearCache" && e.client.isExactly(app.client))
-                || (e.kind == .marker && (e.name == "logout" || e.name == "undo") && e.client.isExactly(app.client)) {
-                exposed.removeAll()
-                unanswered.removeAll()
-            }
             if e.kind == .marker, e.client.isExactly(app.client) {
                 switch e.name {
                 case "display":
-                    if case .string(let id)? = e.detail?["identity"] { lastDisplay[ExactKey(id)] = e.time }
                     if case .string(let id)? = e.detail?["identity"], case .number(let rev)? = e.detail?["revision"], e.detail?["flag_on"] == .bool(true) {
                         displays.insert("\(exact(id))\u{0}\(Int(rev))")
                     }
                 case "shown":
-                    guard case .string(let id)? = e.detail?["identity"], case .string(let variant)? = e.detail?["variant"], variant != "fallback" else { break }
-                    // Fresh when its display began (a display's lookup comes after its marker).
-                    let cached = exposed[ExactKey(id)].map { $0.variant.isExactly(variant) && (lastDisplay[ExactKey(id)] ?? e.time) - $0.time < ttl } ?? false
-                    let persisted = !(unanswered[ExactKey(id)] ?? []).isEmpty && (stored[ExactKey(id)] ?? []).contains(where: { $0.isExactly(variant) })
-                    if !cached && !persisted {
-                        var why = "without a matching assignment"
-                        if let old = exposed[ExactKey(id)], old.variant.isExactly(variant) {
-                            why = "from an assignment answered at \(old.time) s, past the cache TTL of \(ttl) s, with no request since (CONTRACT.md section 4: an expired entry is fetched again)"
-                        } else if (stored[ExactKey(id)] ?? []).contains(where: { $0.isExactly(variant) }) || c.history[..<e.index].contains(where: { h in
-                            h.kind == .response && h.request?.client.isExactly(app.client) == true && h.request?.succeeded == true
-                                && h.request?.users.first.map({ $0.isExactly(id) }) == true && h.request?.response?["variant_name"]?.stringValue.map({ $0.isExactly(variant) }) == true
-                        }) {
-                            why = "with no assignment request since the app's client last cleared its cache (a logout, an undo, clearCache) or was answered: the memory cache kept it (CONTRACT.md sections 3 and 8), and the offline store is read only when a request fails (section 4)"
-                        }
-                        problems.append(("variant '\(variant.unambiguous)' shown to '\(id.unambiguous)' \(why)", c.slice(around: [e.index])))
+                    guard case .string(let id)? = e.detail?["identity"], case .string(let variant)? = e.detail?["variant"] else { break }
+                    if variant != "fallback", !(exposed[ExactKey(id)]?.isExactly(variant) ?? false),
+                       !(stored[ExactKey(id)] ?? []).contains(where: { $0.isExactly(variant) }) {
+                        problems.append(("variant '\(variant.unambiguous)' shown to '\(id.unambiguous)' without a matching assignment", c.slice(around: [e.index])))
                     }
                 default: break
                 }
             }
             if e.kind == .request, let r = e.request, r.client.isExactly(app.client), r.path == "/api/v1/tracking/assign" {
                 let user = r.users.first ?? "?"
-                unanswered[ExactKey(user), default: []].insert(r.seq)
                 let issuers = calls.issuers(path: r.path, user: user, at: e.index)
                 // A display asks for the app's experiment only: an assignment of another one sent
                 // meanwhile (a prefetch) is an exposure nothing displayed (a thirty-third outside
@@ -1919,8 +1900,7 @@ enum Checks {
             }
             if e.kind == .response, let r = e.request, r.client.isExactly(app.client), r.path == "/api/v1/tracking/assign", r.succeeded,
                case .string(let variant)? = r.response?["variant_name"], let user = r.users.first {
-                exposed[ExactKey(user)] = (variant, e.time)
-                unanswered[ExactKey(user)]?.remove(r.seq)
+                exposed[ExactKey(user)] = variant
             }
             if e.kind == .request, let r = e.request, r.client.isExactly(app.client) {
                 for event in r.events {

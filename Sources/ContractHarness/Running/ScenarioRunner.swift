@@ -724,7 +724,7 @@ final class ScenarioExecution: @unchecked Sendable {
             // 2 s reaches the SDK before its deadline at 10 s fires, as in real time. Out of
             // process the adapter's clock is moved to each instant the mock or the adapter (its
             // `next` timer) has something due.
-            let target = clock.now().addingTimeInterval(max(0, seconds))
+            let target = clock.onGrid(clock.now().addingTimeInterval(max(0, seconds)))
             let moveAdapter = { [self] in
                 await driver.clockDidAdvance(clock, clients: Array(clients.values), deadlineMilliseconds: scenario.stepTimeoutMilliseconds)
             }
@@ -744,8 +744,9 @@ final class ScenarioExecution: @unchecked Sendable {
             func nextInstant() -> Date? {
                 let now = clock.now()
                 let adapter = coalesce ? [] : driver.nextTimer(of: clock).map { [$0] } ?? []
+                // On the clock's microsecond grid: an instant finer than that is the nearest one.
                 return ([clock.nextInstant(toward: target)].compactMap { $0 } + port.pendingDeadlines() + adapter)
-                    .filter { $0 <= target && $0 > now }.min()
+                    .map(clock.onGrid).filter { $0 <= target && $0 > now }.min()
             }
             var instants = 0
             let walkStarted = DispatchTime.now().uptimeNanoseconds

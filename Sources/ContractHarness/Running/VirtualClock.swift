@@ -12,6 +12,9 @@ public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sen
     // @unchecked Sendable: `now`, `sleepers` and `nextID` are only touched inside `lock`.
     private let lock = NSLock()
     private var current: Date
+    /// The start, in seconds since the reference date: the clock keeps every instant on the
+    /// microsecond grid from here (``onGrid(_:)``).
+    private let origin: TimeInterval
     private var sleepers: [UInt64: Sleeper] = [:]
     /// One task sleeping on the clock.
     private struct Sleeper {
@@ -34,11 +37,23 @@ public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sen
     ///   cancelled, so a runner can track quiescence.
     public init(start: Date = Date(timeIntervalSince1970: 1_700_000_000), onChange: (@Sendable () -> Void)? = nil) {
         self.current = start
+        self.origin = start.timeIntervalSinceReferenceDate
         self.onChange = onChange
     }
 
     /// The current virtual time.
     public func now() -> Date { lock.withLock { current } }
+
+    /// `date` on the clock's microsecond grid (the nearest whole microsecond from the start), the
+    /// one `Date` for each such instant. The clock moves and sleepers wake on it, so an instant
+    /// reached in two advances is the instant reached in one, and a deadline computed as
+    /// `now + timeout` is due exactly there: before, `Date` arithmetic drifted (0.3 s then 0.4 s
+    /// fell 0.1 us short of 0.7 s, and a correct SDK's deadline due then never fired: a
+    /// thirty-fifth outside tester, F9). Scenario times are whole microseconds (ScenarioFormat.md).
+    public func onGrid(_ date: Date) -> Date {
+        let micros = ((date.timeIntervalSinceReferenceDate - origin) * 1e6).rounded()
+        return Date(timeIntervalSinceReferenceDate: origin + micros / 1e6)
+    }
 
     /// The number of tasks sleeping on this clock.
     public var sleeperCount: Int { lock.withLock { sleepers.count } }
@@ -87,6 +102,7 @@ public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sen
     /// ``sleep(until:)``, the sleeper marked as the mock's (`byMock`) or an SDK's.
     func sleep(until deadline: Date, byMock: Bool) async throws {
         try Task.checkCancellation()
+        let deadline = onGrid(deadline)
         let unseen = !byMock && !Self.currentTaskPrefersAnExecutor()
         let id: UInt64? = lock.withLock {
             guard deadline > current else { return nil }
@@ -133,7 +149,8 @@ public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sen
     /// advance of 10 s raced, and the request timed out in most runs although its answer was
     /// due 8 s earlier.
     public func nextInstant(toward target: Date) -> Date? {
-        lock.withLock { sleepers.values.map(\.deadline).filter { $0 <= target }.min() }
+        let target = onGrid(target)
+        return lock.withLock { sleepers.values.map(\.deadline).filter { $0 <= target }.min() }
     }
 
     /// How many of the mock's sleepers are due (their deadline has come) but not woken yet: only
@@ -162,7 +179,7 @@ public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sen
     @discardableResult
     private func wake(moving time: Date, _ which: (Sleeper) -> Bool) -> Int {
         let due: [CheckedContinuation<Void, Error>] = lock.withLock {
-            current = max(current, time)
+            current = max(current, onGrid(time))
             let ready = sleepers.filter { $0.value.deadline <= current && which($0.value) }.sorted {
                 ($0.value.deadline, $0.key) < ($1.value.deadline, $1.key)
             }

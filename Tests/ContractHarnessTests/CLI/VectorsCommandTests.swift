@@ -118,6 +118,19 @@ final class VectorsCommandTests: XCTestCase {
         XCTAssertEqual(section["ok"], .bool(true))
     }
 
+    /// A correct program that leaves a background helper behind, holding its standard output,
+    /// passes: its exit ends the run (the helper in its group is killed; one that left the group
+    /// is waited for 300 ms at most). Before, it "did not finish within" the timeout.
+    func testAProgramThatLeavesAHelperHoldingItsOutputPasses() throws {
+        let python = try requirePython()
+        let adapter = Self.adapters.appendingPathComponent("reference_adapter.py").path
+        for helper in ["sleep 30 &", "setsid sleep 3 &"] {
+            let r = try vectors(["--vectors", Self.vectors, "--sdk-command", "\(helper) \(python) '\(adapter)'", "--timeout", "20", "--verdict", "helper.json"])
+            XCTAssertEqual(r.status, 0, "\(helper): " + r.out + r.err)
+            XCTAssertEqual(try XCTUnwrap(try verdict("helper.json")["vectors"])["ok"], .bool(true), helper)
+        }
+    }
+
     func testBigEndianAdapterFailsWithTheByteOrderCause() throws {
         let python = try requirePython()
         let adapter = Self.adapters.appendingPathComponent("big_endian_adapter.py").path

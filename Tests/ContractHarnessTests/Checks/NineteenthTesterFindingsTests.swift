@@ -129,7 +129,9 @@ final class NineteenthTesterFindingsTests: XCTestCase {
     func testInterleavingExcusesWhatTheReferenceFailsAsWritten() throws {
         let dir = try scratchDirectory("nineteenth-interleave")
         let file = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/nineteenth-tester/interleave-file-assert-fails-on-every-sdk.json").path
-        let (status, out) = try HarnessProcess.run(["explore", file, "--interleave", "--mutant", "unregister-before-cache-write",
+        // The faithful variant: `unregister-before-cache-write` is caught by `single_flight` on some
+        // interleavings of this file since that check fails a joiner that fetches again.
+        let (status, out) = try HarnessProcess.run(["explore", file, "--interleave", "--mutant", "none",
                                                     "--max-schedules", "20", "--out", "i.json", "--verdict", "v.json"], in: dir)
         XCTAssertEqual(status, 1, out)
         XCTAssertTrue(out.contains("the reference fails the file in its own order (step 2 assert): not counted as the SDK's"), out)

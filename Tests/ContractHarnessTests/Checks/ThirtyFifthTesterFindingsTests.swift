@@ -1,0 +1,43 @@
+import XCTest
+import Foundation
+@testable import ContractHarness
+
+/// Findings of the thirty-fifth outside tester (`/work/attack36/FINDINGS.md`): the virtual clock
+/// drifted off the microsecond grid (F9: an instant reached by two advances missed a deadline due
+/// there), `single_flight` took an undecodable 2xx answer as one a joiner had to take (F4), and
+/// `stickiness` failed a pre-restart request's late answer (found beside F1c). A rule of
+/// `exposure_after_display` that modelled the app's cache failed correct SDKs eight ways (F0-F3)
+/// and was withdrawn; its files stay here, passing.
+final class ThirtyFifthTesterFindingsTests: XCTestCase {
+    private static let python = "python3 '\(Repository.root.appendingPathComponent("Examples/python-sdk/driver.py").path)'"
+
+    /// Every correct SDK passes the tester's files (run three times: F0 was a flake).
+    func testCorrectSDKsPassTheFiles() throws {
+        let dir = try scratchDirectory("thirty-fifth")
+        let fixtures = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/thirty-fifth-tester").path
+        for sdk in [[], ["--mutant", "none"], ["--sdk-command", Self.python]] {
+            for _ in 0..<3 {
+                let (status, out) = try HarnessProcess.run(["run", fixtures] + sdk + ["--verdict", "v.json"], in: dir)
+                XCTAssertEqual(status, 0, "\(sdk): \(out)")
+                XCTAssertTrue(out.contains("7 passed, 0 failed"), "\(sdk): \(out)")
+            }
+        }
+    }
+
+    /// The clock keeps to the microsecond grid: 0.3 s then 0.4 s is the instant 0.7 s is, and a
+    /// sleeper due at `now + 0.7` (in `Date` arithmetic, off the grid by a rounding) wakes there.
+    func testTwoAdvancesReachTheInstantOneDoesAndWakeWhatIsDueThere() async throws {
+        let one = VirtualClock(), two = VirtualClock()
+        one.advance(by: 0.013); two.advance(by: 0.013)
+        let due = two.now().addingTimeInterval(0.7)
+        let woke = expectation(description: "the sleeper due at 0.713 s wakes")
+        let sleeper = Task { try await two.sleep(until: due); woke.fulfill() }
+        while two.sleeperCount == 0 { await Task.yield() }
+        one.advance(by: 0.7)
+        two.advance(by: 0.3)
+        two.advance(by: 0.4)
+        XCTAssertEqual(one.now(), two.now())
+        await fulfillment(of: [woke], timeout: 10)
+        sleeper.cancel()   // before the fix it never woke
+    }
+}
