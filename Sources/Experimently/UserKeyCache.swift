@@ -36,6 +36,13 @@ struct UserKeyCache<Value> {
         let value: Value
         let expiresAt: Date
         let sequence: UInt64
+
+        /// Fresh while `now` is before `expiresAt`, to the microsecond (CONTRACT.md section 4:
+        /// at exactly stored + cacheTTL it has expired). `Date` arithmetic leaves `stored + ttl`
+        /// a unit in the last place either side of that instant (about 0.1 us today), so a plain
+        /// `expiresAt > now` kept an entry fresh at exactly its expiry on a clock that reads it
+        /// exactly (the harness's virtual clock).
+        func isFresh(at now: Date) -> Bool { (expiresAt.timeIntervalSince(now) * 1e6).rounded() > 0 }
     }
 
     private var entries: [CacheKey: Entry] = [:]
@@ -54,7 +61,7 @@ struct UserKeyCache<Value> {
     /// The unexpired value for `key` at `now`; an expired entry is removed.
     mutating func value(for key: CacheKey, now: Date) -> Value? {
         guard let entry = entries[key] else { return nil }
-        if entry.expiresAt > now { return entry.value }
+        if entry.isFresh(at: now) { return entry.value }
         entries[key] = nil
         return nil
     }
@@ -89,7 +96,7 @@ struct UserKeyCache<Value> {
     /// The unexpired entries of exactly `userId` (Unicode scalars) at `now`, oldest insertion first.
     func entries(forUser userId: String, now: Date) -> [(key: String, value: Value)] {
         entries.lazy
-            .filter { $0.key.userId.isExactly(userId) && $0.value.expiresAt > now }
+            .filter { $0.key.userId.isExactly(userId) && $0.value.isFresh(at: now) }
             .sorted { $0.value.sequence < $1.value.sequence }
             .map { ($0.key.key, $0.value.value) }
     }

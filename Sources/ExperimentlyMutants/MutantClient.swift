@@ -36,6 +36,10 @@ public final class MutantClient: @unchecked Sendable {
         let fresh: Bool
     }
 
+    /// Whether an entry expiring at `expires` is fresh at `now`, to the microsecond (as the
+    /// shipping SDK's cache: at exactly stored + cacheTTL it has expired, CONTRACT.md section 4).
+    static func fresh(_ expires: Date, _ now: Date) -> Bool { (expires.timeIntervalSince(now) * 1e6).rounded() > 0 }
+
     private struct Entry {
         let user: String
         let key: String
@@ -262,7 +266,7 @@ public final class MutantClient: @unchecked Sendable {
     private func entries(user: String, includeExpired: Bool) -> [Entry] {
         let now = clock.now()
         return locked { s in
-            s.entries.values.filter { same($0.user, user) && (includeExpired || $0.expires > now) }.sorted { $0.order < $1.order }
+            s.entries.values.filter { same($0.user, user) && (includeExpired || Self.fresh($0.expires, now)) }.sorted { $0.order < $1.order }
         }
     }
 
@@ -271,7 +275,7 @@ public final class MutantClient: @unchecked Sendable {
         let k = cacheKey(kind, user, key)
         let now = clock.now()
         let (hit, shared, ticket, starts): (Cached?, Shared?, Int, Bool) = locked { s in
-            if let e = s.entries[storedKey(k)], e.expires > now { return (e.value, nil, 0, false) }
+            if let e = s.entries[storedKey(k)], Self.fresh(e.expires, now) { return (e.value, nil, 0, false) }
             s.ticket += 1
             if !self.has(.noSingleFlight), let existing = s.shared[k] {
                 existing.expected += 1
@@ -606,7 +610,7 @@ public final class MutantClient: @unchecked Sendable {
     private func fanOut(_ event: TrackEvent) -> [TrackEvent] {
         let now = clock.now()
         let all = locked { s in s.entries.values.sorted { $0.order < $1.order } }
-        let mine = all.filter { (has(.fanOutToOtherUsers) || same($0.user, event.userId)) && (has(.fanOutToExpired) || $0.expires > now) }
+        let mine = all.filter { (has(.fanOutToOtherUsers) || same($0.user, event.userId)) && (has(.fanOutToExpired) || Self.fresh($0.expires, now)) }
         let assignments = mine.compactMap { e -> TrackEvent? in
             guard case .assignment(let a) = e.value, a.assigned || has(.fanOutToIneligible) else { return nil }
             return event.attributed(experimentKey: e.key)

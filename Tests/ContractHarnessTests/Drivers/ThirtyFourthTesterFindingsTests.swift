@@ -33,13 +33,7 @@ final class ThirtyFourthTesterFindingsTests: XCTestCase {
     /// dead adapter was never replaced (F2).
     func testAnAdapterThatExitsWhileAChildHoldsItsOutputIsCrashed() throws {
         let dir = try scratchDirectory("thirty-fourth-fork-exit")
-        let example = Repository.root.appendingPathComponent("Examples/python-sdk").path
-        let wrapper = dir.appendingPathComponent("fork-exit.py")
-        try """
-        import os, sys, time
-        sys.path.insert(0, \(String(reflecting: example)))
-        import driver as d
-        original = d.handle
+        let wrapper = try Self.wrapExampleDriver(in: dir, named: "fork-exit.py", handle: """
         def handle(message):
             if message.get("type") == "perform":
                 if os.fork() == 0:
@@ -49,9 +43,7 @@ final class ThirtyFourthTesterFindingsTests: XCTestCase {
                     os._exit(0)
                 os._exit(5)
             return original(message)
-        d.handle = handle
-        sys.exit(d.main())
-        """.write(to: wrapper, atomically: true, encoding: .utf8)
+        """)
         let scenario = Repository.root.appendingPathComponent("scenarios/contract-smoke.json").path
         for leave in ["0", "1"] {
             let (status, out) = try HarnessProcess.run(["run", scenario, "--sdk-command", "LEAVE_GROUP=\(leave) python3 \(wrapper.path)",
@@ -69,16 +61,10 @@ final class ThirtyFourthTesterFindingsTests: XCTestCase {
     /// `error` naming why, not a failure of the SDK's steps, nor a run under another program (F5).
     func testARestartedAdapterMustSayHelloAsTheFirstDid() throws {
         let dir = try scratchDirectory("thirty-fourth-second-hello")
-        let example = Repository.root.appendingPathComponent("Examples/python-sdk").path
-        let wrapper = dir.appendingPathComponent("second-hello.py")
-        try """
-        import os, sys, time
-        sys.path.insert(0, \(String(reflecting: example)))
-        import driver as d
+        let wrapper = try Self.wrapExampleDriver(in: dir, named: "second-hello.py", handle: """
         marker = os.path.join(os.getcwd(), "started-once")
         again = os.path.exists(marker)
         open(marker, "a").close()
-        original = d.handle
         def handle(message):
             if not again and message.get("type") == "perform":
                 os._exit(3)
@@ -87,9 +73,7 @@ final class ThirtyFourthTesterFindingsTests: XCTestCase {
                     time.sleep(120)
                 d.CAPABILITIES = [c for c in d.CAPABILITIES if c != "cancel"]
             return original(message)
-        d.handle = handle
-        sys.exit(d.main())
-        """.write(to: wrapper, atomically: true, encoding: .utf8)
+        """)
         let scenarios = ["contract-smoke", "s4-404-throws-and-removes-persisted", "s4-429-without-persisted-throws"]
             .map { Repository.root.appendingPathComponent("scenarios/\($0).json").path }
         for sub in ["hang", "lesscaps"] {
@@ -102,5 +86,23 @@ final class ThirtyFourthTesterFindingsTests: XCTestCase {
             XCTAssertTrue(verdict.contains("the adapter was started again after the adapter exited with status 3"), "\(sub): \(verdict.prefix(4000))")
             XCTAssertTrue(verdict.contains(sub == "hang" ? "had no reply within 10 s" : "differs from the first adapter's (it must be the same program): without the capabilities cancel"), "\(sub): \(verdict.prefix(4000))")
         }
+    }
+
+    /// Writes a Python adapter `named` in `dir` that wraps the example SDK's driver: `handle`
+    /// (Python text defining `handle(message)`, which may call `original(message)`) replaces the
+    /// driver's. `os`, `sys` and `time` are imported.
+    static func wrapExampleDriver(in dir: URL, named name: String, handle: String) throws -> URL {
+        let example = Repository.root.appendingPathComponent("Examples/python-sdk").path
+        let wrapper = dir.appendingPathComponent(name)
+        try """
+        import os, sys, time
+        sys.path.insert(0, \(String(reflecting: example)))
+        import driver as d
+        original = d.handle
+        \(handle)
+        d.handle = handle
+        sys.exit(d.main())
+        """.write(to: wrapper, atomically: true, encoding: .utf8)
+        return wrapper
     }
 }
