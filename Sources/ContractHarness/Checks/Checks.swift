@@ -194,8 +194,14 @@ enum Checks {
             // The SDK's outcome: in the first run, as the backend's; after a restart, any variant
             // a run so far gave (its cache may hold an earlier run's answer).
             let earlier = (0...run).compactMap { seen[id(user, experiment, $0)] } + (0...run).flatMap { straddled[id(user, experiment, $0)] ?? [] }
-            if run == 0 || earlier.isEmpty {
+            if run == 0 {
                 agree(user, experiment, run: run, variant, index)
+            } else if earlier.isEmpty {
+                // After a restart the SDK may serve what it holds from before (its cache, its
+                // offline store, a seeded entry): its outcome fixes no run's variant, the
+                // backend's answers do (a thirty-sixth outside tester, S1: a seeded variant served
+                // as the fallback made the run's real answer "a change").
+                return
             } else if !earlier.contains(where: { same($0.variant, variant) }) {
                 problems.append(("user '\(user.unambiguous)' got variant '\(variant.unambiguous)' in experiment '\(experiment.unambiguous)' after \(run) restart(s) of it, but its runs so far gave only "
                                  + earlier.map { "'\($0.variant.unambiguous)'" }.joined(separator: ", "),
@@ -1502,10 +1508,15 @@ enum Checks {
                   let settings = c.scenario.clients.first(where: { $0.name.isExactly(client) })?.settings,
                   shared.index < c.history.count, index < c.history.count,
                   c.history[index].time - c.history[shared.index].time < settings.cacheTTL else { return false }
-            let answersSince = c.history[(shared.index + 1)..<index].filter { e in
-                e.kind == .response && e.request?.succeeded == true && e.request?.client.map { exact($0) == exact(client) } == true
-            }.count
-            return answersSince < settings.cacheSize
+            // Every key the client was answered for so far (clears ignored: a bound): with as many
+            // as its `cache_size`, the shared answer may have been evicted at once (an SDK may
+            // evict the newest entry: a thirty-sixth outside tester, SF2).
+            let keysAnswered = Set(c.history[..<index].compactMap { e -> String? in
+                guard e.kind == .response, let r = e.request, r.succeeded, r.client.map({ exact($0) == exact(client) }) == true,
+                      let key = r.key, let user = r.users.first else { return nil }
+                return "\(exact(user))\u{0}\(key.kind)\u{0}\(exact(key.key))"
+            })
+            return keysAnswered.count < settings.cacheSize
         }
         for e in c.history {
             switch e.kind {
@@ -1551,8 +1562,11 @@ enum Checks {
                     // Readable too (`seededReadability`): an answer an SDK cannot decode is a
                     // failure it never caches, so a call that began in the SDK after it fetches
                     // again (a thirty-fifth outside tester, F4: a flake of the Python example).
+                    // And for the key asked (an answer naming another key may be cached or not:
+                    // a thirty-sixth outside tester, SF1).
+                    let named = key.kind == "experiment" ? r.response?["experiment_key"] : r.response?["key"]
                     if r.succeeded, let body = r.response, case .object = body, r.ambiguousBody != true, !r.cancelled,
-                       seededReadability(kind: key.kind, body) == .readable {
+                       seededReadability(kind: key.kind, body) == .readable, named == nil || named?.stringValue.map({ $0.isExactly(key.key) }) == true {
                         served[id] = (r.seq, first.index, e.index, first.epoch)
                     } else {
                         served[id] = nil
@@ -1844,7 +1858,7 @@ enum Checks {
         var problems: [(String, [String])] = []
         let calls = AppCalls(history: c.history, client: app.client, initialIdentity: app.initialUser)
         var displays: Set<String> = []   // exact identity \0 revision of each display with the flag on
-        var exposed: [ExactKey: String] = [:]   // identity (exact) -> variant answered
+        var exposed: [ExactKey: [String]] = [:]   // identity (exact) -> every variant answered (a thirty-sixth outside tester, E1: only the last was kept)
         // Variants the app's client may serve from its offline store (CONTRACT.md section 4: on a
         // failure, the persisted value): assignments fetched by any client sharing that store (a
         // relaunch, an earlier launch's exposure) and entries seeded there. Showing one is showing a
@@ -1875,7 +1889,7 @@ enum Checks {
                     }
                 case "shown":
                     guard case .string(let id)? = e.detail?["identity"], case .string(let variant)? = e.detail?["variant"] else { break }
-                    if variant != "fallback", !(exposed[ExactKey(id)]?.isExactly(variant) ?? false),
+                    if variant != "fallback", !(exposed[ExactKey(id)] ?? []).contains(where: { $0.isExactly(variant) }),
                        !(stored[ExactKey(id)] ?? []).contains(where: { $0.isExactly(variant) }) {
                         problems.append(("variant '\(variant.unambiguous)' shown to '\(id.unambiguous)' without a matching assignment", c.slice(around: [e.index])))
                     }
@@ -1900,7 +1914,7 @@ enum Checks {
             }
             if e.kind == .response, let r = e.request, r.client.isExactly(app.client), r.path == "/api/v1/tracking/assign", r.succeeded,
                case .string(let variant)? = r.response?["variant_name"], let user = r.users.first {
-                exposed[ExactKey(user)] = variant
+                exposed[ExactKey(user), default: []].append(variant)
             }
             if e.kind == .request, let r = e.request, r.client.isExactly(app.client) {
                 for event in r.events {

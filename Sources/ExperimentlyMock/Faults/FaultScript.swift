@@ -83,8 +83,10 @@ public struct FaultScript: Sendable {
             case .nth(let k): fires = n == k
             case .first(let k): fires = n <= k
             case .window(let from, let until):
-                let t = now.timeIntervalSince(epoch)
-                fires = t >= from && t < until
+                // In whole microseconds (the scenario format's grid): in doubles a request at
+                // exactly `until_seconds` 0.3 s was still inside (a thirty-sixth outside tester, W1).
+                let t = (now.timeIntervalSince(epoch) * 1e6).rounded()
+                fires = t >= (from * 1e6).rounded() && t < (until * 1e6).rounded()
             }
             if fires && decision == nil {
                 entries[i].fired += 1

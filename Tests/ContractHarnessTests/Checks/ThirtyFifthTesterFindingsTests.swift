@@ -40,4 +40,19 @@ final class ThirtyFifthTesterFindingsTests: XCTestCase {
         await fulfillment(of: [woke], timeout: 10)
         sleeper.cancel()   // before the fix it never woke
     }
+
+    /// The thirty-sixth outside tester's files (`/work/attack37/FINDINGS.md`) pass on correct SDKs:
+    /// an out-of-process SDK's deadline due exactly at a grid instant fires (G1: the adapter is told
+    /// its own `next` when that lies on the instant), the mock's outage window is judged on the
+    /// microsecond grid (W1), a seeded variant served after a restart fixes no run (S1), and any
+    /// assignment answered earlier explains a shown variant (E1).
+    func testTheThirtySixthTestersFilesPassOnCorrectSDKs() throws {
+        let dir = try scratchDirectory("thirty-sixth")
+        let fixtures = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/thirty-sixth-tester").path
+        for sdk in [[], ["--mutant", "none"], ["--sdk-command", Self.python]] {
+            let (status, out) = try HarnessProcess.run(["run", fixtures] + sdk + ["--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 0, "\(sdk): \(out)")
+            XCTAssertTrue(out.contains("8 passed, 0 failed"), "\(sdk): \(out)")
+        }
+    }
 }
