@@ -79,9 +79,9 @@ final class SDKTaskQuiescenceTests: XCTestCase {
         func now() -> Date { inner.now() }
         func sleep(seconds: TimeInterval) async throws { try await sleep(until: now().addingTimeInterval(seconds)) }
         func sleep(until deadline: Date) async throws {
-            let start = inner.now()
-            // Polls a condition (the clock moved), not a duration: the order is the runner's.
-            while inner.now() == start { try await Task.sleep(nanoseconds: 1_000_000) }
+            // Starts sleeping only once the clock has passed the deadline (polls a condition, not
+            // a duration: the order is the runner's), however late the task itself starts.
+            while inner.now() < deadline { try await Task.sleep(nanoseconds: 1_000_000) }
             try await inner.sleep(until: deadline)
         }
     }
