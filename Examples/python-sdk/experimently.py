@@ -51,7 +51,8 @@ BATCH_LIMIT = 100
 # (a transport error or timeout thrown where a value is persisted) and nfd-properties (event properties
 # sent in NFD, another text than given). A thirty-third: joiner-refetches (a call that joined a
 # flight drops the answer when it wakes and fetches again: two requests, two exposures),
-# clear-keeps-assignments (clearCache forgets flags only), ignore-ttl (expired entries served).
+# clear-keeps-assignments (clearCache forgets flags only), ignore-ttl (expired entries served). A
+# thirty-sixth: store-ignores-user (the offline store keyed by kind and key: another user's entry served).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _REUSED = {}   # reuses-keyed-event-body: (user, name, keys) -> the first body sent
 
@@ -163,6 +164,8 @@ class OfflineStore:
             return ("ep_sdk_%s_%s_%s" if DEFECT == "store-key-collides" else "ep_sdk:%s:%s:%s") % (kind, user, key)
         if DEFECT == "store-key-casefold":   # a file per key on a case-insensitive file system
             return (kind, user, key.casefold())
+        if DEFECT == "store-ignores-user":   # keyed by (kind, key) only: another user's entry served
+            return (kind, key)
         return (kind, user, key)
 
     def save(self, kind, user, key, value):

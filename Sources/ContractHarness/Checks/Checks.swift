@@ -153,7 +153,10 @@ enum Checks {
         }
         var scripted = Set<String>()   // exact user \0 exact experiment
         for (_, r) in c.requests where r.path == "/api/v1/tracking/assign" {
-            guard let fault = r.fault, scriptedFaults.contains(exact(fault)), let user = r.users.first, let key = r.key?.key else { continue }
+            // Only a scripted answer the SDK can relay: a success naming a variant (a scripted 503
+            // relays nothing, and switched the user off: a thirty-sixth outside tester, S2).
+            guard let fault = r.fault, scriptedFaults.contains(exact(fault)), let user = r.users.first, let key = r.key?.key,
+                  r.succeeded, r.response?["variant_name"]?.stringValue != nil else { continue }
             scripted.insert("\(exact(user))\u{0}\(exact(key))")
             if case .string(let named)? = r.response?["experiment_key"] { scripted.insert("\(exact(user))\u{0}\(exact(named))") }
         }

@@ -45,14 +45,22 @@ final class ThirtyFifthTesterFindingsTests: XCTestCase {
     /// an out-of-process SDK's deadline due exactly at a grid instant fires (G1: the adapter is told
     /// its own `next` when that lies on the instant), the mock's outage window is judged on the
     /// microsecond grid (W1), a seeded variant served after a restart fixes no run (S1), and any
-    /// assignment answered earlier explains a shown variant (E1).
+    /// assignment answered earlier explains a shown variant (E1), and a scripted failure keeps its user
+    /// judged by `stickiness` (S2).
     func testTheThirtySixthTestersFilesPassOnCorrectSDKs() throws {
         let dir = try scratchDirectory("thirty-sixth")
         let fixtures = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/thirty-sixth-tester").path
         for sdk in [[], ["--mutant", "none"], ["--sdk-command", Self.python]] {
             let (status, out) = try HarnessProcess.run(["run", fixtures] + sdk + ["--verdict", "v.json"], in: dir)
             XCTAssertEqual(status, 0, "\(sdk): \(out)")
-            XCTAssertTrue(out.contains("8 passed, 0 failed"), "\(sdk): \(out)")
+            XCTAssertTrue(out.contains("9 passed, 0 failed"), "\(sdk): \(out)")
         }
+        // S2: a scripted 503 no longer switches `stickiness` off for its user: an SDK serving
+        // another user's persisted variant fails it.
+        let file = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/thirty-sixth-tester/stick-503-excludes-user.json").path
+        let (status, out) = try HarnessProcess.run(["run", file, "--sdk-command", "EXPERIMENTLY_EXAMPLE_DEFECT=store-ignores-user \(Self.python)",
+                                                    "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status, 1, out)
+        XCTAssertTrue(out.contains("stickiness"), out)
     }
 }
