@@ -53,10 +53,9 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
         var restartFailure: String?
         var scopes: [ObjectIdentifier: ScopeInfo] = [:]
         var nextScope = 0
-        /// By scope clock: the adapter's earliest timer, as its last `clock` reply gave it (`next`).
-        var nextTimers: [ObjectIdentifier: Date] = [:]
-        /// The same, as the adapter wrote it (seconds since 1970).
-        var nextRaw: [ObjectIdentifier: Double] = [:]
+        /// By scope clock: the adapter's earliest timer as its last `clock` reply wrote it (`next`, seconds
+        /// since 1970, kept as written: `clockDidAdvance` compares it with the instant it sends).
+        var nextTimers: [ObjectIdentifier: Double] = [:]
     }
     private let state: HarnessLocked<State>
 
@@ -167,7 +166,7 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
         // thirty-sixth outside tester, G1: 19% of grid pairs). When the adapter's last `next`
         // lies on this instant, it is told that `next` (never more than half a microsecond on).
         var now = clock.now().timeIntervalSince1970
-        if let raw = state.withLock({ $0.nextRaw[ObjectIdentifier(clock)] }), raw > now,
+        if let raw = state.withLock({ $0.nextTimers[ObjectIdentifier(clock)] }), raw > now,
            clock.onGrid(Date(timeIntervalSince1970: raw)) <= clock.now() {
             now = raw
         }
@@ -176,9 +175,8 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
         info.gate?.sent()
         switch await slot.value(deadlineMilliseconds: deadlineMilliseconds) {
         case .success(let result):
-            let next: Date? = if case .number(let n)? = result["next"], n.isFinite { Date(timeIntervalSince1970: n) } else { nil }
-            let raw: Double? = if case .number(let n)? = result["next"], n.isFinite { n } else { nil }
-            state.withLock { $0.nextTimers[ObjectIdentifier(clock)] = next; $0.nextRaw[ObjectIdentifier(clock)] = raw }
+            let next: Double? = if case .number(let n)? = result["next"], n.isFinite { n } else { nil }
+            state.withLock { $0.nextTimers[ObjectIdentifier(clock)] = next }
             return nil
         case .failure(let f): return "the adapter did not take the clock move: \(f.message)"
         }
@@ -187,7 +185,7 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
     /// The adapter's earliest timer on the scope's clock, as its last `clock` reply said (`next`,
     /// optional in the reply; `nil`: none or not said).
     public func nextTimer(of clock: VirtualClock) -> Date? {
-        state.withLock { $0.nextTimers[ObjectIdentifier(clock)] }
+        state.withLock { $0.nextTimers[ObjectIdentifier(clock)] }.map { Date(timeIntervalSince1970: $0) }
     }
 
     /// Closes the scenario's clients on the adapter, gives up on what they never answered, and
