@@ -274,6 +274,9 @@ final class ScenarioExecution: @unchecked Sendable {
     private var autoLabel = 0
     /// `advance` steps run so far (guarded by `lock`).
     private var advances = 0
+    /// A step the scenario asked for could not be carried out (the clock's bound): the result is
+    /// an `error` of the scenario, not a failure of the SDK. Guarded by `lock`.
+    private var scenarioError = false
     private var barriers: [ExactKey: Int] = [:]   // by client name, compared exactly
     /// Each `clearCache`/`close` step so far, by client: the history's event count and the mock's
     /// request count when it began (guarded by `lock`).
@@ -550,7 +553,7 @@ final class ScenarioExecution: @unchecked Sendable {
         let results = lock.withLock { checks }
         let smoke = results.isEmpty ? nil : Checks.smokeFields(scenario: scenario, history: history)
         var result = ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, source: scenario.source,
-                              status: results.allSatisfy(\.passed) ? .passed : .failed, durationMilliseconds: 0,
+                              status: lock.withLock({ scenarioError }) ? .error : results.allSatisfy(\.passed) ? .passed : .failed, durationMilliseconds: 0,
                               checks: results.isEmpty ? [CheckResult(name: "steps", passed: true)] : results,
                               reason: aborted, smoke: scenario.checks.contains("contract_smoke") ? smoke : nil,
                               history: canonical, historyDigest: keepsHistory ? Self.digest(canonical) : "")
@@ -725,6 +728,14 @@ final class ScenarioExecution: @unchecked Sendable {
             // process the adapter's clock is moved to each instant the mock or the adapter (its
             // `next` timer) has something due.
             let target = clock.onGrid(clock.now().addingTimeInterval(max(0, seconds)))
+            // Every advance is at most ten years, but nothing bounds how many there are: the
+            // clock stops where the microsecond grid stops holding (VirtualClock.maximumElapsedSeconds).
+            if clock.elapsed(at: target) > VirtualClock.maximumElapsedSeconds {
+                lock.withLock { scenarioError = true }
+                return "the advance of \(seconds) s would take the virtual clock \(HTMLReport.seconds(clock.elapsed(at: target))) past its start, beyond its bound of "
+                    + "\(HTMLReport.seconds(VirtualClock.maximumElapsedSeconds)) (80 years; past it a Date no longer holds every microsecond); "
+                    + "the clock stays at \(HTMLReport.seconds(clock.elapsed(at: clock.now()))) after its start"
+            }
             let moveAdapter = { [self] in
                 await driver.clockDidAdvance(clock, clients: Array(clients.values), deadlineMilliseconds: scenario.stepTimeoutMilliseconds)
             }

@@ -44,6 +44,17 @@ public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sen
     /// The current virtual time.
     public func now() -> Date { lock.withLock { current } }
 
+    /// How far the clock may run past its start, in seconds: 80 years (2,524,608,000 s).
+    ///
+    /// Within it a `Date` (seconds since 2001) and seconds since 1970 as a double, the form an
+    /// out-of-process adapter keeps, both hold every microsecond from the default start (their
+    /// spacing stays under half a microsecond before 2106): past it the microsecond grid no longer
+    /// holds, and an advance of 2 us could pass a 3 us TTL (a thirty-sixth outside tester, H1).
+    public static let maximumElapsedSeconds: TimeInterval = 2_524_608_000
+
+    /// Seconds from the clock's start to `date`.
+    public func elapsed(at date: Date) -> TimeInterval { date.timeIntervalSinceReferenceDate - origin }
+
     /// `date` on the clock's microsecond grid (the nearest whole microsecond from the start), the
     /// one `Date` for each such instant. The clock moves and sleepers wake on it, so an instant
     /// reached in two advances is the instant reached in one, and a deadline computed as

@@ -41,6 +41,27 @@ final class ThirtyFifthTesterFindingsTests: XCTestCase {
         sleeper.cancel()   // before the fix it never woke
     }
 
+    /// The clock runs at most 80 years past its start (thirty-sixth tester, H1: past about 250
+    /// years a `Date` no longer holds every microsecond, and 2 us passed a 3 us TTL): an advance
+    /// beyond is the scenario's error naming the bound; eight advances of ten years still run.
+    func testTheClockStopsAtItsBoundWithAnErrorNamingIt() async throws {
+        func scenario(advances: Int) throws -> Scenario {
+            let steps = Array(repeating: #"{"advance": 315360000}"#, count: advances).joined(separator: ",")
+            return try ScenarioParser.parse(Data("""
+            {"format": "experimently-scenario/1", "name": "long-\(advances)", "description": "advances up to the clock bound", "config": {"cache_ttl": 0.000003},
+             "steps": [\(steps), {"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "u"}, {"advance": 0.000002},
+                       {"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "u"},
+                       {"assert": {"requests": {"path": "/api/v1/feature-flags/evaluate/sdk_contract_flag"}, "count": 1}}]}
+            """.utf8), file: "long.json")
+        }
+        let runner = ScenarioRunner(keepsHistory: false)
+        let within = await runner.run(try scenario(advances: 8))
+        XCTAssertEqual(within.status, .passed, "\(within.reason ?? "") \(within.checks.filter { !$0.passed })")
+        let beyond = await runner.run(try scenario(advances: 9))
+        XCTAssertEqual(beyond.status, .error)
+        XCTAssertTrue((beyond.reason ?? "").contains("beyond its bound of 2524608000 s (80 years"), beyond.reason ?? "")
+    }
+
     /// The thirty-sixth outside tester's files (`/work/attack37/FINDINGS.md`) pass on correct SDKs:
     /// an out-of-process SDK's deadline due exactly at a grid instant fires (G1: the adapter is told
     /// its own `next` when that lies on the instant), the mock's outage window is judged on the
