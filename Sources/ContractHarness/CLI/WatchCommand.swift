@@ -33,11 +33,19 @@ enum WatchCommand {
         } catch {
             return HarnessCommand.usageError("\(error)")
         }
+        // Once a run found files, the watch goes on when they (or their folder) are removed: it
+        // waits for them to come back (it ended at once before: an outside tester's leftover).
+        var watched = false
         while true {
             let before = snapshot(paths)
-            let status = await HarnessCommand.run(arguments, driver: driver)
-            if status == HarnessCommand.Exit.usage.rawValue && before.isEmpty {
-                return status   // nothing to watch: the paths are wrong
+            if watched && before.isEmpty {
+                HarnessCommand.say("watch: no scenario file under \(paths.joined(separator: " ")) now; waiting for one")
+            } else {
+                let status = await HarnessCommand.run(arguments, driver: driver)
+                if status == HarnessCommand.Exit.usage.rawValue && before.isEmpty && !watched {
+                    return status   // nothing to watch: the paths are wrong
+                }
+                if !before.isEmpty { watched = true }
             }
             // Between runs nothing else handles the signals: the run's handlers are gone and left
             // them ignored, and a new dispatch signal source does not see them again on Linux, so
@@ -45,7 +53,7 @@ enum WatchCommand {
             // place before the line that says the watch waits.
             signal(SIGINT) { _ in _exit(130) }
             signal(SIGTERM) { _ in _exit(143) }
-            HarnessCommand.say("watch: waiting for a change to \(before.count) scenario file(s) under \(paths.joined(separator: " ")) (Ctrl-C stops)")
+            if !before.isEmpty || !watched { HarnessCommand.say("watch: waiting for a change to \(before.count) scenario file(s) under \(paths.joined(separator: " ")) (Ctrl-C stops)") }
             var changed: [String] = []
             while changed.isEmpty {
                 try? await Task.sleep(nanoseconds: UInt64(interval * 1e9))

@@ -1,7 +1,7 @@
 import XCTest
 import Foundation
 
-/// `run --watch`: a change to a scenario file reruns it; SIGTERM stops the watch.
+/// `run --watch`: a change to a scenario file reruns it; a removed folder is waited for; SIGTERM stops the watch.
 final class WatchTests: XCTestCase {
     func testAChangedScenarioIsRunAgain() throws {
         try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: HarnessCLITests.binary.path), "contract-harness not built")
@@ -45,10 +45,20 @@ final class WatchTests: XCTestCase {
         XCTAssertTrue(readUntil("watch: changed: ok.json; running again"))
         XCTAssertTrue(readUntil("0 passed, 1 failed"))
         XCTAssertTrue(readUntil("watch: waiting"))
+        // The folder removed: the watch waits for it to come back (it ended before), then runs again.
+        try FileManager.default.removeItem(at: scenarios)
+        XCTAssertTrue(readUntil("watch: changed: ok.json; running again"))
+        XCTAssertTrue(readUntil("watch: no scenario file under scenarios now; waiting for one"))
+        XCTAssertTrue(p.isRunning)
+        try FileManager.default.createDirectory(at: scenarios, withIntermediateDirectories: true)
+        try Data(HarnessCLITests.scenario("ok", expectEnabled: true).utf8).write(to: file)
+        XCTAssertTrue(readUntil("watch: changed: ok.json; running again"))
+        XCTAssertTrue(readUntil("1 passed, 0 failed"))
+        XCTAssertTrue(readUntil("watch: waiting"))
         p.terminate()
         p.waitUntilExit()
         XCTAssertEqual(p.terminationStatus, 143)
         let verdict = try JSONSerialization.jsonObject(with: Data(contentsOf: dir.appendingPathComponent("v.json"))) as? [String: Any]
-        XCTAssertEqual(verdict?["ok"] as? Bool, false, "the verdict is the second run's")
+        XCTAssertEqual(verdict?["ok"] as? Bool, true, "the verdict is the last run's")
     }
 }
