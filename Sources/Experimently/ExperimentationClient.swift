@@ -154,15 +154,21 @@ public final class ExperimentationClient: ExperimentationClientProtocol, Sendabl
     /// Cached and shared like `evaluateFlag`; an `assigned:false` answer is returned and cached but
     /// never fanned out to.
     ///
-    /// - Throws: `.experimentNotFound` on 404 (the persisted entry is deleted); otherwise the errors
-    ///   of `evaluateFlag`.
+    /// - Throws: `.experimentNotFound` on 404 (the persisted entry is deleted); `.invalidConfig`
+    ///   when an attribute is not a JSON value (never served from the offline store); otherwise the
+    ///   errors of `evaluateFlag`.
     public func getAssignment(_ experimentKey: String, user: User) async throws -> Assignment {
         let key = CacheKey(userId: user.id, key: experimentKey)
         return try await shared(key, cache: \.assignments, flights: \.assignmentFlights) { [http] in
             var fields: [String: AnyCodable] = ["experiment_key": AnyCodable(experimentKey), "user_id": AnyCodable(user.id)]
             if let context = user.attributes { fields["context"] = AnyCodable(context.mapValues(\.value)) }
-            let (status, body) = try await http.send(method: "POST", path: "/api/v1/tracking/assign",
-                                                     body: try Self.encode(fields))
+            // An attribute that is no JSON value is the app's bug: an `ExperimentationError` that
+            // never falls back (it escaped as a bare EncodingError: an outside audit, A-7).
+            let payload: Data
+            do { payload = try Self.encode(fields) } catch {
+                throw ExperimentationError.invalidConfig("the attributes of user '\(user.id)' are not all JSON values: \(error)")
+            }
+            let (status, body) = try await http.send(method: "POST", path: "/api/v1/tracking/assign", body: payload)
             if status == 404 { throw ExperimentationError.experimentNotFound(experimentKey) }
             guard (200..<300).contains(status) else { throw Self.serverError(status, body) }
             do {

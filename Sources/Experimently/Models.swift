@@ -358,21 +358,55 @@ public struct AnyCodable: Codable, @unchecked Sendable {
 
     /// Encodes the wrapped value.
     ///
+    /// Numbers keep their kind: an `NSNumber` (what `JSONSerialization`, `NSDictionary` and
+    /// `UserDefaults` give an app) holding 1 or 0 is a number, not `true`/`false`, and a boolean
+    /// `NSNumber` is a boolean; every Swift integer width, `Float`, `Double` and `Decimal` is a JSON
+    /// number (before, an `NSNumber` 1 was sent as `true`, and an `Int64` threw: an outside audit,
+    /// A-7; CONTRACT.md section 1, the assign body's `context` is the user's attributes as given).
+    ///
     /// - Throws: `EncodingError.invalidValue` when the value is not JSON-compatible.
     public func encode(to encoder: Encoder) throws {
         var c = encoder.singleValueContainer()
+        if type(of: value) is NSNumber.Type, let n = value as? NSNumber {
+            try Self.encode(n, into: &c)
+            return
+        }
         switch value {
         case is NSNull: try c.encodeNil()
         case let b as Bool: try c.encode(b)
         case let i as Int: try c.encode(i)
+        case let i as Int8: try c.encode(i)
+        case let i as Int16: try c.encode(i)
+        case let i as Int32: try c.encode(i)
+        case let i as Int64: try c.encode(i)
+        case let i as UInt: try c.encode(i)
+        case let i as UInt8: try c.encode(i)
+        case let i as UInt16: try c.encode(i)
+        case let i as UInt32: try c.encode(i)
+        case let i as UInt64: try c.encode(i)
         case let d as Double: try c.encode(d)
         case let f as Float: try c.encode(Double(f))
+        case let d as Decimal: try c.encode(d)
         case let s as String: try c.encode(s)
         case let a as [Any]: try c.encode(a.map(AnyCodable.init))
         case let o as [String: Any]: try c.encode(o.mapValues(AnyCodable.init))
         default:
             throw EncodingError.invalidValue(value, .init(codingPath: encoder.codingPath,
                 debugDescription: "AnyCodable: \(type(of: value)) is not a JSON value"))
+        }
+    }
+
+    /// The class of a boolean `NSNumber` (`__NSCFBoolean` on Apple platforms and in
+    /// swift-corelibs-foundation alike): `JSONSerialization` gives `true`/`false` as it.
+    private static let booleanNumberClass: AnyClass = type(of: NSNumber(value: true))
+
+    /// Encodes an `NSNumber` by its kind: a boolean, a signed or unsigned integer, or a double.
+    private static func encode(_ n: NSNumber, into c: inout any SingleValueEncodingContainer) throws {
+        if type(of: n) == booleanNumberClass { try c.encode(n.boolValue); return }
+        switch String(cString: n.objCType) {
+        case "c", "s", "i", "l", "q": try c.encode(n.int64Value)
+        case "C", "S", "I", "L", "Q": try c.encode(n.uint64Value)
+        default: try c.encode(n.doubleValue)
         }
     }
 }
@@ -384,7 +418,8 @@ public enum ExperimentationError: Error, LocalizedError, @unchecked Sendable {
     // @unchecked Sendable: the wrapped `Error`s are transport and decoding errors that are not
     // mutated after they are thrown.
 
-    /// The configuration cannot be used (e.g. `baseURL` is not an http(s) origin).
+    /// The configuration cannot be used (e.g. `baseURL` is not an http(s) origin), or a user's
+    /// attributes hold a value that is not JSON (`getAssignment` cannot send them).
     case invalidConfig(String)
     /// The request failed in transport (connection, DNS, the SDK's own deadline: `URLError(.timedOut)`).
     case networkError(Error)

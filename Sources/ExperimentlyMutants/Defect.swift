@@ -40,6 +40,7 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
     case cachesFallbackValue = "caches-fallback-value"
     case trackWithoutOwnDeadline = "track-without-own-deadline"
     case noFallbackOn4xx = "no-fallback-on-4xx"
+    case numbersAsBooleans = "numbers-as-booleans"
 
     /// What the broken SDK does, in one line.
     public var summary: String {
@@ -97,6 +98,8 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
             return "gives a keyed event's /track request no deadline of its own (lookups and batches keep theirs): it hangs on a transport that never answers"
         case .noFallbackOn4xx:
             return "serves the offline store only after a transport failure, 401, 429 or 5xx: a 400, 403 or 422 is thrown with a value persisted"
+        case .numbersAsBooleans:
+            return "sends an NSNumber 1 or 0 (as JSONSerialization gives an app) in a user's attributes or an event's properties as true or false"
         }
     }
 

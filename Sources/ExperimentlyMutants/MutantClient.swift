@@ -89,6 +89,17 @@ public final class MutantClient: @unchecked Sendable {
 
     private func has(_ d: Defect) -> Bool { defect?.includes.contains(d) ?? false }
 
+    /// An attribute or property value as this variant sends it: with `numbers-as-booleans`, every
+    /// value a `Bool` cast accepts (an `NSNumber` 1 or 0 among them) is a boolean, as an encoder
+    /// that tries `Bool` before `Int` makes it; otherwise as given.
+    private func onTheWire(value: Any) -> Any {
+        guard has(.numbersAsBooleans) else { return value }
+        if let b = value as? Bool { return b }
+        if let a = value as? [Any] { return a.map { onTheWire(value: $0) } }
+        if let o = value as? [String: Any] { return o.mapValues { onTheWire(value: $0) } }
+        return value
+    }
+
     private func locked<R>(_ body: (inout State) -> R) -> R {
         lock.lock()
         defer { lock.unlock() }
@@ -180,6 +191,11 @@ public final class MutantClient: @unchecked Sendable {
     /// `timestamp-whole-seconds`, its timestamp cut to the whole second; with `zero-fields-dropped`,
     /// without its zero or empty fields; otherwise as given.
     private func onTheWire(_ event: TrackEvent) -> TrackEvent {
+        if has(.numbersAsBooleans), let properties = event.properties {
+            return TrackEvent(userId: event.userId, eventName: event.eventName, properties: properties.mapValues { onTheWire(value: $0.value) },
+                              experimentKey: event.experimentKey, featureFlagKey: event.featureFlagKey, value: event.value,
+                              eventType: event.eventType, timestamp: event.timestamp)
+        }
         if has(.trimsUserIds), onTheWire(user: event.userId) != event.userId {
             return TrackEvent(userId: onTheWire(user: event.userId), eventName: event.eventName, properties: event.properties?.mapValues(\.value),
                               experimentKey: event.experimentKey, featureFlagKey: event.featureFlagKey, value: event.value,
@@ -431,7 +447,7 @@ public final class MutantClient: @unchecked Sendable {
 
     private func fetchAssignment(_ experimentKey: String, user: User) async throws -> Fetched {
         var body: [String: AnyCodable] = ["experiment_key": AnyCodable(onTheWire(key: experimentKey)), "user_id": AnyCodable(onTheWire(user: user.id))]
-        if let attributes = user.attributes { body["context"] = AnyCodable(attributes.mapValues(\.value)) }
+        if let attributes = user.attributes { body["context"] = AnyCodable(attributes.mapValues { onTheWire(value: $0.value) }) }
         do {
             let (status, data) = try await send("POST", "/api/v1/tracking/assign", body: try encode(body))
             try classify(status, data, notFound: .experimentNotFound(experimentKey))

@@ -47,6 +47,48 @@ final class WireTests: SDKTestCase {
         }
     }
 
+    /// Numbers keep their kind on the wire (an outside audit, A-7): an `NSNumber` 1 or 0 (as
+    /// `JSONSerialization` gives an app) is a number, a boolean `NSNumber` a boolean, and every
+    /// Swift integer width, `Float` and `Decimal` a number; before, 1 went out as `true` and an
+    /// `Int64` threw a bare `EncodingError`.
+    func testNumbersKeepTheirKindInTheContextAndTheMetadata() async throws {
+        let stub = Stub { _, r in
+            r.url.path.hasSuffix("/assign") ? .respond(200, Body.assignment("exp", user: "u1")) : .respond(200, "{}")
+        }
+        let client = makeClient(stub)
+        let parsed = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(#"{"tier":1,"off":0,"beta":true,"no":false,"ratio":1.5,"list":[1,true]}"#.utf8)) as? [String: Any])
+        var attributes = parsed
+        attributes["i64"] = Int64(5)
+        attributes["u"] = UInt(7)
+        attributes["i32"] = Int32(-3)
+        attributes["u64"] = UInt64.max
+        attributes["f"] = Float(0.5)
+        attributes["dec"] = Decimal(string: "2.25")!
+        attributes["i8"] = NSNumber(value: Int8(1))
+        _ = try await client.getAssignment("exp", user: User(id: "u1", attributes: attributes))
+        let tracked = await client.trackWithStatus(TrackEvent(userId: "u1", eventName: "buy", properties: attributes, experimentKey: "exp"))
+        XCTAssertTrue(tracked, "an event with such properties is sent")
+        let context = #""beta":true,"dec":2.25,"f":0.5,"i32":-3,"i64":5,"i8":1,"list":[1,true],"no":false,"off":0,"ratio":1.5,"tier":1,"u":7,"u64":18446744073709551615}"#
+        let bodies = stub.recorded.map { String(decoding: $0.body ?? Data(), as: UTF8.self) }
+        XCTAssertEqual(bodies.count, 2)
+        XCTAssertTrue(bodies.first?.contains(#""context":{"# + context) ?? false, bodies.first ?? "")
+        XCTAssertTrue(bodies.last?.contains(#""metadata":{"# + context) ?? false, bodies.last ?? "")
+    }
+
+    /// An attribute that is not a JSON value is the app's bug: `getAssignment` throws
+    /// `.invalidConfig` naming the user and sends nothing (it threw a bare `EncodingError`).
+    func testAnAttributeThatIsNoJSONValueThrowsInvalidConfig() async throws {
+        let stub = Stub { _, _ in .respond(200, Body.assignment("exp", user: "u1")) }
+        let client = makeClient(stub)
+        do {
+            _ = try await client.getAssignment("exp", user: User(id: "u1", attributes: ["when": Date()]))
+            XCTFail("an attribute that is no JSON value must throw")
+        } catch ExperimentationError.invalidConfig(let message) {
+            XCTAssertTrue(message.contains("u1"), message)
+        }
+        XCTAssertTrue(stub.recorded.isEmpty, "nothing is sent")
+    }
+
     func testAssignBodyWithAttributes() async throws {
         let stub = Stub { _, _ in .respond(200, Body.assignment("exp", user: "u1")) }
         let client = makeClient(stub)

@@ -178,11 +178,15 @@ private struct SwiftDriverClient: DriverClient {
                    eventType: spec.eventType, timestamp: spec.timestamp.map { Date(timeIntervalSince1970: $0) })
     }
 
+    /// `value` as an app decoding it with `JSONSerialization` holds it: numbers and booleans are
+    /// `NSNumber`s (a boolean one for `true`/`false`), so a scenario's attributes and properties
+    /// reach the SDK in the form that showed an SDK sending `1` as `true` (an outside audit, A-7:
+    /// with native `Int`s no scenario could).
     static func foundation(_ value: JSONValue) -> Any {
         switch value {
         case .null: return NSNull()
-        case .bool(let b): return b
-        case .number(let d): return d.rounded() == d && abs(d) < 1e15 ? Int(d) as Any : d
+        case .bool(let b): return NSNumber(value: b)
+        case .number(let d): return d.rounded() == d && abs(d) < 1e15 ? NSNumber(value: Int(d)) : NSNumber(value: d)
         case .string(let s): return s
         case .array(let a): return a.map(foundation)
         case .object(let o): return o.mapValues(foundation)

@@ -360,6 +360,7 @@ public enum MutantRun {
         case .batchStopsAfterTransportFailure: return "field-batch-later-chunks-after-a-transport-failure"
         case .trackWithoutOwnDeadline: return "field-keyed-track-has-its-own-deadline"
         case .noFallbackOn4xx: return "field-fallback-on-every-4xx-but-404"
+        case .numbersAsBooleans: return "field-json-numbers-keep-their-kind"
         }
     }
 
