@@ -1,9 +1,12 @@
 // contract-smoke: the Swift SDK's live contract smoke (CONTRACT.md section 7), documented in
 // Documentation/CrossSDK.md.
 //
-// Against EXPERIMENTLY_API_URL when set (EXPERIMENTLY_API_KEY then required), otherwise against an
-// embedded in-process mock backend with the reference fixtures. Prints one JSON line on standard
-// output; on failure prints a line to standard error and exits 1.
+// As section 7 says: against EXPERIMENTLY_API_URL (default http://localhost:8000), with
+// EXPERIMENTLY_API_KEY required. `contract-smoke --embedded` runs it against an embedded
+// in-process mock backend with the reference fixtures instead (its key is the fixture key unless
+// EXPERIMENTLY_API_KEY is set). Prints one JSON line on standard output; on failure prints a line
+// to standard error and exits 1. (Before, without EXPERIMENTLY_API_URL it smoked its own embedded
+// mock and passed with no backend at all: an outside audit, A-11.)
 import Experimently
 import ExperimentlyMock
 import Foundation
@@ -22,15 +25,21 @@ struct SmokeSettings {
     var flag: String
     var user: String
 
-    static func fromEnvironment(_ env: [String: String]) throws -> SmokeSettings {
+    /// The contract's default backend (CONTRACT.md section 7).
+    static let defaultURL = "http://localhost:8000"
+
+    /// Reads the section 7 variables; `embedded`: the embedded mock is asked for (`url` is nil).
+    ///
+    /// - Throws: ``SmokeFailure`` when `EXPERIMENTLY_API_KEY` is missing for a real backend.
+    static func fromEnvironment(_ env: [String: String], embedded: Bool) throws -> SmokeSettings {
         func value(_ name: String) -> String? {
             guard let v = env[name], !v.isEmpty else { return nil }
             return v
         }
-        let url = value("EXPERIMENTLY_API_URL")
+        let url = embedded ? nil : value("EXPERIMENTLY_API_URL") ?? defaultURL
         let key = value("EXPERIMENTLY_API_KEY")
         if url != nil && key == nil {
-            throw SmokeFailure(message: "EXPERIMENTLY_API_KEY is required when EXPERIMENTLY_API_URL is set")
+            throw SmokeFailure(message: "EXPERIMENTLY_API_KEY is required (the backend is \(url!); `contract-smoke --embedded` runs against an embedded mock)")
         }
         return SmokeSettings(url: url, apiKey: key ?? Fixtures.sdkContractAPIKey,
                              experiment: value("CONTRACT_EXPERIMENT_KEY") ?? "sdk_contract_ab",
@@ -106,8 +115,12 @@ func fail(_ message: String) -> Never {
     exit(1)
 }
 
+let arguments = Array(CommandLine.arguments.dropFirst())
+if let unknown = arguments.first(where: { $0 != "--embedded" }) {
+    fail("unknown argument \(unknown) (usage: contract-smoke [--embedded]; settings come from the environment, CONTRACT.md section 7)")
+}
 let settings: SmokeSettings
-do { settings = try SmokeSettings.fromEnvironment(ProcessInfo.processInfo.environment) } catch let e as SmokeFailure {
+do { settings = try SmokeSettings.fromEnvironment(ProcessInfo.processInfo.environment, embedded: arguments.contains("--embedded")) } catch let e as SmokeFailure {
     fail(e.message)
 } catch { fail("\(error)") }
 

@@ -33,20 +33,20 @@ final class ContractSmokeTests: XCTestCase {
         return o
     }
 
-    func smoke(_ env: [String: String]) throws -> BoundedRun {
+    func smoke(_ env: [String: String], _ arguments: [String] = ["--embedded"]) throws -> BoundedRun {
         var environment = ProcessInfo.processInfo.environment
         for k in ["EXPERIMENTLY_API_URL", "EXPERIMENTLY_API_KEY", "CONTRACT_EXPERIMENT_KEY", "CONTRACT_FLAG_KEY", "CONTRACT_USER_ID"] {
             environment[k] = nil
         }
         for (k, v) in env { environment[k] = v }
-        return try BoundedRun.run(Self.smokeBinary, [], environment: environment, directory: dir, timeout: 60)
+        return try BoundedRun.run(Self.smokeBinary, arguments, environment: environment, directory: dir, timeout: 60)
     }
 
     func testSmokeAgainstServeOverTCPPassesAndTheJournalShowsTheSteps() throws {
         try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: HarnessCLITests.binary.path), "contract-harness not built")
         let journal = dir.appendingPathComponent("journal.json")
         let serve = try ServeProcess(["--journal", journal.path], directory: dir)
-        let r = try smoke(["EXPERIMENTLY_API_URL": serve.url, "EXPERIMENTLY_API_KEY": serve.key, "CONTRACT_USER_ID": "user-123"])
+        let r = try smoke(["EXPERIMENTLY_API_URL": serve.url, "EXPERIMENTLY_API_KEY": serve.key, "CONTRACT_USER_ID": "user-123"], [])
         XCTAssertEqual(r.status, 0, r.out + r.err)
         XCTAssertEqual(r.out, #"{"sdk":"ios","assign":{"variant_name":"treatment","is_control":false,"sticky":true},"flag":{"enabled":true},"track":{"ok":true},"fanout":{"ok":true}}"# + "\n")
         _ = try judge(r.out)
@@ -76,10 +76,19 @@ final class ContractSmokeTests: XCTestCase {
     }
 
     func testSmokeFailuresPrintALineToStderrAndExitOne() throws {
-        let noKey = try smoke(["EXPERIMENTLY_API_URL": "http://127.0.0.1:9"])
+        let noKey = try smoke(["EXPERIMENTLY_API_URL": "http://127.0.0.1:9"], [])
         XCTAssertEqual(noKey.status, 1)
-        XCTAssertEqual(noKey.err, "contract-smoke: FAIL: EXPERIMENTLY_API_KEY is required when EXPERIMENTLY_API_URL is set\n")
+        XCTAssertEqual(noKey.err, "contract-smoke: FAIL: EXPERIMENTLY_API_KEY is required (the backend is http://127.0.0.1:9; `contract-smoke --embedded` runs against an embedded mock)\n")
         XCTAssertEqual(noKey.out, "")
+        // CONTRACT.md section 7: the key is required and the URL defaults to http://localhost:8000,
+        // never an embedded mock unless asked for (an outside audit, A-11: with no variable set it
+        // passed against its own mock).
+        let nothing = try smoke([:], [])
+        XCTAssertEqual(nothing.status, 1)
+        XCTAssertEqual(nothing.err, "contract-smoke: FAIL: EXPERIMENTLY_API_KEY is required (the backend is http://localhost:8000; `contract-smoke --embedded` runs against an embedded mock)\n")
+        let unknownArgument = try smoke([:], ["--mock"])
+        XCTAssertEqual(unknownArgument.status, 1)
+        XCTAssertTrue(unknownArgument.err.contains("unknown argument --mock"), unknownArgument.err)
         let unknown = try smoke(["CONTRACT_EXPERIMENT_KEY": "no_such_experiment", "CONTRACT_USER_ID": "u"])
         XCTAssertEqual(unknown.status, 1)
         XCTAssertTrue(unknown.err.hasPrefix("contract-smoke: FAIL: getAssignment(no_such_experiment, u) failed:"), unknown.err)
