@@ -99,11 +99,14 @@ extension BackendModel {
         var issues: [ValidationIssue] = []
         let context = Self.contextQuery(request, issues: &issues)
         if !issues.isEmpty { return Self.validationError(issues) }
-        var out: [String: JSONValue] = [:]
+        // Members, not a dictionary: `String` keys compare by canonical equivalence, and flags whose
+        // keys are NFC and NFD spellings of one name merged into one member, the last one winning
+        // (an outside audit, A-3; CONTRACT.md section 4: identity is exact).
+        var out: [(key: String, value: JSONValue)] = []
         for flag in fixtures.flags where flag.status == .active {
-            out[flag.key] = .bool(Self.flagDecision(flag, userID: userID, context: context).enabled)
+            out.append((flag.key, .bool(Self.flagDecision(flag, userID: userID, context: context).enabled)))
         }
-        return Self.json(200, .object(out))
+        return Self.json(200, members: out)
     }
 
     // MARK: GET /api/v1/tracking/assignments/{user_id}

@@ -162,7 +162,14 @@ public enum JSONValue: Sendable, Equatable, Hashable, Codable {
         var out: [UInt8] = []
         out.reserveCapacity(160)
         out.append(UInt8(ascii: "{"))
-        for (i, entry) in members.sorted(by: { $0.key < $1.key }).enumerated() {
+        // Canonically equivalent keys (NFC and NFD spellings) are distinct members, ordered by
+        // their scalars: `String`'s `<` calls them equal (CONTRACT.md section 4: identity is exact).
+        let ordered = members.sorted { a, b in
+            if a.key < b.key { return true }
+            if b.key < a.key { return false }
+            return a.key.unicodeScalars.lexicographicallyPrecedes(b.key.unicodeScalars)
+        }
+        for (i, entry) in ordered.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             writeString(entry.key, into: &out)
             out.append(UInt8(ascii: ":"))

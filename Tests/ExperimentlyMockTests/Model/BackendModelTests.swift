@@ -157,6 +157,19 @@ final class BackendModelTests: XCTestCase {
         XCTAssertEqual(eval("/api/v1/feature-flags/evaluate/off?user_id=u"), .object(["key": "off", "enabled": false, "config": .null, "reason": "inactive"]))
     }
 
+    /// `GET /feature-flags/user/{id}` keeps flags whose keys are NFC and NFD spellings of one name
+    /// apart, each with its own decision (an outside audit, A-3: one member, the last flag's value).
+    func testUserFlagsKeepCanonicallyEquivalentKeysApart() {
+        var f = Fixtures.sdkContract
+        f.flags.append(Flag(key: "caf\u{E9}", rolloutPercentage: 100))
+        f.flags.append(Flag(key: "cafe\u{301}", rolloutPercentage: 0))
+        var model = BackendModel(fixtures: f)
+        let body = text(model.respond(to: Req.get("/api/v1/feature-flags/user/u1"), now: t0))
+        XCTAssertTrue(body.contains("\"caf\u{E9}\":true"), body)
+        XCTAssertTrue(body.contains("\"cafe\u{301}\":false"), body)
+        XCTAssertTrue(body.contains("\"sdk_contract_flag\":true"), body)
+    }
+
     func testConditionOperators() {
         let ctx: [String: JSONValue] = ["age": 30, "name": "alice", "tags": ["a", "b"]]
         let rows: [(Condition, Bool)] = [
