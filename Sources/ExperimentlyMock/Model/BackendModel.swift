@@ -38,22 +38,29 @@ public struct BackendModel: Sendable {
             return ModelAnswer(response: Self.json(200, .object(["status": .string("healthy")])), route: "GET /health", note: nil)
         }
         let match = Route.match(method: request.method, segments: request.segments)
+        // Rate limit: one fixed window per (client address, exact path), before everything else,
+        // as upstream's middleware runs before the router: a request to no route counts and its
+        // 404 or 405 carries the X-RateLimit-* headers too (CONTRACT.md section 2). The client is
+        // the peer's address over TCP, never the API key (two keys on one device share a budget:
+        // an outside audit, A-2 and A-9); in process every request comes from the one device.
+        let budget = rateLimit(client: Self.clientAddress(request.raw.peer), path: request.rawPath, now: now)
         guard case .found(let route, let pathKey) = match else {
+            if let limited = budget.refused { return ModelAnswer(response: limited, route: nil, note: nil) }
+            let answer: ModelAnswer
             switch match {
             case .methodNotAllowed(let allowed, let template):
-                return ModelAnswer(response: Self.detail(405, "Method Not Allowed", extra: [("Allow", allowed.joined(separator: ", "))]),
-                                   route: nil, note: "\(template) allows \(allowed.joined(separator: ", ")), not \(request.method)")
+                answer = ModelAnswer(response: Self.detail(405, "Method Not Allowed", extra: [("Allow", allowed.joined(separator: ", "))]),
+                                     route: nil, note: "\(template) allows \(allowed.joined(separator: ", ")), not \(request.method)")
             default:
-                return ModelAnswer(response: Self.detail(404, "Not Found"), route: nil,
-                                   note: Route.nearest(method: request.method, rawPath: request.rawPath, segments: request.segments))
+                answer = ModelAnswer(response: Self.detail(404, "Not Found"), route: nil,
+                                     note: Route.nearest(method: request.method, rawPath: request.rawPath, segments: request.segments))
             }
+            return ModelAnswer(response: Self.withRateLimitHeaders(answer.response, limit: budget.limit, remaining: budget.remaining,
+                                                                   windowSeconds: fixtures.rateLimit.windowSeconds),
+                               route: answer.route, note: answer.note)
         }
 
         let key = request.raw.header("X-API-Key") ?? ""
-
-        // Rate limit: one fixed window per (client, exact path), before everything else, as
-        // upstream's middleware runs before the route (CONTRACT.md section 2).
-        let budget = rateLimit(client: key, path: request.rawPath, now: now)
         if let limited = budget.refused {
             return ModelAnswer(response: limited, route: route.name, note: nil)
         }
@@ -113,11 +120,20 @@ public struct BackendModel: Sendable {
     /// Counts the request in its fixed window: a refusal (429, `Retry-After` = the window, as
     /// upstream always sends, not the time left) or the limit and what remains of it, for the
     /// answer's `X-RateLimit-*` headers (``withRateLimitHeaders(_:limit:remaining:windowSeconds:)``).
+    /// The rate limiter's client: the peer's address without its port (`127.0.0.1` of
+    /// `127.0.0.1:54321`; upstream keys on `request.client.host`), or `in-process` for a request
+    /// that came without one (every in-process request is the one device's).
+    static func clientAddress(_ peer: String?) -> String {
+        guard let peer else { return "in-process" }
+        guard let colon = peer.lastIndex(of: ":") else { return peer }
+        return String(peer[..<colon])
+    }
+
     private mutating func rateLimit(client: String, path: String, now: Date) -> (refused: MockResponse?, limit: Int, remaining: Int) {
         let config = fixtures.rateLimit
         let limit = config.limit(forPath: path)
         let window = TimeInterval(max(1, config.windowSeconds))
-        // Exact bytes: the client (API key) and the raw path are identity data.
+        // Exact bytes: the client (its address) and the raw path are identity data.
         let counterKey = RateWindowKey(client: client, path: path)
         // One dictionary lookup: the entry is updated in place.
         let entry = Self.count(in: &rateWindows[counterKey, default: (start: now, count: 0)], now: now, window: window)

@@ -42,8 +42,11 @@ final class AnswerFastPathTests: XCTestCase {
         XCTAssertEqual(ok.headers.map(\.value), ["application/json", "3", "2", "60"])
         let denied = model.respond(to: MockRequest(method: "GET", target: target, headers: [("X-API-Key", "wrong")]), now: t0)
         XCTAssertEqual(names(denied), ["Content-Type", "WWW-Authenticate", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Window"])
-        XCTAssertEqual(denied.header("X-RateLimit-Remaining"), "2", "another client (key) has its own window")
-        for remaining in ["1", "0"] {
+        XCTAssertEqual(denied.header("X-RateLimit-Remaining"), "1", "another key on the same device shares its window (per client address)")
+        var elsewhere = MockRequest(method: "GET", target: target, headers: [("X-API-Key", Fixtures.sdkContractAPIKey)])
+        elsewhere.peer = "10.0.0.2:40000"
+        XCTAssertEqual(model.respond(to: elsewhere, now: t0).header("X-RateLimit-Remaining"), "2", "another client address has its own window")
+        for remaining in ["0"] {
             let r = model.respond(to: MockRequest(method: "GET", target: target, headers: [("X-API-Key", Fixtures.sdkContractAPIKey)]), now: t0)
             XCTAssertEqual(r.header("X-RateLimit-Remaining"), remaining)
         }

@@ -69,19 +69,25 @@ final class ExactIdentityMockTests: XCTestCase {
         }
     }
 
-    func testAPIKeysAndRateBucketsAreExact() {
+    /// API keys compare exactly; the rate bucket is the client address's and the exact path's, not
+    /// the key's (CONTRACT.md section 2: per client IP and exact path; an outside audit, A-2).
+    func testAPIKeysAreExactAndTheRateBucketIsTheClientAddresss() {
         for (a, b, what) in Self.pairs {
             var fixtures = Fixtures(apiKeys: [APIKey(key: "key-" + a)], experiments: Fixtures.sdkContract.experiments, flags: Fixtures.sdkContract.flags)
             // The rate limit counts every request, before auth (as upstream's middleware does).
-            fixtures.rateLimit = RateLimit(limit: 2, windowSeconds: 60)
+            fixtures.rateLimit = RateLimit(limit: 3, windowSeconds: 60)
             var model = BackendModel(fixtures: fixtures)
             XCTAssertEqual(model.respond(to: Req.flag("u").withKey("key-" + a), now: t0).status, 200, what)
             XCTAssertEqual(model.respond(to: Req.flag("u").withKey("key-" + b), now: t0).status, 401, "\(what): an equivalent API key is invalid")
             fixtures.apiKeys.append(APIKey(key: "key-" + b))
             model.fixtures = fixtures
-            XCTAssertEqual(model.respond(to: Req.flag("u").withKey("key-" + b), now: t0).status, 200, "\(what): its own rate bucket")
-            XCTAssertEqual(model.respond(to: Req.flag("u").withKey("key-" + a), now: t0).status, 200, "\(what): b's requests left a's bucket alone")
-            XCTAssertEqual(model.respond(to: Req.flag("u").withKey("key-" + a), now: t0).status, 429, what)
+            XCTAssertEqual(model.respond(to: Req.flag("u").withKey("key-" + b), now: t0).status, 200, what)
+            XCTAssertEqual(model.respond(to: Req.flag("u").withKey("key-" + a), now: t0).status, 429, "\(what): both keys on one device share its bucket")
+            var elsewhere = Req.flag("u").withKey("key-" + a)
+            elsewhere.peer = "10.0.0.2:40000"
+            XCTAssertEqual(model.respond(to: elsewhere, now: t0).status, 200, "\(what): another client address has its own bucket")
+            XCTAssertEqual(model.respond(to: Req.get("/api/v1/feature-flags/evaluate/k\(a)?user_id=u").withKey("key-" + a), now: t0).header("X-RateLimit-Remaining"), "2",
+                           "\(what): another path (the flag key's spelling) has its own bucket, and its 404 carries the headers")
         }
     }
 
