@@ -103,10 +103,19 @@ public final class OfflineStore: @unchecked Sendable {
         defaults.removeObject(forKey: storageKey("assignment", userId: userId, key: experimentKey))
     }
 
-    /// Deletes every entry whose key starts with `keyPrefix`.
+    /// Deletes every entry of this store: the keys that are `keyPrefix` (its exact bytes) followed
+    /// by one of this store's forms (`flag:`, `flag~x:`, `assignment:`, `assignment~x:`) or the
+    /// forms an upstream SDK version wrote (`flags.`, `assignments.`, `_users`). Another store's
+    /// keys stay, also when its prefix extends this one's (`ep_sdk_staging_` beside `ep_sdk_`:
+    /// every `ep_sdk_*` key was deleted: an outside audit, A-10).
     public func clearAll() {
-        for key in defaults.dictionaryRepresentation().keys where key.hasPrefix(keyPrefix) {
-            defaults.removeObject(forKey: key)
+        let prefix = Array(keyPrefix.utf8)
+        let forms = ["flag:", "flag~x:", "assignment:", "assignment~x:", "flags.", "assignments.", "_users"].map { Array($0.utf8) }
+        for key in defaults.dictionaryRepresentation().keys {
+            let bytes = Array(key.utf8)
+            guard bytes.starts(with: prefix) else { continue }
+            let rest = bytes.dropFirst(prefix.count)
+            if forms.contains(where: { rest.starts(with: $0) }) { defaults.removeObject(forKey: key) }
         }
     }
 }

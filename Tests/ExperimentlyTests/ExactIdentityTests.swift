@@ -137,6 +137,28 @@ final class ExactIdentityStoreTests: SDKTestCase {
         }
     }
 
+    /// `clearAll()` removes its own entries and an upstream version's, and leaves another store's
+    /// whose prefix extends its own (an outside audit, A-10: `ep_sdk_` wiped `ep_sdk_staging_`) and
+    /// the app's own keys.
+    func testClearAllLeavesAnotherStoreWhosePrefixExtendsItsOwn() {
+        let suite = makeSuite()
+        let prod = OfflineStore(suiteName: suite), staging = OfflineStore(suiteName: suite, keyPrefix: "ep_sdk_staging_")
+        prod.saveEvaluation(EvalResult(key: "f", enabled: false), userId: "u", flagKey: "f")
+        prod.saveAssignment(Assignment(experimentKey: "e", userId: "\u{E9}", variantId: "v", variantName: "control", isControl: true), userId: "\u{E9}", experimentKey: "e")
+        staging.saveEvaluation(EvalResult(key: "f", enabled: true), userId: "u", flagKey: "f")
+        let defaults = try! XCTUnwrap(UserDefaults(suiteName: suite))
+        defaults.set(Data("{}".utf8), forKey: "ep_sdk_flags.u")        // an upstream version's forms
+        defaults.set(["u"], forKey: "ep_sdk__users")
+        defaults.set("mine", forKey: "ep_sdk_settings")                // the app's own key
+        prod.clearAll()
+        XCTAssertNil(prod.loadEvaluation(flagKey: "f", userId: "u"))
+        XCTAssertNil(prod.loadAssignment(experimentKey: "e", userId: "\u{E9}"))
+        XCTAssertNil(defaults.object(forKey: "ep_sdk_flags.u"))
+        XCTAssertNil(defaults.object(forKey: "ep_sdk__users"))
+        XCTAssertEqual(staging.loadEvaluation(flagKey: "f", userId: "u")?.enabled, true, "the other store's entry stays")
+        XCTAssertEqual(defaults.string(forKey: "ep_sdk_settings"), "mine")
+    }
+
     func testStorageKeysKeepTheEarlierFormForASCIIAndAreASCIIOtherwise() {
         let store = OfflineStore(suiteName: makeSuite())
         XCTAssertEqual(store.storageKey(kind: "flag", userId: "a:b", key: "c"), "ep_sdk_flag:3:a:b:c", "unchanged for ASCII ids")
