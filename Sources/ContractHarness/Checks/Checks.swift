@@ -735,6 +735,30 @@ enum Checks {
         return completes
     }
 
+    /// Whether a tracking call was given up while it ran: a `cancel` step of its label (or of
+    /// its `times` group) or a `close()` of its client between its invocation and `to` (its
+    /// completion's history index). Such a call may stop before its later chunks: CONTRACT.md
+    /// section 4's "still sends later chunks after a failure" is about a chunk that failed, not
+    /// a caller that gave up (a thirty-seventh outside tester, F6: a cancelled `trackBatch` that
+    /// stopped after its first chunk failed `fan_out` and `batch_chunking`).
+    static func givenUpWhileRunning(_ c: CheckContext) -> (_ invoke: HistoryEvent, _ to: Int) -> Bool {
+        let cancels = c.history.filter { $0.kind == .marker && $0.name == "cancel" && $0.label != nil }
+        let closes = c.history.filter { $0.kind == .invoke && $0.name == "close" && $0.client != nil }
+        return { invoke, to in
+            guard let label = invoke.label else { return false }
+            // `times` copies are labelled `base#n`; a cancel names the base.
+            var base = label
+            if let hash = label.unicodeScalars.lastIndex(of: "#") {
+                let digits = label.unicodeScalars[label.unicodeScalars.index(after: hash)...]
+                if !digits.isEmpty, digits.allSatisfy({ ("0"..."9").contains($0) }) { base = String(label.unicodeScalars[..<hash]) }
+            }
+            let cancelled = cancels.contains { m in
+                m.index > invoke.index && m.index < to && (m.label!.isExactly(label) || m.label!.isExactly(base))
+            }
+            return cancelled || closes.contains { e in e.index > invoke.index && e.index < to && e.client!.isExactly(invoke.client ?? "") }
+        }
+    }
+
     /// `v`, or `nil` when it is JSON `null`: a member sent as `null` is as good as absent.
     static func present(_ v: JSONValue?) -> JSONValue? { v == .null ? nil : v }
 
@@ -1048,7 +1072,12 @@ enum Checks {
         /// the key the entry carries.
         var items: [(invoke: HistoryEvent, to: Int, event: JSONValue, client: String, experiment: String?, flag: String?)] = []
 
-        init(_ c: CheckContext) { completes = Checks.firstCompletions(c) }
+        /// Whether a call was given up while it ran (``Checks/givenUpWhileRunning(_:)``): which of
+        /// its entries went out is not known, so none is required here (`fan_out` still takes
+        /// its batches as a prefix of its chunks).
+        private let givenUp: (HistoryEvent, Int) -> Bool
+
+        init(_ c: CheckContext) { completes = Checks.firstCompletions(c); givenUp = Checks.givenUpWhileRunning(c) }
 
         /// Takes `e` when it is such a call, with the client's cache model as it is then: an
         /// unkeyed event of `track`, `trackWithStatus` or `trackBatch` needs one entry per cached
@@ -1056,7 +1085,8 @@ enum Checks {
         /// entry with its own key.
         mutating func visit(_ e: HistoryEvent, _ models: [String: CacheModel]) {
             guard e.kind == .invoke, ["track", "trackWithStatus", "trackBatch"].contains(e.name ?? ""), let client = e.client, let label = e.label,
-                  let done = completes[ExactKey(label)], case .object(let outcome)? = done.outcome, outcome["error"] == nil else { return }
+                  let done = completes[ExactKey(label)], case .object(let outcome)? = done.outcome, outcome["error"] == nil,
+                  !givenUp(e, done.index) else { return }
             let batch = e.name == "trackBatch"
             let events: [JSONValue] = batch ? (e.detail?.arrayValue ?? []) : [e.detail ?? .null]
             let model = models[client] ?? CacheModel()
@@ -1241,6 +1271,20 @@ enum Checks {
         // taken as unpredictable (their batches bounded by their entries, below).
         // Entries that may come in either order and straddle a chunk boundary may fall in either
         // chunk: each way is a variant (`chunkings`).
+        // A call given up while it ran (cancelled, its client closed) may have stopped after any
+        // of its chunks: each prefix of whole chunks is one of its expectations (F6 above).
+        let givenUp = givenUpWhileRunning(c)
+        expectations = expectations.map { item in
+            guard givenUp(item.invoke, completes(item.invoke.label!) ?? Int.max) else { return item }
+            var variants = item.variants
+            for v in item.variants {
+                for k in stride(from: (v.expected.count + 99) / 100 - 1, through: 0, by: -1) {
+                    let cut = (Array(v.expected.prefix(k * 100)), Array(v.ranks.prefix(k * 100)))
+                    if !variants.contains(where: { $0.expected == cut.0 && $0.ranks == cut.1 }) { variants.append(cut) }
+                }
+            }
+            return (item.invoke, variants)
+        }
         expectations = expectations.map { item in
             var variants: [(expected: [Attribution.Entry], ranks: [Attribution.Rank])] = []
             for v in item.variants {
@@ -1791,6 +1835,34 @@ enum Checks {
         return fields.first { name, typed in typed(entry[name]) && present(served[name]) != nil && served[name] != entry[name] }?.0
     }
 
+    /// The first field in which `served`, a value an SDK returned, is not the readable 2xx
+    /// `answer` of `kind` that decided it, or `nil`: a flag's `enabled`, an assignment's
+    /// `variant_name`; where the answer carries them typed, an assignment's `is_control`,
+    /// `assigned`, `variant_id`, and `user_id` and `experiment_key` when not empty (an SDK may
+    /// fill an empty one in from the call); a `config` or `configuration` object when the SDK
+    /// returned one. Compared as JSON values (identity data by Unicode scalars).
+    static func answerMismatch(kind: String, answer: JSONValue, served: JSONValue) -> (field: String, answered: JSONValue, served: JSONValue)? {
+        func isBool(_ v: JSONValue?) -> Bool { if case .bool? = v { return true }; return false }
+        func isObject(_ v: JSONValue?) -> Bool { if case .object? = v { return true }; return false }
+        func nonEmptyString(_ v: JSONValue?) -> Bool { if case .string(let s)? = v { return !s.isEmpty }; return false }
+        var fields: [(String, (JSONValue?) -> Bool, Bool)] = []   // name, answer typed, required in served
+        if kind == "flag" {
+            fields = [("enabled", isBool, true), ("config", isObject, false)]
+        } else {
+            fields = [("variant_name", nonEmptyString, true), ("is_control", isBool, false), ("assigned", isBool, false),
+                      ("variant_id", nonEmptyString, false), ("user_id", nonEmptyString, false), ("experiment_key", nonEmptyString, false),
+                      ("configuration", isObject, false)]
+        }
+        for (name, typed, required) in fields where typed(answer[name]) {
+            guard let got = present(served[name]) else {
+                if required { return (name, answer[name]!, served[name] ?? .null) }
+                continue
+            }
+            if got != answer[name]! { return (name, answer[name]!, got) }
+        }
+        return nil
+    }
+
     /// What is wrong with `outcome` if `record` is the request that decided it, or `nil` when it
     /// is explained (CONTRACT.md section 4, offline fallback).
     static func fallbackProblem(label: String, kind: String, user: String, key: String, record: RequestRecord,
@@ -1809,7 +1881,18 @@ enum Checks {
             // `decodingError` may come of a body an SDK reads more strictly; `cancelled` is not
             // judged; an answer the SDK gave up on before it came is `cancelled` in its record.
             let readable = record.response.map { Self.seededReadability(kind: kind, $0) == .readable } ?? false
-            guard readable, record.ambiguousBody != true, case .string(let error)? = outcome["error"], error != "decodingError" else { return nil }
+            guard readable, record.ambiguousBody != true, let answer = record.response else { return nil }
+            // A value this answer decided is this answer: its flag decision or variant, and the
+            // identity fields it carries (a thirty-seventh outside tester, F2-F4: another user's
+            // evaluation or assignment object, or the persisted value in place of a fresh answer,
+            // returned from a call's own request passed every named check).
+            if let value = outcome["value"] {
+                return answerMismatch(kind: kind, answer: answer, served: value).map {
+                    "\(label): the backend answered request #\(record.seq) for \(who) with \($0.field) \($0.answered), but the SDK returned \($0.field) \($0.served) "
+                        + "(CONTRACT.md section 4: a success is what the call returns; section 1, the response used)"
+                }
+            }
+            guard case .string(let error)? = outcome["error"], error != "decodingError" else { return nil }
             return "\(label): the backend answered \(record.status.map(String.init) ?? "2xx") (request #\(record.seq)) but the SDK gave \(outcome) (CONTRACT.md section 4)"
         }
         let failure = record.status.map(String.init) ?? "no answer"
