@@ -53,7 +53,11 @@ BATCH_LIMIT = 100
 # flight drops the answer when it wakes and fetches again: two requests, two exposures),
 # clear-keeps-assignments (clearCache forgets flags only), ignore-ttl (expired entries served). A
 # thirty-sixth: store-ignores-user (the offline store keyed by kind and key: another user's entry served).
+# A thirty-seventh: interned-flag (the first evaluation of a flag returned to every later caller of it),
+# interned-variant (the first assignment object of each variant returned to every later user given it),
+# store-first (a value already persisted is returned in place of the call's own fresh answer).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
+_INTERNED = {}   # interned-flag, interned-variant: the first value returned, by flag or (experiment, variant)
 _REUSED = {}   # reuses-keyed-event-body: (user, name, keys) -> the first body sent
 
 
@@ -437,6 +441,7 @@ class ExperimentationClient:
                 del self._flights[fk]
             current = flight.epoch == self._epoch or DEFECT == "stale-write-after-clear"   # section 5.1
             status, value = outcome
+            persisted_first = self.store.load(kind, user_id, key) if DEFECT == "store-first" and status == "ok" and self.store is not None else None
             if status == "ok":
                 if current:
                     cache = self._caches[kind]
@@ -447,7 +452,7 @@ class ExperimentationClient:
                         del cache[next(iter(cache))]
                     if self.store is not None and not (DEFECT == "no-persist-ineligible" and value.get("assigned") is False):
                         self.store.save(kind, user_id, key, value)
-                result = outcome
+                result = outcome if persisted_first is None else ("ok", persisted_first)
             elif value.kind in ("flagNotFound", "experimentNotFound"):
                 if self.store is not None:
                     self.store.remove(kind, user_id, key)
@@ -483,7 +488,11 @@ class ExperimentationClient:
             if not 200 <= status < 300 or (DEFECT == "lookup-only-200" and status != 200):
                 raise ExperimentationError("serverError", body.decode("utf-8", "replace"), status=status)
             return _flag_value(_decode_object(body), flag_key)
-        return self._shared("flag", user_id, flag_key, fetch, waiter_box, attributes)
+        value = self._shared("flag", user_id, flag_key, fetch, waiter_box, attributes)
+        if DEFECT == "interned-flag" and isinstance(value, dict):
+            with self._lock:
+                value = _INTERNED.setdefault(("flag", flag_key), value)
+        return value
 
     def get_assignment(self, experiment_key, user_id, attributes=None, waiter_box=None):
         def fetch(flight):
@@ -496,7 +505,11 @@ class ExperimentationClient:
             if not 200 <= status < 300 or (DEFECT == "lookup-only-200" and status != 200):
                 raise ExperimentationError("serverError", body.decode("utf-8", "replace"), status=status)
             return _assignment_value(_decode_object(body), experiment_key, user_id)
-        return self._shared("experiment", user_id, experiment_key, fetch, waiter_box, attributes)
+        value = self._shared("experiment", user_id, experiment_key, fetch, waiter_box, attributes)
+        if DEFECT == "interned-variant" and isinstance(value, dict):
+            with self._lock:
+                value = _INTERNED.setdefault(("experiment", experiment_key, value.get("variant_name")), value)
+        return value
 
     # -- tracking (CONTRACT.md section 4; section 5.4 and 5.5) --
 

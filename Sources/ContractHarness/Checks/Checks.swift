@@ -1720,10 +1720,25 @@ enum Checks {
             }
             problems.append((message, c.excerpt(candidates.map(\.index) + [from, to])))
         }
+        // Lookups invoked and not completed, by client \0 kind \0 exact user \0 exact key: an
+        // answer that comes when none is waiting (every caller gave up: its deadline, a cancel)
+        // may have been read or not. Whether the SDK's cancellation reached the mock before the
+        // answer did is thread timing the history does not keep, and the check read the mock's
+        // `cancelled` mark alone: one history got both verdicts (a thirty-seventh outside tester,
+        // F8: a correct SDK's 503 after an unread late answer failed in 2 to 6 runs of 8).
+        var waiting: [String: Int] = [:]
+        var completed: Set<ExactKey> = []
+        func lookup(_ invoke: HistoryEvent) -> String? {
+            guard let client = invoke.client, ["evaluateFlag", "getAssignment"].contains(invoke.name ?? "") else { return nil }
+            let kind = invoke.name == "evaluateFlag" ? "flag" : "experiment"
+            guard case .string(let key)? = invoke.detail?[kind == "flag" ? "flag" : "experiment"], let user = invokedUser(invoke.detail) else { return nil }
+            return id(client, kind, user, key)
+        }
         for e in c.history {
             switch e.kind {
             case .invoke:
                 if let label = e.label { invokes[ExactKey(label)] = e }
+                if let k = lookup(e) { waiting[k, default: 0] += 1 }
                 if let client = e.client, ["clearCache", "close", "clearOfflineCache"].contains(e.name ?? "") {
                     epochs[client, default: 0] += 1
                     clearsAt[client, default: []].append(e.index)
@@ -1771,6 +1786,10 @@ enum Checks {
                 // started it before that clear (never written) or after it (written), as the
                 // memory cache's model has it (`cacheMatchesModel`).
                 let straddles = issueStarts[r.seq].map { start in (clearsAt[client] ?? []).contains { $0 > start && $0 < (receipts[r.seq] ?? e.index) } } ?? false
+                // No call of this client waits for it: its callers all gave up, and whether the SDK
+                // still read it is not known (F8 above). App calls are not lookups here: their
+                // answers keep the rule they had.
+                let unread = (waiting[id(client, key.kind, user, key.key)] ?? 0) == 0 && issueStarts[r.seq] == nil
                 if r.succeeded, current, let value = r.response {
                     // An answer for another experiment or flag than asked may be stored under either
                     // key, naming either (an SDK may keep the answered key or write the asked one; the
@@ -1780,7 +1799,7 @@ enum Checks {
                     let readability = Self.seededReadability(kind: key.kind, value)
                     switch readability {
                     case .unreadable: break   // not an answer: decodingError, nothing written
-                    case .readable where on && !straddles && other == nil && r.ambiguousBody != true: persisted[pid] = [value]
+                    case .readable where on && !straddles && !unread && other == nil && r.ambiguousBody != true: persisted[pid] = [value]
                     case .readable, .doubtful:
                         allow(pid, value)
                         if other != nil { allow(pid, Self.naming(key.key, kind: key.kind, value)) }
@@ -1788,9 +1807,13 @@ enum Checks {
                     if let other, readability != .unreadable { allow(id(store, key.kind, user, other), value) }
                 }
                 if r.status == 404 {
-                    if on && current { persisted[pid] = [nil] } else { allow(pid, nil) }
+                    if on && current && !unread { persisted[pid] = [nil] } else { allow(pid, nil) }
                 }
             case .complete:
+                if let label = e.label, let invoke = invokes[ExactKey(label)], let k = lookup(invoke), let n = waiting[k], n > 0,
+                   completed.insert(ExactKey(label)).inserted {
+                    waiting[k] = n - 1   // the first completion of a label only
+                }
                 guard let label = e.label, let invoke = invokes[ExactKey(label)], let client = invoke.client,
                       ["evaluateFlag", "getAssignment"].contains(invoke.name ?? ""), let outcome = e.outcome else { continue }
                 let kind = invoke.name == "evaluateFlag" ? "flag" : "experiment"
