@@ -55,7 +55,8 @@ BATCH_LIMIT = 100
 # thirty-sixth: store-ignores-user (the offline store keyed by kind and key: another user's entry served).
 # A thirty-seventh: interned-flag (the first evaluation of a flag returned to every later caller of it),
 # interned-variant (the first assignment object of each variant returned to every later user given it),
-# store-first (a value already persisted is returned in place of the call's own fresh answer).
+# store-first (a value already persisted is returned in place of the call's own fresh answer), no-cache-hit
+# (a fresh cache entry is never served: every lookup sends a request, and every assignment another exposure).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _INTERNED = {}   # interned-flag, interned-variant: the first value returned, by flag or (experiment, variant)
 _REUSED = {}   # reuses-keyed-event-body: (user, name, keys) -> the first body sent
@@ -360,7 +361,7 @@ class ExperimentationClient:
         now = self.clock.now()
         with self._lock:
             entry = self._caches[kind].get(ck)
-            if entry is not None:
+            if entry is not None and DEFECT != "no-cache-hit":
                 if now < entry[1] or (DEFECT == "ttl-inclusive" and now == entry[1]) or DEFECT == "ignore-ttl":
                     if DEFECT == "lru-on-hit":
                         del self._caches[kind][ck]

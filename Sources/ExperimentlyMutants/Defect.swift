@@ -41,6 +41,7 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
     case trackWithoutOwnDeadline = "track-without-own-deadline"
     case noFallbackOn4xx = "no-fallback-on-4xx"
     case numbersAsBooleans = "numbers-as-booleans"
+    case noCacheHits = "no-cache-hits"
 
     /// What the broken SDK does, in one line.
     public var summary: String {
@@ -100,6 +101,8 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
             return "serves the offline store only after a transport failure, 401, 429 or 5xx: a 400, 403 or 422 is thrown with a value persisted"
         case .numbersAsBooleans:
             return "sends an NSNumber 1 or 0 (as JSONSerialization gives an app) in a user's attributes or an event's properties as true or false"
+        case .noCacheHits:
+            return "never serves a fresh cache entry: every lookup sends a request (and every assignment records another exposure), though answers are still cached"
         }
     }
 

@@ -291,7 +291,7 @@ public final class MutantClient: @unchecked Sendable {
         let k = cacheKey(kind, user, key)
         let now = clock.now()
         let (hit, shared, ticket, starts): (Cached?, Shared?, Int, Bool) = locked { s in
-            if let e = s.entries[storedKey(k)], Self.fresh(e.expires, now) { return (e.value, nil, 0, false) }
+            if !has(.noCacheHits), let e = s.entries[storedKey(k)], Self.fresh(e.expires, now) { return (e.value, nil, 0, false) }
             s.ticket += 1
             if !self.has(.noSingleFlight), let existing = s.shared[k] {
                 existing.expected += 1

@@ -1551,8 +1551,31 @@ enum Checks {
             guard let ops = lookups[id] else { return false }
             let pendingNow = ops.filter { $0.invoke < index && $0.complete > index }
             guard !pendingNow.isEmpty, pendingNow.allSatisfy({ $0.invoke < shared.index }),
-                  !abandoned(id, first: shared.first, at: index),
-                  let settings = c.scenario.clients.first(where: { $0.name.isExactly(client) })?.settings,
+                  !abandoned(id, first: shared.first, at: index) else { return false }
+            return stillCached(client: client, shared: shared, at: index)
+        }
+        /// Whether a request for `id` received at `index` comes only from calls begun after a call
+        /// that waited on the flight `shared` returned its value: the SDK had read that answer
+        /// and cached it (CONTRACT.md section 4: successes are cached; a hit sends nothing), so
+        /// while a correct SDK's cache still holds it (`stillCached`) those calls are hits. Returns
+        /// the history index of that call's return. Before, an SDK that fetched again on every
+        /// call within the TTL (a request and an exposure per view) passed every named check (a
+        /// thirty-seventh outside tester, F1).
+        func refetchedAfterAHit(_ id: String, client: String, shared: (seq: Int, first: Int, index: Int, epoch: Int), at index: Int) -> Int? {
+            guard let ops = lookups[id] else { return nil }
+            // A call that waited on the flight and returned a value after its answer came.
+            let takers = ops.filter { $0.invoke < shared.index && $0.complete > shared.index && $0.complete < index
+                && $0.complete < c.history.count && Self.returnedValue(c.history[$0.complete]) }
+            guard let taken = takers.map(\.complete).min() else { return nil }
+            let pendingNow = ops.filter { $0.invoke < index && $0.complete > index }
+            guard !pendingNow.isEmpty, pendingNow.allSatisfy({ $0.invoke > taken }) else { return nil }
+            return stillCached(client: client, shared: shared, at: index) ? taken : nil
+        }
+        /// Whether a correct SDK still holds the answer of `shared` at `index`: within the client's
+        /// TTL of the answer (the entry was stored no earlier), and with fewer keys answered to the
+        /// client so far than its `cache_size` (no eviction).
+        func stillCached(client: String, shared: (seq: Int, first: Int, index: Int, epoch: Int), at index: Int) -> Bool {
+            guard let settings = c.scenario.clients.first(where: { $0.name.isExactly(client) })?.settings,
                   shared.index < c.history.count, index < c.history.count,
                   c.history[index].time - c.history[shared.index].time < settings.cacheTTL else { return false }
             // Every key the client was answered for so far (clears ignored: a bound): with as many
@@ -1596,6 +1619,13 @@ enum Checks {
                                      + "joined #\(shared.seq) fetched again instead of taking its answer (CONTRACT.md section 4: concurrent calls share one "
                                      + "request, so one assignment and one exposure)", c.excerpt([shared.first, shared.index, e.index])))
                     open[id] = (r.seq, e.index, epochs[exact(client), default: 0])
+                } else if let shared = served[id], shared.epoch == epochs[exact(client), default: 0], !detachable.contains(r.seq),
+                          let taken = refetchedAfterAHit(id, client: client, shared: shared, at: e.index) {
+                    problems.append(("client '\(client)' sent request #\(r.seq) for \(key.kind) '\(Attribution.show(key.key))' of user '\(Attribution.show(user))' "
+                                     + "although a call had returned request #\(shared.seq)'s answer for it before the calls now pending began, within the TTL "
+                                     + "and the cache size: those calls are cache hits (CONTRACT.md section 4: successes are cached; a hit sends nothing)",
+                                     c.excerpt([shared.index, taken, e.index])))
+                    open[id] = (r.seq, e.index, epochs[exact(client), default: 0])
                 } else {
                     open[id] = (r.seq, e.index, epochs[exact(client), default: 0])
                 }
@@ -1623,6 +1653,12 @@ enum Checks {
             }
         }
         return problems
+    }
+
+    /// Whether the history event that ends a lookup (its `complete`, or the reference app's
+    /// `returned` marker) carries a value.
+    static func returnedValue(_ e: HistoryEvent) -> Bool {
+        (e.outcome ?? e.detail?["outcome"])?["value"] != nil
     }
 
     // MARK: offline fallback

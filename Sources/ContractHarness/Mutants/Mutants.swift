@@ -361,6 +361,7 @@ public enum MutantRun {
         case .trackWithoutOwnDeadline: return "field-keyed-track-has-its-own-deadline"
         case .noFallbackOn4xx: return "field-fallback-on-every-4xx-but-404"
         case .numbersAsBooleans: return "field-json-numbers-keep-their-kind"
+        case .noCacheHits: return "field-rerendered-view-is-a-cache-hit"
         }
     }
 

@@ -707,10 +707,16 @@ final class ScenarioExecution: @unchecked Sendable {
             // request waited out its limit and failed as a defect-3 failure that did not replay (a
             // third outside tester: 1-3 of 120 explored orders, in process too).
             let decidable = condition != .quiescence && (!condition.awaitsCancellation || (listeners == nil && noneOpen(condition)))
+            // Met when the wait saw it met: quiescence (and what a later answer undoes) may pass
+            // again before it is read a second time (a thirty-seventh outside tester: a `wait_for`
+            // quiescence that ended met was then reported as waiting for a later step, 1 run in 4
+            // through an adapter whose late answer was still on its way).
+            let seen = HarnessLocked(false)
             let ended = await recorder.wait(milliseconds: scenario.stepTimeoutMilliseconds) { [self] in
-                satisfied(condition) || (decidable && quiescent() && inert(nil))
+                if satisfied(condition) { seen.withLock { $0 = true }; return true }
+                return decidable && quiescent() && inert(nil)
             }
-            let met = ended && satisfied(condition)
+            let met = ended && (seen.withLock { $0 } || satisfied(condition))
             if ended && !met, let raced = cancellationRaced(condition) { return raced }
             if ended && !met {
                 let problem = self.stuck(at: index, waitingFor: nil, what: Self.describe(condition))

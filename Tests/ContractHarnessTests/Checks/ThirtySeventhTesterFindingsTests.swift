@@ -27,7 +27,7 @@ final class ThirtySeventhTesterFindingsTests: XCTestCase {
             for _ in 0..<2 {
                 let (status, out) = try HarnessProcess.run(["run", Self.fixtures.path] + sdk + ["--verdict", "v.json"], in: dir)
                 XCTAssertEqual(status, 0, "\(sdk): \(out)")
-                XCTAssertTrue(out.contains("13 passed, 0 failed"), "\(sdk): \(out)")
+                XCTAssertTrue(out.contains("15 passed, 0 failed"), "\(sdk): \(out)")
             }
         }
     }
@@ -45,6 +45,20 @@ final class ThirtySeventhTesterFindingsTests: XCTestCase {
                                                         "--verdict", "v.json"], in: dir)
             XCTAssertEqual(status, 1, "\(defect): \(out)")
             XCTAssertTrue(out.contains("offline_fallback") && out.contains("but the SDK returned \(field)"), "\(defect): \(out)")
+        }
+    }
+
+    /// `single_flight` fails an SDK that fetches again on a call begun after an earlier call
+    /// returned the cached answer (F1: every re-render cost a request and an exposure), in plain
+    /// calls and in the reference app's displays.
+    func testARefetchWhereAHitWasDueFailsSingleFlight() throws {
+        let dir = try scratchDirectory("thirty-seventh-hits")
+        for file in ["f01-hit-sends-nothing-named-checks", "r09-app-rerender-no-duplicate-exposure"] {
+            let path = Self.fixtures.appendingPathComponent(file + ".json").path
+            let (status, out) = try HarnessProcess.run(["run", path, "--sdk-command", "EXPERIMENTLY_EXAMPLE_DEFECT=no-cache-hit \(Self.python)",
+                                                        "--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 1, "\(file): \(out)")
+            XCTAssertTrue(out.contains("single_flight") && out.contains("a hit sends nothing"), "\(file): \(out)")
         }
     }
 
