@@ -56,9 +56,11 @@ BATCH_LIMIT = 100
 # A thirty-seventh: interned-flag (the first evaluation of a flag returned to every later caller of it),
 # interned-variant (the first assignment object of each variant returned to every later user given it),
 # store-first (a value already persisted is returned in place of the call's own fresh answer), no-cache-hit
-# (a fresh cache entry is never served: every lookup sends a request, and every assignment another exposure).
+# (a fresh cache entry is never served: every lookup sends a request, and every assignment another exposure),
+# previous-context (a getAssignment without attributes sends the user's previous ones: a stale context).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _INTERNED = {}   # interned-flag, interned-variant: the first value returned, by flag or (experiment, variant)
+_LAST_CONTEXT = {}   # previous-context: the attributes a user's last getAssignment gave
 _REUSED = {}   # reuses-keyed-event-body: (user, name, keys) -> the first body sent
 
 
@@ -496,6 +498,13 @@ class ExperimentationClient:
         return value
 
     def get_assignment(self, experiment_key, user_id, attributes=None, waiter_box=None):
+        if DEFECT == "previous-context":
+            with self._lock:
+                if attributes is None:
+                    attributes = _LAST_CONTEXT.get(user_id)
+                else:
+                    _LAST_CONTEXT[user_id] = attributes
+
         def fetch(flight):
             fields = {"experiment_key": experiment_key, "user_id": user_id}
             if attributes is not None:
