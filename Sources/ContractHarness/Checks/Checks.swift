@@ -74,6 +74,7 @@ enum Checks {
         case "fan_out":
             let appEvents = AppEventFanOut(c)   // the reference app's event calls, read once for the three
             problems = fanOut(c, sizesOnly: false, appEvents: appEvents) + duplicateKeyedTracks(c, appEvents: appEvents) + keyedTracksSent(c, appEvents: appEvents)
+                + trueBeforeDelivery(c)
         case "batch_chunking": problems = fanOut(c, sizesOnly: true, appEvents: AppEventFanOut(c))
         case "single_flight": problems = singleFlight(c)
         case "no_fallback_on_404", "offline_fallback": problems = offlineFallback(c)
@@ -737,6 +738,42 @@ enum Checks {
         return completes
     }
 
+    /// A `trackWithStatus` or `trackBatch` call that returned `true` had every tracking request
+    /// its client sent while it ran answered 2xx before it returned (CONTRACT.md section 3:
+    /// `trackWithStatus -> Bool`, `trackBatch -> Bool` report delivery; section 5.5), judged where
+    /// no other tracking call or app event of its client overlapped it (then which request is
+    /// whose is not known). Before, an SDK that reported `true` at once, a closed client's batch
+    /// cut short after one chunk of two or a request still held, passed every named check (an
+    /// outside tester).
+    static func trueBeforeDelivery(_ c: CheckContext) -> [(String, [String])] {
+        let completes = firstCompletions(c)
+        let tracking: Set<String> = ["track", "trackWithStatus", "trackBatch", "app.event"]
+        let calls = c.history.filter { $0.kind == .invoke && tracking.contains($0.name ?? "") && $0.client != nil }
+            .map { (invoke: $0, to: $0.label.flatMap { completes[ExactKey($0)]?.index } ?? Int.max) }
+        var answered: [Int: Int] = [:]   // seq -> history index of its response
+        for e in c.history where e.kind == .response { if let seq = e.request?.seq, answered[seq] == nil { answered[seq] = e.index } }
+        var problems: [(String, [String])] = []
+        for call in calls where ["trackWithStatus", "trackBatch"].contains(call.invoke.name ?? "") && call.to < c.history.count {
+            guard c.history[call.to].outcome?["value"] == .bool(true), let client = call.invoke.client else { continue }
+            let overlapping = calls.contains { other in
+                other.invoke.index != call.invoke.index && other.invoke.client!.isExactly(client)
+                    && other.invoke.index < call.to && call.invoke.index < other.to
+            }
+            if overlapping { continue }
+            for (event, record) in c.requests where record.client.isExactly(client)
+                && ["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains(record.path)
+                && event.index > call.invoke.index && event.index < call.to {
+                let at = answered[record.seq]
+                guard at == nil || at! > call.to || !record.succeeded else { continue }
+                let what = at == nil || at! > call.to ? "had no answer yet" : "was answered \(record.status.map(String.init) ?? "with no status")"
+                problems.append(("\(call.invoke.name!) '\(Attribution.show(call.invoke.label ?? ""))' returned true, but request #\(record.seq) it sent \(what) when it returned "
+                                 + "(CONTRACT.md section 3: the result reports delivery; section 5.5)", c.excerpt([call.invoke.index, event.index, call.to])))
+                break
+            }
+        }
+        return problems
+    }
+
     /// Whether a tracking call was given up while it ran: a `cancel` step of its label (or of
     /// its `times` group) or a `close()` of its client between its invocation and `to` (its
     /// completion's history index). Such a call may stop before its later chunks: CONTRACT.md
@@ -1094,7 +1131,7 @@ enum Checks {
         mutating func visit(_ e: HistoryEvent, _ models: [String: CacheModel]) {
             guard e.kind == .invoke, ["track", "trackWithStatus", "trackBatch"].contains(e.name ?? ""), let client = e.client, let label = e.label,
                   let done = completes[ExactKey(label)], case .object(let outcome)? = done.outcome, outcome["error"] == nil,
-                  !givenUp(e, done.index) else { return }
+                  !givenUp(e, done.index) || outcome["value"] == .bool(true) else { return }
             let batch = e.name == "trackBatch"
             let events: [JSONValue] = batch ? (e.detail?.arrayValue ?? []) : [e.detail ?? .null]
             let model = models[client] ?? CacheModel()
@@ -1283,7 +1320,11 @@ enum Checks {
         // of its chunks: each prefix of whole chunks is one of its expectations (F6 above).
         let givenUp = givenUpWhileRunning(c)
         expectations = expectations.map { item in
-            guard givenUp(item.invoke, completes(item.invoke.label!) ?? Int.max) else { return item }
+            // A call that reported success (`true`) sent every chunk, given up or not (an
+            // outside tester: a closed client's trackBatch that returned true after one chunk of
+            // two passed).
+            let end = completes(item.invoke.label!) ?? Int.max
+            guard givenUp(item.invoke, end), !(end < c.history.count && c.history[end].outcome?["value"] == .bool(true)) else { return item }
             var variants = item.variants
             for v in item.variants {
                 for k in stride(from: (v.expected.count + 99) / 100 - 1, through: 0, by: -1) {
@@ -1900,11 +1941,36 @@ enum Checks {
     /// or another key's, with the same variant name and another configuration, passed.)
     static func otherEntryField(kind: String, entry: JSONValue, served: JSONValue) -> String? {
         func isString(_ v: JSONValue?) -> Bool { if case .string? = v { return true }; return false }
+        // An empty `key`, `experiment_key` or `user_id` may be filled in from the call (the
+        // shipping SDK does): the entry then names the asked one (an outside tester: an answer
+        // with `"user_id": ""` failed every correct SDK in `no_stale_write`).
+        func isNamingString(_ v: JSONValue?) -> Bool { if case .string(let s)? = v { return !s.isEmpty }; return false }
         func isBool(_ v: JSONValue?) -> Bool { if case .bool? = v { return true }; return false }
         func isObject(_ v: JSONValue?) -> Bool { if case .object? = v { return true }; return false }
-        let fields: [(String, (JSONValue?) -> Bool)] = kind == "flag" ? [("key", isString), ("config", isObject)]
-            : [("experiment_key", isString), ("user_id", isString), ("variant_id", isString), ("is_control", isBool), ("configuration", isObject)]
-        return fields.first { name, typed in typed(entry[name]) && present(served[name]) != nil && served[name] != entry[name] }?.0
+        let fields: [(String, (JSONValue?) -> Bool)] = kind == "flag" ? [("key", isNamingString), ("config", isObject)]
+            : [("experiment_key", isNamingString), ("user_id", isNamingString), ("variant_id", isString), ("is_control", isBool), ("configuration", isObject)]
+        return fields.first { name, typed in
+            guard typed(entry[name]), let got = present(served[name]), got != entry[name] else { return false }
+            return !(name == "config" || name == "configuration") || !nonFiniteAgree(entry[name]!, got)
+        }?.0
+    }
+
+    /// Whether `served` is `answer` but for numbers out of a double's range or not numbers at all
+    /// (`1e400`), which the harness reads as `null` and an adapter sends as the string
+    /// `"Infinity"`, `"-Infinity"` or `"NaN"` (DriverProtocol.md): the same JSON as an SDK read it
+    /// (an outside tester: every out-of-process SDK failed `no_stale_write` on such a body).
+    static func nonFiniteAgree(_ answer: JSONValue, _ served: JSONValue) -> Bool {
+        switch (answer, served) {
+        case (.null, .string(let s)): return ["Infinity", "-Infinity", "NaN"].contains(s)
+        case (.number(let x), .string(let s)) where !x.isFinite:
+            return s == (x.isNaN ? "NaN" : x > 0 ? "Infinity" : "-Infinity")
+        case (.number(let x), .null) where !x.isFinite: return true
+        case (.object(let a), .object(let b)):
+            guard a.count == b.count else { return false }
+            return a.allSatisfy { k, v in b.exactly(k).map { nonFiniteAgree(v, $0) } ?? false }
+        case (.array(let a), .array(let b)): return a.count == b.count && zip(a, b).allSatisfy { nonFiniteAgree($0, $1) }
+        default: return answer == served
+        }
     }
 
     /// The first field in which `served`, a value an SDK returned, is not the readable 2xx
@@ -1912,19 +1978,20 @@ enum Checks {
     /// `variant_name`; where the answer carries them typed, an assignment's `is_control`,
     /// `assigned`, `variant_id`, and `user_id` and `experiment_key` when not empty (an SDK may
     /// fill an empty one in from the call, and keep the `user` and `key` asked where the answer
-    /// names others); a `config` or `configuration` object when the SDK returned one. Compared as
-    /// JSON values (identity data by Unicode scalars).
+    /// names others). Compared as JSON values (identity data by Unicode scalars).
     static func answerMismatch(kind: String, answer: JSONValue, served: JSONValue, user: String? = nil, key: String? = nil) -> (field: String, answered: JSONValue, served: JSONValue)? {
         func isBool(_ v: JSONValue?) -> Bool { if case .bool? = v { return true }; return false }
         func isObject(_ v: JSONValue?) -> Bool { if case .object? = v { return true }; return false }
         func nonEmptyString(_ v: JSONValue?) -> Bool { if case .string(let s)? = v { return !s.isEmpty }; return false }
         var fields: [(String, (JSONValue?) -> Bool, Bool)] = []   // name, answer typed, required in served
+        // Not the `config`/`configuration` objects: their numbers are read as each parser reads
+        // them (an outside tester: 1e400 is null to the harness and "Infinity" through the
+        // driver protocol), and no named check compares a value's configuration.
         if kind == "flag" {
-            fields = [("enabled", isBool, true), ("config", isObject, false)]
+            fields = [("enabled", isBool, true)]
         } else {
             fields = [("variant_name", nonEmptyString, true), ("is_control", isBool, false), ("assigned", isBool, false),
-                      ("variant_id", nonEmptyString, false), ("user_id", nonEmptyString, false), ("experiment_key", nonEmptyString, false),
-                      ("configuration", isObject, false)]
+                      ("variant_id", nonEmptyString, false), ("user_id", nonEmptyString, false), ("experiment_key", nonEmptyString, false)]
         }
         for (name, typed, required) in fields where typed(answer[name]) {
             guard let got = present(served[name]) else {
