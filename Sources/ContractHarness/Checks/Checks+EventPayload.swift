@@ -114,24 +114,31 @@ extension Checks {
     /// Each `/assign` request carries as `context` the attributes the `getAssignment` calls of its
     /// client, user and experiment pending when it arrived gave, when they all gave the same:
     /// exactly that object, or none (absent or `null`) when they gave none (CONTRACT.md section 1:
-    /// `context = user.attributes`, omitted when nil). A request while none of the runner's calls
-    /// for it ran, or while the reference app runs on its client, is judged by the other checks.
+    /// `context = user.attributes`, omitted when nil); the reference app's calls give none. A
+    /// request while no such call ran is judged by the other checks.
     /// Before, an SDK sending a user's previous attributes with a call that gave none (a stale
     /// context after identify: an exposure the backend's targeting must refuse) passed every
     /// named check (a thirty-seventh outside tester, F7).
     static func assignContexts(_ c: CheckContext) -> [(String, [String])] {
         let completes = firstCompletions(c)
-        let appClients = Set((c.scenario.app == nil ? [] : c.scenario.appClients).map { ExactKey($0) })
         var calls: [(client: String, user: String, experiment: String, attributes: JSONValue?, from: Int, to: Int)] = []
         for e in c.history where e.kind == .invoke && e.name == "getAssignment" {
             guard let client = e.client, case .string(let experiment)? = e.detail?["experiment"], let user = invokedUser(e.detail) else { continue }
             let attributes = present(e.detail?["user"]?["attributes"])
             calls.append((client, user, experiment, attributes, e.index, e.label.flatMap { completes[ExactKey($0)]?.index } ?? Int.max))
         }
+        // The reference app's displays call getAssignment with no attributes (an outside tester:
+        // a stale context on the app's calls passed while app clients were skipped).
+        for client in c.scenario.app == nil ? [] : c.scenario.appClients {
+            guard let settings = c.scenario.appSettings(client: client) else { continue }
+            for call in AppCalls(history: c.history, client: client, initialIdentity: settings.initialUser).calls where call.sdk == "getAssignment" {
+                calls.append((client, call.identity, settings.experiment, nil, call.start, call.end))
+            }
+        }
         guard !calls.isEmpty else { return [] }
         var problems: [(String, [String])] = []
         for (event, record) in c.requests where record.path == "/api/v1/tracking/assign" && problems.count < 10 {
-            guard let client = record.client, !appClients.contains(ExactKey(client)), let body = record.body, case .object = body,
+            guard let client = record.client, let body = record.body, case .object = body,
                   case .string(let user)? = body["user_id"], case .string(let experiment)? = body["experiment_key"] else { continue }
             let pending = calls.filter { $0.client.isExactly(client) && $0.user.isExactly(user) && $0.experiment.isExactly(experiment)
                 && $0.from < event.index && event.index < $0.to }

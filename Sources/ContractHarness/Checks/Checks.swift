@@ -669,6 +669,15 @@ enum Checks {
         for client in c.scenario.clients.map(\.name) {
             guard let driverClient = c.clients[client] else { continue }
             let model = models[client] ?? CacheModel()
+            // Entries listed over every user: `cacheSize` bounds each cache as a whole, not each
+            // user's part of it (an outside tester: three users of two flags each passed a size of 2).
+            var listedA = 0, listedF = 0
+            defer {
+                let size = c.scenario.clients.first { $0.name.isExactly(client) }?.settings.cacheSize ?? 1000
+                for (what, count) in [("assignments", listedA), ("flags", listedF)] where count > size {
+                    problems.append(("client '\(client)' caches \(count) \(what) over its users, more than its cache_size of \(size) (CONTRACT.md section 3: cacheSize bounds the in-memory cache)", []))
+                }
+            }
             for user in users {
                 // Users canonically equivalent to this one but spelled otherwise (for messages).
                 let twins = users.filter { $0 == user && !$0.isExactly(user) }
@@ -693,6 +702,8 @@ enum Checks {
                     continue
                 }
                 let gotA = assignmentKeys(repliedA), gotF = strings(repliedF)
+                listedA += gotA.count
+                listedF += gotF.count
                 if !CacheModel.consistent(gotA, entriesA) && !CacheModel.consistentListing(gotA, entriesA) {
                     problems.append(("client '\(client)' caches assignments \(gotA) for user '\(Attribution.show(user))'; the history supports \(wantA)" + cacheRule(want: wantA, got: gotA, twins: twins),
                                      relevant(c, user: user)))
