@@ -104,6 +104,26 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
     /// byte-order mark, a key twice, `NaN`, nesting past 256 levels each failed a correct SDK that
     /// read it the other way); then `strict` (the strict reading, `nil` when it failed) becomes the
     /// lenient one: the body without its mark, the tokens as `null`, an empty object when too deep.
+    /// Whether an answer's head says its body is something else than plain JSON: a
+    /// `Content-Encoding` other than `identity` (a `gzip` label over a plain body), or a
+    /// `Content-Type` that is not `application/json` or `*/*+json`. A client's transport may
+    /// decode the body as labelled, or an SDK refuse it, or either read it as JSON: its reading
+    /// is not known, as for a body parsers read differently (an outside tester: a gzip-labelled
+    /// answer the out-of-process Swift SDK could not read, correctly served from the store, was
+    /// judged read and cached).
+    static func labelledOtherwise(_ headers: [HeaderField]) -> Bool {
+        for h in headers {
+            let name = h.name.lowercased()
+            let value = h.value.trimmingCharacters(in: .whitespaces).lowercased()
+            if name == "content-encoding", !value.isEmpty, value != "identity" { return true }
+            if name == "content-type" {
+                let media = value.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+                if media != "application/json" && !media.hasSuffix("+json") { return true }
+            }
+        }
+        return false
+    }
+
     static func ambiguous(_ body: Data, strict: inout JSONValue?) -> Bool {
         if let value = strict {
             guard let duplicate = JSONDuplicateKey.first(in: body) else { return false }
@@ -446,7 +466,7 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
             query[name] = parts.count > 1 ? (PercentDecoding.queryComponent(parts[1]) ?? parts[1]) : ""
         }
         var response = e.response.flatMap { try? JSONValue.parse($0.body).value }
-        let ambiguous = e.response.map { Self.ambiguous($0.body, strict: &response) } ?? false
+        let ambiguous = e.response.map { Self.ambiguous($0.body, strict: &response) || Self.labelledOtherwise($0.headers) } ?? false
         var responseHeaders: [String: String] = [:]
         for h in e.response?.headers ?? [] { responseHeaders[h.name] = h.value }
         return RequestRecord(seq: e.seq, client: client, method: e.method, path: decoded(e.path) ?? e.path,
