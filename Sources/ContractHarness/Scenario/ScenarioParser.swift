@@ -302,8 +302,11 @@ struct StepContext {
         // A timestamp within the years 0000-9999: ISO-8601 writes other years only in an expanded
         // form the two sides must agree on (a seventh outside tester: 1e16 s trapped an SDK, a
         // 10-digit year and years before 1 had no form `event_payload` and the SDKs shared).
-        if let t = e.timestamp, !(-62_167_219_200 ..< 253_402_300_800).contains(t) {
-            throw r.error("timestamp", expected: "seconds since 1970 within the years 0000-9999 (-62167219200 up to 253402300800)", found: .number(t))
+        // The end is the last whole millisecond of 9999: an SDK may round to the millisecond, and
+        // 253402300799.9996 rounds into the year 10000 (an outside tester: a correct SDK's
+        // `+010000-01-01` was refused by `event_payload`).
+        if let t = e.timestamp, !(-62_167_219_200 ... 253_402_300_799.999).contains(t) {
+            throw r.error("timestamp", expected: "seconds since 1970 within the years 0000-9999 (-62167219200 up to 253402300799.999, the last millisecond of 9999)", found: .number(t))
         }
         // Properties are an object (`metadata`, CONTRACT.md section 1; a dictionary in every SDK's
         // API): anything else no SDK can be given (a sixth outside tester's successor: each driver
