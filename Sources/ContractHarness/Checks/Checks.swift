@@ -2004,6 +2004,19 @@ enum Checks {
             fields = [("variant_name", nonEmptyString, true), ("is_control", isBool, false), ("assigned", isBool, false),
                       ("variant_id", nonEmptyString, false), ("user_id", nonEmptyString, false), ("experiment_key", nonEmptyString, false)]
         }
+        // A field the answer lacks is read as its absence, never filled in from elsewhere (the
+        // persisted entry: an outside tester's SDK completed a lean fresh answer from its stale
+        // store, `assigned: false` included, and passed): no `assigned` is `true` (the Python
+        // example's `missing-assigned-false` is a defect), no `is_control` is not `true`, no
+        // `variant_id` is none (or empty).
+        if kind == "experiment" {
+            let absent: [(String, (JSONValue) -> Bool)] = [
+                ("assigned", { $0 == .bool(true) }), ("is_control", { $0 == .bool(false) }), ("variant_id", { $0 == .string("") }),
+            ]
+            for (name, allowed) in absent where present(answer[name]) == nil {
+                if let got = present(served[name]), !allowed(got) { return (name, .null, got) }
+            }
+        }
         for (name, typed, required) in fields where typed(answer[name]) {
             guard let got = present(served[name]) else {
                 if required { return (name, answer[name]!, served[name] ?? .null) }
