@@ -1,0 +1,64 @@
+import XCTest
+import Foundation
+@testable import ContractHarness
+import ExperimentlyMock
+
+/// Findings of the thirty-eighth outside tester (`/work/attack39/FINDINGS.md`), run against the
+/// judge rules the thirty-seventh's findings brought, proven both ways.
+///
+/// - F1: a configuration number out of a double's range (`1e400`) is `null` to the harness and
+///   `"Infinity"` through the driver protocol: neither `offline_fallback` nor `no_stale_write` may
+///   tell them apart.
+/// - F2: a tracking call given up while it ran that returned `true` must have sent and delivered
+///   every chunk.
+/// - F3: an answer with an empty `user_id` may be cached and returned with the asked id.
+/// - F5: a field a fresh answer lacks is never filled in from the persisted entry.
+/// - F7, F8: the reference app's `/assign` contexts are judged; `cache_size` bounds each cache over
+///   all its users.
+/// - F9: an answer labelled gzip, or with a content type that is not JSON, may be read or not.
+final class ThirtyEighthTesterFindingsTests: XCTestCase {
+    private static let python = "python3 '\(Repository.root.appendingPathComponent("Examples/python-sdk/driver.py").path)'"
+    private static let fixtures = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/thirty-eighth-tester")
+
+    /// Every correct SDK passes the files (before: F1, F3 and F9 failed correct SDKs).
+    func testCorrectSDKsPassTheFiles() throws {
+        let dir = try scratchDirectory("thirty-eighth")
+        for sdk in [[], ["--mutant", "none"], ["--sdk-command", Self.python]] {
+            let (status, out) = try HarnessProcess.run(["run", Self.fixtures.path] + sdk + ["--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 0, "\(sdk): \(out)")
+            XCTAssertTrue(out.contains("11 passed, 0 failed"), "\(sdk): \(out)")
+        }
+    }
+
+    /// The broken SDKs the files were written for fail them: a cache with no bound over its
+    /// users (F8) and a stale context on the reference app's display (F7).
+    func testTheDefectsFail() throws {
+        let dir = try scratchDirectory("thirty-eighth-defects")
+        let size = Self.fixtures.appendingPathComponent("cache-size-total.json").path
+        let (status, out) = try HarnessProcess.run(["run", size, "--mutant", "ignores-cache-size", "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status, 1, out)
+        XCTAssertTrue(out.contains("over its users, more than its cache_size of 2"), out)
+        let app = Self.fixtures.appendingPathComponent("app-ctx.json").path
+        let (status2, out2) = try HarnessProcess.run(["run", app, "--sdk-command", "EXPERIMENTLY_EXAMPLE_DEFECT=previous-context \(Self.python)",
+                                                      "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status2, 1, out2)
+        XCTAssertTrue(out2.contains("event_payload") && out2.contains("where the call gave no attributes"), out2)
+    }
+
+    /// Non-finite numbers agree with the protocol's strings; an answer field the SDK filled in
+    /// from elsewhere (F5) does not.
+    func testNonFiniteNumbersAgreeAndFilledInFieldsDoNot() {
+        func obj(_ members: [String: JSONValue]) -> JSONValue { .object(members) }
+        XCTAssertTrue(Checks.nonFiniteAgree(obj(["n": .number(.infinity)]), obj(["n": .string("Infinity")])))
+        XCTAssertTrue(Checks.nonFiniteAgree(obj(["n": .number(-.infinity)]), obj(["n": .string("-Infinity")])))
+        XCTAssertFalse(Checks.nonFiniteAgree(obj(["n": .number(.infinity)]), obj(["n": .string("-Infinity")])))
+        XCTAssertFalse(Checks.nonFiniteAgree(obj(["n": .number(1)]), obj(["n": .number(2)])))
+        let lean = obj(["experiment_key": .string("e"), "variant_name": .string("control")])
+        XCTAssertNil(Checks.answerMismatch(kind: "experiment", answer: lean,
+                                           served: obj(["experiment_key": .string("e"), "variant_name": .string("control"), "assigned": .bool(true), "is_control": .bool(false)])))
+        XCTAssertEqual(Checks.answerMismatch(kind: "experiment", answer: lean,
+                                             served: obj(["experiment_key": .string("e"), "variant_name": .string("control"), "assigned": .bool(false)]))?.field, "assigned")
+        XCTAssertEqual(Checks.answerMismatch(kind: "experiment", answer: lean,
+                                             served: obj(["experiment_key": .string("e"), "variant_name": .string("control"), "variant_id": .string("old")]))?.field, "variant_id")
+    }
+}
