@@ -17,17 +17,12 @@ import ExperimentlyMock
 ///   all its users.
 /// - F9: an answer labelled gzip, or with a content type that is not JSON, may be read or not.
 final class ThirtyEighthTesterFindingsTests: XCTestCase {
-    private static let python = "python3 '\(Repository.root.appendingPathComponent("Examples/python-sdk/driver.py").path)'"
-    private static let fixtures = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/thirty-eighth-tester")
+    private static let python = TesterFixtures.python
+    private static let fixtures = TesterFixtures.folder("thirty-eighth-tester")
 
     /// Every correct SDK passes the files (before: F1, F3 and F9 failed correct SDKs).
     func testCorrectSDKsPassTheFiles() throws {
-        let dir = try scratchDirectory("thirty-eighth")
-        for sdk in [[], ["--mutant", "none"], ["--sdk-command", Self.python]] {
-            let (status, out) = try HarnessProcess.run(["run", Self.fixtures.path] + sdk + ["--verdict", "v.json"], in: dir)
-            XCTAssertEqual(status, 0, "\(sdk): \(out)")
-            XCTAssertTrue(out.contains("11 passed, 0 failed"), "\(sdk): \(out)")
-        }
+        try TesterFixtures.assertCorrectSDKsPass("thirty-eighth-tester", count: 11, runs: 1, in: try scratchDirectory("thirty-eighth-tester"))
     }
 
     /// The broken SDKs the files were written for fail them: a cache with no bound over its

@@ -15,21 +15,14 @@ import ExperimentlyMock
 ///   verdict flipped on one history with the timing of the SDK's cancellation).
 /// - A-2: the mock's rate limit is per client address and path, not per API key.
 final class ThirtySeventhTesterFindingsTests: XCTestCase {
-    private static let python = "python3 '\(Repository.root.appendingPathComponent("Examples/python-sdk/driver.py").path)'"
-    private static let fixtures = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/thirty-seventh-tester")
+    private static let python = TesterFixtures.python
+    private static let fixtures = TesterFixtures.folder("thirty-seventh-tester")
 
     /// Every correct SDK passes the files, twice (before: F5's three failed in process after 5 s
     /// each, F6's failed the shipping SDK, F8's failed in about half the runs in and out of
     /// process, A-2's failed every SDK).
     func testCorrectSDKsPassTheFiles() throws {
-        let dir = try scratchDirectory("thirty-seventh")
-        for sdk in [[], ["--mutant", "none"], ["--sdk-command", Self.python]] {
-            for _ in 0..<2 {
-                let (status, out) = try HarnessProcess.run(["run", Self.fixtures.path] + sdk + ["--verdict", "v.json"], in: dir)
-                XCTAssertEqual(status, 0, "\(sdk): \(out)")
-                XCTAssertTrue(out.contains("15 passed, 0 failed"), "\(sdk): \(out)")
-            }
-        }
+        try TesterFixtures.assertCorrectSDKsPass("thirty-seventh-tester", count: 15, runs: 2, in: try scratchDirectory("thirty-seventh-tester"))
     }
 
     /// `offline_fallback` fails an SDK returning another user's evaluation or assignment object,
