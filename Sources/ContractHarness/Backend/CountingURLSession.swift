@@ -75,10 +75,9 @@ private struct Answer: @unchecked Sendable {
 ///
 /// State behind an `NSLock`; `onChange` is called outside it.
 final class TaskCounter: @unchecked Sendable {
-    // @unchecked Sendable: `created`, `finished` and `tasks` are guarded by `lock`.
+    // @unchecked Sendable: `tasks` and `nextTicket` (`created` and `finished` on Apple platforms)
+    // are guarded by `lock`.
     private let lock = NSLock()
-    private var created = 0
-    private var finished = 0
     #if canImport(FoundationNetworking)
     /// The tasks created whose completion has not returned, weakly (by their ticket's number): a
     /// task an SDK created and never resumed (it dropped it, its caller being cancelled) is never
@@ -117,7 +116,6 @@ final class TaskCounter: @unchecked Sendable {
     /// A task was created (`ticket` names it until its completion).
     func issued(_ task: URLSessionTask, ticket: Ticket) {
         lock.withLock {
-            created += 1
             nextTicket += 1
             ticket.number = nextTicket
             tasks[nextTicket] = WeakTask(task: task)
@@ -127,10 +125,7 @@ final class TaskCounter: @unchecked Sendable {
 
     /// The completion of the task `ticket` names returned.
     func completed(_ ticket: Ticket) {
-        lock.withLock {
-            finished += 1
-            tasks[ticket.number] = nil
-        }
+        lock.withLock { tasks[ticket.number] = nil }
         onChange()
     }
 
@@ -145,6 +140,9 @@ final class TaskCounter: @unchecked Sendable {
         return live.filter { task in task.map { $0.state != .suspended } ?? false }.count
     }
     #else
+    private var created = 0
+    private var finished = 0
+
     func issued() { lock.withLock { created += 1 }; onChange() }
     func completed() { lock.withLock { finished += 1 }; onChange() }
 

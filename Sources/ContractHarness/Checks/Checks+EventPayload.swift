@@ -122,10 +122,10 @@ extension Checks {
     static func assignContexts(_ c: CheckContext) -> [(String, [String])] {
         let completes = firstCompletions(c)
         var calls: [(client: String, user: String, experiment: String, attributes: JSONValue?, from: Int, to: Int)] = []
-        for e in c.history where e.kind == .invoke && e.name == "getAssignment" {
-            guard let client = e.client, case .string(let experiment)? = e.detail?["experiment"], let user = invokedUser(e.detail) else { continue }
+        for e in c.history where e.kind == .invoke {
+            guard let t = lookupTarget(e), t.kind == "experiment" else { continue }
             let attributes = present(e.detail?["user"]?["attributes"])
-            calls.append((client, user, experiment, attributes, e.index, e.label.flatMap { completes[ExactKey($0)]?.index } ?? Int.max))
+            calls.append((t.client, t.user, t.key, attributes, e.index, e.label.flatMap { completes[ExactKey($0)]?.index } ?? Int.max))
         }
         // The reference app's displays call getAssignment with no attributes (an outside tester:
         // a stale context on the app's calls passed while app clients were skipped).

@@ -740,6 +740,15 @@ enum Checks {
         }
     }
 
+    /// What a lookup's `invoke` event asks for: its client, `"flag"` or `"experiment"`, user and
+    /// key; `nil` for any other event (or one missing a part).
+    static func lookupTarget(_ invoke: HistoryEvent) -> (client: String, kind: String, user: String, key: String)? {
+        guard let client = invoke.client, ["evaluateFlag", "getAssignment"].contains(invoke.name ?? "") else { return nil }
+        let kind = invoke.name == "evaluateFlag" ? "flag" : "experiment"
+        guard case .string(let key)? = invoke.detail?[kind == "flag" ? "flag" : "experiment"], let user = invokedUser(invoke.detail) else { return nil }
+        return (client, kind, user, key)
+    }
+
     /// The first `complete` event of each operation label (labels compare by Unicode scalars).
     static func firstCompletions(_ c: CheckContext) -> [ExactKey: HistoryEvent] {
         var completes: [ExactKey: HistoryEvent] = [:]
@@ -1560,11 +1569,9 @@ enum Checks {
         // The runner's lookups per (client, exact user, kind, exact key): when each began and ended.
         let completes = firstCompletions(c)
         var lookups: [String: [(invoke: Int, complete: Int)]] = [:]
-        for e in c.history where e.kind == .invoke && ["evaluateFlag", "getAssignment"].contains(e.name ?? "") {
-            let kind = e.name == "evaluateFlag" ? "flag" : "experiment"
-            guard let client = e.client, let label = e.label, case .string(let key)? = e.detail?[kind == "flag" ? "flag" : "experiment"],
-                  let user = invokedUser(e.detail) else { continue }
-            lookups["\(exact(client))\u{0}\(exact(user))\u{0}\(kind)\u{0}\(exact(key))", default: []].append((e.index, completes[ExactKey(label)]?.index ?? Int.max))
+        for e in c.history where e.kind == .invoke {
+            guard let label = e.label, let t = lookupTarget(e) else { continue }
+            lookups["\(exact(t.client))\u{0}\(exact(t.user))\u{0}\(t.kind)\u{0}\(exact(t.key))", default: []].append((e.index, completes[ExactKey(label)]?.index ?? Int.max))
         }
         // The reference app's lookups too: a display asks for the app's experiment, a refresh for its flag.
         for client in c.scenario.app == nil ? [] : c.scenario.appClients {
@@ -1829,12 +1836,7 @@ enum Checks {
         // F8: a correct SDK's 503 after an unread late answer failed in 2 to 6 runs of 8).
         var waiting: [String: Int] = [:]
         var completed: Set<ExactKey> = []
-        func lookup(_ invoke: HistoryEvent) -> String? {
-            guard let client = invoke.client, ["evaluateFlag", "getAssignment"].contains(invoke.name ?? "") else { return nil }
-            let kind = invoke.name == "evaluateFlag" ? "flag" : "experiment"
-            guard case .string(let key)? = invoke.detail?[kind == "flag" ? "flag" : "experiment"], let user = invokedUser(invoke.detail) else { return nil }
-            return id(client, kind, user, key)
-        }
+        func lookup(_ invoke: HistoryEvent) -> String? { lookupTarget(invoke).map { id($0.client, $0.kind, $0.user, $0.key) } }
         for e in c.history {
             switch e.kind {
             case .invoke:
@@ -1915,12 +1917,8 @@ enum Checks {
                    completed.insert(ExactKey(label)).inserted {
                     waiting[k] = n - 1   // the first completion of a label only
                 }
-                guard let label = e.label, let invoke = invokes[ExactKey(label)], let client = invoke.client,
-                      ["evaluateFlag", "getAssignment"].contains(invoke.name ?? ""), let outcome = e.outcome else { continue }
-                let kind = invoke.name == "evaluateFlag" ? "flag" : "experiment"
-                guard case .string(let key)? = invoke.detail?[kind == "flag" ? "flag" : "experiment"] else { continue }
-                guard let user = invokedUser(invoke.detail) else { continue }
-                judge(label: label, client: client, kind: kind, user: user, key: key, from: invoke.index, to: e.index, outcome: outcome)
+                guard let label = e.label, let invoke = invokes[ExactKey(label)], let t = lookupTarget(invoke), let outcome = e.outcome else { continue }
+                judge(label: label, client: t.client, kind: t.kind, user: t.user, key: t.key, from: invoke.index, to: e.index, outcome: outcome)
             case .marker where e.name == "returned":
                 // A lookup of the reference app (CONTRACT.md section 8) is judged like any other:
                 // its `returned` marker carries the SDK's outcome (`AppCalls`).

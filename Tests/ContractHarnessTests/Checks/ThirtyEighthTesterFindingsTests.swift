@@ -40,6 +40,31 @@ final class ThirtyEighthTesterFindingsTests: XCTestCase {
         XCTAssertTrue(out2.contains("event_payload") && out2.contains("where the call gave no attributes"), out2)
     }
 
+    /// `fan_out` fails a `trackWithStatus` that returned `true` before its held `/track` was
+    /// answered (F2's rule), shown both ways on one history: as the shipping SDK ran it, and with
+    /// the completion moved before the answer.
+    func testTrueBeforeTheAnswerFailsFanOut() async throws {
+        let scenario = try ScenarioParser.parse(Data("""
+        {"format": "experimently-scenario/1", "name": "true-after-delivery", "description": "a held keyed track", "checks": ["fan_out"],
+         "steps": [{"fault": {"match": {"path": "/api/v1/tracking/track"}, "when": {"first": 1}, "action": {"hold": {}}}, "id": "h"},
+                   {"do": "trackWithStatus", "event": {"user": "u", "name": "buy", "experiment": "sdk_contract_ab"}, "as": "t", "async": true},
+                   {"wait_for": {"held": "h", "count": 1}}, {"release": "h"}, {"await": "t", "expect": {"value": true}}]}
+        """.utf8), file: "t.json")
+        let run = await ScenarioRunner().run(scenario)
+        XCTAssertEqual(run.status, .passed, "\(run.checks.filter { !$0.passed })")
+        let port = try MockBackendPort(fixtures: nil, clock: VirtualClock(), file: "x", clients: ["main"])
+        func problems(_ h: [HistoryEvent]) -> [String] {
+            Checks.trueBeforeDelivery(CheckContext(scenario: scenario, history: h, clients: [:], port: port, driver: SwiftSDKDriver(), app: nil)).map(\.0)
+        }
+        XCTAssertEqual(problems(run.events), [])
+        let done = try XCTUnwrap(run.events.firstIndex { $0.kind == .complete && $0.label == "t" })
+        let answer = try XCTUnwrap(run.events.firstIndex { $0.kind == .response && $0.request?.path == "/api/v1/tracking/track" })
+        XCTAssertLessThan(answer, done)
+        let early = AppCallAttributionTests.move(run.events, from: done, after: answer - 1)
+        XCTAssertEqual(problems(early).count, 1)
+        XCTAssertTrue(problems(early).first?.contains("returned true, but request #1 it sent had no answer yet") ?? false, "\(problems(early))")
+    }
+
     /// Non-finite numbers agree with the protocol's strings; an answer field the SDK filled in
     /// from elsewhere (F5) does not.
     func testNonFiniteNumbersAgreeAndFilledInFieldsDoNot() {
