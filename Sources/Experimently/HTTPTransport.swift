@@ -92,13 +92,19 @@ struct HTTPTransport: Sendable {
         let exchange = Exchange()
         let result: Result<(Int, Data), ExperimentationError> = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<(Int, Data), ExperimentationError>, Never>) in
-                let task = session.dataTask(with: request) { data, response, error in
-                    if let error {
-                        exchange.finish(.failure(.networkError(error)))
-                    } else if let http = response as? HTTPURLResponse {
-                        exchange.finish(.success((http.statusCode, data ?? Data())))
-                    } else {
-                        exchange.finish(.failure(.networkError(URLError(.badServerResponse))))
+                let session = self.session, request = request
+                // Made by the exchange only when the call has not ended yet: a call cancelled
+                // before it could start creates no network task (one made and never resumed
+                // stayed in the session's registry for the session's life).
+                let makeTask = { () -> URLSessionDataTask in
+                    session.dataTask(with: request) { data, response, error in
+                        if let error {
+                            exchange.finish(.failure(.networkError(error)))
+                        } else if let http = response as? HTTPURLResponse {
+                            exchange.finish(.success((http.statusCode, data ?? Data())))
+                        } else {
+                            exchange.finish(.failure(.networkError(URLError(.badServerResponse))))
+                        }
                     }
                 }
                 // The deadline is an instant fixed now: a timer task that runs late (a loaded
@@ -110,7 +116,7 @@ struct HTTPTransport: Sendable {
                     do { try await clock.sleep(until: due) } catch { return }
                     exchange.finish(.failure(.networkError(URLError(.timedOut))))
                 }
-                exchange.start(continuation: continuation, task: task, deadline: deadline, delegateQueue: session.delegateQueue)
+                exchange.start(continuation: continuation, makeTask: makeTask, deadline: deadline, delegateQueue: session.delegateQueue)
             }
         } onCancel: {
             exchange.finish(.failure(.cancelled))
@@ -131,16 +137,19 @@ private final class Exchange: @unchecked Sendable {
     private var early: Result<(Int, Data), ExperimentationError>?
     private var done = false
 
+    /// Starts the exchange: `makeTask` is called (inside the lock, so no `finish` can slip
+    /// between the check and the task's registration) only when the call has not already ended.
     func start(continuation: CheckedContinuation<Result<(Int, Data), ExperimentationError>, Never>,
-               task: URLSessionDataTask, deadline: Task<Void, Never>, delegateQueue: OperationQueue) {
+               makeTask: () -> URLSessionDataTask, deadline: Task<Void, Never>, delegateQueue: OperationQueue) {
         lock.lock()
         if let early {
-            // Cancelled before the task could start.
+            // Cancelled before the task could start: no network task is made.
             lock.unlock()
             deadline.cancel()
             continuation.resume(returning: early)
             return
         }
+        let task = makeTask()
         self.continuation = continuation
         self.task = task
         self.deadline = deadline

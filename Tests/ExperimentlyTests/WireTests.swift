@@ -206,3 +206,48 @@ final class WireTests: SDKTestCase {
         }
     }
 }
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+
+/// A session that counts the data tasks made on it (swift-corelibs-foundation's `URLSession` is
+/// open for subclassing). The count is behind an `NSLock`.
+private final class TaskCountingSession: URLSession, @unchecked Sendable {
+    // @unchecked Sendable: `made` is read and written only inside `lock`.
+    private let lock = NSLock()
+    private var made = 0
+    var tasksMade: Int { lock.withLock { made } }
+
+    override func dataTask(with request: URLRequest,
+                           completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void) -> URLSessionDataTask {
+        lock.withLock { made += 1 }
+        return super.dataTask(with: request, completionHandler: completionHandler)
+    }
+}
+
+final class TransportCancellationTests: XCTestCase {
+    /// A call whose task is cancelled before it sends makes no network task: one made and never
+    /// resumed stayed in the session's registry for the session's life (a leak per cancelled call).
+    func testACallCancelledBeforeItStartsMakesNoNetworkTask() async throws {
+        let stub = Stub { _, _ in .respond(200, Body.flag("f")) }
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.protocolClasses = [StubURLProtocol.self]
+        let session = TaskCountingSession(configuration: configuration, delegate: nil, delegateQueue: nil)
+        let transport = HTTPTransport(config: SdkConfig(baseURL: stub.baseURL, apiKey: "k"), session: session, clock: ManualClock())
+        let call = Task { () -> Result<Int, ExperimentationError> in
+            withUnsafeCurrentTask { $0?.cancel() }
+            do throws(ExperimentationError) { return .success(try await transport.send(method: "GET", path: "/api/v1/feature-flags/evaluate/f").status) }
+            catch { return .failure(error) }
+        }
+        let result = await call.value
+        guard case .failure(let error) = result else { return XCTFail("a cancelled call answered: \(result)") }
+        XCTAssertTrue(error.isCancelled, "\(error)")
+        XCTAssertEqual(session.tasksMade, 0, "a network task was made for a call cancelled before it started")
+        XCTAssertEqual(stub.requestCount, 0)
+        // And an uncancelled call on the same transport still sends (one task, one request).
+        let status = try await transport.send(method: "GET", path: "/api/v1/feature-flags/evaluate/f").status
+        XCTAssertEqual(status, 200)
+        XCTAssertEqual(session.tasksMade, 1)
+    }
+}
+#endif
