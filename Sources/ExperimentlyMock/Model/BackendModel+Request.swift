@@ -173,6 +173,27 @@ public enum PercentDecoding {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// The path as the server routes and rate-limits it (ASGI's `path`, Python's
+    /// `urllib.parse.unquote`): every well-formed `%XX` escape decoded (`%2F` too), a malformed
+    /// one kept as written, and bytes that are not UTF-8 read with U+FFFD. Without `%` it is `raw`.
+    public static func servedPath(_ raw: String) -> String {
+        guard raw.utf8.contains(UInt8(ascii: "%")) else { return raw }
+        let bytes = Array(raw.utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var i = 0
+        while i < bytes.count {
+            if bytes[i] == UInt8(ascii: "%"), i + 2 < bytes.count, let h = hexValue(bytes[i + 1]), let l = hexValue(bytes[i + 2]) {
+                out.append(h << 4 | l)
+                i += 3
+            } else {
+                out.append(bytes[i])
+                i += 1
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// The value of one hexadecimal digit (either case), or `nil`.
     private static func hexValue(_ b: UInt8) -> UInt8? {
         switch b {

@@ -3,18 +3,18 @@ import Foundation
 /// The backend as a pure value: fixtures plus built-up state, answering one request at a time
 /// (CONTRACT.md section 2, all of it). No I/O, no clock of its own: the caller passes `now`.
 ///
-/// Order of checks for a request: `/health`; route match (404 `Not Found`, 405 with `Allow`);
-/// rate limit per (API key, exact raw path) (429; every later answer carries the three
-/// `X-RateLimit-*` headers, as upstream's middleware adds them); API key (401); scope
-/// `sdk:ruleset` for the server-side SDK routes (403); field validation (422); then the route's
-/// own rules (404 for unknown experiments/flags/keys, 200 otherwise).
+/// Order of checks for a request: rate limit per (client address, path as served) (429; every
+/// later answer carries the three `X-RateLimit-*` headers, as upstream's middleware adds them,
+/// `/health` included); `/health`; route match (404 `Not Found`, 405 with `Allow`); API key
+/// (401); scope `sdk:ruleset` for the server-side SDK routes (403); field validation (422); then
+/// the route's own rules (404 for unknown experiments/flags/keys, 200 otherwise).
 public struct BackendModel: Sendable {
     /// The configuration data; may be changed between requests (e.g. an experiment stops mid-run).
     public var fixtures: Fixtures
     /// Assignments, exposures and events built up so far.
     public internal(set) var state = BackendStateSnapshot()
 
-    /// Fixed rate windows per (API key, exact raw path): UTF-8 bytes, so compared exactly.
+    /// Fixed rate windows per (client address, path as served): UTF-8 bytes, so compared exactly.
     private var rateWindows: [RateWindowKey: (start: Date, count: Int)] = [:]
     /// Index into `state.assignments` per (experiment key, user id), compared by Unicode scalars:
     /// NFC and NFD spellings of one name are two users (CONTRACT.md section 2, assign).
@@ -31,19 +31,32 @@ public struct BackendModel: Sendable {
 
     /// Answers a pre-parsed request and explains the routing (used by ``MockBackend`` for history).
     mutating func answer(_ request: IncomingRequest, now: Date) -> ModelAnswer {
+        // Rate limit: one fixed window per (client address, path), before everything else, as
+        // upstream's middleware runs before the router: `/health` and a request to no route count
+        // too, and their answers carry the X-RateLimit-* headers (CONTRACT.md section 2). The
+        // client is the peer's address over TCP, never the API key (two keys on one device share
+        // a budget: an outside audit, A-2 and A-9); in process every request comes from the one
+        // device. The path is the one the server routes (`PercentDecoding.servedPath`): `f%5Fx`
+        // and `f_x` share a budget, as upstream's counter keyed by the decoded path. A CORS
+        // preflight (OPTIONS with Access-Control-Request-Method) is not counted, as upstream.
+        let preflight = request.method == "OPTIONS" && request.raw.header("Access-Control-Request-Method") != nil
+        let budget = preflight ? (refused: nil, limit: 0, remaining: 0)
+            : rateLimit(client: Self.clientAddress(request.raw.peer), path: PercentDecoding.servedPath(request.rawPath), now: now)
+        func counted(_ answer: ModelAnswer) -> ModelAnswer {
+            if preflight { return answer }
+            return ModelAnswer(response: Self.withRateLimitHeaders(answer.response, limit: budget.limit, remaining: budget.remaining,
+                                                                   windowSeconds: fixtures.rateLimit.windowSeconds),
+                               route: answer.route, note: answer.note)
+        }
         if request.segments == ["health"] {
+            if let limited = budget.refused { return ModelAnswer(response: limited, route: "GET /health", note: nil) }
             guard request.method == "GET" || request.method == "HEAD" else {
-                return ModelAnswer(response: Self.detail(405, "Method Not Allowed", extra: [("Allow", "GET")]), route: "GET /health", note: "GET /health does not allow \(request.method)")
+                return counted(ModelAnswer(response: Self.detail(405, "Method Not Allowed", extra: [("Allow", "GET")]), route: "GET /health",
+                                           note: "GET /health does not allow \(request.method)"))
             }
-            return ModelAnswer(response: Self.json(200, .object(["status": .string("healthy")])), route: "GET /health", note: nil)
+            return counted(ModelAnswer(response: Self.json(200, .object(["status": .string("healthy")])), route: "GET /health", note: nil))
         }
         let match = Route.match(method: request.method, segments: request.segments)
-        // Rate limit: one fixed window per (client address, exact path), before everything else,
-        // as upstream's middleware runs before the router: a request to no route counts and its
-        // 404 or 405 carries the X-RateLimit-* headers too (CONTRACT.md section 2). The client is
-        // the peer's address over TCP, never the API key (two keys on one device share a budget:
-        // an outside audit, A-2 and A-9); in process every request comes from the one device.
-        let budget = rateLimit(client: Self.clientAddress(request.raw.peer), path: request.rawPath, now: now)
         guard case .found(let route, let pathKey) = match else {
             if let limited = budget.refused { return ModelAnswer(response: limited, route: nil, note: nil) }
             let answer: ModelAnswer
@@ -55,9 +68,7 @@ public struct BackendModel: Sendable {
                 answer = ModelAnswer(response: Self.detail(404, "Not Found"), route: nil,
                                      note: Route.nearest(method: request.method, rawPath: request.rawPath, segments: request.segments))
             }
-            return ModelAnswer(response: Self.withRateLimitHeaders(answer.response, limit: budget.limit, remaining: budget.remaining,
-                                                                   windowSeconds: fixtures.rateLimit.windowSeconds),
-                               route: answer.route, note: answer.note)
+            return counted(answer)
         }
 
         let key = request.raw.header("X-API-Key") ?? ""
@@ -65,8 +76,7 @@ public struct BackendModel: Sendable {
             return ModelAnswer(response: limited, route: route.name, note: nil)
         }
         let response = routeResponse(route, pathKey: pathKey, key: key, request: request, now: now)
-        return ModelAnswer(response: Self.withRateLimitHeaders(response, limit: budget.limit, remaining: budget.remaining, windowSeconds: fixtures.rateLimit.windowSeconds),
-                           route: route.name, note: nil)
+        return counted(ModelAnswer(response: response, route: route.name, note: nil))
     }
 
     /// Auth, scope and the route's own answer (CONTRACT.md section 2).
@@ -133,7 +143,7 @@ public struct BackendModel: Sendable {
         let config = fixtures.rateLimit
         let limit = config.limit(forPath: path)
         let window = TimeInterval(max(1, config.windowSeconds))
-        // Exact bytes: the client (its address) and the raw path are identity data.
+        // Exact bytes: the client (its address) and the path are identity data.
         let counterKey = RateWindowKey(client: client, path: path)
         // One dictionary lookup: the entry is updated in place.
         let entry = Self.count(in: &rateWindows[counterKey, default: (start: now, count: 0)], now: now, window: window)

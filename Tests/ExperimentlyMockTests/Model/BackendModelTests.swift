@@ -217,6 +217,37 @@ final class BackendModelTests: XCTestCase {
         XCTAssertEqual(model.respond(to: Req.flag("a"), now: t0.addingTimeInterval(60)).status, 200)
     }
 
+    /// The counter is keyed by the path the server routes (upstream: the decoded path), so the
+    /// spellings of one path share a budget; NFC and NFD spellings stay two paths (bytes).
+    func testRateLimitCountsThePathAsServed() {
+        var f = Fixtures.sdkContract
+        f.rateLimit = RateLimit(limit: 2, windowSeconds: 60)
+        f.flags.append(Flag(key: "f_x", rolloutPercentage: 100))
+        var model = BackendModel(fixtures: f)
+        XCTAssertEqual(model.respond(to: Req.get("/api/v1/feature-flags/evaluate/f_x?user_id=u"), now: t0).status, 200)
+        XCTAssertEqual(model.respond(to: Req.get("/api/v1/feature-flags/evaluate/f%5Fx?user_id=u"), now: t0).status, 200)
+        let third = model.respond(to: Req.get("/api/v1/feature-flags/evaluate/f%5fx?user_id=u"), now: t0)
+        XCTAssertEqual(third.status, 429, "three spellings of one path are three requests to it")
+        XCTAssertEqual(PercentDecoding.servedPath("/a%2Fb%zz%e9"), "/a/b%zz\u{FFFD}")
+        XCTAssertEqual(PercentDecoding.servedPath("/caf%C3%A9"), "/caf\u{E9}")
+        XCTAssertFalse(PercentDecoding.servedPath("/caf%C3%A9").unicodeScalars.elementsEqual(PercentDecoding.servedPath("/cafe%CC%81").unicodeScalars))
+    }
+
+    /// `/health` counts under the budget of other paths and carries the headers (upstream's
+    /// middleware runs before every route); a CORS preflight is not counted.
+    func testHealthIsCountedAndAPreflightIsNot() {
+        var f = Fixtures.sdkContract
+        f.rateLimit = RateLimit(limit: 6000, windowSeconds: 60, otherLimit: 1)
+        var model = BackendModel(fixtures: f)
+        let preflight = MockRequest(method: "OPTIONS", target: "/health", headers: [("Access-Control-Request-Method", "GET")])
+        XCTAssertNil(model.respond(to: preflight, now: t0).header("X-RateLimit-Limit"))
+        let first = model.respond(to: Req.get("/health", key: nil), now: t0)
+        XCTAssertEqual(first.status, 200)
+        XCTAssertEqual(first.header("X-RateLimit-Limit"), "1")
+        XCTAssertEqual(first.header("X-RateLimit-Remaining"), "0")
+        XCTAssertEqual(model.respond(to: Req.get("/health", key: nil), now: t0).status, 429)
+    }
+
     func testRevokedKey() {
         var f = Fixtures.sdkContract
         f.apiKeys.append(APIKey(key: "old", revoked: true))

@@ -262,13 +262,13 @@ final class HTTPServerSDKRoutesTests: XCTestCase {
         XCTAssertEqual(limited.header("Retry-After"), "60", "always the window")
         XCTAssertEqual(limited.text, #"{"detail":"Too Many Requests. Please slow down and retry after a moment."}"#)
         XCTAssertEqual([limited.header("X-RateLimit-Limit"), limited.header("X-RateLimit-Remaining"), limited.header("X-RateLimit-Window")], ["2", "0", "60"])
-        // The ruleset path is an SDK prefix (limit 2); /health is never limited.
+        // The ruleset path is an SDK prefix (limit 2); /health counts among the other paths (limit 1).
         let ruleset1 = try await fetch(session, s.request("/api/v1/sdk/ruleset", key: Self.local))
         XCTAssertEqual(ruleset1.header("X-RateLimit-Limit"), "2")
-        for _ in 0..<3 {
-            let health = try await fetch(session, s.request("/health", key: nil))
-            XCTAssertEqual(health.status, 200)
-        }
+        let health = try await fetch(session, s.request("/health", key: nil))
+        XCTAssertEqual([String(health.status), health.header("X-RateLimit-Limit"), health.header("X-RateLimit-Remaining")], ["200", "1", "0"])
+        let healthLimited = try await fetch(session, s.request("/health", key: nil))
+        XCTAssertEqual(healthLimited.status, 429)
     }
 
     // MARK: Unknown routes
