@@ -139,7 +139,9 @@ public struct Assignment: Codable, @unchecked Sendable {
     /// Decodes the wire shape; missing `user_id`, `is_control` and `assigned` default to `""`,
     /// `false` and `true`.
     ///
-    /// - Throws: `DecodingError` when `experiment_key` or `variant_name` is missing or not a string.
+    /// - Throws: `DecodingError` when `experiment_key` or `variant_name` is missing or not a
+    ///   string, or `is_control` or `assigned` is present and not a boolean (an `"assigned": "false"`
+    ///   read as enrolled would be fanned out to: CONTRACT.md section 5, defect 4).
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         experimentKey = try c.decode(String.self, forKey: .experimentKey)
@@ -148,7 +150,7 @@ public struct Assignment: Codable, @unchecked Sendable {
         variantName = try c.decode(String.self, forKey: .variantName)
         isControl = try c.decodeIfPresent(Bool.self, forKey: .isControl) ?? false
         configuration = JSONObject.object(try? c.decodeIfPresent(AnyCodable.self, forKey: .configuration))
-        assigned = (try? c.decodeIfPresent(Bool.self, forKey: .assigned)) ?? true
+        assigned = try c.decodeIfPresent(Bool.self, forKey: .assigned) ?? true
     }
 
     /// Encodes the wire shape (used by the offline store).

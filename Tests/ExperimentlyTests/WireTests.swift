@@ -143,6 +143,7 @@ final class WireTests: SDKTestCase {
                                        configuration: "null", assigned: false),
             "listcfg": Body.assignment("listcfg", user: "u", configuration: "[1]"),
             "noid": #"{"experiment_key":"noid","user_id":"u","variant_name":"control","is_control":true}"#,
+            "texted": #"{"experiment_key":"texted","user_id":"u","variant_name":"control","is_control":true,"assigned":"false"}"#,
         ]
         let stub = Stub { _, r in .respond(200, bodies[(r.jsonBody()["experiment_key"] as? String) ?? ""] ?? "{}") }
         let client = makeClient(stub)
@@ -157,6 +158,15 @@ final class WireTests: SDKTestCase {
         XCTAssertNil(listcfg.configuration)
         let noid = try await client.getAssignment("noid", user: User(id: "u"))
         XCTAssertNil(noid.variantId); XCTAssertTrue(noid.assigned)
+        // `assigned` that is not a boolean is an unreadable answer, not an enrolment: nothing is
+        // cached, so an unkeyed event fans out to nothing (CONTRACT.md section 5, defect 4).
+        do {
+            let texted = try await client.getAssignment("texted", user: User(id: "u"))
+            XCTFail("an assignment with \"assigned\": \"false\" was read as \(texted.assigned)")
+        } catch let error as ExperimentationError {
+            guard case .decodingError = error else { return XCTFail("\(error)") }
+        }
+        XCTAssertFalse(client.getAssignments(for: "u").contains { $0.experimentKey == "texted" })
     }
 
     func testKeyedTrackEventBody() async throws {
