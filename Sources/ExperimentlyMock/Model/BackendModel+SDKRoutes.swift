@@ -89,7 +89,9 @@ extension BackendModel {
             if let object = parsed.value.objectValue { return object }
             issues.append(ValidationIssue(type: "dict_type", loc: ["query", "context"], msg: "Input should be a JSON object"))
         } catch {
-            issues.append(ValidationIssue(type: "json_invalid", loc: ["query", "context"], msg: "Invalid JSON: \(error)"))
+            // The message names what was wrong and where, never the input (CONTRACT.md section 2).
+            let what = (error as? JSONParseError).map { "\($0.message) at byte \($0.offset)" } ?? "not JSON"
+            issues.append(ValidationIssue(type: "json_invalid", loc: ["query", "context"], msg: "Invalid JSON: \(what)"))
         }
         return [:]
     }

@@ -245,10 +245,26 @@ public enum JSONValue: Sendable, Equatable, Hashable, Codable {
 public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Byte offset (0-based) in the input where the problem was found.
     public var offset: Int
-    /// What was wrong, e.g. "expected ',' or '}' in object".
+    /// What was wrong, e.g. "expected ',' or '}' in object"; never a piece of the input (the
+    /// mock's 422 quotes it, and validation errors never echo input: CONTRACT.md section 2).
     public var message: String
-    /// "`message` at byte `offset`".
-    public var description: String { "\(message) at byte \(offset)" }
+    /// The byte found where something else was expected, for ``description`` only.
+    public var found: UInt8?
+
+    /// Creates an error at byte `offset`, optionally naming the byte `found` there.
+    public init(offset: Int, message: String, found: UInt8? = nil) {
+        self.offset = offset
+        self.message = message
+        self.found = found
+    }
+
+    /// "`message` at byte `offset`", with the byte found (a printable ASCII character quoted,
+    /// any other in hex) for people reading a file's error.
+    public var description: String {
+        guard let found else { return "\(message) at byte \(offset)" }
+        let shown = (0x21...0x7E).contains(found) ? "'\(Character(Unicode.Scalar(found)))'" : String(format: "0x%02X", found)
+        return "\(message) \(shown) at byte \(offset)"
+    }
 }
 
 /// The result of parsing a request body: the value plus the JSON paths of strings that contained
@@ -356,7 +372,7 @@ private struct JSONByteParser {
         case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
         case UInt8(ascii: "n"): try expectLiteral("null"); return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
-        default: throw error("unexpected character '\(Character(Unicode.Scalar(bytes[index])))'")
+        default: throw JSONParseError(offset: index, message: "unexpected character", found: bytes[index])
         }
     }
 
