@@ -58,6 +58,10 @@ BATCH_LIMIT = 100
 # store-first (a value already persisted is returned in place of the call's own fresh answer), no-cache-hit
 # (a fresh cache entry is never served: every lookup sends a request, and every assignment another exposure),
 # previous-context (a getAssignment without attributes sends the user's previous ones: a stale context).
+# A thirty-ninth: batch-stops-after-failure-count (trackBatch stops after a chunk answered 200 with
+# failure_count > 0), flight-key-concat (in-flight requests keyed by "user:key": concurrent ("a:b", "c")
+# and ("a", "b:c") share one request), fanout-prefix-user (an unkeyed event fans out to every cached
+# entry whose user id starts with the event's: user-1's event gets user-10's keys).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _INTERNED = {}   # interned-flag, interned-variant: the first value returned, by flag or (experiment, variant)
 _LAST_CONTEXT = {}   # previous-context: the attributes a user's last getAssignment gave
@@ -360,6 +364,8 @@ class ExperimentationClient:
     def _shared(self, kind, user_id, key, fetch, waiter_box=None, attributes=None):
         ck = (user_id, key) + ((json.dumps(attributes, sort_keys=True),) if DEFECT == "cache-key-attrs" else ())
         fk = (kind, ck) + ((json.dumps(attributes, sort_keys=True),) if DEFECT == "flight-key-attrs" else ())
+        if DEFECT == "flight-key-concat":
+            fk = (kind, "%s:%s" % ck)
         now = self.clock.now()
         with self._lock:
             entry = self._caches[kind].get(ck)
@@ -555,9 +561,11 @@ class ExperimentationClient:
     def _fan_out(self, event):
         now = self.clock.now()
         with self._lock:
+            def mine(u):
+                return u.startswith(event["user_id"]) if DEFECT == "fanout-prefix-user" else u == event["user_id"]
             assignments = [k for (u, k, *_), (v, exp) in self._caches["experiment"].items()
-                           if u == event["user_id"] and now < exp and v.get("assigned", True)]
-            flags = [k for (u, k, *_), (v, exp) in self._caches["flag"].items() if u == event["user_id"] and now < exp]
+                           if mine(u) and now < exp and v.get("assigned", True)]
+            flags = [k for (u, k, *_), (v, exp) in self._caches["flag"].items() if mine(u) and now < exp]
         out = []
         for k in assignments:
             e = dict(event, experiment_key=k, feature_flag_key=None)
@@ -624,6 +632,8 @@ class ExperimentationClient:
                 if isinstance(summary, dict) and isinstance(summary.get("failure_count"), (int, float)) \
                         and summary["failure_count"] > 0:
                     ok = False
+                    if DEFECT == "batch-stops-after-failure-count":
+                        break
             except ValueError:
                 pass
         return ok

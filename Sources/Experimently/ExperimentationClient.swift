@@ -127,7 +127,7 @@ public final class ExperimentationClient: ExperimentationClientProtocol, Sendabl
     public func evaluateFlag(_ flagKey: String, user: User) async throws -> EvalResult {
         let key = CacheKey(userId: user.id, key: flagKey)
         return try await shared(key, cache: \.flags, flights: \.flagFlights) { [http] in
-            let path = "/api/v1/feature-flags/evaluate/" + HTTPTransport.encodeComponent(flagKey)
+            let path = "/api/v1/feature-flags/evaluate/" + HTTPTransport.encodePathSegment(flagKey)
             let (status, body) = try await http.send(method: "GET", path: path, query: [("user_id", user.id)])
             if status == 404 { throw ExperimentationError.flagNotFound(flagKey) }
             guard (200..<300).contains(status) else { throw Self.serverError(status, body) }

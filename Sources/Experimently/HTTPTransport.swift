@@ -51,6 +51,17 @@ struct HTTPTransport: Sendable {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// One path segment: ``encodeComponent(_:)``, except that a segment of only dots (`.` or
+    /// `..`) has its dots written `%2E`. A literal dot segment is removed on the way (RFC 3986
+    /// section 5.2.4; libcurl and proxies do), so a flag keyed `.` was asked as
+    /// `/evaluate/` and `..` as `/feature-flags/`; `%2E` is the same character to the server
+    /// (section 6.2.2.2) and is never removed.
+    static func encodePathSegment(_ text: String) -> String {
+        let encoded = encodeComponent(text)
+        guard encoded == "." || encoded == ".." else { return encoded }
+        return String(repeating: "%2E", count: encoded.utf8.count)
+    }
+
     /// The request URL: origin + `path` (already encoded) + query pairs encoded and sorted by name.
     func url(path: String, query: [(String, String)]) throws(ExperimentationError) -> URL {
         guard let origin else {

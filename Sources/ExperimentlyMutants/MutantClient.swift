@@ -516,7 +516,10 @@ public final class MutantClient: @unchecked Sendable {
             return text.addingPercentEncoding(withAllowedCharacters: path ? .urlPathAllowed : .urlQueryAllowed) ?? text
         }
         let unreserved = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
-        return text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
+        let encoded = text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
+        // A dot segment would be removed on the way (RFC 3986 section 5.2.4): its dots go as %2E.
+        if path && (encoded == "." || encoded == "..") { return String(repeating: "%2E", count: encoded.count) }
+        return encoded
     }
 
     private func encode<T: Encodable>(_ value: T) throws -> Data {

@@ -24,6 +24,21 @@ final class WireTests: SDKTestCase {
                        "/api/v1/feature-flags/evaluate/Az09-._~%2B%3F%23%C3%A9?user_id=%3D%25%2F%C3%BC")
     }
 
+    /// A flag key that is a dot segment goes as `%2E`: a literal `.` or `..` segment is removed
+    /// on the way (RFC 3986 section 5.2.4; libcurl does, so the out-of-process SDK asked
+    /// `/evaluate/` for key `.`). Dots inside a longer key stay literal (unreserved).
+    func testADotSegmentKeyIsEscaped() async throws {
+        XCTAssertEqual(HTTPTransport.encodePathSegment("."), "%2E")
+        XCTAssertEqual(HTTPTransport.encodePathSegment(".."), "%2E%2E")
+        XCTAssertEqual(HTTPTransport.encodePathSegment("..."), "...")
+        XCTAssertEqual(HTTPTransport.encodePathSegment("a.b"), "a.b")
+        XCTAssertEqual(HTTPTransport.encodePathSegment("./"), ".%2F")
+        let stub = Stub { _, _ in .respond(200, Body.flag("..")) }
+        let client = makeClient(stub)
+        _ = try await client.evaluateFlag("..", user: User(id: "u"))
+        XCTAssertEqual(stub.recorded.first?.pathAndQuery, "/api/v1/feature-flags/evaluate/%2E%2E?user_id=u")
+    }
+
     func testEveryRequestCarriesTheThreeHeaders() async throws {
         let stub = Stub { _, r in
             r.url.path.hasSuffix("/assign") ? .respond(200, Body.assignment("e", user: "u"))

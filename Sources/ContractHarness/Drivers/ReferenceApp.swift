@@ -19,6 +19,11 @@ final class ReferenceApp: @unchecked Sendable {
     struct State {
         var identity: String
         var anonymousCount = 1
+        /// Every identity the app has had (its first, logins, anonymous ids), compared by
+        /// Unicode scalars: a logout's new anonymous id is none of them (CONTRACT.md section 8,
+        /// "a new anonymous device id"; an outside tester's app logged in as `anon-2` and its
+        /// logout took `anon-2` again, so the named check failed every correct SDK).
+        var used: Set<ExactKey> = []
         var revision = 0
         var flagOn: [Int: Bool] = [:]
         var shown: String?
@@ -85,7 +90,9 @@ final class ReferenceApp: @unchecked Sendable {
         self.settings = settings
         self.client = client
         self.recorder = recorder
-        self.lock = HarnessLocked(State(identity: settings.initialUser))
+        var state = State(identity: settings.initialUser)
+        state.used.insert(ExactKey(settings.initialUser))
+        self.lock = HarnessLocked(state)
     }
 
     var identity: String { lock.withLock { $0.identity } }
@@ -149,7 +156,7 @@ final class ReferenceApp: @unchecked Sendable {
         switch action {
         case .login(let user):
             let rev = lock.withLock { s -> Int in
-                s.identity = user; s.revision += 1; s.shown = nil; s.source = "fallback"; return s.revision
+                s.identity = user; s.used.insert(ExactKey(user)); s.revision += 1; s.shown = nil; s.source = "fallback"; return s.revision
             }
             mark("login", ["identity": .string(user), "revision": .number(Double(rev))])
             await refresh()
@@ -194,8 +201,9 @@ final class ReferenceApp: @unchecked Sendable {
     private func logOut() async {
         let (old, new, rev) = lock.withLock { s -> (String, String, Int) in
             let old = s.identity
-            s.anonymousCount += 1
+            repeat { s.anonymousCount += 1 } while s.used.contains(ExactKey("anon-\(s.anonymousCount)"))
             s.identity = "anon-\(s.anonymousCount)"
+            s.used.insert(ExactKey(s.identity))
             s.revision += 1; s.shown = nil; s.source = "fallback"; s.reported = nil
             s.clears += 1
             return (old, s.identity, s.revision)
