@@ -61,7 +61,8 @@ BATCH_LIMIT = 100
 # A thirty-ninth: batch-stops-after-failure-count (trackBatch stops after a chunk answered 200 with
 # failure_count > 0), flight-key-concat (in-flight requests keyed by "user:key": concurrent ("a:b", "c")
 # and ("a", "b:c") share one request), fanout-prefix-user (an unkeyed event fans out to every cached
-# entry whose user id starts with the event's: user-1's event gets user-10's keys).
+# entry whose user id starts with the event's: user-1's event gets user-10's keys). An outside audit:
+# fanout-drops-properties (the entries of a fan-out go without the event's properties).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _INTERNED = {}   # interned-flag, interned-variant: the first value returned, by flag or (experiment, variant)
 _LAST_CONTEXT = {}   # previous-context: the attributes a user's last getAssignment gave
@@ -566,6 +567,8 @@ class ExperimentationClient:
             assignments = [k for (u, k, *_), (v, exp) in self._caches["experiment"].items()
                            if mine(u) and now < exp and v.get("assigned", True)]
             flags = [k for (u, k, *_), (v, exp) in self._caches["flag"].items() if mine(u) and now < exp]
+        if DEFECT == "fanout-drops-properties":
+            event = dict(event, properties=None)
         out = []
         for k in assignments:
             e = dict(event, experiment_key=k, feature_flag_key=None)

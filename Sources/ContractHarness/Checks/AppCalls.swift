@@ -301,3 +301,63 @@ struct AppEventFanOut {
                                      ranks: stride(from: 0, to: ranks.count, by: 100).map { Array(ranks[$0..<min($0 + 100, ranks.count)]) })
     }
 }
+
+/// The scenario's own SDK calls (its `do` steps, not the reference app's actions) on one client,
+/// with the users they ask for and when they ran: a request of the app's client that one of them
+/// sends is no app decision, so the app checks leave it to the other checks (an outside audit: a
+/// `do getAssignment` on the app's client made `exposure_after_display` fail a correct SDK for
+/// an exposure no display asked for). Identity data is compared by Unicode scalars.
+struct RunnerCalls {
+    /// One call: its SDK operation, the users and key it asks for, and its history window.
+    struct Call {
+        let name: String
+        let users: [String]
+        /// The flag or experiment key of a lookup (`nil` for tracking calls).
+        let key: String?
+        /// History index of its `invoke` event.
+        let start: Int
+        /// History index of its first `complete` event (`Int.max` when it never completed, and
+        /// for `track`, which may send after it returned).
+        let end: Int
+    }
+
+    /// The calls, in the order they began.
+    let calls: [Call]
+
+    /// The runner's calls on `client` in `history`.
+    init(history: [HistoryEvent], client: String) {
+        var completes: [ExactKey: Int] = [:]
+        for e in history where e.kind == .complete {
+            if let label = e.label, completes[ExactKey(label)] == nil { completes[ExactKey(label)] = e.index }
+        }
+        func users(_ event: JSONValue) -> [String] { event["user"]?.stringValue.map { [$0] } ?? [] }
+        calls = history.compactMap { e -> Call? in
+            guard e.kind == .invoke, let name = e.name, !name.hasPrefix("app."), e.client?.isExactly(client) ?? false else { return nil }
+            let end = e.label.flatMap { completes[ExactKey($0)] } ?? Int.max
+            if let target = Checks.lookupTarget(e) { return Call(name: name, users: [target.user], key: target.key, start: e.index, end: end) }
+            switch name {
+            // `track` reports nothing: its request may come after it returned.
+            case "track": return Call(name: name, users: e.detail.map(users) ?? [], key: nil, start: e.index, end: Int.max)
+            case "trackWithStatus": return Call(name: name, users: e.detail.map(users) ?? [], key: nil, start: e.index, end: end)
+            case "trackBatch": return Call(name: name, users: (e.detail?.arrayValue ?? []).flatMap(users), key: nil, start: e.index, end: end)
+            default: return nil
+            }
+        }
+    }
+
+    /// Whether a call that sends requests to `path` for `user` (and `key`, for a lookup) was in
+    /// flight at history index `index` (begun before it, not completed by then).
+    func inFlight(path: String, user: String, key: String?, at index: Int) -> Bool {
+        let names: Set<String>
+        switch path {
+        case "/api/v1/tracking/assign": names = ["getAssignment"]
+        case "/api/v1/tracking/track", "/api/v1/tracking/batch": names = ["track", "trackWithStatus", "trackBatch"]
+        default: names = path.hasPrefix("/api/v1/feature-flags/evaluate/") ? ["evaluateFlag"] : []
+        }
+        return calls.contains { call in
+            names.contains(call.name) && call.start < index && index < call.end
+                && call.users.contains { $0.isExactly(user) }
+                && (call.key == nil || key.map { call.key!.isExactly($0) } ?? true)
+        }
+    }
+}

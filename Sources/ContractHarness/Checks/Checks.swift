@@ -1225,6 +1225,51 @@ enum Checks {
         return problems
     }
 
+    /// Every tracking entry of an app's client with the user and name of a reference-app `event`
+    /// call in flight carries the fields that call gave (`metadata` = its properties, with
+    /// `layout_source`; `event_type` = its name: `payloadDifferences`), or those of another such
+    /// call then (CONTRACT.md section 8: business events carry `layout_source`; section 1, event
+    /// object). Left alone while a scenario call of the client tracks for that user. Before, the
+    /// app's events were attributed by user, name and key only: an SDK that dropped `metadata`
+    /// from fanned-out entries passed every named check (an outside audit).
+    static func appEventsSentTheirFields(_ c: CheckContext) -> [(String, [String])] {
+        guard c.scenario.app != nil else { return [] }
+        var problems: [(String, [String])] = []
+        for client in c.scenario.appClients {
+            guard let settings = c.scenario.appSettings(client: client) else { continue }
+            let calls = AppCalls(history: c.history, client: client, initialIdentity: settings.initialUser)
+            let runner = RunnerCalls(history: c.history, client: client)
+            let markers = c.history.filter { $0.kind == .marker && $0.name == "event" && $0.client.isExactly(client) }
+            var paired: Set<Int> = []
+            // Each event call with the event its `event` marker gave (name and properties).
+            var events: [(call: AppCalls.Call, given: JSONValue)] = []
+            for call in calls.calls where call.action == "event" && call.sdk == "trackWithStatus" {
+                guard let mine = markers.last(where: { m in
+                    guard m.index < call.start, !paired.contains(m.index), case .string(let id)? = m.detail?["identity"],
+                          case .number(let rev)? = m.detail?["revision"] else { return false }
+                    return id.isExactly(call.identity) && Int(rev) == call.revision
+                }), case .string(let name)? = mine.detail?["name"], let properties = mine.detail?["properties"] else { continue }
+                paired.insert(mine.index)
+                events.append((call, .object(["name": .string(name), "properties": properties])))
+            }
+            guard !events.isEmpty else { continue }
+            for (e, r) in c.requests where r.client.isExactly(client) && (r.path == "/api/v1/tracking/track" || r.path == "/api/v1/tracking/batch") {
+                for entry in r.events {
+                    guard case .string(let user)? = entry["user_id"], case .string(let name)? = entry["event_name"],
+                          !runner.inFlight(path: r.path, user: user, key: nil, at: e.index) else { continue }
+                    let mine = events.filter { $0.call.start < e.index && e.index < $0.call.end && $0.call.identity.isExactly(user)
+                        && $0.given["name"]?.stringValue.map { $0.isExactly(name) } ?? false }
+                    guard let first = mine.first, !mine.contains(where: { payloadDifferences(sent: entry, given: $0.given, stopAtFirst: true).isEmpty }) else { continue }
+                    let why = payloadDifferences(sent: entry, given: first.given).joined(separator: "; ")
+                    problems.append(("\(appPrefix(c, client))the app's event '\(Attribution.show(name))' of '\(Attribution.show(user))' went out in request #\(r.seq) with other fields than its \(AppCalls.describe(first.call)) gave: \(why) (CONTRACT.md section 8: business events carry layout_source; section 1, event object)",
+                                     c.excerpt([first.call.start, e.index])))
+                    break
+                }
+            }
+        }
+        return problems
+    }
+
     /// Each unkeyed event becomes one `/batch` entry per cached `assigned:true` assignment of its
     /// user, then one per cached flag, in insertion order, each with exactly one key; `trackBatch`
     /// sends keyed events as they are and chunks of 100 in order. Concurrent operations' batches
@@ -1466,7 +1511,7 @@ enum Checks {
         case .undecided(let states):
             problems.append(("could not attribute \(batches.count) batches to \(operations.count) tracking operations within \(states) search states; split the scenario", []))
         }
-        return sizesOnly ? problems : problems + unkeyedCallsSentTheirFields(c, unkeyedCalls)
+        return sizesOnly ? problems : problems + unkeyedCallsSentTheirFields(c, unkeyedCalls) + appEventsSentTheirFields(c)
     }
 
     /// The ways `v`'s entries may fall into chunks of 100 (CONTRACT.md section 4: "sends chunks of
@@ -2110,6 +2155,7 @@ enum Checks {
     static func exposureAfterDisplay(_ c: CheckContext, app: AppSettings) -> [(String, [String])] {
         var problems: [(String, [String])] = []
         let calls = AppCalls(history: c.history, client: app.client, initialIdentity: app.initialUser)
+        let runner = RunnerCalls(history: c.history, client: app.client)
         var displays: Set<String> = []   // exact identity \0 revision of each display with the flag on
         var exposed: [ExactKey: [String]] = [:]   // identity (exact) -> every variant answered (a thirty-sixth outside tester, E1: only the last was kept)
         // Variants the app's client may serve from its offline store (CONTRACT.md section 4: on a
@@ -2149,7 +2195,9 @@ enum Checks {
                 default: break
                 }
             }
-            if e.kind == .request, let r = e.request, r.client.isExactly(app.client), r.path == "/api/v1/tracking/assign" {
+            if e.kind == .request, let r = e.request, r.client.isExactly(app.client), r.path == "/api/v1/tracking/assign",
+               !runner.inFlight(path: r.path, user: r.users.first ?? "", key: r.key?.key, at: e.index) {
+                // (A scenario's own getAssignment on the app's client is no display decision.)
                 let user = r.users.first ?? "?"
                 let issuers = calls.issuers(path: r.path, user: user, at: e.index)
                 // A display asks for the app's experiment only: an assignment of another one sent
@@ -2168,6 +2216,20 @@ enum Checks {
             if e.kind == .response, let r = e.request, r.client.isExactly(app.client), r.path == "/api/v1/tracking/assign", r.succeeded,
                case .string(let variant)? = r.response?["variant_name"], let user = r.users.first {
                 exposed[ExactKey(user), default: []].append(variant)
+            }
+            // The app tracks only through its `event` action: a tracking request of its client that
+            // neither an app call nor a scenario call in flight sent is an event the SDK made up (an
+            // exposure recorded for the fallback, say: CONTRACT.md section 8, "never for the
+            // fallback"). Before, only `fan_out` saw it, where a scenario named it (an outside audit).
+            if e.kind == .request, let r = e.request, r.client.isExactly(app.client),
+               r.path == "/api/v1/tracking/track" || r.path == "/api/v1/tracking/batch" {
+                let users = r.events.compactMap { $0["user_id"]?.stringValue }
+                if let user = (users.isEmpty ? ["?"] : users).first(where: { user in
+                    calls.issuers(path: r.path, user: user, at: e.index).isEmpty && !runner.inFlight(path: r.path, user: user, key: nil, at: e.index)
+                }) {
+                    problems.append(("tracking request for '\(user.unambiguous)' sent by no app event and no call of the scenario: \(r.summary) (CONTRACT.md section 8: exposure only when a fetched assignment is displayed, never for the fallback)",
+                                     c.slice(around: [e.index], radius: 3)))
+                }
             }
             if e.kind == .request, let r = e.request, r.client.isExactly(app.client) {
                 for event in r.events {
@@ -2212,6 +2274,7 @@ enum Checks {
     static func noStaleAfterLogout(_ c: CheckContext, app: AppSettings) async -> [(String, [String])] {
         var problems: [(String, [String])] = []
         let calls = AppCalls(history: c.history, client: app.client, initialIdentity: app.initialUser)
+        let runner = RunnerCalls(history: c.history, client: app.client)
         var retired: [ExactKey: Int] = [:]   // identity (exact) -> logout index
         for e in c.history {
             if e.kind == .marker, e.client.isExactly(app.client), e.name == "logout", case .string(let from)? = e.detail?["from"] {
@@ -2239,6 +2302,8 @@ enum Checks {
                     // Its own call, begun as `user` before the logout, may still be in flight.
                     let issuers = calls.issuers(path: r.path, user: user, at: e.index)
                     if issuers.contains(where: { calls.identity(at: $0.revision).isExactly(user) }) { continue }
+                    // A scenario's own call for X on the app's client asks for X by right.
+                    if runner.inFlight(path: r.path, user: user, key: r.key?.key, at: e.index) { continue }
                     problems.append(("request for '\(user.unambiguous)' received after that identity logged out, sent by no app operation begun as '\(user.unambiguous)': \(r.summary)",
                                      c.excerpt([retired[ExactKey(user)]!, e.index])))
                 }
@@ -2253,6 +2318,8 @@ enum Checks {
         }
         if let client = c.clients[app.client] {
             for user in retired.keys.sorted().map(\.text) {
+                // The scenario's own lookup for X on the app's client after X's logout may cache X.
+                if runner.calls.contains(where: { $0.key != nil && $0.start > retired[ExactKey(user)]! && $0.users.contains { $0.isExactly(user) } }) { continue }
                 let a = await ScenarioExecution.query(client, .getAssignments(user: user)).map(assignmentKeys) ?? []
                 let f = await ScenarioExecution.query(client, .getEvaluatedFlags(user: user)).map(strings) ?? []
                 if !a.isEmpty || !f.isEmpty {

@@ -185,8 +185,9 @@ final class ReferenceApp: @unchecked Sendable {
             let event = EventSpec(userId: identity, eventName: name,
                                   experimentKey: source == "assignment" ? settings.experiment : nil,
                                   properties: .object(properties))
+            // The properties go in the marker, so `fan_out` can hold each entry of the event to them.
             mark("event", ["name": .string(name), "identity": .string(identity), "layout_source": .string(source),
-                           "revision": .number(Double(rev))])
+                           "revision": .number(Double(rev)), "properties": .object(properties)])
             _ = await call(.trackWithStatus(event), action: "event", identity: identity, revision: rev)
         case .reportState:
             let (shown, source) = lock.withLock { s in (s.shown, s.source) }

@@ -21,10 +21,13 @@ final class CapConfirmationTests: XCTestCase {
     }()
 
     /// A held request and a clock advance past the SDK's deadline: an SDK without its own
-    /// deadline (`no-own-deadline`) never ends the lookup, with any limits (a real hang).
+    /// deadline (`no-own-deadline`) never ends the lookup, with any limits (a real hang). The
+    /// file's own step limit is what the confirmation runs with, so it leaves room for a loaded
+    /// machine (at 1,500 ms, `fan-out-to-expired` once ran past it under `swift test --parallel`
+    /// beside two other heavy jobs, and its catch was confirmed).
     static let deadline = try! ScenarioParser.parse(Data(#"""
     {"format": "experimently-scenario/1", "name": "deadline-ends-a-held-lookup", "description": "the SDK's own deadline",
-     "config": {"timeout": 5}, "step_timeout_ms": 1500,
+     "config": {"timeout": 5}, "step_timeout_ms": 4000,
      "steps": [
        {"fault": {"match": {}, "action": {"hold": {}}}, "id": "h"},
        {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-1", "as": "a", "async": true},
