@@ -166,6 +166,11 @@ public struct DriverHello: Sendable, Equatable {
         guard case .string(let version)? = json["protocol"] else { throw DriverProtocolError("hello: no \"protocol\" text in \(json.jsonText)") }
         guard case .string(let name)? = json["sdk"]?["name"] else { throw DriverProtocolError("hello: no \"sdk.name\" text in \(json.jsonText)") }
         guard case .array(let caps)? = json["capabilities"] else { throw DriverProtocolError("hello: no \"capabilities\" array in \(json.jsonText)") }
+        // Every capability is a text: one that is not cannot be read as any (an outside tester's
+        // adapter declared 5 and null beside its names, and nothing said so).
+        if let i = caps.firstIndex(where: { $0.stringValue == nil }) {
+            throw DriverProtocolError("hello: capabilities[\(i)] is \(caps[i].jsonText), not a text (capabilities are an array of texts)")
+        }
         protocolVersion = version
         sdkName = name
         sdkVersion = json["sdk"]?["version"]?.stringValue ?? ""
@@ -222,6 +227,13 @@ public struct DriverMessageDecoder: Sendable {
         catch { throw DriverProtocolError("not a driver reply (\(MockBackendPort.describe(error))): \(Self.quote(line))") }
         guard reply.result != nil || reply.error != nil else {
             throw DriverProtocolError("a driver reply needs \"result\" or \"error\": \(Self.quote(line))")
+        }
+        // A member stated twice is two answers in one: parsers keep the first or the last, so the
+        // verdict would depend on which (an outside tester: `"variant_name"` twice passed,
+        // judged on the first, where Python and JavaScript read the second). As in scenario
+        // files and the SDK's request bodies, it is refused, naming where.
+        if let duplicate = JSONDuplicateKey.first(inValid: line) {
+            throw DriverProtocolError("a driver reply states a member twice (\(duplicate)): \(Self.quote(line))")
         }
         return reply
     }
@@ -289,7 +301,11 @@ public struct DriverMessageDecoder: Sendable {
 
     /// Why `line` does not decode as a reply, in a few words (for a refusal naming it).
     static func whyNotAReply(_ line: Data) -> String {
-        do { _ = try JSONDecoder().decode(DriverReply.self, from: line); return "no result or error" }
+        do {
+            let reply = try JSONDecoder().decode(DriverReply.self, from: line)
+            if let duplicate = JSONDuplicateKey.first(inValid: line) { return "it states a member twice: \(duplicate)" }
+            return reply.result == nil && reply.error == nil ? "no result or error" : "not readable"
+        }
         catch { return MockBackendPort.describe(error) }
     }
 
@@ -376,10 +392,27 @@ public enum DriverOperation {
     /// Reads a `perform` result (`{"value": ...}` or `{"error": kind, "status", "code", "message"}`).
     ///
     /// - Throws: `DriverProtocolError` when it is neither.
+    ///   A result with both `value` and `error`, an `error` that is not a text, or a `status` or
+    ///   `code` that is not a whole number (`-1001.9` is no URLError code, `"503"` no status) is
+    ///   a protocol problem naming the field: read as either, it was judged on a value the
+    ///   adapter did not send (an outside tester: `-1001.9` passed `code -1001`).
     public static func outcome(_ json: JSONValue) throws -> OperationOutcome {
-        if case .string(let kind)? = json["error"] {
-            func int(_ k: String) -> Int? { if case .number(let n)? = json[k] { return Int(n) } else { return nil } }
-            return .error(kind: kind, status: int("status"), code: int("code"), message: json["message"]?.stringValue ?? "")
+        if let error = json["error"], error != .null {
+            guard case .string(let kind) = error else {
+                throw DriverProtocolError("a perform result's error at $.result.error is \(error.jsonText), not the error kind as a text: \(json.jsonText)")
+            }
+            if let value = json["value"], value != .null {
+                throw DriverProtocolError("a perform result has both \"value\" and \"error\" (it is one or the other): \(json.jsonText)")
+            }
+            func int(_ k: String) throws -> Int? {
+                switch json[k] {
+                case nil, .null?: return nil
+                case .number(let n)? where n == n.rounded() && abs(n) < 1e15: return Int(n)
+                case let other?:
+                    throw DriverProtocolError("a perform result's \(k) at $.result.\(k) is \(other.jsonText), not a whole number: \(json.jsonText)")
+                }
+            }
+            return .error(kind: kind, status: try int("status"), code: try int("code"), message: json["message"]?.stringValue ?? "")
         }
         guard case .object(let o) = json, let value = o["value"] else {
             throw DriverProtocolError("a perform result needs \"value\" or \"error\": \(json.jsonText)")

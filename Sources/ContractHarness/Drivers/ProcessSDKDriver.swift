@@ -197,6 +197,7 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
         }
         let connection = info.connection
         connection.closeScope(info.id)
+        await connection.confirmDeath()
         if connection.death == nil {
             for client in mine {
                 var request = DriverRequest(id: 0, type: .closeClient)
@@ -205,6 +206,8 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
             }
         }
         connection.abandon(scope: info.id)
+        // A `close_client` may be the first write to meet a dead adapter.
+        await connection.confirmDeath()
         return DriverScenarioReport(crash: connection.death, problems: connection.problems(since: info.problemMark),
                                     stderr: Array(connection.stderr(since: info.stderrMark).suffix(40)))
     }
@@ -271,7 +274,12 @@ final class ProcessDriverClient: DriverClient, Sendable {
         request.store = store
         request.entries = .array([DriverSeedEntry(kind: kind, user: user, key: key, value: json).json])
         switch await connection.send(request, scope: scope).value(deadlineMilliseconds: Self.replyDeadlineMilliseconds) {
-        case .success: return nil
+        case .success(let json):
+            // It says how many entries it wrote: one was sent.
+            guard case .number(1)? = json["seeded"] else {
+                return "the adapter answered seed_store with \(json.jsonText): one entry was sent, so it answers {\"seeded\": 1} when it wrote it (or an error)"
+            }
+            return nil
         case .failure(let f): return "the adapter did not take seed_store: \(f.message)"
         }
     }
@@ -327,8 +335,19 @@ final class ProcessDriverClient: DriverClient, Sendable {
             connection.noteProblem("persisted (request \(slot.id)): no reply within \(ms) ms")
         }
         guard case .success(let json) = reply else { return nil }
-        if case .bool(false)? = json["found"] { return nil }
-        return json["value"].flatMap { $0 == .null ? nil : $0 }
+        // `found` is a boolean that agrees with `value` (an outside tester's adapter answered
+        // `"found": "false"` beside a value, and it went unsaid).
+        let value = json["value"].flatMap { $0 == .null ? nil : $0 }
+        switch json["found"] {
+        case .bool(false)?:
+            if value != nil { connection.noteProblem("persisted (request \(slot.id)): \"found\": false beside a value: \(json.jsonText)") }
+            return nil
+        case .bool(true)?:
+            if value == nil { connection.noteProblem("persisted (request \(slot.id)): \"found\": true without a value: \(json.jsonText)") }
+        default:
+            connection.noteProblem("persisted (request \(slot.id)): \"found\" is \(json["found"]?.jsonText ?? "missing"), not a boolean: \(json.jsonText)")
+        }
+        return value
     }
 }
 
@@ -447,6 +466,9 @@ final class DriverConnection: Sendable {
         /// Problems dropped from the front of `problems` (it keeps the last 200).
         var problemsDropped = 0
         var stdinOpen = true
+        /// Why a write to its standard input failed (the adapter closed it, or is exiting), once
+        /// one did: the adapter is dead or as good as dead (`confirmDeath`).
+        var inputBroken: String?
         var stderrClosed = false
         /// Requests given up on at the end of their scenario: a late reply to one is no error.
         var abandoned: Set<Int> = []
@@ -614,10 +636,27 @@ final class DriverConnection: Sendable {
             }
         }
         if !ok {
-            _ = state.withLock { $0.slots.removeValue(forKey: slot.id) }
-            slot.resolve(.failure(.crashed("writing to its standard input failed: \(String(cString: strerror(errno)))")))
+            let why = "writing to its standard input failed: \(String(cString: strerror(errno)))"
+            state.withLock { s in
+                if s.inputBroken == nil { s.inputBroken = why }
+                s.slots.removeValue(forKey: slot.id)
+            }
+            slot.resolve(.failure(.crashed(why)))
         }
         return slot
+    }
+
+    /// After a write to the adapter failed, waits (at most `milliseconds`) for the adapter's end
+    /// to be seen (standard output's end or its exit, with the exit status for the report), and
+    /// else gives it up for that write's failure: either way it is dead from then on. Before, a
+    /// scenario whose write met a broken pipe before the reader saw the end was reported
+    /// `failed` (its later steps blamed, the scenario said to deadlock) in some runs and
+    /// `crashed` in others (an outside tester). Does nothing while every write succeeded.
+    func confirmDeath(milliseconds: Int = 1000) async {
+        guard let broken = state.withLock({ $0.death == nil ? $0.inputBroken : nil }) else { return }
+        let deadline = DispatchTime.now() + .milliseconds(milliseconds)
+        while death == nil && DispatchTime.now() < deadline { try? await Task.sleep(nanoseconds: 2_000_000) }
+        if death == nil { fail("the adapter stopped reading its standard input (\(broken))") }
     }
 
     /// Exchanges `hello` with an adapter started again, blocking the calling thread at most

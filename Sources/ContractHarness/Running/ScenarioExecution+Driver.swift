@@ -150,7 +150,12 @@ extension ScenarioExecution {
             // checks say after it (a client that "did not report its cache") follows from it, and
             // `explore` named the adapter's death after them (a twenty-seventh outside tester).
             result.checks.insert(CheckResult(name: "crash", passed: false, message: Self.adapterCrashPrefix + crash), at: 0)
-            result.reason = "crashed: \(crash)" + (result.reason.map { "; \($0)" } ?? "")
+            // The reason is the crash: steps that failed after it (a `wait_for` that never met
+            // its request, "the scenario deadlocks in this order") follow from the death and are
+            // only counted here, their messages kept in the checks (an outside tester: a dead
+            // adapter's scenario was told to move a step).
+            let others = result.checks.dropFirst().filter { !$0.passed }.count
+            result.reason = "crashed: \(crash)" + (others > 0 ? "; \(others) other check(s) failed with it (see checks)" : "")
             result.crash = .object(["reason": .string(Self.adapterCrashPrefix + crash),
                                     "stderr_tail": .array(report.stderr.suffix(20).map(JSONValue.string))])
         }
