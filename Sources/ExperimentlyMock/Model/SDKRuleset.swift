@@ -81,9 +81,14 @@ public enum SDKRuleset {
     }
 
     /// Whether an SDK may evaluate `condition` itself (upstream `condition_is_local`, plus: the
-    /// mock's `user_id` attribute, which means the request's user id, is always remote).
+    /// mock's `user_id` attribute, which means the request's user id, is always remote; and an
+    /// attribute with a `.` is remote: upstream resolves dotted paths against nested contexts and
+    /// aliases (its ruleset vectors have `nested`, `alias-user` and `deep` flags), while the
+    /// mock's evaluate route matches the flat key, so a local evaluator following upstream would
+    /// disagree with the mock's own answers (an outside audit)).
     public static func isLocal(_ condition: Condition) -> Bool {
         if Array(condition.attribute.unicodeScalars) == Array("user_id".unicodeScalars) { return false }
+        if condition.attribute.utf8.contains(UInt8(ascii: ".")) { return false }
         let value = condition.value
         switch condition.op {
         case .contains: return value.stringValue != nil
@@ -97,8 +102,10 @@ public enum SDKRuleset {
 
     /// The canonical serialization the version is computed over: sorted keys (by Unicode
     /// scalars), no whitespace, ASCII only (`\uXXXX` escapes, surrogate pairs above U+FFFF), as
-    /// Python's `json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=True)`.
-    /// Integral numbers below 2^53 are written without a fraction.
+    /// Python's `json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=True)`, except for
+    /// numbers: integral numbers below 2^53 are written without a fraction (`5.0` as `5`, `-0.0` as
+    /// `0`; Python keeps `5.0` and `-0.0`, which a `JSONValue` cannot tell apart), so the
+    /// `version` of a ruleset with such a value differs from upstream's. SDKs treat it as opaque.
     public static func canonicalJSON(_ value: JSONValue) -> String {
         var out = ""
         write(value, into: &out)

@@ -95,6 +95,19 @@ final class RulesetEvaluatorTests: XCTestCase {
         XCTAssertEqual(RulesetEvaluator.evaluate(ruleset, flagKey: "nope", userID: "u", context: [:]), .unknownFlag)
     }
 
+    /// A condition on a dotted attribute is served remote: upstream resolves such paths against
+    /// nested contexts and aliases, the mock's evaluate route by the flat key (an outside audit).
+    func testADottedAttributeIsRemote() {
+        let dotted = Flag(key: "dotted", rolloutPercentage: 50, rules: [
+            TargetingRule(conditions: [Condition(attribute: "user.plan", op: .eq, value: .string("pro"))], percentage: 100),
+        ])
+        XCTAssertEqual(SDKRuleset.flagEntry(dotted)["evaluation"], .string("remote"))
+        let flat = Flag(key: "flat", rolloutPercentage: 50, rules: [
+            TargetingRule(conditions: [Condition(attribute: "plan", op: .eq, value: .string("pro"))], percentage: 100),
+        ])
+        XCTAssertEqual(SDKRuleset.flagEntry(flat)["evaluation"], .string("local"))
+    }
+
     func testAMisstatedRulesetIsCaught() async throws {
         let ruleset = try await servedRuleset()
         guard case .object(var doc) = ruleset, var flags = doc["flags"]?.arrayValue else { return XCTFail("not a ruleset") }
