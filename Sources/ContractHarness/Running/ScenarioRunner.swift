@@ -787,6 +787,9 @@ final class ScenarioExecution: @unchecked Sendable {
             }
             clock.advanceWakingSDK(to: target)
             if let problem = await moveAdapter() { return problem }
+            // The mock's sleepers too: one that registered its delay late waits for a wake at or
+            // after its deadline (`VirtualClock.sleep(until:byMock:)`).
+            clock.wakeMock()
         case .seedStore(let client, let kind, let user, let key, let json):
             guard let c = clients[client] else { return "no client \(client)" }
             if let problem = await c.seedPersisted(kind: kind, user: user, key: key, json: json) { return problem }

@@ -25,6 +25,11 @@ public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sen
         /// The mock's (through ``mockView``).
         var byMock: Bool
     }
+    /// The latest instant at which the mock's sleepers were woken (``wakeMock()``, or an
+    /// ``advance(by:)`` that wakes everyone): a mock sleeper that registers later with a deadline
+    /// after it still waits for the next such wake, even when the clock has passed its deadline
+    /// (see ``sleep(until:byMock:)``).
+    private var mockWokenThrough: Date
     private var cancelledEarly: Set<UInt64> = []
     private var nextID: UInt64 = 0
     private var woken = 0
@@ -37,6 +42,7 @@ public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sen
     ///   cancelled, so a runner can track quiescence.
     public init(start: Date = Date(timeIntervalSince1970: 1_700_000_000), onChange: (@Sendable () -> Void)? = nil) {
         self.current = start
+        self.mockWokenThrough = start
         self.origin = start.timeIntervalSinceReferenceDate
         self.onChange = onChange
     }
@@ -111,12 +117,19 @@ public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sen
     }
 
     /// ``sleep(until:)``, the sleeper marked as the mock's (`byMock`) or an SDK's.
+    ///
+    /// An SDK sleeper whose deadline has come returns at once. A mock sleeper returns at once
+    /// only when the mock was already woken at or after its deadline; else it waits for the next
+    /// ``wakeMock()``: the runner wakes the SDK's deadlines at an instant before the mock's
+    /// answers, and a mock task that registered its delay only after the clock had reached its
+    /// end answered at once, racing the SDK's deadline at the same instant (1 run in 100 of a
+    /// tie returned the answer instead of the timeout: a fortieth-session flake).
     func sleep(until deadline: Date, byMock: Bool) async throws {
         try Task.checkCancellation()
         let deadline = onGrid(deadline)
         let unseen = !byMock && !Self.currentTaskPrefersAnExecutor()
         let id: UInt64? = lock.withLock {
-            guard deadline > current else { return nil }
+            guard deadline > current || (byMock && deadline > mockWokenThrough) else { return nil }
             nextID += 1
             sleepers[nextID] = Sleeper(deadline: deadline, continuation: nil, unseen: unseen, byMock: byMock)
             return nextID
@@ -150,7 +163,7 @@ public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sen
     /// (all at once: what they do then runs concurrently; the runner moves one instant at a time
     /// with ``nextInstant(toward:)``).
     public func advance(by seconds: TimeInterval) {
-        wake(moving: now().addingTimeInterval(max(0, seconds))) { _ in true }
+        wake(moving: now().addingTimeInterval(max(0, seconds)), wakesMock: true) { _ in true }
     }
 
     /// The earliest deadline of a sleeper due by `target` (the next instant something wakes on
@@ -174,7 +187,7 @@ public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sen
     /// Moves the time to `time` (never back) and wakes the SDK's sleepers due by then (a
     /// client's deadline comes before an answer the mock has due at the same instant).
     public func advanceWakingSDK(to time: Date) {
-        wake(moving: time) { !$0.byMock }
+        wake(moving: time, wakesMock: false) { !$0.byMock }
     }
 
     /// Wakes the mock's sleepers due by now (a delay's or an in-process timeout's end).
@@ -182,15 +195,16 @@ public final class VirtualClock: ExperimentationClock, MockClock, @unchecked Sen
     /// - Returns: how many woke.
     @discardableResult
     public func wakeMock() -> Int {
-        wake(moving: now()) { $0.byMock }
+        wake(moving: now(), wakesMock: true) { $0.byMock }
     }
 
     /// Moves the time to `time` (never back) and wakes the due sleepers `which` picks, in
     /// deadline order (ties in the order they went to sleep).
     @discardableResult
-    private func wake(moving time: Date, _ which: (Sleeper) -> Bool) -> Int {
+    private func wake(moving time: Date, wakesMock: Bool, _ which: (Sleeper) -> Bool) -> Int {
         let due: [CheckedContinuation<Void, Error>] = lock.withLock {
             current = max(current, onGrid(time))
+            if wakesMock { mockWokenThrough = current }
             let ready = sleepers.filter { $0.value.deadline <= current && which($0.value) }.sorted {
                 ($0.value.deadline, $0.key) < ($1.value.deadline, $1.key)
             }
