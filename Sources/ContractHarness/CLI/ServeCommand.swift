@@ -21,7 +21,7 @@ import ExperimentlyMock
 /// Documented in `Documentation/CrossSDK.md`.
 enum ServeCommand {
     static let usage = """
-    usage: contract-harness serve [--port N] [--host ADDR] [--fixtures FILE] [--api-key KEY[:SCOPE,...]]... [--faults FILE] [--journal FILE] [--admin-token TOKEN]
+    usage: contract-harness serve [--port N] [--host ADDR] [--fixtures FILE] [--api-key KEY[:SCOPE,...]]... [--faults FILE] [--journal FILE] [--journal-body-bytes N] [--admin-token TOKEN]
 
     Runs the mock backend over loopback TCP until SIGINT or SIGTERM, then writes the journal and exits 0.
       --port N              TCP port (default 8000; 0 picks a free port, printed in the URL line)
@@ -31,6 +31,8 @@ enum ServeCommand {
                             scope list, e.g. --api-key srv-key:sdk:ruleset (the key itself cannot contain ':')
       --faults FILE         a JSON array of fault rules, applied in order
       --journal FILE        write the history (every request and response) as JSON here on exit
+      --journal-body-bytes N  journal bodies longer than N bytes as their first N bytes, size and MD5
+                            (default 65536; up to 1048576, the body limit: then every body is whole)
       --admin-token TOKEN   require 'X-Admin-Token: TOKEN' on the control API under /__admin/
     Prints EXPERIMENTLY_API_URL=..., EXPERIMENTLY_ADMIN_URL=..., EXPERIMENTLY_LOCAL_API_KEY=... (a key
     with the sdk:ruleset scope, when there is one) and EXPERIMENTLY_API_KEY=... (a key without it) once listening.
@@ -44,8 +46,16 @@ enum ServeCommand {
         var apiKeys: [APIKey] = []
         var faults: String?
         var journal: String?
+        /// Bodies longer than this many bytes are journaled as their first bytes, size and MD5
+        /// (`--journal-body-bytes`; default 65,536: a whole batch of 100 events fits).
+        var journalBodyBytes = ServeCommand.defaultJournalBodyBytes
         var adminToken: String?
     }
+
+    /// The default of `--journal-body-bytes`: 64 KiB. A request body kept only in part cannot be
+    /// turned into a scenario step (`scenario --from-journal` names it), and at 4 KiB a full batch
+    /// chunk or a large configuration was (an outside tester: a 130-event batch replayed as 30).
+    static let defaultJournalBodyBytes = 65_536
 
     /// Parses `KEY[:SCOPE[,SCOPE...]]`: the key is everything before the first `:`; scopes are
     /// split on `,`, trimmed, empty ones dropped (as upstream parses a key's scopes).
@@ -93,6 +103,12 @@ enum ServeCommand {
                 o.adminToken = v
             case "--faults": o.faults = try value(a)
             case "--journal": o.journal = try value(a)
+            case "--journal-body-bytes":
+                let v = try value(a)
+                guard let n = Int(v), (0...(1 << 20)).contains(n) else {
+                    throw HarnessCommand.UsageError("--journal-body-bytes takes a whole number of bytes from 0 to 1048576 (the body limit), not '\(v)'")
+                }
+                o.journalBodyBytes = n
             case "--help", "-h": throw HarnessCommand.UsageError("")
             default: throw HarnessCommand.UsageError(a.hasPrefix("-") ? "serve: unknown option '\(a)'" : "serve: unexpected argument '\(a)'")
             }
@@ -261,7 +277,7 @@ enum ServeCommand {
             journal = nil
         }
         // Always streamed, so memory stays bounded also without --journal (then nothing is kept).
-        backend.streamHistory(HistoryRetention(), to: { journal?.append($0) })
+        backend.streamHistory(HistoryRetention(bodyPrefixBytes: options.journalBodyBytes), to: { journal?.append($0) })
         HarnessCommand.say("EXPERIMENTLY_API_URL=\(url)")
         HarnessCommand.say("EXPERIMENTLY_ADMIN_URL=\(url)/__admin")
         if let localKey { HarnessCommand.say("EXPERIMENTLY_LOCAL_API_KEY=\(localKey)") }

@@ -180,6 +180,34 @@ final class JournalScenarioTests: XCTestCase {
         XCTAssertTrue(broken.out.contains(caught), broken.out)
     }
 
+    /// Bodies `serve` journaled only in part (`body_size`: its first bytes, size and MD5) are
+    /// never read as what was sent or answered (an outside tester: a cut 5 KB configuration became
+    /// `decodingError`, a cut batch answer with 40 failures `true`, a cut 100-event batch "has no
+    /// events"): a cut request is named as such and not mapped, a cut 2xx answer states no
+    /// expectation, and the skeleton still judges its tracking calls.
+    func testBodiesJournaledInPartAreNamedNeverRead() throws {
+        func b64(_ text: String) -> String { Data(text.utf8).base64EncodedString() }
+        let key = #"[{"name":"X-API-Key","value":"***"}]"#
+        let assign = #"{"seq":1,"received_at":"2026-01-01T00:00:00.000Z","answered_at":"2026-01-01T00:00:00.001Z","method":"POST","path":"/api/v1/tracking/assign","headers":\#(key),"body":"\#(b64(#"{"experiment_key":"sdk_contract_ab","user_id":"u","context":{"a":"xx"#))","body_size":5000,"outcome":"respond","cancelled":false,"response":{"status":200,"headers":[],"body":"\#(b64(#"{"experiment_key":"sdk_contract_ab","user_id":"u","variant_name":"control"}"#))"}}"#
+        let event = #"{"event_type":"e","event_name":"e","user_id":"u","feature_flag_key":"nope"}"#
+        let batch = #"{"seq":2,"received_at":"2026-01-01T00:00:00.002Z","answered_at":"2026-01-01T00:00:00.003Z","method":"POST","path":"/api/v1/tracking/batch","headers":\#(key),"body":"\#(b64(#"{"events":[\#(event)]}"#))","json":{"events":[\#(event)]},"outcome":"respond","cancelled":false,"response":{"status":200,"headers":[],"body":"\#(b64(#"{"errors":[{"error":"Nei"#))","body_size":4829}}"#
+        let journal = dir.appendingPathComponent("cut.json")
+        try Data(#"{"format": "experimently-journal/1", "history": [\#(assign), \#(batch)]}"#.utf8).write(to: journal)
+        let out = dir.appendingPathComponent("cut-skeleton.json")
+        let (status, text) = try HarnessProcess.run(["scenario", "--from-journal", journal.path, "--out", out.path], in: dir, readingStandardError: true)
+        XCTAssertEqual(status, 0, text)
+        let skeleton = try JSONValue.parse(Data(contentsOf: out)).value
+        let description = skeleton["description"]?.stringValue ?? ""
+        XCTAssertTrue(description.contains("#1 POST /api/v1/tracking/assign: its body of 5000 bytes was journaled only in part"), description)
+        XCTAssertTrue(description.contains("#2 POST /api/v1/tracking/batch: its answer of 4829 bytes was journaled only in part; no expectation"), description)
+        let steps = skeleton["steps"]?.arrayValue ?? []
+        XCTAssertEqual(steps.compactMap { $0["do"]?.stringValue }, ["trackBatch"])
+        XCTAssertNil(steps.first { $0["do"] == .string("trackBatch") }?["expect"], "a cut answer's failure_count is unknown")
+        XCTAssertEqual(skeleton["checks"], .array(["stickiness", "single_flight", "no_stale_write", "batch_chunking", "fan_out"].map(JSONValue.string)))
+        let run = try HarnessProcess.run(["run", out.path, "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(run.status, 0, run.out)
+    }
+
     func testBadJournalsExitSixtyFourNamingFileAndPath() throws {
         func convert(_ text: String) throws -> (status: Int32, err: String) {
             let file = dir.appendingPathComponent("bad.json")
