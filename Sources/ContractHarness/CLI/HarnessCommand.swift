@@ -531,6 +531,9 @@ public enum HarnessCommand {
         let selected = scenarios.filter { s in
             options.filters.isEmpty || options.filters.contains { f in s.name.contains(f) || s.tags.contains { $0.contains(f) } }
         }
+        for (name, file) in options.known.unmatched(in: scenarios) {
+            tell("WARNING --skip-from \(file): '\(name.unambiguous)' names no scenario of this run")
+        }
         if let unusableAdapter, !selected.isEmpty {
             let results = selected.map {
                 ScenarioResult(name: $0.name, file: $0.file, tags: $0.tags, source: $0.source, status: .error, durationMilliseconds: 0,
@@ -593,6 +596,9 @@ public enum HarnessCommand {
             v.extra["interrupted"] = .bool(true)
             try? v.write(to: options.verdict, redacting: secrets)
             if let junit = options.junit { try? v.junit(redacting: secrets).writeOutput(to: junit) }
+            // The reports too: what failed before the signal is shown, and an earlier run's report
+            // never stays as if it were this one's (an outside tester: "all green" survived).
+            _ = options.report.write(v, redacting: secrets)
             tell("interrupted: \(done.count) of \(selected.count) scenarios finished; verdict written to \(options.verdict)")
         }
         defer { sources.forEach { $0.cancel() } }

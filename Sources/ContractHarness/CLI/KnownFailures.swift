@@ -6,30 +6,42 @@ import Foundation
 struct KnownFailures {
     /// Texts of `--skip`: a scenario whose name or a tag contains one is a known failure.
     var patterns: [String] = []
-    /// Names read from `--skip-from` files, with the file each came from.
-    var names: [String: String] = [:]
+    /// Names read from `--skip-from` files (by Unicode scalars: NFC and NFD spellings are two
+    /// names, as two scenarios), with the file each came from.
+    var names: [ExactKey: String] = [:]
 
     var isEmpty: Bool { patterns.isEmpty && names.isEmpty }
 
     /// Reads a `--skip-from` file: one scenario name a line; `#` starts a comment (the reason);
-    /// blank lines are ignored.
+    /// blank lines are ignored; a line ending `\r\n` (a file written on Windows) is read as
+    /// ending `\n` (before, every name of such a file kept its `\r` and matched nothing: an outside
+    /// tester).
     ///
     /// - Throws: `HarnessCommand.UsageError` naming the file when it cannot be read.
     mutating func load(_ file: String) throws {
         guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
             throw HarnessCommand.UsageError("--skip-from \(file): cannot read the file")
         }
-        for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        // `\r\n` is one Character in Swift: split where any line ends, so a CRLF file's lines split too.
+        for raw in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline) {
             let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-            let name = line.trimmingCharacters(in: .whitespaces)
-            if !name.isEmpty { names[name] = file }
+            let name = line.trimmingCharacters(in: .whitespacesAndNewlines)
+            if !name.isEmpty { names[ExactKey(name)] = file }
         }
     }
 
     /// Whether `scenario` is a known failure; compares names by Unicode scalars.
     func matches(_ scenario: Scenario) -> Bool {
-        if names.keys.contains(where: { Array($0.unicodeScalars) == Array(scenario.name.unicodeScalars) }) { return true }
+        if names[ExactKey(scenario.name)] != nil { return true }
         return patterns.contains { p in scenario.name.contains(p) || scenario.tags.contains { $0.contains(p) } }
+    }
+
+    /// The `--skip-from` names that name none of `scenarios` (a typo, a renamed scenario, another
+    /// spelling), with their file, sorted: a warning each, so a known failure never shows as a
+    /// FAIL for a list that silently missed it.
+    func unmatched(in scenarios: [Scenario]) -> [(name: String, file: String)] {
+        let present = Set(scenarios.map { ExactKey($0.name) })
+        return names.filter { !present.contains($0.key) }.map { ($0.key.text, $0.value) }.sorted { ($0.file, $0.name) < ($1.file, $1.name) }
     }
 
     /// Turns a failing known failure into a skipped result; returns the console line.
@@ -41,7 +53,7 @@ struct KnownFailures {
             r.reason = "known failure: " + why
             return "KNOWN \(r.name): \(why)"
         case .passed:
-            let source = names.first { Array($0.key.unicodeScalars) == Array(r.name.unicodeScalars) }?.value
+            let source = names[ExactKey(r.name)]
             return "FIXED \(r.name): listed as a known failure but passes now" + (source.map { "; remove it from \($0)" } ?? "; drop its --skip")
         case .skipped:
             return nil

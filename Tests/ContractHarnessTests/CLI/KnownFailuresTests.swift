@@ -37,6 +37,22 @@ final class KnownFailuresTests: XCTestCase {
         XCTAssertEqual(passing.status, .passed)
     }
 
+    /// A file written on Windows (CRLF) reads as one with LF; NFC and NFD spellings of a name are
+    /// two entries; an entry naming no scenario of the run is listed for a warning (an outside
+    /// tester: a CRLF file matched nothing and said nothing).
+    func testWindowsLineEndsBothSpellingsAndUnmatchedNames() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("known-crlf-\(getpid()).txt")
+        try "flaky-one\r\ncaf\u{E9}  # NFC\r\ncafe\u{301}\r\ntypo-name\r\n".write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        var known = KnownFailures()
+        try known.load(file.path)
+        XCTAssertEqual(known.names.count, 4)
+        for name in ["flaky-one", "caf\u{E9}", "cafe\u{301}"] { XCTAssertTrue(known.matches(try scenario(name)), name) }
+        let unmatched = known.unmatched(in: [try scenario("flaky-one"), try scenario("caf\u{E9}")])
+        XCTAssertEqual(unmatched.map(\.name), ["cafe\u{301}", "typo-name"].sorted())
+        XCTAssertEqual(Set(unmatched.map(\.file)), [file.path])
+    }
+
     func testSkipTextMatchesNamesAndTagsAndAMissingFileIsAUsageError() throws {
         var known = KnownFailures(patterns: ["rac"])
         XCTAssertTrue(known.matches(try scenario("anything")), "the tag 'race' contains 'rac'")

@@ -106,10 +106,18 @@ final class InterruptTests: XCTestCase {
     }
 
     func testRunKillsItsAdapterOnSIGTERM() throws {
+        // An earlier run's reports: an interrupted run writes its own over them (an outside tester:
+        // "all green" survived a SIGTERM while the verdict and JUnit said interrupted).
+        let html = dir.appendingPathComponent("r.html"), mermaid = dir.appendingPathComponent("r.md")
+        for file in [html, mermaid] { try Data("OLD REPORT all green".utf8).write(to: file) }
         // The gate is the run's header line: its handler is installed by then (the verdict lists the scenario).
-        let v = try interrupt(["run", try hangingScenario(), "--sdk-command", Self.pythonDriver],
+        let v = try interrupt(["run", try hangingScenario(), "--sdk-command", Self.pythonDriver, "--html", html.path, "--mermaid", mermaid.path],
                               gate: ": SDK python-example", signal: SIGTERM, status: 143)
         XCTAssertEqual(v["scenarios"]?.arrayValue?.first?["status"], .string("error"))
+        for file in [html, mermaid] {
+            XCTAssertFalse(try String(contentsOf: file, encoding: .utf8).contains("OLD REPORT"), file.lastPathComponent)
+        }
+        XCTAssertTrue(try String(contentsOf: html, encoding: .utf8).contains("interrupt-hangs"))
     }
 
     /// Interrupted while the adapter starts (before the command's own handler): the adapter is
