@@ -150,6 +150,19 @@ public enum PercentDecoding {
     /// `_` every fault rule). Reserved characters stay escaped (`%2F` is not `/`) and a malformed
     /// escape stays as written.
     public static func normalizedTarget(_ raw: String) -> String {
+        rewritingEscapes(raw) { value, high, low, out in
+            let unreserved = (0x41...0x5A).contains(value) || (0x61...0x7A).contains(value) || (0x30...0x39).contains(value)
+                || value == UInt8(ascii: "-") || value == UInt8(ascii: ".") || value == UInt8(ascii: "_") || value == UInt8(ascii: "~")
+            if unreserved { out.append(value) } else { out += [UInt8(ascii: "%"), hexDigits[Int(high)], hexDigits[Int(low)]] }
+        }
+    }
+
+    private static let hexDigits = Array("0123456789ABCDEF".utf8)
+
+    /// `raw` with each well-formed `%XX` escape replaced by what `write` appends for it (the
+    /// byte it names, and its two digits' values); every other byte, a malformed escape's
+    /// included, copied as it is. Without `%` it is `raw`.
+    private static func rewritingEscapes(_ raw: String, _ write: (_ value: UInt8, _ high: UInt8, _ low: UInt8, _ out: inout [UInt8]) -> Void) -> String {
         guard raw.utf8.contains(UInt8(ascii: "%")) else { return raw }
         let bytes = Array(raw.utf8)
         var out: [UInt8] = []
@@ -157,13 +170,7 @@ public enum PercentDecoding {
         var i = 0
         while i < bytes.count {
             if bytes[i] == UInt8(ascii: "%"), i + 2 < bytes.count, let h = hexValue(bytes[i + 1]), let l = hexValue(bytes[i + 2]) {
-                let v = h << 4 | l
-                let unreserved = (0x41...0x5A).contains(v) || (0x61...0x7A).contains(v) || (0x30...0x39).contains(v)
-                    || v == UInt8(ascii: "-") || v == UInt8(ascii: ".") || v == UInt8(ascii: "_") || v == UInt8(ascii: "~")
-                if unreserved { out.append(v) } else {
-                    let digits = Array("0123456789ABCDEF".utf8)
-                    out += [UInt8(ascii: "%"), digits[Int(h)], digits[Int(l)]]
-                }
+                write(h << 4 | l, h, l, &out)
                 i += 3
             } else {
                 out.append(bytes[i])
@@ -177,21 +184,7 @@ public enum PercentDecoding {
     /// `urllib.parse.unquote`): every well-formed `%XX` escape decoded (`%2F` too), a malformed
     /// one kept as written, and bytes that are not UTF-8 read with U+FFFD. Without `%` it is `raw`.
     public static func servedPath(_ raw: String) -> String {
-        guard raw.utf8.contains(UInt8(ascii: "%")) else { return raw }
-        let bytes = Array(raw.utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count)
-        var i = 0
-        while i < bytes.count {
-            if bytes[i] == UInt8(ascii: "%"), i + 2 < bytes.count, let h = hexValue(bytes[i + 1]), let l = hexValue(bytes[i + 2]) {
-                out.append(h << 4 | l)
-                i += 3
-            } else {
-                out.append(bytes[i])
-                i += 1
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
+        rewritingEscapes(raw) { value, _, _, out in out.append(value) }
     }
 
     /// The value of one hexadecimal digit (either case), or `nil`.

@@ -31,12 +31,10 @@ final class SecondAuditFindingsTests: XCTestCase {
     func testTheDefectsFail() throws {
         let dir = try scratchDirectory("second-audit-defects")
         let file = Repository.root.appendingPathComponent("scenarios/app-fallback-display-records-no-exposure.json").path
-        let (status, out) = try HarnessProcess.run(["run", file, "--mutant", "exposure-for-fallback", "--verdict", "v.json"], in: dir)
-        XCTAssertEqual(status, 1, out)
-        XCTAssertTrue(out.contains("exposure_after_display: tracking request for 'user-2' sent by no app event"), out)
-        let (status2, out2) = try HarnessProcess.run(["run", file, "--sdk-command", "EXPERIMENTLY_EXAMPLE_DEFECT=fanout-drops-properties \(Self.python)",
-                                                      "--verdict", "v.json"], in: dir)
-        XCTAssertEqual(status2, 1, out2)
-        XCTAssertTrue(out2.contains("fan_out: the app's event 'Report Previewed' of 'user-2' went out in request") && out2.contains("metadata absent"), out2)
+        try TesterFixtures.assertFails(file, on: ["--mutant", "exposure-for-fallback"],
+                                       saying: ["exposure_after_display: tracking request for 'user-2' sent by no app event"], in: dir)
+        try TesterFixtures.assertFails(file, on: ["--sdk-command", "EXPERIMENTLY_EXAMPLE_DEFECT=fanout-drops-properties \(Self.python)"],
+                                       saying: ["fan_out: the app's event 'Report Previewed' of 'user-2' went out in request", "metadata absent"], in: dir)
     }
+
 }

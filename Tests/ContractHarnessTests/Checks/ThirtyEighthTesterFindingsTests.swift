@@ -29,15 +29,11 @@ final class ThirtyEighthTesterFindingsTests: XCTestCase {
     /// users (F8) and a stale context on the reference app's display (F7).
     func testTheDefectsFail() throws {
         let dir = try scratchDirectory("thirty-eighth-defects")
-        let size = Self.fixtures.appendingPathComponent("cache-size-total.json").path
-        let (status, out) = try HarnessProcess.run(["run", size, "--mutant", "ignores-cache-size", "--verdict", "v.json"], in: dir)
-        XCTAssertEqual(status, 1, out)
-        XCTAssertTrue(out.contains("over its users, more than its cache_size of 2"), out)
-        let app = Self.fixtures.appendingPathComponent("app-ctx.json").path
-        let (status2, out2) = try HarnessProcess.run(["run", app, "--sdk-command", "EXPERIMENTLY_EXAMPLE_DEFECT=previous-context \(Self.python)",
-                                                      "--verdict", "v.json"], in: dir)
-        XCTAssertEqual(status2, 1, out2)
-        XCTAssertTrue(out2.contains("event_payload") && out2.contains("where the call gave no attributes"), out2)
+        try TesterFixtures.assertFails(Self.fixtures.appendingPathComponent("cache-size-total.json").path, on: ["--mutant", "ignores-cache-size"],
+                                       saying: ["over its users, more than its cache_size of 2"], in: dir)
+        try TesterFixtures.assertFails(Self.fixtures.appendingPathComponent("app-ctx.json").path,
+                                       on: ["--sdk-command", "EXPERIMENTLY_EXAMPLE_DEFECT=previous-context \(Self.python)"],
+                                       saying: ["event_payload", "where the call gave no attributes"], in: dir)
     }
 
     /// `fan_out` fails a `trackWithStatus` that returned `true` before its held `/track` was

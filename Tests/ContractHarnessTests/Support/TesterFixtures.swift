@@ -12,6 +12,15 @@ enum TesterFixtures {
         Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/\(name)")
     }
 
+    /// Runs `file` on the SDK `sdk` names (`["--mutant", NAME]`, `["--sdk-command", CMD]`) in
+    /// `dir` and asserts that it fails (exit 1) and that its output says each of `says`.
+    static func assertFails(_ file: String, on sdk: [String], saying says: [String], in dir: URL,
+                            file source: StaticString = #filePath, line: UInt = #line) throws {
+        let (status, out) = try HarnessProcess.run(["run", file] + sdk + ["--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status, 1, "\(sdk): \(out)", file: source, line: line)
+        for text in says { XCTAssertTrue(out.contains(text), "\(sdk): no '\(text)' in: \(out)", file: source, line: line) }
+    }
+
     /// Runs the folder `name` `runs` times on each correct SDK in `dir` and asserts that all
     /// `count` files pass every time.
     static func assertCorrectSDKsPass(_ name: String, count: Int, runs: Int = 1, in dir: URL,
