@@ -191,6 +191,8 @@ struct AppEventFanOut {
         let name: String?
         /// Whether the app sent it keyed (`layout_source` `assignment`: to `/track`).
         let keyed: Bool
+        /// The properties the app gave the event (its `event` marker's), `nil` when the marker has none.
+        let properties: JSONValue?
     }
 
     /// The app event calls by the history index of their `call` marker.
@@ -253,7 +255,8 @@ struct AppEventFanOut {
                 let sources = Set(candidates.compactMap { $0.detail?["layout_source"]?.stringValue })
                 let name = names.count == 1 && sources.count == 1 ? mine.detail?["name"]?.stringValue : nil
                 calls[call.start] = Call(client: client, id: call.id, start: call.start, end: call.end, user: call.identity,
-                                         name: name, keyed: mine.detail?["layout_source"]?.stringValue == "assignment")
+                                         name: name, keyed: mine.detail?["layout_source"]?.stringValue == "assignment",
+                                         properties: mine.detail?["properties"])
             }
         }
     }

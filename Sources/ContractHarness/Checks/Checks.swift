@@ -1232,36 +1232,28 @@ enum Checks {
     /// object). Left alone while a scenario call of the client tracks for that user. Before, the
     /// app's events were attributed by user, name and key only: an SDK that dropped `metadata`
     /// from fanned-out entries passed every named check (an outside audit).
-    static func appEventsSentTheirFields(_ c: CheckContext) -> [(String, [String])] {
-        guard c.scenario.app != nil else { return [] }
+    static func appEventsSentTheirFields(_ c: CheckContext, appEvents: AppEventFanOut) -> [(String, [String])] {
+        // The app's event calls whose name and properties their markers settle (`AppEventFanOut`
+        // pairs each call with its `event` marker), as the event each gave.
+        let events = appEvents.calls.values.sorted { $0.start < $1.start }.compactMap { call -> (call: AppEventFanOut.Call, given: JSONValue)? in
+            guard let name = call.name, let properties = call.properties else { return nil }
+            return (call, .object(["name": .string(name), "properties": properties]))
+        }
+        guard !events.isEmpty else { return [] }
         var problems: [(String, [String])] = []
         for client in c.scenario.appClients {
-            guard let settings = c.scenario.appSettings(client: client) else { continue }
-            let calls = AppCalls(history: c.history, client: client, initialIdentity: settings.initialUser)
+            let mine = events.filter { $0.call.client.isExactly(client) }
+            guard !mine.isEmpty else { continue }
             let runner = RunnerCalls(history: c.history, client: client)
-            let markers = c.history.filter { $0.kind == .marker && $0.name == "event" && $0.client.isExactly(client) }
-            var paired: Set<Int> = []
-            // Each event call with the event its `event` marker gave (name and properties).
-            var events: [(call: AppCalls.Call, given: JSONValue)] = []
-            for call in calls.calls where call.action == "event" && call.sdk == "trackWithStatus" {
-                guard let mine = markers.last(where: { m in
-                    guard m.index < call.start, !paired.contains(m.index), case .string(let id)? = m.detail?["identity"],
-                          case .number(let rev)? = m.detail?["revision"] else { return false }
-                    return id.isExactly(call.identity) && Int(rev) == call.revision
-                }), case .string(let name)? = mine.detail?["name"], let properties = mine.detail?["properties"] else { continue }
-                paired.insert(mine.index)
-                events.append((call, .object(["name": .string(name), "properties": properties])))
-            }
-            guard !events.isEmpty else { continue }
             for (e, r) in c.requests where r.client.isExactly(client) && (r.path == "/api/v1/tracking/track" || r.path == "/api/v1/tracking/batch") {
                 for entry in r.events {
                     guard case .string(let user)? = entry["user_id"], case .string(let name)? = entry["event_name"],
                           !runner.inFlight(path: r.path, user: user, key: nil, at: e.index) else { continue }
-                    let mine = events.filter { $0.call.start < e.index && e.index < $0.call.end && $0.call.identity.isExactly(user)
-                        && $0.given["name"]?.stringValue.map { $0.isExactly(name) } ?? false }
-                    guard let first = mine.first, !mine.contains(where: { payloadDifferences(sent: entry, given: $0.given, stopAtFirst: true).isEmpty }) else { continue }
+                    let running = mine.filter { $0.call.start < e.index && e.index < $0.call.end && $0.call.user.isExactly(user)
+                        && $0.call.name.map { $0.isExactly(name) } ?? false }
+                    guard let first = running.first, !running.contains(where: { payloadDifferences(sent: entry, given: $0.given, stopAtFirst: true).isEmpty }) else { continue }
                     let why = payloadDifferences(sent: entry, given: first.given).joined(separator: "; ")
-                    problems.append(("\(appPrefix(c, client))the app's event '\(Attribution.show(name))' of '\(Attribution.show(user))' went out in request #\(r.seq) with other fields than its \(AppCalls.describe(first.call)) gave: \(why) (CONTRACT.md section 8: business events carry layout_source; section 1, event object)",
+                    problems.append(("\(appPrefix(c, client))the app's event '\(Attribution.show(name))' of '\(Attribution.show(user))' went out in request #\(r.seq) with other fields than its app call \(first.call.id) (app.event as '\(first.call.user.unambiguous)') gave: \(why) (CONTRACT.md section 8: business events carry layout_source; section 1, event object)",
                                      c.excerpt([first.call.start, e.index])))
                     break
                 }
@@ -1281,6 +1273,7 @@ enum Checks {
         // one per subset of those entries, all of them first.
         var expectations: [(invoke: HistoryEvent, variants: [(expected: [Attribution.Entry], ranks: [Attribution.Rank])])] = []
         // The reference app's unkeyed events, judged like a plain trackWithStatus (`appEventFanOut`).
+        let appEventsGiven = appEvents
         var appEvents = appEvents
         var appOperations: [Attribution.Operation] = []
         var unpredictable: [Attribution.Window] = []
@@ -1511,7 +1504,7 @@ enum Checks {
         case .undecided(let states):
             problems.append(("could not attribute \(batches.count) batches to \(operations.count) tracking operations within \(states) search states; split the scenario", []))
         }
-        return sizesOnly ? problems : problems + unkeyedCallsSentTheirFields(c, unkeyedCalls) + appEventsSentTheirFields(c)
+        return sizesOnly ? problems : problems + unkeyedCallsSentTheirFields(c, unkeyedCalls) + appEventsSentTheirFields(c, appEvents: appEventsGiven)
     }
 
     /// The ways `v`'s entries may fall into chunks of 100 (CONTRACT.md section 4: "sends chunks of
