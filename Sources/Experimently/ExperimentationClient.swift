@@ -63,24 +63,43 @@ public final class ExperimentationClient: ExperimentationClientProtocol, Sendabl
     private let config: SdkConfig
     private let http: HTTPTransport
     private let clock: any ExperimentationClock
+    /// The store the offline fallback reads and writes: `nil` when the fallback is off.
     private let offlineStore: OfflineStore?
+    /// The store given at init, fallback on or off: what `clearOfflineCache()` clears.
+    private let persistentStore: OfflineStore?
     private let state: Locked<State>
     /// The task executor every task the client creates prefers (`nil`: the global executor).
     private let tasks: SDKTaskSpawner
 
-    /// Creates a client.
+    /// Creates a client on the wall clock, with upstream's parameters (CONTRACT.md section 3).
     ///
     /// - Parameters:
     ///   - config: base URL, API key, timeout, cache settings.
     ///   - session: the `URLSession` for every request (inject one with a custom `URLProtocol` in tests).
-    ///   - offlineStore: where successes are persisted for the offline fallback; `nil` persists nothing.
-    ///   - clock: the time source for cache TTLs and request deadlines; the wall clock by default.
+    ///   - offlineStore: where successes are persisted for the offline fallback when
+    ///     `config.enableOfflineFallback` is on; `nil` persists nothing (upstream reads `nil` as the
+    ///     default store). `clearOfflineCache()` clears it even when the fallback is off.
+    public convenience init(config: SdkConfig, session: URLSession = .shared, offlineStore: OfflineStore? = OfflineStore()) {
+        self.init(config: config, session: session, offlineStore: offlineStore, clock: SystemClock())
+    }
+
+    /// Creates a client on `clock`.
+    ///
+    /// A separate initializer, not a default of the one above, so that the unapplied reference
+    /// `ExperimentationClient.init(config:session:offlineStore:)` written against upstream still
+    /// names one.
+    ///
+    /// - Parameters:
+    ///   - config, session, offlineStore: as ``init(config:session:offlineStore:)``.
+    ///   - clock: the time source for cache TTLs (seconds) and request deadlines (CONTRACT.md
+    ///     sections 4 and 5.6).
     public init(config: SdkConfig, session: URLSession = .shared, offlineStore: OfflineStore? = OfflineStore(),
-                clock: any ExperimentationClock = SystemClock()) {
+                clock: any ExperimentationClock) {
         self.config = config
         self.tasks = SDKTaskSpawner(executor: nil)
         self.http = HTTPTransport(config: config, session: session, clock: clock)
         self.clock = clock
+        self.persistentStore = offlineStore
         self.offlineStore = config.enableOfflineFallback ? offlineStore : nil
         self.state = Locked(State(
             flags: UserKeyCache(ttl: config.cacheTTL, countLimit: config.cacheSize),
@@ -92,7 +111,8 @@ public final class ExperimentationClient: ExperimentationClientProtocol, Sendabl
     /// for tests: a test harness runs them on an executor it controls to choose their interleaving.
     ///
     /// - Parameters:
-    ///   - config, session, offlineStore, clock: as ``init(config:session:offlineStore:clock:)``.
+    ///   - config, session, offlineStore: as ``init(config:session:offlineStore:)``.
+    ///   - clock: as ``init(config:session:offlineStore:clock:)``.
     ///   - taskExecutor: the executor every task the client creates prefers; `nil` is the global
     ///     executor (the behaviour of the other initializer).
     @available(macOS 15, iOS 18, tvOS 18, watchOS 11, *)
@@ -102,6 +122,7 @@ public final class ExperimentationClient: ExperimentationClientProtocol, Sendabl
         self.tasks = SDKTaskSpawner(executor: taskExecutor)
         self.http = HTTPTransport(config: config, session: session, clock: clock, tasks: tasks)
         self.clock = clock
+        self.persistentStore = offlineStore
         self.offlineStore = config.enableOfflineFallback ? offlineStore : nil
         self.state = Locked(State(
             flags: UserKeyCache(ttl: config.cacheTTL, countLimit: config.cacheSize),
@@ -194,7 +215,9 @@ public final class ExperimentationClient: ExperimentationClientProtocol, Sendabl
     /// Records `event`; never throws (`throws` is kept for source compatibility).
     ///
     /// With a key: one `POST /api/v1/tracking/track`. Without: one `/batch` entry per cached
-    /// assignment (`assigned:true`) then per cached flag of `event.userId`, in insertion order.
+    /// assignment (`assigned:true`) then per cached flag of `event.userId`, in insertion order
+    /// (CONTRACT.md section 4). Cancelling the calling task does not stop the request: the event
+    /// is delivered and the call returns when it is answered; `close()` does cancel it.
     public func track(_ event: TrackEvent) async throws {
         await trackWithStatus(event)
     }
@@ -249,11 +272,16 @@ public final class ExperimentationClient: ExperimentationClientProtocol, Sendabl
         state.withLock { Self.detach(&$0) }
     }
 
-    /// Deletes everything persisted by the offline store; requests in flight will not write to it.
+    /// Deletes everything the offline store holds, whether or not the fallback is on; requests in
+    /// flight will not write to it (CONTRACT.md sections 3 and 5.1).
+    ///
+    /// A client with `enableOfflineFallback: false` still clears the store it was given: an app
+    /// that turns persistence off (a privacy opt-out) wipes what an earlier run stored, as
+    /// upstream's does (it was a no-op: an outside audit, 47 item 2).
     public func clearOfflineCache() {
         state.withLock { s in
             s.epoch &+= 1
-            offlineStore?.clearAll()
+            persistentStore?.clearAll()
         }
     }
 
@@ -423,7 +451,11 @@ public final class ExperimentationClient: ExperimentationClientProtocol, Sendabl
     }
 
     /// Sends one tracking request that `close()` can cancel (registered under the state lock
-    /// before it starts); `nil` when it failed or was cancelled (by `close()` or the caller).
+    /// before it starts); `nil` when it failed or `close()` cancelled it.
+    ///
+    /// The caller's cancellation does not reach the request: the event is sent and the call
+    /// returns once it is answered (or its deadline passes). A SwiftUI `.task` ended by its view
+    /// going away lost its conversion event; upstream delivers it (an outside audit, 47 item 4).
     private func sendTracking(path: String, body: Data) async -> (status: Int, body: Data)? {
         let (id, task) = state.withLock { s -> (UInt64, Task<(status: Int, body: Data)?, Never>) in
             s.nextWaiter &+= 1
@@ -437,7 +469,7 @@ public final class ExperimentationClient: ExperimentationClientProtocol, Sendabl
             return (s.nextWaiter, task)
         }
         defer { _ = state.withLock { $0.tracking.removeValue(forKey: id) } }
-        return await withTaskCancellationHandler { await task.value } onCancel: { task.cancel() }
+        return await task.value
     }
 
     private func sendBatches(_ events: [TrackEvent]) async -> Bool {

@@ -11,7 +11,8 @@ public struct SdkConfig: Sendable {
     public let apiKey: String
     /// Per-request deadline in seconds, enforced by the SDK itself (CONTRACT.md section 5.6).
     public let timeout: TimeInterval
-    /// Maximum number of entries in each in-memory cache (flags, assignments).
+    /// Maximum number of entries in each in-memory cache (flags, assignments), counted over every
+    /// user; beyond it the oldest insertion is evicted. 0 or less is no limit (as `NSCache`).
     public let cacheSize: Int
     /// Lifetime of a cached evaluation or assignment in seconds.
     public let cacheTTL: TimeInterval
@@ -25,7 +26,7 @@ public struct SdkConfig: Sendable {
     ///   - baseURL: API origin; default `"http://localhost:8000"`.
     ///   - apiKey: API key sent as `X-API-Key`.
     ///   - timeout: per-request deadline in seconds; default 10.
-    ///   - cacheSize: entries per in-memory cache; default 1000.
+    ///   - cacheSize: entries per in-memory cache; default 1000; 0 or less is no limit.
     ///   - cacheTTL: cache lifetime in seconds; default 300.
     ///   - enableOfflineFallback: persist successes and serve them on failure; default `true`.
     public init(
@@ -107,15 +108,38 @@ public struct Assignment: Codable, @unchecked Sendable {
     @available(*, deprecated, renamed: "variantName")
     public var variantKey: String { variantName }
 
-    /// Creates an assignment.
+    /// Creates an enrolled assignment (`assigned` is `true`), with upstream's parameters.
+    ///
+    /// A separate initializer, not a default of the one below, so that the unapplied reference
+    /// `Assignment.init(experimentKey:userId:variantId:variantName:isControl:configuration:)`
+    /// written against upstream still names one (CONTRACT.md section 3: source compatibility).
     public init(
         experimentKey: String,
         userId: String,
         variantId: String?,
         variantName: String,
         isControl: Bool,
-        configuration: [String: Any]? = nil,
-        assigned: Bool = true
+        configuration: [String: Any]? = nil
+    ) {
+        self.init(experimentKey: experimentKey, userId: userId, variantId: variantId, variantName: variantName,
+                  isControl: isControl, configuration: configuration, assigned: true)
+    }
+
+    /// Creates an assignment, saying whether the user is enrolled.
+    ///
+    /// - Parameters:
+    ///   - experimentKey, userId, variantId, variantName, isControl, configuration: the answer's
+    ///     fields (CONTRACT.md section 1).
+    ///   - assigned: `false` for a control answer to an ineligible user (targeting, holdout,
+    ///     mutual exclusion), never fanned out to (CONTRACT.md section 5.4).
+    public init(
+        experimentKey: String,
+        userId: String,
+        variantId: String?,
+        variantName: String,
+        isControl: Bool,
+        configuration: [String: Any]?,
+        assigned: Bool
     ) {
         self.experimentKey = experimentKey
         self.userId = userId

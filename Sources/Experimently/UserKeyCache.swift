@@ -53,9 +53,12 @@ struct UserKeyCache<Value> {
     let ttl: TimeInterval
     let countLimit: Int
 
+    /// A cache of at most `countLimit` entries over all users; `countLimit` 0 or less is no limit,
+    /// as upstream's `NSCache.countLimit` (it kept one entry, so an unkeyed event fanned out to
+    /// the last experiment only: an outside audit, 47 item 8).
     init(ttl: TimeInterval, countLimit: Int) {
         self.ttl = ttl
-        self.countLimit = max(1, countLimit)
+        self.countLimit = countLimit > 0 ? countLimit : Int.max
     }
 
     /// The unexpired value for `key` at `now`; an expired entry is removed.

@@ -177,7 +177,9 @@ enum MockInProcessBench {
                         headers: [("Content-Type", "application/json"), ("X-Api-Key", Fixtures.sdkContractAPIKey)],
                         body: Data(#"{"experiment_key":"sdk_contract_ab","user_id":"user-\#(i)"}"#.utf8))
         }
-        for (label, requests) in [("flag GET", flags), ("assign POST", assigns)] {
+        // A second argument (`flag` or `assign`) measures that kind alone, for a profile of one.
+        let only = arguments.dropFirst().first
+        for (label, requests) in [("flag GET", flags), ("assign POST", assigns)] where only == nil || label.hasPrefix(only!) {
             var samples: [Double] = []
             samples.reserveCapacity(n)
             var bytes = 0

@@ -1,4 +1,4 @@
-// experimently-bench: release-mode benchmarks. Usage: experimently-bench sdk | mock-inprocess | mock-model [N] | mock-handle [N] | mock-serve [--port N]
+// experimently-bench: release-mode benchmarks. Usage: experimently-bench sdk | mock-inprocess | mock-model [N [flag|assign]] | mock-handle [N] | mock-serve [--port N]
 import Foundation
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -9,6 +9,6 @@ case "mock-model": MockInProcessBench.modelOnly(arguments: Array(arguments.dropF
 case "mock-handle": await MockInProcessBench.handleOnly(arguments: Array(arguments.dropFirst()))
 case "mock-serve": await MockBench.serve(arguments: Array(arguments.dropFirst()))
 default:
-    FileHandle.standardError.write(Data("usage: experimently-bench sdk | mock-inprocess | mock-model [N] | mock-handle [N] | mock-serve [--port N]\n".utf8))
+    FileHandle.standardError.write(Data("usage: experimently-bench sdk | mock-inprocess | mock-model [N [flag|assign]] | mock-handle [N] | mock-serve [--port N]\n".utf8))
     exit(64)
 }
