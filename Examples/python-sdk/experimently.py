@@ -62,7 +62,10 @@ BATCH_LIMIT = 100
 # failure_count > 0), flight-key-concat (in-flight requests keyed by "user:key": concurrent ("a:b", "c")
 # and ("a", "b:c") share one request), fanout-prefix-user (an unkeyed event fans out to every cached
 # entry whose user id starts with the event's: user-1's event gets user-10's keys). An outside audit:
-# fanout-drops-properties (the entries of a fan-out go without the event's properties).
+# fanout-drops-properties (the entries of a fan-out go without the event's properties). A forty-second:
+# retry-failed-lookup (a lookup sent again once after a 5xx or its own deadline, the retry's answer
+# returned: a second exposure) and sdk-exposure-track (every getAssignment also sends a `$exposure`
+# /track of the SDK's own).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _INTERNED = {}   # interned-flag, interned-variant: the first value returned, by flag or (experiment, variant)
 _LAST_CONTEXT = {}   # previous-context: the attributes a user's last getAssignment gave
@@ -340,6 +343,23 @@ class ExperimentationClient:
                 self._tracking.discard(conn)
             conn.close()
 
+    def _retrying(self, send, flight):
+        """`send()`; with the defect `retry-failed-lookup`, once more after a 5xx or the SDK's own
+        deadline (CONTRACT.md section 4 has no retry: PostHog/posthog-js PR #260)."""
+        if DEFECT != "retry-failed-lookup":
+            return send()
+        try:
+            status, body = send()
+        except ExperimentationError as e:
+            if e.kind != "networkError" or flight is None:
+                raise
+            with self._lock:
+                if flight.aborted != "timeout":
+                    raise
+                flight.aborted = None
+            return send()
+        return send() if status >= 500 else (status, body)
+
     @staticmethod
     def _aborted(flight):
         if flight.aborted == "timeout":
@@ -492,7 +512,7 @@ class ExperimentationClient:
             query = [("user_id", user_id)]
             if DEFECT == "evaluate-sends-context" and attributes is not None:
                 query.append(("context", json.dumps(attributes, separators=(",", ":"))))
-            status, body = self._send("GET", "/api/v1/feature-flags/evaluate/" + _quote(flag_key), query, flight=flight)
+            status, body = self._retrying(lambda: self._send("GET", "/api/v1/feature-flags/evaluate/" + _quote(flag_key), query, flight=flight), flight)
             if status == 404:
                 raise ExperimentationError("flagNotFound", "Flag not found: %s" % flag_key, status=404)
             if not 200 <= status < 300 or (DEFECT == "lookup-only-200" and status != 200):
@@ -516,13 +536,19 @@ class ExperimentationClient:
             fields = {"experiment_key": experiment_key, "user_id": user_id}
             if attributes is not None:
                 fields["context"] = _nf("NFD", attributes) if DEFECT == "nfd-context" else attributes
-            status, body = self._send("POST", "/api/v1/tracking/assign", body=_encode(fields), flight=flight)
+            status, body = self._retrying(lambda: self._send("POST", "/api/v1/tracking/assign", body=_encode(fields), flight=flight), flight)
             if status == 404:
                 raise ExperimentationError("experimentNotFound", "Experiment not found: %s" % experiment_key, status=404)
             if not 200 <= status < 300 or (DEFECT == "lookup-only-200" and status != 200):
                 raise ExperimentationError("serverError", body.decode("utf-8", "replace"), status=status)
             return _assignment_value(_decode_object(body), experiment_key, user_id)
         value = self._shared("experiment", user_id, experiment_key, fetch, waiter_box, attributes)
+        if DEFECT == "sdk-exposure-track":   # an exposure /track of the SDK's own per lookup (Flagsmith python client #233)
+            try:
+                self._send("POST", "/api/v1/tracking/track", body=_encode({"event_type": "$exposure", "event_name": "$exposure",
+                           "user_id": user_id, "experiment_key": experiment_key, "metadata": {"variant": value.get("variant_name")}}))
+            except ExperimentationError:
+                pass
         if DEFECT == "interned-variant" and isinstance(value, dict):
             with self._lock:
                 value = _INTERNED.setdefault(("experiment", experiment_key, value.get("variant_name")), value)

@@ -466,7 +466,7 @@ public enum ExperimentationError: Error, LocalizedError, @unchecked Sendable {
         case .invalidConfig(let m): return "Invalid SDK configuration: \(m)"
         case .networkError(let e): return "Network error: \(e.localizedDescription)"
         case .decodingError(let e): return "Decoding error: \(e.localizedDescription)"
-        case .flagNotFound(let k): return "Feature flag not found or not active: '\(k)'"
+        case .flagNotFound(let k): return "Feature flag not found: '\(k)'"
         case .experimentNotFound(let k): return "Experiment not found or not active: '\(k)'"
         case .serverError(let code, let body): return "Server error \(code): \(body)"
         case .cancelled: return "Operation was cancelled"

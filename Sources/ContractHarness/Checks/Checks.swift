@@ -750,6 +750,15 @@ enum Checks {
     }
 
     /// The first `complete` event of each operation label (labels compare by Unicode scalars).
+    /// Where each tracking call (`track`, `trackWithStatus`, `trackBatch`, the reference app's
+    /// `app.event`) ran: its client and the history indices of its invoke and first completion
+    /// (`Int.max` while it runs).
+    static func trackingWindows(_ c: CheckContext) -> [(client: String?, from: Int, to: Int)] {
+        let completes = firstCompletions(c)
+        return c.history.filter { $0.kind == .invoke && ["track", "trackWithStatus", "trackBatch", "app.event"].contains($0.name ?? "") }
+            .map { (client: $0.client, from: $0.index, to: $0.label.flatMap { completes[ExactKey($0)]?.index } ?? Int.max) }
+    }
+
     static func firstCompletions(_ c: CheckContext) -> [ExactKey: HistoryEvent] {
         var completes: [ExactKey: HistoryEvent] = [:]
         for e in c.history where e.kind == .complete {
@@ -854,7 +863,11 @@ enum Checks {
             if let twin = twins.first {
                 return " (CONTRACT.md section 4: identity is exact, user ids equal only when their Unicode scalars are: '\(Attribution.show(twin))' is another user, whose entry this may be; section 5, defect 1: a response to a request sent before a clear is never cached)"
             }
-            return " (CONTRACT.md section 5, defect 1: a response to a request sent before a clear is never cached; section 4: failures are never cached)"
+            // Which of the three the history shows is not decided here: each is named (a
+            // forty-second outside tester, F3: a TTL of 0 served as 300 s read as "a stale write
+            // after a clear" in a scenario with no clear and no failure).
+            return " (no answer the history holds leaves such an entry: one kept past its TTL, CONTRACT.md section 4: fresh while now < stored + cacheTTL; "
+                + "a response to a request sent before a clear, section 5, defect 1; or a failure, section 4: failures are never cached)"
         }
         return " (CONTRACT.md section 4: every success is cached for the TTL, in insertion order)"
     }
@@ -915,15 +928,36 @@ enum Checks {
             entry.invokes.append(e.index)
             calls[k] = entry
         }
-        guard !calls.isEmpty else { return [] }
         var sent: [String: [(seq: Int, index: Int)]] = [:]
+        var shownSent: [String: String] = [:], clientSent: [String: String] = [:]
         for (e, r) in c.requests where r.path == "/api/v1/tracking/track" {
             guard let client = r.client, !unjudged.contains(exact(client)), let body = r.body, case .string(let user)? = body["user_id"] else { continue }
             guard case .string(let name)? = body["event_name"] ?? body["event_type"] else { continue }
             let k = [exact(client), exact(user), exact(name), text(body["experiment_key"]), text(body["feature_flag_key"])].joined(separator: "\u{0}")
             sent[k, default: []].append((r.seq, e.index))
+            if shownSent[k] == nil {
+                clientSent[k] = client
+                shownSent[k] = "event '\(Attribution.show(name))' of user '\(Attribution.show(user))'"
+                    + (body["experiment_key"]?.stringValue.map { " for experiment '\(Attribution.show($0))'" } ?? "")
+                    + (body["feature_flag_key"]?.stringValue.map { " for flag '\(Attribution.show($0))'" } ?? "") + " on client '\(Attribution.show(client))'"
+            }
         }
         var problems: [(String, [String])] = []
+        // A content no call tracked, sent while a tracking call of its client ran (outside every
+        // such call `fanOut`'s window rule names it): the SDK made the event up. Before, an SDK
+        // that sent an `$exposure` /track with each lookup passed `fan_out` whenever some keyed
+        // call was running, for a user no call had (a forty-second outside tester, F2:
+        // Flagsmith/flagsmith-python-client #233).
+        let windows = trackingWindows(c)
+        for (k, requests) in sent.sorted(by: { $0.value[0].index < $1.value[0].index }) where calls[k] == nil && problems.count < 10 {
+            let client = clientSent[k]
+            let inside = requests.filter { r in windows.contains { $0.client.isExactly(client) && $0.from < r.index && r.index < $0.to } }
+            guard !inside.isEmpty else { continue }
+            problems.append(("the \(shownSent[k] ?? "event") was sent in /track request(s) " + inside.map { "#\($0.seq)" }.joined(separator: ", ")
+                             + " but no call tracked it (the tracking calls running then tracked other events): an SDK sends the events it is given, "
+                             + "a keyed event as one /track (CONTRACT.md section 4)", c.slice(around: inside.map(\.index), radius: 3)))
+        }
+        guard !calls.isEmpty else { return problems }
         for (k, call) in calls.sorted(by: { $0.key.unicodeScalars.lexicographicallyPrecedes($1.key.unicodeScalars) }) {
             let requests = sent[k] ?? []
             guard requests.count > call.count else { continue }
@@ -1355,8 +1389,7 @@ enum Checks {
         let completes: (String) -> Int? = { completesByLabel[ExactKey($0)] }
         // Tracking requests happen only while a tracking operation (or an app event) runs: an
         // SDK that sends events nobody asked for (an exposure for a fallback, say) is caught here.
-        let windows = c.history.filter { $0.kind == .invoke && ["track", "trackWithStatus", "trackBatch", "app.event"].contains($0.name ?? "") }
-            .map { (client: $0.client, from: $0.index, to: $0.label.flatMap(completes) ?? Int.max) }
+        let windows = trackingWindows(c)
         for (event, record) in c.requests where record.path == "/api/v1/tracking/track" {
             if !windows.contains(where: { $0.client.isExactly(record.client) && $0.from < event.index && event.index < $0.to }) {
                 problems.append(("a tracking request no operation asked for: \(record.summary)", c.slice(around: [event.index], radius: 3)))
@@ -1611,6 +1644,7 @@ enum Checks {
             guard let label = e.label, let t = lookupTarget(e) else { continue }
             lookups["\(exact(t.client))\u{0}\(exact(t.user))\u{0}\(t.kind)\u{0}\(exact(t.key))", default: []].append((e.index, completes[ExactKey(label)]?.index ?? Int.max))
         }
+        let runnerLookups = lookups
         // The reference app's lookups too: a display asks for the app's experiment, a refresh for its flag.
         for client in c.scenario.app == nil ? [] : c.scenario.appClients {
             guard let settings = c.scenario.appSettings(client: client) else { continue }
@@ -1698,6 +1732,26 @@ enum Checks {
             })
             return keysAnswered.count < settings.cacheSize
         }
+        /// The last flight per id ended by a failure (an HTTP error, no answer, the client gave it
+        /// up): the request, when it was received and ended (history indices), the client's epoch.
+        var failed: [String: (seq: Int, first: Int, index: Int, epoch: Int, how: String)] = [:]
+        /// Whether a request for `id` received at `index`, after the flight `failed` failed, can
+        /// only come from a call that waited on that flight: lookups for `id` are pending now, each
+        /// invoked before the failure (so it was waiting then, and the failure was its own), and
+        /// the flight was not given up by its callers before them (`abandoned`). Such a call gets
+        /// the persisted value or the error (CONTRACT.md section 4), never a second request: an
+        /// SDK that retried a failed lookup once (a 500, its own deadline) and returned the retry's
+        /// answer passed every named check, with a second exposure on `/assign` (a forty-second
+        /// outside tester, F1: PostHog/posthog-js PR #260).
+        func retriedByWaiter(_ id: String, failed: (seq: Int, first: Int, index: Int, epoch: Int, how: String), at index: Int) -> Bool {
+            guard let ops = lookups[id] else { return false }
+            // The runner's calls only: a reference-app call may be queued behind the failed fetch
+            // (its fetches are serialized) and issue its own request once that one ended.
+            guard let runnerOps = runnerLookups[id] else { return false }
+            let pendingNow = ops.filter { $0.invoke < index && $0.complete > index }
+            return !pendingNow.isEmpty && pendingNow.count == runnerOps.filter({ $0.invoke < index && $0.complete > index }).count
+                && pendingNow.allSatisfy { $0.invoke < failed.index } && !abandoned(id, first: failed.first, at: index)
+        }
         for e in c.history {
             switch e.kind {
             // clearOfflineCache too: a response to a request from before it is written nowhere
@@ -1736,6 +1790,13 @@ enum Checks {
                                      + "and the cache size: those calls are cache hits (CONTRACT.md section 4: successes are cached; a hit sends nothing)",
                                      c.excerpt([shared.index, taken, e.index])))
                     open[id] = (r.seq, e.index, epochs[exact(client), default: 0])
+                } else if let failure = failed[id], failure.epoch == epochs[exact(client), default: 0], !detachable.contains(r.seq),
+                          retriedByWaiter(id, failed: failure, at: e.index) {
+                    problems.append(("client '\(client)' sent request #\(r.seq) for \(key.kind) '\(Attribution.show(key.key))' of user '\(Attribution.show(user))' "
+                                     + "after request #\(failure.seq) \(failure.how), while only calls that were waiting on it were pending: a call retried "
+                                     + "its failed lookup (CONTRACT.md section 4: on a failure the call returns the persisted value or throws; one request, "
+                                     + "so one exposure, per flight)", c.excerpt([failure.first, failure.index, e.index])))
+                    open[id] = (r.seq, e.index, epochs[exact(client), default: 0])
                 } else {
                     open[id] = (r.seq, e.index, epochs[exact(client), default: 0])
                 }
@@ -1755,8 +1816,15 @@ enum Checks {
                     if r.succeeded, let body = r.response, case .object = body, r.ambiguousBody != true, !r.cancelled,
                        seededReadability(kind: key.kind, body) == .readable, named == nil || named?.stringValue.map({ $0.isExactly(key.key) }) == true {
                         served[id] = (r.seq, first.index, e.index, first.epoch)
+                        failed[id] = nil
                     } else {
                         served[id] = nil
+                        if r.cancelled || !r.succeeded {
+                            let how = r.cancelled ? "was given up (no answer read)" : r.status.map { "was answered \($0)" } ?? "got no answer"
+                            failed[id] = (r.seq, first.index, e.index, first.epoch, how)
+                        } else {
+                            failed[id] = nil
+                        }
                     }
                 } else if open[id] != nil { staleAnswers[id] = (r.seq, e.index) }
             default: break
