@@ -1,0 +1,39 @@
+import XCTest
+@testable import ContractHarness
+
+/// A failure whose step ran out of real time while the run was not shown stuck names the time
+/// limit, not the scenario's contract rule (a forty-third outside tester, F1 and F2: an adapter
+/// frozen for 5 s, or a `--step-timeout-ms 20` cap, read as "[broken rule: CONTRACT.md section 4]").
+final class StepLimitNamingTests: XCTestCase {
+    private func failed(_ message: String) -> ScenarioResult {
+        ScenarioResult(name: "s", file: "s.json", tags: [], source: "CONTRACT.md section 4", status: .failed, durationMilliseconds: 1,
+                       checks: [CheckResult(name: "step 1", passed: false, message: message), CheckResult(name: "stickiness", passed: true)],
+                       reason: message, smoke: nil, history: [], historyDigest: "")
+    }
+
+    func testACappedLimitIsNamedInPlaceOfTheRule() {
+        var r = failed("step 1 do evaluateFlag: operation 'op1' did not finish within 20 ms; pending: op1 [broken rule: CONTRACT.md section 4 (single flight)]")
+        ScenarioRunner.nameTheTimeLimit(&r, limit: 20, fileLimit: 5000)
+        let m = r.checks[0].message ?? ""
+        XCTAssertFalse(m.contains("broken rule"), m)
+        XCTAssertTrue(m.hasPrefix("step 1 do evaluateFlag: operation 'op1' did not finish within 20 ms; pending: op1 [not judged against a contract rule"), m)
+        XCTAssertTrue(m.contains("--step-timeout-ms capped the file's 5000 ms"), m)
+        XCTAssertEqual(r.reason, m)
+        XCTAssertNil(r.checks[1].message, "a passing check is left alone")
+    }
+
+    func testTheFilesOwnLimitIsNamedWithoutACap() {
+        var r = failed("step 2: not quiescent after 5000 ms [broken rule: CONTRACT.md section 5, defect 3]")
+        ScenarioRunner.nameTheTimeLimit(&r, limit: 5000, fileLimit: 5000)
+        let m = r.checks[0].message ?? ""
+        XCTAssertTrue(m.contains("the step limit of 5000 ms ran out while the run could not be shown stuck"), m)
+        XCTAssertFalse(m.contains("capped"), m)
+    }
+
+    /// A message without a rule appended keeps its text.
+    func testAMessageWithoutARuleIsKept() {
+        var r = failed("step 1: the adapter died")
+        ScenarioRunner.nameTheTimeLimit(&r, limit: 5000, fileLimit: 5000)
+        XCTAssertEqual(r.checks[0].message, "step 1: the adapter died")
+    }
+}
