@@ -1735,6 +1735,11 @@ enum Checks {
         /// The last flight per id ended by a failure (an HTTP error, no answer, the client gave it
         /// up): the request, when it was received and ended (history indices), the client's epoch.
         var failed: [String: (seq: Int, first: Int, index: Int, epoch: Int, how: String)] = [:]
+        /// Per id, the history index of the last answer received for it (any status): a call that
+        /// ended before it cannot have sent a request received after it.
+        var lastAnswer: [String: Int] = [:]
+        /// Per request (seq), `lastAnswer` of its id when it was received.
+        var answeredBefore: [Int: Int] = [:]
         /// Whether a request for `id` received at `index`, after the flight `failed` failed, can
         /// only come from a call that waited on that flight: lookups for `id` are pending now, each
         /// invoked before the failure (so it was waiting then, and the failure was its own), and
@@ -1749,8 +1754,21 @@ enum Checks {
             // (its fetches are serialized) and issue its own request once that one ended.
             guard let runnerOps = runnerLookups[id] else { return false }
             let pendingNow = ops.filter { $0.invoke < index && $0.complete > index }
-            return !pendingNow.isEmpty && pendingNow.count == runnerOps.filter({ $0.invoke < index && $0.complete > index }).count
-                && pendingNow.allSatisfy { $0.invoke < failed.index } && !abandoned(id, first: failed.first, at: index)
+            guard !pendingNow.isEmpty, pendingNow.count == runnerOps.filter({ $0.invoke < index && $0.complete > index }).count,
+                  !abandoned(id, first: failed.first, at: index) else { return false }
+            // Each pending call surely waited on the failed flight: it is the only lookup for `id`
+            // invoked before that request came (so it sent it: no earlier call, given up, can have
+            // sent it late), or it was invoked in an earlier step than the failure (the runner saw
+            // it settle, waiting on the flight, before the failure's step). An invoke marker alone
+            // is no proof: of two copies of a `times` step, the second may reach the SDK after the
+            // first one's request failed at once, find nothing in flight and nothing cached, and
+            // send its own (a forty-fourth outside tester: 6 in 100 runs).
+            let settledBefore = answeredBefore[failed.seq] ?? -1
+            let before = ops.filter { $0.invoke < failed.first && $0.complete > settledBefore }
+            let failureStep = c.history[failed.index].step
+            return pendingNow.allSatisfy { call in
+                (before.count == 1 && before[0].invoke == call.invoke) || c.history[call.invoke].step < failureStep
+            }
         }
         for e in c.history {
             switch e.kind {
@@ -1765,6 +1783,7 @@ enum Checks {
             case .request:
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
                 let id = "\(exact(client))\u{0}\(exact(user))\u{0}\(key.kind)\u{0}\(exact(key.key))"   // identity by Unicode scalars
+                answeredBefore[r.seq] = lastAnswer[id]
                 if let start = issueStarts[r.seq], (clearIndices[exact(client)] ?? []).contains(where: { $0 > start && $0 < e.index }) { detachable.insert(r.seq) }
                 if let first = open[id], first.epoch == epochs[exact(client), default: 0], !detachable.contains(first.seq),
                    !abandoned(id, first: first.index, at: e.index) {
@@ -1803,6 +1822,7 @@ enum Checks {
             case .response:
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
                 let id = "\(exact(client))\u{0}\(exact(user))\u{0}\(key.kind)\u{0}\(exact(key.key))"
+                defer { lastAnswer[id] = e.index }
                 if let first = open[id], first.seq == r.seq {
                     open[id] = nil
                     // A usable answer (2xx, a readable JSON object, whole, not cancelled) ends the
@@ -1819,7 +1839,9 @@ enum Checks {
                         failed[id] = nil
                     } else {
                         served[id] = nil
-                        if r.cancelled || !r.succeeded {
+                        // A redirect (3xx) is no failure: an HTTP stack may follow it by itself
+                        // (URLSession does), sending the next request (a forty-fourth outside tester).
+                        if r.cancelled || (!r.succeeded && !(300..<400).contains(r.status ?? 0)) {
                             let how = r.cancelled ? "was given up (no answer read)" : r.status.map { "was answered \($0)" } ?? "got no answer"
                             failed[id] = (r.seq, first.index, e.index, first.epoch, how)
                         } else {
