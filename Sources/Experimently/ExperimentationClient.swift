@@ -3,26 +3,36 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The public interface of the Experimently client, for dependency injection and test doubles.
+/// The public interface of the Experimently client, for dependency injection and test doubles
+/// (CONTRACT.md section 3).
 public protocol ExperimentationClientProtocol {
     /// Evaluates a flag for a user (the server decides).
+    ///
+    /// - Throws: `ExperimentationError` (CONTRACT.md section 4): `flagNotFound` on 404, else the
+    ///   failure when no persisted value stands in for it.
     func evaluateFlag(_ flagKey: String, user: User) async throws -> EvalResult
     /// Returns the user's sticky assignment to an experiment.
+    ///
+    /// - Throws: `ExperimentationError` (CONTRACT.md section 4): `experimentNotFound` on 404, else
+    ///   the failure when no persisted value stands in for it.
     func getAssignment(_ experimentKey: String, user: User) async throws -> Assignment
     /// Records an event. Never throws; `throws` is kept for source compatibility.
     func track(_ event: TrackEvent) async throws
-    /// Records several events in batches; `false` when a request failed.
+    /// Records several events in batches of at most 100 (CONTRACT.md section 4); `false` when a
+    /// request failed or a batch reported `failure_count > 0` (section 5.5).
     @discardableResult
     func trackBatch(_ events: [TrackEvent]) async -> Bool
     /// Deprecated no-op: there is nothing to refresh.
     @available(*, deprecated, message: "Flags are evaluated by the server per user; refreshFlags() is a no-op.")
     func refreshFlags() async throws
-    /// Clears the memory caches and cancels in-flight requests (tracking calls in flight report failure).
+    /// Clears the memory caches and cancels in-flight requests (tracking calls in flight report
+    /// failure); nothing answered later is written (CONTRACT.md sections 5.1 and 5.3).
     func close()
 }
 
 public extension ExperimentationClientProtocol {
-    /// Default: each event through `track(_:)`; reports `true`.
+    /// Sends each event through `track(_:)` and reports `true`, whatever each delivery did (a
+    /// conformer that can tell should implement its own: ``ExperimentationClient`` does).
     @discardableResult
     func trackBatch(_ events: [TrackEvent]) async -> Bool {
         for event in events { try? await track(event) }
@@ -45,7 +55,7 @@ public extension ExperimentationClientProtocol {
 /// Thread safety: all mutable state is one `State` value behind a `Locked` (an `NSLock`); the lock
 /// is never held across a suspension point.
 public final class ExperimentationClient: ExperimentationClientProtocol, Sendable {
-    /// Maximum events in one `POST /api/v1/tracking/batch` request.
+    /// Maximum events in one `POST /api/v1/tracking/batch` request (CONTRACT.md section 1: at most 100).
     public static let batchLimit = 100
 
     private struct State {

@@ -14,7 +14,8 @@ public struct SdkConfig: Sendable {
     /// Maximum number of entries in each in-memory cache (flags, assignments), counted over every
     /// user; beyond it the oldest insertion is evicted. 0 or less is no limit (as `NSCache`).
     public let cacheSize: Int
-    /// Lifetime of a cached evaluation or assignment in seconds.
+    /// Lifetime of a cached evaluation or assignment in seconds: an entry is fresh while
+    /// now < stored + cacheTTL, so at exactly stored + cacheTTL it has expired (CONTRACT.md section 4).
     public let cacheTTL: TimeInterval
     /// When `true`, every success is also persisted in the `OfflineStore` and served when a later
     /// request for the same user and key fails for any reason but 404.
