@@ -114,6 +114,18 @@ final class Recorder: @unchecked Sendable {
     /// clock sleeper woke), so its failure is the SDK's, whatever the machine's load.
     var ranOutOfTimeUnproven: Bool { lock.withLock { timedOutUnproven } }
 
+    /// Notes that a step ran out of its real-time limit outside `wait(milliseconds:until:)` (an
+    /// advance's walk, an out-of-process adapter's clock acknowledgement): such a run was moving,
+    /// never shown stuck, so its failure may be the machine's load (`ranOutOfTime` and
+    /// `ranOutOfTimeUnproven` both become `true`). Before, an advance that ran out of a capped
+    /// limit counted as a real catch in the mutant matrix, unconfirmed.
+    func ranOutOfTimeWhileMoving() {
+        lock.withLock {
+            timedOut = true
+            timedOutUnproven = true
+        }
+    }
+
     /// How long the stuck probe must read one stamp before a wait's limit for the run to count
     /// as stuck (two reads this far apart; the counters in a stamp only grow).
     static let stuckWindow: DispatchTimeInterval = .milliseconds(100)

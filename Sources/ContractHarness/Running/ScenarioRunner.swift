@@ -764,8 +764,15 @@ final class ScenarioExecution: @unchecked Sendable {
                     + "\(HTMLReport.seconds(VirtualClock.maximumElapsedSeconds)) (80 years; past it a Date no longer holds every microsecond); "
                     + "the clock stays at \(HTMLReport.seconds(clock.elapsed(at: clock.now()))) after its start"
             }
-            let moveAdapter = { [self] in
-                await driver.clockDidAdvance(clock, clients: Array(clients.values), deadlineMilliseconds: scenario.stepTimeoutMilliseconds)
+            // An acknowledgement that took the whole step limit ran out of it (the limit is the
+            // reply's deadline): a time-limit failure like a wait's, which a loaded machine can cause.
+            let moveAdapter = { [self] () async -> String? in
+                let sent = DispatchTime.now().uptimeNanoseconds
+                let problem = await driver.clockDidAdvance(clock, clients: Array(clients.values), deadlineMilliseconds: scenario.stepTimeoutMilliseconds)
+                if problem != nil, Double(DispatchTime.now().uptimeNanoseconds - sent) / 1e6 >= Double(scenario.stepTimeoutMilliseconds) {
+                    recorder.ranOutOfTimeWhileMoving()
+                }
+                return problem
             }
             // Out of process, first learn the adapter's earliest timer (a move to the time it is
             // already at: its reply says `next`).
@@ -795,6 +802,7 @@ final class ScenarioExecution: @unchecked Sendable {
                 let elapsedMs = Double(DispatchTime.now().uptimeNanoseconds - walkStarted) / 1e6
                 if instants >= 1_000 || elapsedMs > Double(scenario.stepTimeoutMilliseconds) / 4 { coalesce = true }
                 if elapsedMs > Double(scenario.stepTimeoutMilliseconds) {
+                    recorder.ranOutOfTimeWhileMoving()
                     return "the advance of \(seconds) s did not finish within the step limit of \(scenario.stepTimeoutMilliseconds) ms: it had moved the clock to \(instants) instants"
                         + (listeners != nil ? " (the adapter's `next` timers among them)" : "") + ", \(String(format: "%.3f", instant.timeIntervalSince(target) + seconds)) s of the \(seconds) s"
                 }

@@ -152,7 +152,7 @@ final class SecretsAndSignalsCLITests: XCTestCase {
             let p = Process()
             p.executableURL = HarnessCLITests.binary
             p.arguments = ["vectors", "--vectors", Repository.root.appendingPathComponent("golden-vectors").path, "--verdict", "v-\(sig).json",
-                           "--sdk-command", "sleep 300 & echo $! > \(childFile.path).tmp; mv \(childFile.path).tmp \(childFile.path); echo $$ > \(shellFile.path); wait"]
+                           "--sdk-command", "sleep 300 & echo $! > \(childFile.path).tmp; mv \(childFile.path).tmp \(childFile.path); echo $$ > \(shellFile.path).tmp; mv \(shellFile.path).tmp \(shellFile.path); wait"]
             p.currentDirectoryURL = dir
             p.standardOutput = FileHandle.nullDevice
             p.standardError = FileHandle.nullDevice
@@ -160,6 +160,8 @@ final class SecretsAndSignalsCLITests: XCTestCase {
             p.terminationHandler = { _ in exited.signal() }
             try p.run()
             // Gate: the adapter wrote its pids (a file appears; no fixed sleep decides anything).
+            // Each pid file is written aside and renamed into place: a file made by `>` exists
+            // before its number is in it (a reader once found it empty, under load).
             let deadline = Date(timeIntervalSinceNow: 30)
             while !(FileManager.default.fileExists(atPath: childFile.path) && FileManager.default.fileExists(atPath: shellFile.path)), Date() < deadline {
                 usleep(10_000)

@@ -95,6 +95,71 @@ final class CapConfirmationTests: XCTestCase {
     }
 }
 
+/// An advance is a step with a time limit of its own making: the walk over the clock's instants
+/// and an adapter's acknowledgement of each move. Running out of it is a time-limit failure like
+/// a wait's, so the mutant matrix confirms it with the file's own limits. Before, neither said so:
+/// `fan-out-to-expired` (a tracking-only variant) was caught by `deadline-ends-a-held-lookup` when,
+/// under load, its advance alone outlasted a 0 ms cap (3 of 12 runs with three busy loops).
+final class AdvanceTimeLimitTests: XCTestCase {
+    /// Two answers delayed to 1 s and 2 s of virtual time: the walk of `advance 3` has two
+    /// instants, and the adapter takes 150 ms of real time per move.
+    static let twoInstants = try! ScenarioParser.parse(Data(#"""
+    {"format": "experimently-scenario/1", "name": "two-instants", "description": "an advance over two delayed answers",
+     "config": {"timeout": 30}, "step_timeout_ms": 4000,
+     "steps": [
+       {"fault": {"match": {"path": "/api/v1/feature-flags/evaluate/sdk_contract_flag"}, "when": {"first": 1}, "action": {"delay": {"seconds": 1}}}, "id": "d1"},
+       {"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "user-1", "as": "a", "async": true},
+       {"wait_for": {"requests": {"path": "/api/v1/feature-flags/evaluate/sdk_contract_flag"}, "count": 1}},
+       {"fault": {"match": {"path": "/api/v1/feature-flags/evaluate/sdk_contract_flag"}, "when": {"first": 1}, "action": {"delay": {"seconds": 2}}}, "id": "d2"},
+       {"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "user-2", "as": "b", "async": true},
+       {"wait_for": {"requests": {"path": "/api/v1/feature-flags/evaluate/sdk_contract_flag"}, "count": 2}},
+       {"advance": 3},
+       {"await": "a", "expect": {"value": {"enabled": true}}},
+       {"await": "b", "expect": {"value": {"enabled": true}}}]}
+    """#.utf8), file: "two-instants.json")
+
+    func testAWalkThatOutlastsTheCapIsATimeLimitFailure() async {
+        let own = await ScenarioRunner(driver: SlowClockDriver(moveMilliseconds: 150, fails: false), keepsHistory: false).run(Self.twoInstants)
+        XCTAssertEqual(own.status, .passed, own.firstFailure?.message ?? own.reason ?? "")
+        let capped = await ScenarioRunner(driver: SlowClockDriver(moveMilliseconds: 150, fails: false), stepTimeoutCap: 100, keepsHistory: false).run(Self.twoInstants)
+        XCTAssertEqual(capped.status, .failed)
+        XCTAssertTrue(capped.firstFailure?.message?.contains("did not finish within the step limit of 100 ms") == true, capped.firstFailure?.message ?? "")
+        XCTAssertTrue(capped.stepLimitReached)
+        XCTAssertTrue(capped.stepLimitUnproven)
+        XCTAssertTrue(MutantRun.capMayHaveCaused(capped, Self.twoInstants, cap: 100))
+    }
+
+    func testAnAcknowledgementThatTookTheWholeLimitIsATimeLimitFailure() async {
+        let capped = await ScenarioRunner(driver: SlowClockDriver(moveMilliseconds: nil, fails: true), stepTimeoutCap: 100, keepsHistory: false).run(Self.twoInstants)
+        XCTAssertEqual(capped.status, .failed)
+        XCTAssertTrue(capped.firstFailure?.message?.contains("timed out") == true, capped.firstFailure?.message ?? "")
+        XCTAssertTrue(capped.stepLimitReached)
+        XCTAssertTrue(capped.stepLimitUnproven)
+        XCTAssertTrue(MutantRun.capMayHaveCaused(capped, Self.twoInstants, cap: 100))
+    }
+}
+
+/// The shipping SDK behind an adapter that takes `moveMilliseconds` of real time to acknowledge
+/// each clock move, or (`fails`) waits out the move's whole deadline and reports it timed out
+/// (what `ProcessSDKDriver` says of an adapter that never acknowledges).
+private struct SlowClockDriver: SDKDriver {
+    let inner = SwiftSDKDriver()
+    let moveMilliseconds: Int?
+    let fails: Bool
+    var sdkName: String { "slow-clock" }
+    var sdkVersion: String { inner.sdkVersion }
+    var capabilities: Set<String> { inner.capabilities }
+    func makeClient(name: String, settings: ClientSettings, store: String?, context: DriverContext) throws -> any DriverClient {
+        try inner.makeClient(name: name, settings: settings, store: store, context: context)
+    }
+    func clockDidAdvance(_ clock: VirtualClock, clients: [any DriverClient], deadlineMilliseconds: Int) async -> String? {
+        let ms = fails ? deadlineMilliseconds : (moveMilliseconds ?? 0)
+        let until = DispatchTime.now() + .milliseconds(ms)
+        while DispatchTime.now() < until { try? await Task.sleep(for: .milliseconds(5)) }
+        return fails ? "the adapter did not take the clock move: timed out after \(deadlineMilliseconds) ms" : nil
+    }
+}
+
 /// The shipping SDK, each of whose operations first works for 600 ms of real time in 5 ms
 /// slices on the executor the runner gives it (what a loaded machine does to a correct SDK).
 private struct SlowStartDriver: SDKDriver {
