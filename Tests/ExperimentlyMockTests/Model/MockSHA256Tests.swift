@@ -32,4 +32,77 @@ final class MockSHA256Tests: XCTestCase {
         XCTAssertEqual(Variant(id: "7b0a1a2e-4c3d-4f5e-8a9b-0c1d2e3f4a5b", name: "c", allocation: 100).wireID(experimentKey: "e"),
                        "7b0a1a2e-4c3d-4f5e-8a9b-0c1d2e3f4a5b", "a fixture id that is already a UUID is kept")
     }
+
+    /// The byte-built derivation and shape test agree with the formulas as first written (text
+    /// joined as a String, hex by `String(radix:)`, scalars checked one by one) on generated
+    /// inputs, ASCII and not.
+    func testDerivationAndShapeAgreeWithTheFormulasAsFirstWritten() {
+        func derivedFirst(_ kind: String, _ parts: [String]) -> String {
+            let text = "experimently-mock:" + kind + ":" + parts.joined(separator: "\u{0}")
+            var b = Array(MockSHA256.digest(Array(text.utf8)).prefix(16))
+            b[6] = (b[6] & 0x0f) | 0x80
+            b[8] = (b[8] & 0x3f) | 0x80
+            let c = Array(b.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined())
+            return String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-" + String(c[16..<20]) + "-" + String(c[20..<32])
+        }
+        func shapeFirst(_ text: String) -> Bool {
+            let scalars = Array(text.unicodeScalars)
+            guard scalars.count == 36 else { return false }
+            for (i, s) in scalars.enumerated() {
+                if [8, 13, 18, 23].contains(i) { if s != "-" { return false }; continue }
+                guard s.isASCII, s.properties.isASCIIHexDigit else { return false }
+            }
+            return true
+        }
+        var rng = SplitMix(seed: 15)
+        let alphabet: [String] = ["a", "Z", "0", "-", ":", "\u{0}", "\u{E9}", "e\u{301}", "\u{1F600}", "g", "F", " "]
+        for _ in 0..<2_000 {
+            let parts = (0..<Int(rng.next() % 3 + 1)).map { _ in (0..<Int(rng.next() % 12)).map { _ in alphabet[Int(rng.next() % UInt64(alphabet.count))] }.joined() }
+            let kind = ["variant", "experiment", "\u{E9}vent", ""][Int(rng.next() % 4)]
+            let derived = MockUUID.derive(kind, parts)
+            XCTAssertEqual(derived, derivedFirst(kind, parts), "\(kind) \(parts)")
+            // Shapes: the derived id, and it with one position replaced by a generated character.
+            var scalars = Array(derived.unicodeScalars)
+            let at = Int(rng.next() % 36)
+            scalars[at] = (alphabet[Int(rng.next() % UInt64(alphabet.count))].unicodeScalars.first!)
+            for text in [derived, String(String.UnicodeScalarView(scalars)), derived.uppercased(), String(derived.dropLast()), derived + "0"] {
+                XCTAssertEqual(MockUUID.isUUID(text), shapeFirst(text), text)
+            }
+        }
+    }
+
+    /// The ASCII byte path of the Content-Type rule decides as the Character path does, on
+    /// generated values near the rule's edges (case, spaces and tabs, parameters, `+json`).
+    func testContentTypeBytePathAgreesWithTheCharacterPath() {
+        var rng = SplitMix(seed: 7)
+        let pieces = ["application/", "Application/", "APPLICATION/", "text/", "json", "JSON", "+json", "+JSON", "vnd.x", ";", " ", "\t",
+                      "charset=utf-8", "\r\n", "/", "+", "jso", "n", ""]
+        var agreed = 0
+        for _ in 0..<20_000 {
+            let value = (0..<Int(rng.next() % 6 + 1)).map { _ in pieces[Int(rng.next() % UInt64(pieces.count))] }.joined()
+            guard !value.isEmpty else { continue }
+            XCTAssertEqual(Validate.jsonContentType(value), Validate.jsonContentTypeByCharacters(value), "'\(value)'")
+            agreed += 1
+        }
+        XCTAssertGreaterThan(agreed, 19_000)
+        for accepted in ["application/json", " application/JSON ; charset=utf-8", "application/vnd.api+json", "\tapplication/json\t"] {
+            XCTAssertTrue(Validate.jsonContentType(accepted), accepted)
+        }
+        for refused in ["text/json", "application/jsonx", "application/ json", "application/json\r\n", "application/+jso"] {
+            XCTAssertEqual(Validate.jsonContentType(refused), Validate.jsonContentTypeByCharacters(refused), refused)
+        }
+    }
+}
+
+/// A small seeded generator (SplitMix64) for the generated inputs above.
+private struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
 }
