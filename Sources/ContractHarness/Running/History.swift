@@ -130,6 +130,10 @@ final class Recorder: @unchecked Sendable {
     /// as stuck (two reads this far apart; the counters in a stamp only grow).
     static let stuckWindow: DispatchTimeInterval = .milliseconds(100)
 
+    /// How far past its limit a wait may go on to complete a proof of being stuck that was under
+    /// way at the limit (one stamp read, not yet for `stuckWindow`: a starved process).
+    static let proofGrace: DispatchTimeInterval = .seconds(1)
+
     /// Installs the stuck probe: it returns the run's progress counters (SDK jobs run, requests
     /// seen, history events, clock wakeups, the parked requests) when nothing can move without a
     /// step, else `nil`. Without one, every wait that runs out of time is unproven.
@@ -207,6 +211,8 @@ final class Recorder: @unchecked Sendable {
         // The first read of the stamp the probe reads now, near the deadline (see `ranOutOfTimeUnproven`).
         var held: (stamp: [Int], since: DispatchTime)?
         let probeFrom = deadline - Self.stuckWindow - .milliseconds(60)
+        /// The stamp whose proof goes on past the limit, once the limit passed.
+        var extending: [Int]?
         while true {
             let seen = lock.withLock { version }
             if condition() { return true }
@@ -219,11 +225,20 @@ final class Recorder: @unchecked Sendable {
             }
             if now >= deadline {
                 let proven = held.map { now >= $0.since + Self.stuckWindow } ?? false
-                lock.withLock {
-                    timedOut = true
-                    if !proven { timedOutUnproven = true }
+                // A proof under way is completed: at the limit nothing could move (the probe read
+                // a stamp) but that stamp was first read less than `stuckWindow` ago (a starved
+                // process probed late). The wait goes on while the stamp stays the same, up to
+                // `proofGrace` past the limit; a changed stamp or no stamp ends it unproven. Before,
+                // a starved run of a real deadlock was called unproven (a flaky test under load).
+                if !proven, let h = held, extending == nil || extending == h.stamp, now < deadline + Self.proofGrace {
+                    extending = h.stamp
+                } else {
+                    lock.withLock {
+                        timedOut = true
+                        if !proven { timedOutUnproven = true }
+                    }
+                    return false
                 }
-                return false
             }
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let registered: Bool = lock.withLock {

@@ -183,3 +183,33 @@ private struct SlowStartClient: DriverClient {
         await inner.persisted(kind: kind, user: user, key: key)
     }
 }
+
+/// The stuck proof at a wait's limit (`Recorder.ranOutOfTimeUnproven`): a proof under way at the
+/// limit is completed, a moving run is never called stuck.
+final class StuckProofTests: XCTestCase {
+    /// A 0 ms limit: the probe's first read is at the limit, so the proof can only be completed
+    /// past it (what a starved process sees). Before, such a deadlock was called unproven.
+    func testAProofUnderWayAtTheLimitIsCompleted() async {
+        let recorder = Recorder(clock: nil)
+        recorder.setStuckProbe { [7, 7, 7] }
+        let met = await recorder.wait(milliseconds: 0) { false }
+        XCTAssertFalse(met)
+        XCTAssertTrue(recorder.ranOutOfTime)
+        XCTAssertFalse(recorder.ranOutOfTimeUnproven, "the same stamp for the whole window is a deadlock")
+    }
+
+    /// A stamp that changes (the run still moves) or no stamp (something can move) ends the wait
+    /// at once, unproven: no grace for a working SDK.
+    func testAMovingRunIsNeverProvenStuck() async {
+        let counter = HarnessLocked(0)
+        let moving = Recorder(clock: nil)
+        moving.setStuckProbe { [counter.withLock { $0 += 1; return $0 }] }
+        _ = await moving.wait(milliseconds: 0) { false }
+        XCTAssertTrue(moving.ranOutOfTimeUnproven)
+        let free = Recorder(clock: nil)
+        free.setStuckProbe { nil }
+        _ = await free.wait(milliseconds: 0) { false }
+        XCTAssertTrue(free.ranOutOfTimeUnproven)
+        XCTAssertLessThanOrEqual(counter.withLock { $0 }, 2, "a moving run was probed on past the stamp that changed")
+    }
+}
