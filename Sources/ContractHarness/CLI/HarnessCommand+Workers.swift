@@ -25,11 +25,13 @@ extension HarnessCommand {
     static var cores: Int { max(1, ProcessInfo.processInfo.activeProcessorCount) }
 
     /// The hard deadline of one scenario in a worker, milliseconds: every step and the final wait
-    /// at their time limit, plus 10 s for start-up and teardown (an exploration: 10 minutes).
+    /// at their time limit and 150 ms past it (where a stuck proof under way at the limit is
+    /// completed: `Recorder.stuckWindow`), plus 10 s for start-up and teardown (an exploration:
+    /// 10 minutes).
     static func hardDeadline(_ s: Scenario, cap: Int?, exploring: Bool) -> Int {
         if exploring { return 600_000 }
         let step = min(s.stepTimeoutMilliseconds, cap ?? Int.max)
-        return (s.steps.count + 3) * step + 10_000
+        return (s.steps.count + 3) * (step + 150) + 10_000
     }
 
     /// The job that runs `s` in a worker.
