@@ -167,6 +167,10 @@ protocol BackendPort: AnyObject, Sendable {
     /// In process: the requests whose SDK has begun cancelling them (`URLSessionTask.cancel()`)
     /// while the mock has not yet seen the cancellation, in ascending order; empty over TCP.
     func cancellationsOnTheirWay() -> [Int]
+    /// In process: whether every session this port handed out has an empty delegate queue (no
+    /// completion handler and no work an SDK queued there, such as the shipping SDK's
+    /// `cancel()` on Linux, is waiting or running); `true` over TCP, where the port has none.
+    var delegateQueuesIdle: Bool { get }
     /// When the delays and timeouts the mock has parked end (virtual time), those still ahead.
     func pendingDeadlines() -> [Date]
 }
@@ -181,6 +185,8 @@ extension BackendPort {
 
     /// None known (a port that cannot tell).
     func cancellationsOnTheirWay() -> [Int] { [] }
+    /// No sessions: nothing queued.
+    var delegateQueuesIdle: Bool { true }
 
     /// None known.
     func pendingDeadlines() -> [Date] { [] }

@@ -522,6 +522,15 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         #endif
     }
 
+    var delegateQueuesIdle: Bool {
+        #if canImport(FoundationNetworking)
+        let queues = state.withLock { $0.sessions.map(\.delegateQueue) + $0.pooled.map(\.delegateQueue) }
+        #else
+        let queues = state.withLock { $0.sessions.map(\.delegateQueue) }
+        #endif
+        return queues.allSatisfy { $0.operationCount == 0 }
+    }
+
     var outstandingTasks: Int? {
         #if canImport(FoundationNetworking)
         return counter.outstanding

@@ -17,8 +17,21 @@ public enum MutantRun {
         public let caughtBy: [String]
         /// The checks that failed in those scenarios (named checks, `step N ...` expectations).
         public let failingChecks: [String]
+        /// Why each catch in `caughtBy` failed, in its order: the scenario, its first failing
+        /// check and that check's message (the run with the file's own limits when the catch was
+        /// confirmed; an interleaving catch names its check only). Empty where not kept.
+        public var catches: [(scenario: String, check: String, message: String)] = []
         /// Whether at least one scenario caught it.
         public var caught: Bool { !caughtBy.isEmpty }
+
+        /// A row of the matrix.
+        public init(defect: Defect, caughtBy: [String], failingChecks: [String],
+                    catches: [(scenario: String, check: String, message: String)] = []) {
+            self.defect = defect
+            self.caughtBy = caughtBy
+            self.failingChecks = failingChecks
+            self.catches = catches
+        }
     }
 
     /// The matrix.
@@ -56,7 +69,10 @@ public enum MutantRun {
                     .object(["defect": .string(row.defect.rawValue), "item": .number(Double(row.defect.item)),
                              "summary": .string(row.defect.summary), "caught": .bool(row.caught),
                              "caught_by": .array(row.caughtBy.map(JSONValue.string)),
-                             "failing_checks": .array(row.failingChecks.map(JSONValue.string))])
+                             "failing_checks": .array(row.failingChecks.map(JSONValue.string)),
+                             "catches": .array(row.catches.map { c in
+                                 .object(["scenario": .string(c.scenario), "check": .string(c.check), "message": .string(c.message)])
+                             })])
                 }),
                 "baseline_failures": .array(baselineFailures.map(JSONValue.string)),
                 "unconfirmed_catches": .array(unconfirmedCatches.map(JSONValue.string)),
@@ -307,7 +323,18 @@ public enum MutantRun {
             }
             let caught = (scenarios.map(\.name) + interleaved.map { "interleave:" + $0.name })
                 .filter { failed[ExactKey($0)] != nil && baseline[ExactKey($0)] == nil && interleavedBaseline[ExactKey($0)] == nil }
-            let row = Row(defect: defect, caughtBy: caught, failingChecks: Array(Set(caught.flatMap { failed[ExactKey($0)] ?? [] })).sorted())
+            // Each catch's first failing check and message (cut at 600 characters), so a doubtful
+            // catch can be read without running the pair again (a forty-fifth outside tester).
+            let catches = caught.map { name -> (scenario: String, check: String, message: String) in
+                if let i = scenarios.firstIndex(where: { $0.name.unicodeScalars.elementsEqual(name.unicodeScalars) }),
+                   let r = results[(v + 1) * n + i], let first = r.checks.first(where: { !$0.passed }) {
+                    let message = first.message ?? r.reason ?? ""
+                    return (name, first.name, message.count > 600 ? String(message.prefix(600)) + "..." : message)
+                }
+                return (name, failed[ExactKey(name)]?.first ?? "", "")
+            }
+            let row = Row(defect: defect, caughtBy: caught, failingChecks: Array(Set(caught.flatMap { failed[ExactKey($0)] ?? [] })).sorted(),
+                          catches: catches)
             rows.append(row)
             progress(row)
         }

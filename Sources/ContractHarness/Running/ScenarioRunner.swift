@@ -206,6 +206,14 @@ public struct ScenarioRunner: Sendable {
         for i in result.checks.indices where !result.checks[i].passed {
             if let m = result.checks[i].message { result.checks[i].message = renamed(m) }
         }
+        // The mock's shutdown findings (holds never released, faults never matched) follow from a
+        // run cut short at the limit: the steps that would have released them never ran. Said so
+        // (a forty-fifth outside tester, F4: only the first failure named the limit).
+        for i in result.checks.indices where !result.checks[i].passed && result.checks[i].name == "lifecycle" {
+            if let m = result.checks[i].message, !m.contains("[not judged against a contract rule") {
+                result.checks[i].message = m + " [may follow from the step limit of \(limit) ms that ran out: the steps after it never ran]"
+            }
+        }
         if let reason = result.reason { result.reason = renamed(reason) }
     }
 
@@ -484,7 +492,9 @@ final class ScenarioExecution: @unchecked Sendable {
     /// The stuck probe of an in-process run (`Recorder.setStuckProbe`): the progress counters
     /// (operation-executor jobs run, requests the mock has seen, history events, clock wakeups,
     /// then the parked requests' numbers) when the executor is idle, the mock is answering
-    /// nothing, and every URLSession task in flight is a request parked in the mock; else `nil`.
+    /// nothing, no cancellation the SDK began is still on its way to the mock, every session's
+    /// delegate queue is empty (`BackendPort.delegateQueuesIdle`), and every
+    /// URLSession task in flight is a request parked in the mock; else `nil`.
     /// It rests on the SDK's tasks preferring the executor the runner gives it
     /// (`DriverContext.taskExecutor`), as the shipping SDK's and the broken variants' do: work
     /// an SDK does on other threads is invisible to it. The mutant matrix uses it to tell a
@@ -493,6 +503,12 @@ final class ScenarioExecution: @unchecked Sendable {
                            recorder: Recorder) -> @Sendable () -> [Int]? {
         { [weak recorder] in
             guard let recorder, executor.isIdle, let jobs = executor.jobsRun, port.unsettledRequests == 0 else { return nil }
+            // A cancellation the SDK began that the mock has not yet seen will move the run
+            // without a step (the loading system calls `stopLoading` on its own queue, which a
+            // starved process runs late; on Linux the shipping SDK even calls `cancel()` from the
+            // session's delegate queue, so the work waits there first): a forty-fifth outside tester saw twenty cancelled
+            // requests judged a deadlock at a 40 ms cap under load, the failure unlabelled.
+            guard port.cancellationsOnTheirWay().isEmpty, port.delegateQueuesIdle else { return nil }
             let parked = port.parkedRequests().filter { !$0.answered && !$0.cancelled }
             guard let outstanding = port.outstandingTasks, outstanding == parked.count else { return nil }
             return [jobs, port.requestCount, recorder.eventCount, clock.wakeups] + parked.map(\.seq).sorted()

@@ -1,5 +1,8 @@
 import XCTest
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import ExperimentlyMutants
 import ExperimentlyMock
 @testable import ContractHarness
@@ -211,5 +214,51 @@ final class StuckProofTests: XCTestCase {
         _ = await free.wait(milliseconds: 0) { false }
         XCTAssertTrue(free.ranOutOfTimeUnproven)
         XCTAssertLessThanOrEqual(counter.withLock { $0 }, 2, "a moving run was probed on past the stamp that changed")
+    }
+}
+
+/// The in-process stuck probe (`ScenarioExecution.stuckProbe`) reads no stamp while something can
+/// move without a step.
+final class StuckProbeTests: XCTestCase {
+    private struct Idle: IdleReporting {
+        var isIdle: Bool { true }
+        var jobsRun: Int? { 3 }
+    }
+
+    /// A port with nothing in flight, whose SDK may have begun cancelling request 1.
+    private final class QuietPort: BackendPort, @unchecked Sendable {
+        // @unchecked Sendable: `cancelling` is set before the probe reads it, on one task.
+        var cancelling: [Int] = []
+        var queuesIdle = true
+        var delegateQueuesIdle: Bool { queuesIdle }
+        func baseURL(client: String) -> String { "http://unused.invalid" }
+        func session(client: String) -> URLSession { URLSession.shared }
+        func addFault(id: String, rule: JSONValue, file: String, path: String) throws {}
+        func removeFault(id: String) {}
+        func heldCount(fault id: String) -> Int { 0 }
+        func release(fault id: String, count: Int?, override: JSONValue?) throws -> Int { 0 }
+        func updateFixtures(_ change: FixtureChange) throws {}
+        func requests() -> [RequestRecord] { [] }
+        func parkedRequests() -> [RequestRecord] { [] }
+        var requestCount: Int { 1 }
+        func exposures() -> [Exposure]? { [] }
+        var unsettledRequests: Int { 0 }
+        func setObserver(_ observer: @escaping @Sendable (_ seq: Int?, _ answered: Bool) -> Void) {}
+        func shutdown() async -> [String] { [] }
+        var outstandingTasks: Int? { 0 }
+        func cancellationsOnTheirWay() -> [Int] { cancelling }
+    }
+
+    func testACancellationOnItsWayIsNoStamp() {
+        let port = QuietPort()
+        let recorder = Recorder(clock: nil)   // the probe holds it weakly
+        let probe = ScenarioExecution.stuckProbe(executor: Idle(), port: port, clock: VirtualClock(), recorder: recorder)
+        XCTAssertNotNil(probe(), "nothing in flight, nothing on its way: a stamp")
+        port.queuesIdle = false
+        XCTAssertNil(probe(), "work waits on a session's delegate queue (the shipping SDK's cancel() on Linux): the run can still move")
+        port.queuesIdle = true
+        port.cancelling = [1]
+        XCTAssertNil(probe(), "the SDK began cancelling request 1 and the mock has not seen it: the run can still move")
+        withExtendedLifetime(recorder) {}
     }
 }

@@ -36,4 +36,15 @@ final class StepLimitNamingTests: XCTestCase {
         ScenarioRunner.nameTheTimeLimit(&r, limit: 5000, fileLimit: 5000)
         XCTAssertEqual(r.checks[0].message, "step 1: the adapter died")
     }
+
+    /// The mock's shutdown findings after a run cut short at the limit say they may follow from
+    /// it (a forty-fifth outside tester, F4); without a time-limit failure they are not touched.
+    func testALifecycleFindingAfterTheLimitSaysItMayFollowFromIt() {
+        var r = failed("step 1 wait_for: did not happen within 40 ms [broken rule: CONTRACT.md section 5]")
+        r.checks.append(CheckResult(name: "lifecycle", passed: false, message: "the mock's strict shutdown found: request #1 still held by fault 'h' (never released)"))
+        ScenarioRunner.nameTheTimeLimit(&r, limit: 40, fileLimit: 5000)
+        XCTAssertEqual(r.checks[2].message, "the mock's strict shutdown found: request #1 still held by fault 'h' (never released)"
+                       + " [may follow from the step limit of 40 ms that ran out: the steps after it never ran]")
+    }
 }
+
