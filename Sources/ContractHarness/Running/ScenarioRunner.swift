@@ -196,14 +196,23 @@ public struct ScenarioRunner: Sendable {
     /// ended with "[broken rule: CONTRACT.md section 4 ...]" (a forty-third outside tester, F1
     /// and F2). The failure stays a failure.
     static func nameTheTimeLimit(_ result: inout ScenarioResult, limit: Int, fileLimit: Int) {
-        let note = " [not judged against a contract rule: the step limit of \(limit) ms ran out"
+        let why = " the step limit of \(limit) ms ran out"
             + (limit < fileLimit ? " (--step-timeout-ms capped the file's \(fileLimit) ms)" : "")
-            + " while the run could not be shown stuck: a hung SDK, or one that got no CPU that long]"
+            + " while the run could not be shown stuck: a hung SDK, or one that got no CPU that long"
+        let note = " [not judged against a contract rule:" + why + "]"
+        // A rule appended by `naming` is replaced; a message without one (a scenario file with no
+        // `source`, a driver failure) gains the note; a message naming a rule in its own text
+        // keeps it and says it was judged after the limit ran out (a forty-sixth outside tester,
+        // finding A: a file without `source` read as a proven hang).
         func renamed(_ text: String) -> String {
-            guard let r = text.range(of: " [broken rule: ", options: .backwards), text.hasSuffix("]") else { return text }
-            return String(text[..<r.lowerBound]) + note
+            if text.contains("[not judged against a contract rule") || text.contains("[judged after") { return text }
+            if let r = text.range(of: " [broken rule: ", options: .backwards), text.hasSuffix("]") {
+                return String(text[..<r.lowerBound]) + note
+            }
+            if text.contains("CONTRACT.md") { return text + " [judged after" + why + "; the rule named may not be broken]" }
+            return text + note
         }
-        for i in result.checks.indices where !result.checks[i].passed {
+        for i in result.checks.indices where !result.checks[i].passed && result.checks[i].name != "lifecycle" {
             if let m = result.checks[i].message { result.checks[i].message = renamed(m) }
         }
         // The mock's shutdown findings (holds never released, faults never matched) follow from a

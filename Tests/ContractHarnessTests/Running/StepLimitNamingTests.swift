@@ -30,11 +30,27 @@ final class StepLimitNamingTests: XCTestCase {
         XCTAssertFalse(m.contains("capped"), m)
     }
 
-    /// A message without a rule appended keeps its text.
-    func testAMessageWithoutARuleIsKept() {
-        var r = failed("step 1: the adapter died")
+    /// A message without a rule appended (a scenario file with no `source`, a driver failure)
+    /// gains the note: before, it read as a proven hang (a forty-sixth outside tester, finding A).
+    func testAMessageWithoutARuleGainsTheNote() {
+        var r = failed("step 1 wait_for: did not happen within 40 ms")
+        r.source = nil
+        ScenarioRunner.nameTheTimeLimit(&r, limit: 40, fileLimit: 5000)
+        XCTAssertEqual(r.checks[0].message, "step 1 wait_for: did not happen within 40 ms [not judged against a contract rule: the step limit of 40 ms ran out"
+                       + " (--step-timeout-ms capped the file's 5000 ms) while the run could not be shown stuck: a hung SDK, or one that got no CPU that long]")
+        XCTAssertEqual(r.reason, r.checks[0].message)
+        ScenarioRunner.nameTheTimeLimit(&r, limit: 40, fileLimit: 5000)
+        XCTAssertEqual(r.reason, r.checks[0].message, "named once")
+        XCTAssertEqual(r.checks[0].message?.components(separatedBy: "[not judged").count, 2, "named once")
+    }
+
+    /// A message naming a rule in its own text keeps it and says it was judged after the limit.
+    func testARuleInTheMessageIsKeptAndQualified() {
+        var r = failed("step 2: it waits on request #1, sent before the clear. CONTRACT.md section 5 (defects 1 and 2)")
         ScenarioRunner.nameTheTimeLimit(&r, limit: 5000, fileLimit: 5000)
-        XCTAssertEqual(r.checks[0].message, "step 1: the adapter died")
+        let m = r.checks[0].message ?? ""
+        XCTAssertTrue(m.hasPrefix("step 2: it waits on request #1, sent before the clear. CONTRACT.md section 5 (defects 1 and 2) [judged after the step limit of 5000 ms ran out"), m)
+        XCTAssertTrue(m.hasSuffix("; the rule named may not be broken]"), m)
     }
 
     /// The mock's shutdown findings after a run cut short at the limit say they may follow from
