@@ -111,15 +111,53 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
     /// is not known, as for a body parsers read differently (an outside tester: a gzip-labelled
     /// answer the out-of-process Swift SDK could not read, correctly served from the store, was
     /// judged read and cached).
+    /// The media type is the text before the first `;` (RFC 9110 section 8.3.1): an empty one
+    /// (a value such as "; application/json") is something else than JSON. Headers of ASCII
+    /// text (all the mock writes) are read as bytes; others go ``labelsOtherwiseByCharacters(_:)``.
     static func labelledOtherwise(_ headers: [HeaderField]) -> Bool {
-        for h in headers {
-            let name = h.name.lowercased()
-            let value = h.value.trimmingCharacters(in: .whitespaces).lowercased()
-            if name == "content-encoding", !value.isEmpty, value != "identity" { return true }
-            if name == "content-type" {
-                let media = value.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-                if media != "application/json" && !media.hasSuffix("+json") { return true }
-            }
+        headers.contains(where: labelsOtherwise)
+    }
+
+    static func labelsOtherwise(_ h: HeaderField) -> Bool {
+        let name = h.name.utf8
+        // Only these two names matter; any other (whatever its text) says nothing.
+        guard name.count == 12 || name.count == 16 else {
+            return name.contains { $0 >= 0x80 } ? labelsOtherwiseByCharacters(h) : false
+        }
+        guard !name.contains(where: { $0 >= 0x80 }), !h.value.utf8.contains(where: { $0 >= 0x80 }) else { return labelsOtherwiseByCharacters(h) }
+        func lower(_ b: UInt8) -> UInt8 { b &- 0x41 < 26 ? b | 0x20 : b }
+        func blank(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 }   // CharacterSet.whitespaces within ASCII
+        func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+            guard let first = bytes.firstIndex(where: { !blank($0) }), let last = bytes.lastIndex(where: { !blank($0) }) else { return [] }
+            return bytes[first...last]
+        }
+        func equals(_ bytes: ArraySlice<UInt8>, _ lowered: StaticString) -> Bool {
+            bytes.count == lowered.utf8CodeUnitCount
+                && zip(bytes, UnsafeBufferPointer(start: lowered.utf8Start, count: lowered.utf8CodeUnitCount)).allSatisfy { lower($0) == $1 }
+        }
+        let value = trimmed(Array(h.value.utf8)[...])
+        let named = Array(name)[...]
+        if equals(named, "content-encoding") {
+            return !value.isEmpty && !equals(value, "identity")
+        }
+        if equals(named, "content-type") {
+            let media = trimmed(value.prefix { $0 != UInt8(ascii: ";") })
+            if equals(media, "application/json") { return false }
+            let suffix = "+json".utf8
+            return !(media.count >= suffix.count && zip(media.suffix(suffix.count), suffix).allSatisfy { lower($0) == $1 })
+        }
+        return false
+    }
+
+    /// ``labelsOtherwise(_:)`` by Unicode characters, as first written: Unicode trimming and
+    /// lower-casing, for headers of any text.
+    static func labelsOtherwiseByCharacters(_ h: HeaderField) -> Bool {
+        let name = h.name.lowercased()
+        let value = h.value.trimmingCharacters(in: .whitespaces).lowercased()
+        if name == "content-encoding", !value.isEmpty, value != "identity" { return true }
+        if name == "content-type" {
+            let media = value.prefix { $0 != ";" }.trimmingCharacters(in: .whitespaces)
+            if media != "application/json" && !media.hasSuffix("+json") { return true }
         }
         return false
     }
