@@ -128,8 +128,16 @@ final class SessionPoolTests: XCTestCase {
         let pooled = port.session(client: "main")
         XCTAssertNotIdentical(dedicated, pooled)
         let elsewhere = "http://elsewhere.invalid/api/v1/flags/new_checkout"
+        // The counter counts a task out once its completion handler returned, on the session's
+        // queue after `send` resumed: wait for that, or the next request saw it still counted
+        // (failed once in a parallel `swift test`).
+        let (completions, returned) = AsyncStream<Void>.makeStream()
+        port.counter.setDeliveryGate { deliver in deliver(); returned.yield() }
         let (_, viaDedicated) = await Self.send(elsewhere, through: dedicated) { [port] in [port.outstandingTasks] }
         XCTAssertEqual(viaDedicated, [1], "a dedicated session counts a request to any host")
+        var waiting = completions.makeAsyncIterator()
+        _ = await waiting.next()
+        XCTAssertEqual(port.outstandingTasks, 0)
         let (_, viaPooled) = await Self.send(elsewhere, through: pooled) { [port] in [port.outstandingTasks] }
         XCTAssertEqual(viaPooled, [0], "a pooled session counts by host only")
         _ = await port.shutdown()
