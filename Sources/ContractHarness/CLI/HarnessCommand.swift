@@ -20,7 +20,9 @@ public enum HarnessCommand {
            contract-harness schema [--out FILE]
            contract-harness scenario --from-journal JOURNAL [--out FILE] [--name NAME] [--fixtures FILE] [--clients peer|one]
            contract-harness explore SCENARIO [--seed N] [--max-schedules K] [--exhaustive] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE] [--sdk-command CMD]
-           contract-harness explore SCENARIO --interleave [--depth D] [--seed N] [--max-schedules K] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE] [--sdk-command CMD]
+                                    [--step-timeout-ms N]
+           contract-harness explore SCENARIO --interleave [--depth D] [--seed N] [--max-schedules K] [--out FILE] [--jobs N] [--mutant NAME] [--verdict FILE]
+                                    [--sdk-command CMD] [--step-timeout-ms N]
            contract-harness mutants [PATH ...] [--verdict FILE] [--filter TEXT] [--step-timeout-ms N] [--jobs N] [--full]
            contract-harness vectors [--sdk-command CMD] [--vectors DIR|FILE] [--timeout SECONDS] [--sdk-name NAME] [--verdict FILE]
            contract-harness generate [--seed S] [--count N] [--from I] [--sdk shipping|faithful|both] [--out DIR] [--write] [--ids equivalent|plain]
@@ -60,6 +62,7 @@ public enum HarnessCommand {
       --max-schedules K  at most K schedules (default: the file's, else 100)
       --out FILE         where the failing schedule goes
       --jobs N           schedules run at once (default 16; each is an independent run)
+      --step-timeout-ms N  caps every step's time limit (milliseconds), the reference's too; the replay command keeps it
       --interleave       instead of moving steps, run them in the file's order and choose which of the SDK's ready
                          tasks runs next (the SDK's own tasks on a harness executor): depth-first when the choices are
                          few, else PCT (seeded, depth D, default 3); budget K (default: the file's, else 200). Writes the
@@ -186,6 +189,22 @@ public enum HarnessCommand {
         var stepTimeoutCap: Int?
         /// `--html FILE`, `--mermaid FILE`: the report outputs (ReportCommand.swift).
         var report = ReportOutputs()
+        /// Every option given, in order (`--seed`, `--html`...): a command refuses those it does
+        /// not honour (``refuse(_:command:honoured:)``).
+        var given: [String] = []
+    }
+
+    /// The options `explore` honours (with `--interleave`, also `--depth`).
+    static let exploreOptions = ["--seed", "--max-schedules", "--exhaustive", "--out", "--jobs", "--mutant", "--verdict", "--sdk-command",
+                                 "--step-timeout-ms"]
+
+    /// Refuses the first option in `options.given` that `command` does not honour: a `run` option
+    /// such as `--html` or `--fail-fast` was accepted by `explore` and silently did nothing.
+    ///
+    /// - Throws: `UsageError` naming the option and the command's options.
+    static func refuse(_ options: RunOptions, command: String, honoured: [String]) throws {
+        guard let ignored = options.given.first(where: { !honoured.contains($0) && $0 != "--help" && $0 != "-h" }) else { return }
+        throw UsageError("\(command) takes no \(ignored) (its options: SCENARIO, \(honoured.joined(separator: ", ")))")
     }
 
     static func parseRun(_ arguments: [String]) throws -> RunOptions {
@@ -193,6 +212,7 @@ public enum HarnessCommand {
         var cursor = ArgumentCursor(arguments)
         func value(_ flag: String) throws -> String { try cursor.value(for: flag) }
         while let a = cursor.next() {
+            if a.hasPrefix("-") { o.given.append(a) }
             switch a {
             case "--verdict": o.verdict = try value(a)
             case "--junit": o.junit = try value(a)
@@ -305,6 +325,8 @@ public enum HarnessCommand {
         var words = ["contract-harness", "run", out]
         if let mutant = options.mutant { words += ["--mutant", mutant] }
         if let command = options.sdkCommand { words += ["--sdk-command", command] }
+        // Replayed under the limits it was found under.
+        if let cap = options.stepTimeoutCap { words += ["--step-timeout-ms", String(cap)] }
         return words.map(shellWord).joined(separator: " ")
     }
 
@@ -846,7 +868,9 @@ public enum HarnessCommand {
         let isFaithful = name.elementsEqual(faithful.sdkName.unicodeScalars)
         // `--mutant NAME` makes the driver `ios-mutant-NAME`: the name alone decides.
         let isVariant = !isFaithful && driver.sdkName.hasPrefix("ios-mutant-")
-        return ScenarioRunner(driver: isShipping || isVariant ? faithful : shipping, seed: options.seed, keepsHistory: false)
+        // Under the same step limits as the SDK judged.
+        return ScenarioRunner(driver: isShipping || isVariant ? faithful : shipping, seed: options.seed,
+                              stepTimeoutCap: options.stepTimeoutCap, keepsHistory: false)
     }
 
     /// Worker processes running `reference` (a `referenceRunner`: the faithful variant, `--mutant
@@ -879,6 +903,7 @@ public enum HarnessCommand {
         var driver = driver
         do {
             options = try parseRun(arguments)
+            try refuse(options, command: "explore", honoured: exploreOptions)
             if let m = options.mutant { driver = MutantRun.driver(Defect(rawValue: m)) }
         } catch let e as UsageError {
             if e.message.isEmpty { print(usage); return Exit.ok.rawValue }
@@ -954,7 +979,7 @@ public enum HarnessCommand {
         // The reference confirms in workers too (in process, runs it could not finish stayed in memory).
         let referenceIsolation = reference.flatMap(referenceIsolation(of:))
         let report = await Explorer.explore(root, file: file, settings: settings, seed: options.seed,
-                                            runner: ScenarioRunner(driver: driver, seed: options.seed, keepsHistory: false),
+                                            runner: ScenarioRunner(driver: driver, seed: options.seed, stepTimeoutCap: options.stepTimeoutCap, keepsHistory: false),
                                             reference: reference, concurrency: options.jobs, isolation: external == nil ? isolation : nil,
                                             referenceIsolation: referenceIsolation, progress: progress)
         ticker.cancel()

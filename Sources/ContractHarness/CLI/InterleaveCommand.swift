@@ -28,6 +28,7 @@ enum InterleaveCommand {
                 }
             }
             options = try HarnessCommand.parseRun(rest)
+            try HarnessCommand.refuse(options, command: "explore --interleave", honoured: HarnessCommand.exploreOptions.filter { $0 != "--exhaustive" } + ["--depth"])
             if let m = options.mutant { driver = MutantRun.driver(Defect(rawValue: m)) }
         } catch let e as HarnessCommand.UsageError {
             if e.message.isEmpty { print(HarnessCommand.usage); return HarnessCommand.Exit.ok.rawValue }
@@ -95,7 +96,8 @@ enum InterleaveCommand {
         let redactor = SecretRedactor(secrets: secrets)
         HarnessCommand.say("explore --interleave \(scenario.name): seed \(seed), depth \(settings.depth), at most \(settings.maxSchedules) runs")
         let report = await InterleavingExplorer.explore(root, file: file, settings: settings, seed: seed,
-                                                        runner: ScenarioRunner(driver: driver, seed: options.seed, keepsHistory: false),
+                                                        runner: ScenarioRunner(driver: driver, seed: options.seed, stepTimeoutCap: options.stepTimeoutCap,
+                                                                               keepsHistory: false),
                                                         reference: HarnessCommand.referenceRunner(options: options, driver: driver),
                                                         concurrency: min(options.jobs, 8))
         await external?.shutdown()

@@ -35,4 +35,30 @@ final class ExploreOutputsTests: XCTestCase {
         let fine = try HarnessProcess.run(["explore", "s.json", "--out", "o.json", "--verdict", "v.json"], in: dir)
         XCTAssertEqual(fine.status, 0, fine.out)
     }
+
+    /// `run` options explore does not honour are refused with exit 64, naming the option: before,
+    /// `explore --html r.html` (or `--fail-fast`, `--junit`, `--skip`, `--history`...) was accepted
+    /// and did nothing, and `--step-timeout-ms` was ignored.
+    func testRunOptionsExploreDoesNotHonourAreRefused() throws {
+        try Data("x\n".utf8).write(to: dir.appendingPathComponent("k.txt"))
+        for command in [["explore"], ["explore", "--interleave"]] {
+            for options in [["--html", "r.html"], ["--fail-fast"], ["--junit", "j.xml"], ["--skip", "x"], ["--history"], ["--list"],
+                            ["--filter", "x"], ["--mermaid", "m.md"], ["--explore"], ["--skip-from", "k.txt"]] {
+                let run = try HarnessProcess.run(command + ["s.json"] + options, in: dir, readingStandardError: true)
+                XCTAssertEqual(run.status, 64, "\(command) \(options): \(run.out)")
+                XCTAssertTrue(run.out.contains("takes no \(options[0])"), run.out)
+            }
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("r.html").path))
+    }
+
+    /// `--step-timeout-ms` caps explore's step limits and is kept in the replay command, so the
+    /// written schedule replays under the limits it was found under.
+    func testTheStepLimitCapIsHonouredAndKeptInTheReplayCommand() throws {
+        let run = try HarnessProcess.run(["explore", "s.json", "--mutant", "stale-write-after-clear", "--step-timeout-ms", "900", "--out", "o.json"], in: dir)
+        XCTAssertEqual(run.status, 1, run.out)
+        XCTAssertTrue(run.out.contains("replay: contract-harness run o.json --mutant stale-write-after-clear --step-timeout-ms 900"), run.out)
+        let replay = try HarnessProcess.run(["run", "o.json", "--mutant", "stale-write-after-clear", "--step-timeout-ms", "900", "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(replay.status, 1, replay.out)
+    }
 }
