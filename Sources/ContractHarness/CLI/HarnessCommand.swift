@@ -496,6 +496,12 @@ public enum HarnessCommand {
         var driver = driver
         do {
             options = try parseRun(arguments)
+            // Explore's own options: `--out` is explore's alone, the schedule budget applies only
+            // with `--explore` (accepted and ignored before).
+            if options.given.contains("--out") { throw UsageError("run takes no --out (explore writes schedules; run's outputs: --verdict, --junit, --html, --mermaid)") }
+            if !options.explore, let budget = options.given.first(where: { $0 == "--exhaustive" || $0 == "--max-schedules" }) {
+                throw UsageError("\(budget) applies to run only with --explore")
+            }
             try checkWritable(options.verdict, option: "--verdict")
             if let junit = options.junit { try checkWritable(junit, option: "--junit") }
             try options.report.checkWritable()

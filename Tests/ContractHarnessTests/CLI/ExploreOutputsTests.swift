@@ -61,4 +61,16 @@ final class ExploreOutputsTests: XCTestCase {
         let replay = try HarnessProcess.run(["run", "o.json", "--mutant", "stale-write-after-clear", "--step-timeout-ms", "900", "--verdict", "v.json"], in: dir)
         XCTAssertEqual(replay.status, 1, replay.out)
     }
+
+    /// `run` refuses explore's `--out`, and the schedule budget without `--explore`: accepted and
+    /// ignored before.
+    func testExploreOptionsRunDoesNotHonourAreRefused() throws {
+        for options in [["--out", "o.json"], ["--exhaustive"], ["--max-schedules", "3"]] {
+            let run = try HarnessProcess.run(["run", "s.json"] + options + ["--verdict", "v.json"], in: dir, readingStandardError: true)
+            XCTAssertEqual(run.status, 64, "\(options): \(run.out)")
+            XCTAssertTrue(run.out.contains(options[0]), run.out)
+        }
+        let explored = try HarnessProcess.run(["run", "s.json", "--explore", "--max-schedules", "3", "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(explored.status, 0, explored.out)
+    }
 }
