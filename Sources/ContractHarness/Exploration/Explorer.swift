@@ -194,17 +194,6 @@ public enum Explorer {
         return settings
     }
 
-    /// SplitMix64 (Steele, Lea, Flood 2014): small, fast, and the same sequence everywhere.
-    struct SplitMix64: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 
     /// The schedules to try: every permutation (lexicographic) when there are at most `max` or
     /// `exhaustive`, else `max` distinct seeded shuffles.

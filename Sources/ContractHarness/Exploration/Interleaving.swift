@@ -268,7 +268,7 @@ public enum InterleavingExplorer {
         if failing == nil, !complete {
             let steps = max(probe.interleaving?.steps ?? 1, 1)
             // Run seeds below 2^53, so the written file records them exactly as JSON numbers.
-            var rng = Explorer.SplitMix64(state: seed)
+            var rng = SplitMix64(state: seed)
             let plans = (runs..<settings.maxSchedules).map { _ in InterleavingPlan.pct(seed: rng.next() >> 11, depth: settings.depth, steps: steps) }
             var next = 0
             while failing == nil && next < plans.count {

@@ -1,4 +1,5 @@
 import Foundation
+import ExperimentlyMock
 
 /// Picks which ready task runs next on a `ControlledExecutor`. Called under the executor's lock,
 /// one call at a time, so implementations keep plain mutable state (they are classes used by one
@@ -83,13 +84,13 @@ final class PrefixStrategy: InterleavingStrategy, @unchecked Sendable {
 /// with probability at least 1 / (n k^(d-1)) (the paper's Theorem).
 final class PCTStrategy: InterleavingStrategy, @unchecked Sendable {
     // @unchecked Sendable: all state is only touched by the executor, under its lock.
-    private var rng: Explorer.SplitMix64
+    private var rng: SplitMix64
     /// Task serials, highest priority first.
     private var order: [Int] = []
     private let changePoints: Set<Int>
 
     init(seed: UInt64, depth: Int, steps: Int) {
-        var rng = Explorer.SplitMix64(state: seed)
+        var rng = SplitMix64(state: seed)
         var points = Set<Int>()
         let k = max(1, steps)
         let wanted = min(max(0, depth - 1), k)

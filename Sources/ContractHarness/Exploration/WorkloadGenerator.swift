@@ -48,14 +48,9 @@ public struct WorkloadGenerator: Sendable {
 
     /// A SplitMix64 stream (deterministic on every platform).
     struct Random {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+        var generator: SplitMix64
+        init(state: UInt64) { generator = SplitMix64(state: state) }
+        mutating func next() -> UInt64 { generator.next() }
         mutating func int(_ n: Int) -> Int { Int(next() % UInt64(n)) }
         mutating func chance(_ percent: Int) -> Bool { int(100) < percent }
         mutating func pick<T>(_ items: [T]) -> T { items[int(items.count)] }

@@ -11,7 +11,7 @@ final class ResponseLabelTests: XCTestCase {
                      "C\u{212A}ontent-Type", "content_type", "Content-Length"]
         let pieces = ["application/json", "APPLICATION/JSON", "application/problem+json", "+JSON", "text/plain", "gzip", "identity",
                       "IDENTITY", " ", "\t", ";", "; charset=utf-8", "\u{00A0}", "\r\n", "\n", "\u{0B}", "é", "\u{2003}", "json", "+", ""]
-        var rng = SplitMix(seed: 46)
+        var rng = SplitMix64(state: 46)
         var compared = 0
         for _ in 0..<20_000 {
             var value = ""
@@ -32,18 +32,5 @@ final class ResponseLabelTests: XCTestCase {
         XCTAssertTrue(MockBackendPort.labelledOtherwise([HeaderField(name: "Content-Encoding", value: "gzip")]))
         XCTAssertFalse(MockBackendPort.labelledOtherwise([HeaderField(name: "Content-Encoding", value: " identity ")]))
         XCTAssertFalse(MockBackendPort.labelledOtherwise([HeaderField(name: "Content-Encoding", value: "  ")]))
-    }
-}
-
-/// A small seeded generator (SplitMix64) for the generated headers above.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -54,7 +54,7 @@ final class MockSHA256Tests: XCTestCase {
             }
             return true
         }
-        var rng = SplitMix(seed: 15)
+        var rng = SplitMix64(state: 15)
         let alphabet: [String] = ["a", "Z", "0", "-", ":", "\u{0}", "\u{E9}", "e\u{301}", "\u{1F600}", "g", "F", " "]
         for _ in 0..<2_000 {
             let parts = (0..<Int(rng.next() % 3 + 1)).map { _ in (0..<Int(rng.next() % 12)).map { _ in alphabet[Int(rng.next() % UInt64(alphabet.count))] }.joined() }
@@ -74,7 +74,7 @@ final class MockSHA256Tests: XCTestCase {
     /// The ASCII byte path of the Content-Type rule decides as the Character path does, on
     /// generated values near the rule's edges (case, spaces and tabs, parameters, `+json`).
     func testContentTypeBytePathAgreesWithTheCharacterPath() {
-        var rng = SplitMix(seed: 7)
+        var rng = SplitMix64(state: 7)
         let pieces = ["application/", "Application/", "APPLICATION/", "text/", "json", "JSON", "+json", "+JSON", "vnd.x", ";", " ", "\t",
                       "charset=utf-8", "\r\n", "/", "+", "jso", "n", ""]
         var agreed = 0
@@ -91,18 +91,5 @@ final class MockSHA256Tests: XCTestCase {
         for refused in ["text/json", "application/jsonx", "application/ json", "application/json\r\n", "application/+jso"] {
             XCTAssertEqual(Validate.jsonContentType(refused), Validate.jsonContentTypeByCharacters(refused), refused)
         }
-    }
-}
-
-/// A small seeded generator (SplitMix64) for the generated inputs above.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
