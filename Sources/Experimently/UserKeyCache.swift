@@ -34,15 +34,18 @@ extension String {
 struct UserKeyCache<Value> {
     private struct Entry {
         let value: Value
-        let expiresAt: Date
+        /// When it expires: stored + cacheTTL in whole microseconds since 2001 (``microseconds(_:)``).
+        let expiresAt: Double
         let sequence: UInt64
 
-        /// Fresh while `now` is before `expiresAt`, to the microsecond (CONTRACT.md section 4:
-        /// at exactly stored + cacheTTL it has expired). `Date` arithmetic leaves `stored + ttl`
-        /// a unit in the last place either side of that instant (about 0.1 us today), so a plain
-        /// `expiresAt > now` kept an entry fresh at exactly its expiry on a clock that reads it
-        /// exactly (the harness's virtual clock).
-        func isFresh(at now: Date) -> Bool { (expiresAt.timeIntervalSince(now) * 1e6).rounded() > 0 }
+        /// Fresh while `now` is before its expiry, to the microsecond (CONTRACT.md section 4: at
+        /// exactly stored + cacheTTL it has expired). Both sides are whole microseconds, the
+        /// stored instant and the TTL each rounded on their own: `Date` arithmetic leaves
+        /// `stored + ttl` a unit in the last place either side of that instant, so a plain
+        /// `expiresAt > now` kept an entry fresh at exactly its expiry; and rounding their
+        /// difference instead expired an entry 1 us early once a `Date`'s spacing passed 0.47 us
+        /// (after 2069: a forty-seventh outside tester, C, at 45 years of virtual time).
+        func isFresh(at now: Date) -> Bool { microseconds(now) < expiresAt }
     }
 
     private var entries: [CacheKey: Entry] = [:]
@@ -72,7 +75,7 @@ struct UserKeyCache<Value> {
     /// Stores `value` until `now + ttl`, as the newest entry; evicts the oldest beyond the limit.
     mutating func set(_ value: Value, for key: CacheKey, now: Date) {
         nextSequence += 1
-        entries[key] = Entry(value: value, expiresAt: now.addingTimeInterval(ttl), sequence: nextSequence)
+        entries[key] = Entry(value: value, expiresAt: microseconds(now) + (ttl * 1e6).rounded(), sequence: nextSequence)
         log.append((key, nextSequence))
         while entries.count > countLimit, logHead < log.count {
             let oldest = log[logHead]
@@ -109,4 +112,15 @@ struct UserKeyCache<Value> {
         log.removeAll()
         logHead = 0
     }
+}
+
+/// `date` in whole microseconds since 2001, as a `Double` (exact: below 2^53 until the year
+/// 2286). The whole seconds and the fraction are scaled apart, so the only error rounding must
+/// undo is the `Date`'s own: under half a microsecond for a clock on the microsecond grid until
+/// 2106 (scaling the whole value by 1e6 added up to a quarter more, and a virtual clock 45 years
+/// on read a microsecond off).
+private func microseconds(_ date: Date) -> Double {
+    let t = date.timeIntervalSinceReferenceDate
+    let whole = t.rounded(.down)
+    return whole * 1e6 + ((t - whole) * 1e6).rounded()
 }

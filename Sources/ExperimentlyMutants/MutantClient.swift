@@ -38,13 +38,28 @@ public final class MutantClient: @unchecked Sendable {
 
     /// Whether an entry expiring at `expires` is fresh at `now`, to the microsecond (as the
     /// shipping SDK's cache: at exactly stored + cacheTTL it has expired, CONTRACT.md section 4).
-    static func fresh(_ expires: Date, _ now: Date) -> Bool { (expires.timeIntervalSince(now) * 1e6).rounded() > 0 }
+    /// `expires` is whole microseconds since 2001 (``expiry(_:ttl:)``), compared with `now` in
+    /// the same unit: rounding their difference expired an entry 1 us early after 2069.
+    static func fresh(_ expires: Double, _ now: Date) -> Bool { microseconds(now) < expires }
+
+    /// When an entry stored at `now` expires, in whole microseconds since 2001: the stored instant
+    /// and the TTL each rounded on their own.
+    static func expiry(_ now: Date, ttl: TimeInterval) -> Double { microseconds(now) + (ttl * 1e6).rounded() }
+
+    /// `date` in whole microseconds since 2001: whole seconds and fraction scaled apart, so only
+    /// the `Date`'s own error (under half a microsecond on the clock's grid) is rounded away.
+    static func microseconds(_ date: Date) -> Double {
+        let t = date.timeIntervalSinceReferenceDate
+        let whole = t.rounded(.down)
+        return whole * 1e6 + ((t - whole) * 1e6).rounded()
+    }
 
     private struct Entry {
         let user: String
         let key: String
         let value: Cached
-        let expires: Date
+        /// Whole microseconds since 2001 (``MutantClient/expiry(_:ttl:)``).
+        let expires: Double
         let order: Int
     }
 
@@ -352,7 +367,7 @@ public final class MutantClient: @unchecked Sendable {
             if case .success(let f) = fetched, f.fresh || self.has(.cachesFailure) || self.has(.cachesFallbackValue),
                self.has(.staleWriteAfterClear) || shared.epoch == s.epoch {
                 s.order += 1
-                s.entries[storedKey(k)] = Entry(user: user, key: entryKey, value: f.value, expires: now.addingTimeInterval(config.cacheTTL), order: s.order)
+                s.entries[storedKey(k)] = Entry(user: user, key: entryKey, value: f.value, expires: Self.expiry(now, ttl: config.cacheTTL), order: s.order)
                 evictOverSize(&s, kindOf: f.value)
                 if f.fresh { self.persist(f.value, user: user) }
             }
@@ -384,7 +399,7 @@ public final class MutantClient: @unchecked Sendable {
         func write(_ s: inout State) {
             guard case .success(let f) = fetched, f.fresh, shared.epoch == s.epoch else { return }
             s.order += 1
-            s.entries[storedKey(k)] = Entry(user: user, key: entryKey, value: f.value, expires: now.addingTimeInterval(config.cacheTTL), order: s.order)
+            s.entries[storedKey(k)] = Entry(user: user, key: entryKey, value: f.value, expires: Self.expiry(now, ttl: config.cacheTTL), order: s.order)
             evictOverSize(&s, kindOf: f.value)
         }
         let current = locked { s -> Bool in

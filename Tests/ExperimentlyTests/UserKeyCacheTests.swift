@@ -33,4 +33,35 @@ final class UserKeyCacheTests: XCTestCase {
         XCTAssertNil(cache.value(for: CacheKey(userId: "a:b", key: "c"), now: t0.addingTimeInterval(10)))
         XCTAssertEqual(cache.entries(forUser: "a", now: t0).map(\.key), ["b:c"])
     }
+
+    /// The TTL boundary to the microsecond over the whole range of the harness's virtual clock
+    /// (80 years from 2023): 1 us before stored + cacheTTL fresh, at it expired, for generated
+    /// stored instants and TTLs on the clock's microsecond grid. Rounding the difference of the
+    /// two instants expired entries 1 us early past 2069 (a forty-seventh outside tester, C: 385
+    /// of 3,000 such cases in a model of the old formula).
+    func testTheTTLBoundaryHoldsToTheMicrosecondForEightyYears() {
+        let origin = t0.timeIntervalSinceReferenceDate
+        func onGrid(_ micros: Double) -> Date { Date(timeIntervalSinceReferenceDate: origin + micros / 1e6) }
+        var state: UInt64 = 47
+        func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        var wrong: [String] = []
+        for i in 0..<4000 {
+            let elapsed = Double(next() % 2_524_608_000_000_000)   // microseconds, up to 80 years
+            let ttlMicros = Double(1 + next() % 600_000_000)        // up to 10 minutes
+            let ttl = [ttlMicros / 1e6, 0.1, 0.000003, 300][i % 4]
+            let micros = [ttlMicros, 100_000, 3, 300_000_000][i % 4]
+            var cache = UserKeyCache<Int>(ttl: ttl, countLimit: 10)
+            let key = CacheKey(userId: "u", key: "k")
+            cache.set(1, for: key, now: onGrid(elapsed))
+            if cache.value(for: key, now: onGrid(elapsed + micros - 1)) != 1 { wrong.append("expired 1 us early: elapsed \(elapsed) us, ttl \(ttl) s") }
+            if cache.value(for: key, now: onGrid(elapsed + micros)) != nil { wrong.append("fresh at its expiry: elapsed \(elapsed) us, ttl \(ttl) s") }
+        }
+        XCTAssertEqual(wrong.count, 0, wrong.prefix(5).joined(separator: "; "))
+    }
 }

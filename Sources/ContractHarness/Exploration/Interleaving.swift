@@ -287,7 +287,8 @@ public enum InterleavingExplorer {
         }
         var failure: Failure?
         if let (plan, result) = failing {
-            failure = await writeUp(base, file: file, plan: plan, result: result, check: own(result)?.name, seed: seed, depth: settings.depth, runner: runner)
+            failure = await writeUp(base, file: file, plan: plan, result: result, check: own(result)?.name, seed: seed, depth: settings.depth, runner: runner,
+                                    reference: reference)
         }
         var report = Report(scenario: name, seed: seed, runs: runs, depthFirst: depthFirst, probePoints: probePoints, complete: complete,
                             firstFailure: failure, durationMilliseconds: ScenarioRunner.elapsed(since: started))
@@ -329,8 +330,15 @@ public enum InterleavingExplorer {
     /// The failing run as a scenario that replays it: the choices it made, the steps shrunk (as
     /// the step explorer does), trailing choices dropped while it still fails the same check, and
     /// the choices re-recorded from the final replay.
+    ///
+    /// Shrinking is differential when there is a `reference` (the faithful variant, or the
+    /// shipping SDK): a candidate is kept only when the reference, replaying it, does not fail
+    /// that check and fails nothing it did not fail on the unshrunk file. Judged on the SDK alone,
+    /// the shrinker dropped the very step that made the race (the `clearCache` before a cache
+    /// assertion), and the written file failed every SDK (a forty-seventh outside tester, B: 27 of
+    /// 66 files written from the shipped scenarios failed the shipping SDK).
     static func writeUp(_ base: JSONValue, file: String, plan: InterleavingPlan, result: ScenarioResult, check own: String? = nil, seed: UInt64,
-                        depth: Int, runner: ScenarioRunner) async -> Failure {
+                        depth: Int, runner: ScenarioRunner, reference: ScenarioRunner? = nil) async -> Failure {
         let check = own ?? result.firstFailure?.name ?? "error"
         var seedNote: String {
             if case .pct(let s, _, _) = plan { return "PCT seed \(s) (exploration seed \(seed)), depth \(depth)" }
@@ -356,9 +364,11 @@ public enum InterleavingExplorer {
         let unshrunk = with(json, choices: original, runSeed: runSeed)
         var patient = runner
         patient.interleaving = nil
-        func replay(_ candidate: JSONValue) async -> ScenarioResult? {
+        var patientReference = reference
+        patientReference?.interleaving = nil
+        func replay(_ candidate: JSONValue, on r: ScenarioRunner? = nil) async -> ScenarioResult? {
             guard let s = try? ScenarioParser.parse(candidate.serialized(), file: file) else { return nil }
-            return await patient.run(s)
+            return await (r ?? patient).run(s)
         }
         let message = Explorer.messageShape(result.firstFailure?.message ?? "")
         func fails(_ r: ScenarioResult?) -> Bool {
@@ -367,23 +377,52 @@ public enum InterleavingExplorer {
                 !$0.passed && Explorer.sameCheck($0.name, check) && Explorer.messageShape($0.message ?? "").unicodeScalars.elementsEqual(message.unicodeScalars)
             }
         }
+        // What the reference fails replaying the unshrunk file (its choices follow the SDK's task
+        // names, the oldest task where a name is not ready): a candidate may keep those failing,
+        // never this check, and nothing new (the step explorer's rule, `Explorer.shrink`).
+        var referenceFailed: [String] = []
+        if let patientReference { referenceFailed = (await replay(unshrunk, on: patientReference))?.checks.filter { !$0.passed }.map(\.name) ?? [] }
+        func referenceAllows(_ r: ScenarioResult?) -> Bool {
+            guard let r else { return false }
+            return !r.infeasible && (r.status == .passed || r.status == .failed) && r.checks.allSatisfy { c in
+                c.passed || (!Explorer.sameCheck(c.name, check) && referenceFailed.contains { Explorer.sameCheck($0, c.name) })
+            }
+        }
+        func stillFails(_ candidate: JSONValue) async -> Bool {
+            // The reference runs only for a candidate that still fails (most do not).
+            guard fails(await replay(candidate)) else { return false }
+            guard let patientReference else { return true }
+            return referenceAllows(await replay(candidate, on: patientReference))
+        }
         // Steps first (the replayed choices follow the tasks by name), then trailing choices.
-        var current = await shrinkSteps(unshrunk, file: file, runner: patient) { fails(await replay($0)) }
+        var current = await shrinkSteps(unshrunk, file: file, runner: patient) { await stillFails($0) }
         var choices = current["interleaving"]?["choices"]?.arrayValue?.compactMap(\.stringValue) ?? original
         while !choices.isEmpty {
             let shorter = Array(choices.dropLast())
             let candidate = with(current, choices: shorter, runSeed: runSeed)
-            guard fails(await replay(candidate)) else { break }
+            guard await stillFails(candidate) else { break }
             choices = shorter
             current = candidate
         }
         // Record what the replay really chose, so the file states every choice it relies on.
         if let final = await replay(current), fails(final), let trace = final.interleaving {
-            current = with(current, choices: trace.choices, runSeed: runSeed)
-            choices = trace.choices
+            let recorded = with(current, choices: trace.choices, runSeed: runSeed)
+            if await stillFails(recorded) {
+                current = recorded
+                choices = trace.choices
+            }
         }
         var replayed = await replay(current)
         if !fails(replayed) { current = unshrunk; choices = original; replayed = nil }
+        // Whether the reference passes the written file's check (it may fail what it failed in
+        // the file's own order): said in the file, as the step explorer says `passes_on`.
+        var referenceVerdict: (name: String, passes: Bool)?
+        if let patientReference {
+            let r = await replay(current, on: patientReference)
+            let passes = r.map { !$0.infeasible && ($0.status == .passed || $0.status == .failed)
+                && !$0.checks.contains { c in !c.passed && Explorer.sameCheck(c.name, check) } } ?? false
+            referenceVerdict = (patientReference.driver.sdkName, passes)
+        }
         // The check as the written file's replay names it (a step expectation is named by its
         // position, which moves when shrinking drops steps before it), and what found it.
         let named = replayed?.checks.first { !$0.passed && Explorer.sameCheck($0.name, check) }?.name ?? check
@@ -396,6 +435,7 @@ public enum InterleavingExplorer {
                 "depth": .number(Double(depth)), "check": .string(named), "fails_on": .string(runner.driver.sdkName),
             ]
             if !named.unicodeScalars.elementsEqual(check.unicodeScalars) { explored["check_in_explored_order"] = .string(check) }
+            if let referenceVerdict { explored[referenceVerdict.passes ? "passes_on" : "also_fails_on"] = .string(referenceVerdict.name) }
             o["explored"] = .object(explored)
             current = .object(o)
         }

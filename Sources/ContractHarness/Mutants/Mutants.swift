@@ -146,22 +146,22 @@ public enum MutantRun {
         // it comes (never confirmed again, as a plain run's is), so a capped limit let load add a
         // catch or fail the faithful variant (a twenty-eighth outside tester; a deadlock is decided
         // at once either way).
-        @Sendable func explored(_ defect: Defect?) async -> [ExactKey: [String]] {
+        @Sendable func explored(_ defect: Defect?) async -> [ExactKey: InterleaveCatch] {
             var runner = ScenarioRunner(driver: driver(defect), stepTimeoutCap: nil, keepsHistory: false)
             runner.interleaving = nil
-            var failed: [ExactKey: [String]] = [:]
+            var failed: [ExactKey: InterleaveCatch] = [:]
             for s in interleaved {
                 guard let root = try? JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: s.file)), file: s.file) else { continue }
                 let report = await InterleavingExplorer.explore(root, file: s.file, settings: .of(s), seed: 0, runner: runner)
-                if let f = report.firstFailure { failed[ExactKey("interleave:" + s.name)] = [f.check.hasPrefix("step ") ? "step expect" : f.check] }
+                if let f = report.firstFailure { failed[ExactKey("interleave:" + s.name)] = InterleaveCatch(f) }
             }
             return failed
         }
         let atomicity = interleaved.isEmpty ? [] : defects.filter(\.needsInterleaving)
-        let earlyExplorations = Task { () -> (baseline: [ExactKey: [String]], byDefect: [Defect: [ExactKey: [String]]]) in
+        let earlyExplorations = Task { () -> (baseline: [ExactKey: InterleaveCatch], byDefect: [Defect: [ExactKey: InterleaveCatch]]) in
             guard !interleaved.isEmpty else { return ([:], [:]) }
             let baseline = await explored(nil)
-            var byDefect: [Defect: [ExactKey: [String]]] = [:]
+            var byDefect: [Defect: [ExactKey: InterleaveCatch]] = [:]
             for d in atomicity { byDefect[d] = await explored(d) }
             return (baseline, byDefect)
         }
@@ -210,7 +210,7 @@ public enum MutantRun {
                 if r.status == .failed || r.status == .error || r.status == .crashed {
                     failed[ExactKey(s.name)] = r.checks.filter { !$0.passed }.map { check in
                         // "step 5 assert" and "step 3 do getAssignment as x expect" are expectations.
-                        check.name.hasPrefix("step ") ? (check.name.hasSuffix("expect") ? "step expect" : "step assert") : check.name
+                        Self.kind(ofCheck: check.name)
                     }
                     if r.status == .crashed { failed[ExactKey(s.name)] = ["crashed"] }
                 }
@@ -316,11 +316,13 @@ public enum MutantRun {
         var rows: [Row] = []
         for (v, defect) in defects.enumerated() {
             var failed = failing((v + 1) * scenarios.count)
+            var interleaveCatches: [ExactKey: InterleaveCatch] = [:]
             if let found = early.byDefect[defect] {
-                failed.merge(found) { a, _ in a }
+                interleaveCatches = found
             } else if !interleaved.isEmpty, !scenarios.contains(where: { failed[ExactKey($0.name)] != nil && baseline[ExactKey($0.name)] == nil }) {
-                failed.merge(await explored(defect)) { a, _ in a }
+                interleaveCatches = await explored(defect)
             }
+            failed.merge(interleaveCatches.mapValues(\.checks)) { a, _ in a }
             let caught = (scenarios.map(\.name) + interleaved.map { "interleave:" + $0.name })
                 .filter { failed[ExactKey($0)] != nil && baseline[ExactKey($0)] == nil && interleavedBaseline[ExactKey($0)] == nil }
             // Each catch's first failing check and message (cut at 600 characters), so a doubtful
@@ -331,6 +333,7 @@ public enum MutantRun {
                     let message = first.message ?? r.reason ?? ""
                     return (name, first.name, message.count > 600 ? String(message.prefix(600)) + "..." : message)
                 }
+                if let c = interleaveCatches[ExactKey(name)] { return (name, c.check, c.message) }
                 return (name, failed[ExactKey(name)]?.first ?? "", "")
             }
             let row = Row(defect: defect, caughtBy: caught, failingChecks: Array(Set(caught.flatMap { failed[ExactKey($0)] ?? [] })).sorted(),
@@ -460,6 +463,34 @@ public enum MutantRun {
                 return ScenarioResult(name: pair.1.name, file: pair.1.file, tags: pair.1.tags, source: pair.1.source, status: .error,
                                       durationMilliseconds: 0, checks: [], reason: "not run", smoke: nil, history: [], historyDigest: "")
             }
+        }
+    }
+}
+
+extension MutantRun {
+    /// A failing check's name as the matrix groups it: "step 5 assert" and "step 3 do
+    /// getAssignment as x expect" are a step's expectations ("step assert", "step expect"), any
+    /// other name is kept.
+    static func kind(ofCheck name: String) -> String {
+        name.hasPrefix("step ") ? (name.hasSuffix("expect") ? "step expect" : "step assert") : name
+    }
+
+    /// An interleaving exploration's catch: the failing check as the matrix groups it, and as
+    /// the exploration's run named it with its message (cut at 600 characters). Before, an
+    /// `assert` was grouped as "step expect" and the message was empty (a forty-seventh outside
+    /// tester, F).
+    struct InterleaveCatch: Sendable {
+        let checks: [String]
+        let check: String
+        let message: String
+
+        init(_ f: InterleavingExplorer.Failure) {
+            let first = f.result.checks.first { !$0.passed && Explorer.sameCheck($0.name, f.check) }
+                ?? f.result.checks.first { !$0.passed }
+            check = first?.name ?? f.check
+            checks = [MutantRun.kind(ofCheck: check)]
+            let message = first?.message ?? f.result.reason ?? ""
+            self.message = message.count > 600 ? String(message.prefix(600)) + "..." : message
         }
     }
 }

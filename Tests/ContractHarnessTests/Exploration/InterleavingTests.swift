@@ -228,4 +228,31 @@ final class InterleavingTests: XCTestCase {
         XCTAssertTrue(plain.caught)
         XCTAssertFalse(plain.caughtBy.contains { $0.hasPrefix("interleave:") }, "\(plain.caughtBy)")
     }
+
+    /// Shrinking is differential: a step whose removal makes the file fail the reference too (the
+    /// `clearCache` that makes the race) is kept, and the file says the reference passes it.
+    /// Before, the shrunk file of this shipped scenario failed every SDK (a forty-seventh outside
+    /// tester, B: 27 of 66 files written from the shipped scenarios failed the shipping SDK).
+    func testShrinkingKeepsWhatTheReferenceNeedsToPass() async throws {
+        let file = Repository.root.appendingPathComponent("scenarios/race-explore-field-clear-while-assignment-held.json").path
+        let scenario = try ScenarioParser.load(path: file)
+        let root = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: file)), file: file)
+        let report = await InterleavingExplorer.explore(root, file: file, settings: .of(scenario), seed: 0,
+                                                        runner: ScenarioRunner(driver: MutantRun.driver(.staleWriteAfterClear), stepTimeoutCap: 1500, keepsHistory: false),
+                                                        reference: ScenarioRunner(driver: MutantRun.driver(nil), stepTimeoutCap: 1500, keepsHistory: false))
+        let failure = try XCTUnwrap(report.firstFailure, report.mode)
+        XCTAssertTrue(failure.scenarioJSON["steps"]?.arrayValue?.contains { $0["do"]?.stringValue == "clearCache" } ?? false,
+                      "the clear that makes the race is kept: \(failure.scenarioJSON)")
+        XCTAssertEqual(failure.scenarioJSON["explored"]?["passes_on"]?.stringValue, MutantRun.driver(nil).sdkName)
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("interleaving-\(UUID().uuidString).json").path
+        try failure.scenarioJSON.serialized().write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let written = try ScenarioParser.load(path: path)
+        for (name, driver) in [("shipping", SwiftSDKDriver()), ("faithful", MutantRun.driver(nil))] {
+            let r = await ScenarioRunner(driver: driver, stepTimeoutCap: 1500).run(written)
+            XCTAssertEqual(r.status, .passed, "\(name): \(r.checks.filter { !$0.passed })")
+        }
+        let variant = await ScenarioRunner(driver: MutantRun.driver(.staleWriteAfterClear), stepTimeoutCap: 1500).run(written)
+        XCTAssertEqual(variant.status, .failed)
+    }
 }
