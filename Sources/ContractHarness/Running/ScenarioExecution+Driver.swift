@@ -125,6 +125,9 @@ extension ScenarioExecution {
         return gates.allSatisfy { $0.settled(mock: stamp, poke: poke) }
     }
 
+    /// Ends each failing check's message in a scenario whose adapter broke the driver protocol.
+    static let protocolNote = " [may follow from the adapter's driver protocol problem: a reply the harness could not read]"
+
     /// How `crash.reason` begins when the SDK adapter died during the scenario.
     static let adapterCrashPrefix = "the SDK adapter crashed: "
 
@@ -135,14 +138,26 @@ extension ScenarioExecution {
     func finishDriver(_ result: inout ScenarioResult) async {
         let report = await driver.scenarioDidEnd(clients: Array(clients.values))
         await listeners?.shutdown()
-        // The first 20 problems as checks, then one that counts the rest.
-        for problem in report.problems.prefix(20) {
-            result.checks.append(CheckResult(name: "driver protocol", passed: false, message: problem))
-            if result.status == .passed { result.status = .failed }
-        }
+        // The first 20 problems as checks, then one that counts the rest. They come first, and
+        // the reason names them: a reply the harness could not read became the operation's
+        // `driverError`, so what failed after it (an `assert` on a cache the reference app did not
+        // undo) may follow from it. Before, the headline was that follow-on failure with its
+        // contract rule, and the protocol checks came last (a forty-seventh outside tester, E).
+        var protocolChecks = report.problems.prefix(20).map { CheckResult(name: "driver protocol", passed: false, message: $0) }
         if report.problems.count > 20 {
-            result.checks.append(CheckResult(name: "driver protocol", passed: false,
-                                             message: "\(report.problems.count - 20) more protocol problem(s) in this scenario, the last: \(report.problems.last!)"))
+            protocolChecks.append(CheckResult(name: "driver protocol", passed: false,
+                                              message: "\(report.problems.count - 20) more protocol problem(s) in this scenario, the last: \(report.problems.last!)"))
+        }
+        if let first = protocolChecks.first {
+            let note = Self.protocolNote
+            for i in result.checks.indices where !result.checks[i].passed {
+                if let m = result.checks[i].message, !m.hasSuffix(note) { result.checks[i].message = m + note }
+            }
+            let others = result.checks.filter { !$0.passed }.count
+            result.checks.insert(contentsOf: protocolChecks, at: 0)
+            result.reason = "the adapter broke the driver protocol: \(first.message ?? "")"
+                + (others > 0 ? "; \(others) other check(s) failed with it and may follow from it (see checks)" : "")
+            if result.status == .passed { result.status = .failed }
         }
         if let crash = report.crash {
             result.status = .crashed

@@ -204,8 +204,14 @@ public struct ScenarioRunner: Sendable {
         // `source`, a driver failure) gains the note; a message naming a rule in its own text
         // keeps it and says it was judged after the limit ran out (a forty-sixth outside tester,
         // finding A: a file without `source` read as a proven hang).
-        func renamed(_ text: String) -> String {
-            if text.contains("[not judged against a contract rule") || text.contains("[judged after") { return text }
+        func renamed(_ whole: String) -> String {
+            if whole.contains("[not judged against a contract rule") || whole.contains("[judged after") { return whole }
+            // The driver protocol's note stays last (it follows the rule `naming` appended).
+            let tail = whole.hasSuffix(ScenarioExecution.protocolNote) ? ScenarioExecution.protocolNote : ""
+            let text = String(whole.dropLast(tail.count))
+            return named(text) + tail
+        }
+        func named(_ text: String) -> String {
             if let r = text.range(of: " [broken rule: ", options: .backwards), text.hasSuffix("]") {
                 return String(text[..<r.lowerBound]) + note
             }

@@ -60,4 +60,17 @@ final class KnownFailuresTests: XCTestCase {
             XCTAssertTrue((error as? HarnessCommand.UsageError)?.message.contains("/nonexistent/known.txt") == true)
         }
     }
+
+    /// A known failure that crashed stays a crash (counted, failing the run) and says it was
+    /// listed (a forty-seventh outside tester, G: it was KNOWN, `crashed` 0, exit 0).
+    func testAKnownFailureThatCrashedStaysACrash() throws {
+        let known = KnownFailures(patterns: ["flaky"])
+        var crashed = result("flaky-one", .crashed)
+        crashed.reason = "crash: the worker process died of SIGILL"
+        XCTAssertNil(known.apply(&crashed), "the CRASH line is printed")
+        XCTAssertEqual(crashed.status, .crashed)
+        XCTAssertEqual(crashed.reason, "crash: the worker process died of SIGILL [listed as a known failure, but it crashed: a known failure never covers a crash]")
+        _ = known.apply(&crashed)
+        XCTAssertEqual(crashed.reason?.components(separatedBy: "[listed").count, 2, "said once")
+    }
 }

@@ -128,7 +128,9 @@ final class DriverProtocolTests: XCTestCase {
         let result = await ScenarioRunner(driver: driver, stepTimeoutCap: 5000).run(scenario)
         await driver.shutdown()
         XCTAssertEqual(result.status, .failed)
-        let message = result.firstFailure?.message ?? ""
+        // The protocol problem comes first; the step's own failure names the driver too.
+        XCTAssertEqual(result.firstFailure?.name, "driver protocol", "\(result.checks)")
+        let message = result.checks.first { $0.name.hasPrefix("step") && !$0.passed }?.message ?? ""
         XCTAssertTrue(message.contains("is not a driver reply"), message)
         XCTAssertFalse(message.contains("did not finish"), message)
         XCTAssertFalse(message.contains("broken rule"), message)
@@ -190,8 +192,16 @@ final class DriverProtocolTests: XCTestCase {
             let result = await ScenarioRunner(driver: driver, stepTimeoutCap: 400).run(scenario)
             await driver.shutdown()
             XCTAssertEqual(result.status, .failed, name)
-            let message = result.firstFailure?.message ?? ""
+            // Named where the step fails (or, a second reply to an answered request, in the protocol check alone).
+            let step = result.checks.first { $0.name.hasPrefix("step") && !$0.passed }?.message
+            let message = step ?? result.firstFailure?.message ?? ""
             XCTAssertTrue(message.contains(expected), "\(name): \(message)")
+            // A protocol problem, when the adapter's output had one, is the headline and the reason.
+            if result.checks.contains(where: { $0.name == "driver protocol" }) {
+                XCTAssertEqual(result.firstFailure?.name, "driver protocol", name)
+                XCTAssertTrue(result.reason?.hasPrefix("the adapter broke the driver protocol: ") == true, "\(name): \(result.reason ?? "")")
+                if let step { XCTAssertTrue(step.contains("[may follow from the adapter's driver protocol problem: a reply the harness could not read]"), step) }
+            }
             XCTAssertFalse(message.contains("refused"), "\(name): \(message)")
         }
         let long = CheckResult(name: "x", passed: false, message: String(repeating: "A", count: 10_000), history: [String(repeating: "B", count: 9_000)])
