@@ -55,6 +55,8 @@ final class ControlledExecutor: TaskExecutor, IdleReporting, WaitHook, @unchecke
         var draining = false
         var stuck = false
         var steps = 0
+        /// Jobs run to the end (``jobsRun``).
+        var finished = 0
         /// Bumped whenever a job is picked: a kick that saw the gate open before may not pick after.
         var generation: UInt64 = 0
         var trace = InterleavingTrace()
@@ -95,6 +97,13 @@ final class ControlledExecutor: TaskExecutor, IdleReporting, WaitHook, @unchecke
     var trace: InterleavingTrace { lock.withLock { state.trace } }
 
     var stuck: Bool { lock.withLock { state.stuck } }
+
+    /// How many jobs have run to the end: the stuck probe's proof that no task of the SDK ran
+    /// over a stretch of time, as in plain runs (`ScenarioExecution.stuckProbe`). A hang on a
+    /// parked request no step releases is no deadlock of the executor (something is in the mock),
+    /// so without it such a hang read "could not be shown stuck" in an interleaved run alone (a
+    /// forty-seventh outside tester, D).
+    var jobsRun: Int? { lock.withLock { state.finished } }
 
     /// Creates a task whose first job is named `name` (an operation's label).
     func launch(_ name: String, _ make: () -> Task<Void, Never>) -> Task<Void, Never> {
@@ -248,6 +257,7 @@ final class ControlledExecutor: TaskExecutor, IdleReporting, WaitHook, @unchecke
             picked.job.runSynchronously(on: asUnownedTaskExecutor())
             let (waiters, deliveries): ([CheckedContinuation<Void, Never>], [@Sendable () -> Void]) = lock.withLock {
                 state.running = nil
+                state.finished += 1
                 defer { state.idleWaiters.removeAll(); state.afterJob.removeAll() }
                 return (state.idleWaiters, state.afterJob)
             }

@@ -470,7 +470,7 @@ final class ScenarioExecution: @unchecked Sendable {
         // The app's own tasks (its serialized fetches) run where the operations do, so the
         // executor's idleness covers them (exact quiescence for app operations, `appsSettled`).
         appTaskExecutor = sdkExecutor
-        if listeners == nil, interleaving == nil, executor.jobsRun != nil {
+        if listeners == nil, executor.jobsRun != nil {
             recorder.setStuckProbe(Self.stuckProbe(executor: executor, port: port, clock: clock, recorder: recorder))
         }
         if let a = scenario.app, let client = clients[a.client] {

@@ -215,6 +215,29 @@ final class StuckProofTests: XCTestCase {
         XCTAssertTrue(free.ranOutOfTimeUnproven)
         XCTAssertLessThanOrEqual(counter.withLock { $0 }, 2, "a moving run was probed on past the stamp that changed")
     }
+
+    /// A hang on a parked request no step releases is shown stuck in an interleaved run as in a
+    /// plain one: the controlled executor counts the jobs it ran, so the probe proves it. Before,
+    /// only the plain run had a probe, and the interleaved one read "could not be shown stuck"
+    /// (a forty-seventh outside tester, D).
+    func testAHangOnAParkedRequestIsProvenInAnInterleavedRunToo() async throws {
+        let text = """
+        {"format": "experimently-scenario/1", "name": "hang-on-a-held-request", "description": "a call after a clear joins the held request from before it",
+         "source": "CONTRACT.md section 5", "checks": ["single_flight"], "steps": [
+          {"id": "ha", "fault": {"match": {"path": "/api/v1/tracking/assign"}, "when": {"first": 1}, "action": {"hold": {}}}},
+          {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-1", "as": "a", "async": true},
+          {"do": "clearCache"},
+          {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-1", "as": "a2", "async": true}]%@}
+        """
+        for section in ["", #", "interleaving": {"choices": [], "depth": 3}"#] {
+            let scenario = try ScenarioParser.parse(Data(text.replacingOccurrences(of: "%@", with: section).utf8), file: "hang.json")
+            XCTAssertEqual(scenario.interleaving != nil, !section.isEmpty)
+            let r = await ScenarioRunner(driver: MutantRun.driver(.clearKeepsInFlight), stepTimeoutCap: 300).run(scenario)
+            XCTAssertEqual(r.status, .failed, section)
+            XCTAssertFalse(r.stepLimitUnproven, "\(section): \(r.checks.filter { !$0.passed })")
+            XCTAssertFalse(r.checks.contains { ($0.message ?? "").contains("could not be shown stuck") }, section)
+        }
+    }
 }
 
 /// The in-process stuck probe (`ScenarioExecution.stuckProbe`) reads no stamp while something can
