@@ -10,7 +10,7 @@ extension Verdict {
     /// `timeline` get the heading and checks only. Documented in `Documentation/Report.md`.
     ///
     /// Every text is redacted (``SecretRedactor``) and Mermaid's special characters are written
-    /// as entity codes (`#35;` `#59;` `#60;` `#62;`), so a name cannot end a diagram.
+    /// as entity codes (`#35;` `#59;` `#60;` `#62;` `#96;` `#37;`), so a name cannot end or configure a diagram.
     public func mermaid(redacting secrets: [String]) -> String {
         let redactor = SecretRedactor(secrets: secrets)
         func m(_ text: String) -> String {
@@ -22,6 +22,9 @@ extension Verdict {
                 case "<": out += "#60;"
                 case ">": out += "#62;"
                 case "`": out += "#96;"
+                // `%%` starts a Mermaid comment or a `%%{init: ...}%%` directive: a user id must
+                // not configure or cut the diagram (a forty-eighth outside tester, N).
+                case "%": out += "#37;"
                 default: out.unicodeScalars.append(ch)
                 }
             }
@@ -36,14 +39,23 @@ extension Verdict {
             }
             return out
         }
-        // Crashed scenarios are failing too (a thirteenth outside tester: a run with crashes said 0).
-        let failing = results.filter { $0.status == .failed || $0.status == .crashed }
-        var doc = "# contract-harness: \(failing.count) failing scenario(s)\n\n"
+        // Crashed and errored scenarios are failing too (a thirteenth outside tester: a run with
+        // crashes said 0; a forty-eighth, J: a malformed file's run, exit 64, said 0).
+        let failing = results.filter { $0.status == .failed || $0.status == .crashed || $0.status == .error }
+        var doc = "# contract-harness: \(failing.count) failing scenario(s)\(ok ? "" : ", NOT OK")\n\n"
         doc += "SDK under test \(md(sdkName)) \(md(sdkVersion)), seed \(seed), harness \(md(harnessVersion)).\n"
+        // What made the run not OK when no scenario says it (no scenario to run, a `vectors`
+        // mismatch, an interrupted run): the verdict's own `error`.
+        if !ok {
+            let why = extra["error"]?.stringValue ?? (failing.isEmpty ? "the verdict's ok is false" : nil)
+            if let why { doc += "\n**NOT OK**: \(md(why))\n" }
+        }
         for r in failing {
             let t = ReportTimeline(r)
             doc += "\n## \(md(r.name))\n\n"
             for c in t.citations { doc += "- ✗\(c.number) **\(md(c.check.name))**: \(md(c.check.message ?? ""))\n" }
+            // A scenario with no failed check (a malformed file, one not run) says why.
+            if t.citations.isEmpty, let reason = r.reason { doc += "- **\(r.status)**: \(md(reason))\n" }
             guard !r.events.isEmpty else { continue }
             var ids: [ReportTimeline.Lane: String] = [:]
             doc += "\n```mermaid\nsequenceDiagram\n"

@@ -363,4 +363,39 @@ final class ReportTests: XCTestCase {
         XCTAssertTrue(html.contains("<code>stale-write-after-clear</code>"))
         XCTAssertTrue(report.rows.first { $0.defect == .staleWriteAfterClear }?.caught == true)
     }
+
+    /// A run that is not OK says so in Mermaid: an errored scenario counts as failing and says why,
+    /// and a verdict whose `error` no scenario carries (no scenario to run, a `vectors`
+    /// mismatch) is named (a forty-eighth outside tester, J: "0 failing scenario(s)" for exit 64).
+    /// `%` is an entity code, so `%%{init: ...}%%` in a name cannot configure the diagram (N).
+    func testANotOKRunSaysSoInMermaidAndPercentIsEscaped() throws {
+        let errored = ScenarioResult(name: "malformed", file: "m.json", tags: [], source: nil, status: .error, durationMilliseconds: 0,
+                                     checks: [], reason: "m.json $.steps[0].do: expected an operation", smoke: nil, history: [], historyDigest: "")
+        let v = Verdict(harnessVersion: "test", sdkName: "sdk", sdkVersion: "1", seed: 0, startedAt: Date(timeIntervalSince1970: 0),
+                        durationMilliseconds: 1, results: [errored], invalid: [])
+        let text = v.mermaid(redacting: [])
+        XCTAssertTrue(text.hasPrefix("# contract-harness: 1 failing scenario(s), NOT OK"), text)
+        XCTAssertTrue(text.contains("**error**: m.json $.steps\\[0\\].do: expected an operation"), text)
+        var empty = Verdict(harnessVersion: "test", sdkName: "sdk", sdkVersion: "1", seed: 0, startedAt: Date(timeIntervalSince1970: 0),
+                            durationMilliseconds: 1, results: [], invalid: [])
+        empty.extra["ok"] = .bool(false)
+        empty.extra["error"] = .string("482 hash mismatches")
+        let none = empty.mermaid(redacting: [])
+        XCTAssertTrue(none.hasPrefix("# contract-harness: 0 failing scenario(s), NOT OK"), none)
+        XCTAssertTrue(none.contains("**NOT OK**: 482 hash mismatches"), none)
+        XCTAssertFalse(Verdict(harnessVersion: "t", sdkName: "s", sdkVersion: "1", seed: 0, startedAt: Date(), durationMilliseconds: 1,
+                               results: [], invalid: []).mermaid(redacting: []).contains("NOT OK"), "no results: OK, as vectors and mutants verdicts")
+    }
+
+    /// `%` in a diagram's text is an entity code: `%%{init: ...}%%` in a message cannot configure
+    /// the diagram (a forty-eighth outside tester, N).
+    func testPercentInADiagramIsAnEntityCode() async throws {
+        var v = try await Self.verdict(mutant: .staleWriteAfterClear)
+        let i = try XCTUnwrap(v.results[0].checks.firstIndex { !$0.passed })
+        v.results[0].checks[i].message = (v.results[0].checks[i].message ?? "") + " %%{init: {'theme': 'dark'}}%%"
+        let text = v.mermaid(redacting: [])
+        let diagram = try XCTUnwrap(text.components(separatedBy: "```mermaid").last)
+        XCTAssertTrue(diagram.contains("#37;#37;{init"), diagram)
+        XCTAssertFalse(diagram.contains("%%"), diagram)
+    }
 }
