@@ -98,7 +98,8 @@ public enum LiveContractCheck {
         }
         var problems: [String] = []
         if payload["sdk"]?.stringValue.map({ Array($0.unicodeScalars) == Array(sdk.unicodeScalars) }) != true {
-            problems.append("sdk field is \(payload["sdk"]?.jsonText ?? "absent"), expected \"\(sdk)\"")
+            // Both unambiguous: an NFD name printed like the NFC one expected (a forty-eighth outside tester, M).
+            problems.append("sdk field is \(payload["sdk"]?.unambiguousJSONText ?? "absent"), expected \(JSONValue.string(sdk).unambiguousJSONText)")
         }
         let assign = payload["assign"]
         if assign?["variant_name"] != .string("control") && assign?["variant_name"] != .string("treatment") {

@@ -182,7 +182,8 @@ public struct FaultMatch: Codable, Sendable, Equatable {
             let json = request.json
             for (name, value) in body.sorted(by: { $0.key < $1.key }) {
                 let actual = json?[name]
-                if actual != value { out.append("body.\(name) is \(actual?.jsonText ?? "absent"), rule wants \(value.jsonText)") }
+                // Unambiguous: NFC and NFD spellings print apart (a forty-eighth outside tester, M).
+                if actual != value { out.append("body.\(name) is \(actual?.unambiguousJSONText ?? "absent"), rule wants \(value.unambiguousJSONText)") }
             }
         }
         return out

@@ -210,6 +210,19 @@ final class MockBackendFaultTests: XCTestCase {
         XCTAssertFalse(String(decoding: data, as: UTF8.self).contains(Fixtures.sdkContractAPIKey))
     }
 
+    /// A rule for NFC "café" never fires for NFD "café", and the report prints the two apart
+    /// (a forty-eighth outside tester, M: `body.user_id is "café", rule wants "café"`).
+    func testANearMissOfAnotherSpellingPrintsBothUnambiguously() async {
+        let backend = MockBackend(clock: ManualClock())
+        backend.addFault(FaultRule(name: "nfc", match: FaultMatch(method: "POST", path: "/api/v1/tracking/track", body: ["user_id": "caf\u{E9}"]),
+                                   when: .nth(1), action: .status(500)))
+        let answer = await backend.handle(Req.post("/api/v1/tracking/track", #"{"event_type":"x","user_id":"cafe\u0301","experiment_key":"sdk_contract_ab"}"#))
+        if case .respond(let r) = answer { XCTAssertNotEqual(r.status, 500, "an NFD id does not match the NFC rule") } else { XCTFail("\(answer)") }
+        let report = backend.shutdown()
+        XCTAssertEqual(report.unusedFaults.first?.nearest,
+                       #"nearest request #1 POST /api/v1/tracking/track: body.user_id is "cafe\u0301", rule wants "café""#)
+    }
+
     func testStrictShutdownReport() async {
         let backend = MockBackend(clock: ManualClock())
         let events = EventRecorder(backend)
