@@ -43,7 +43,7 @@ extension Verdict {
             let path = "$.scenarios[\(i)]"
             guard case .object(let o) = item, let name = o["name"]?.stringValue, let statusText = o["status"]?.stringValue,
                   let status = ScenarioResult.Status(rawValue: statusText) else {
-                throw fail(path, "a scenario with a name and a status (passed, failed, skipped, error)", item)
+                throw fail(path, "a scenario with a name and a status (passed, failed, skipped, error, crashed)", item)
             }
             let fileName = o["file"]?.stringValue ?? name
             if o["history_digest"] == nil && status == .error {
@@ -60,8 +60,40 @@ extension Verdict {
             }
             var events: [HistoryEvent] = []
             if let timeline = o["timeline"] {
-                do { events = try decoder.decode([HistoryEvent].self, from: timeline.serialized()) } catch {
-                    throw fail("\(path).timeline", "an array of history events", timeline)
+                guard case .array(let entries) = timeline else { throw fail("\(path).timeline", "an array of history events", timeline) }
+                // Each entry on its own, so the error names the entry and its field (a forty-eighth
+                // outside tester, L: one bad `index` was reported at `.timeline`, quoting the array).
+                for (k, entry) in entries.enumerated() {
+                    // The fields a decoding error does not name (a fraction where a whole number goes).
+                    for field in ["index", "step"] {
+                        if let v = entry[field], !(number(v).map { $0 == $0.rounded() && abs($0) < 9e15 } ?? false) {
+                            throw fail("\(path).timeline[\(k)].\(field)", "a whole number", v)
+                        }
+                    }
+                    if let v = entry["time"], number(v) == nil { throw fail("\(path).timeline[\(k)].time", "a number (seconds)", v) }
+                    if let v = entry["kind"], v.stringValue.flatMap(HistoryEvent.Kind.init(rawValue:)) == nil {
+                        throw fail("\(path).timeline[\(k)].kind", "a kind of history event", v)
+                    }
+                    do { events.append(try decoder.decode(HistoryEvent.self, from: entry.serialized())) } catch {
+                        var at = "\(path).timeline[\(k)]"
+                        var expected = "a history event (index, step, time, kind, ...)"
+                        var found: JSONValue? = entry
+                        if let e = error as? DecodingError {
+                            let (codingPath, detail): ([any CodingKey], String) = {
+                                switch e {
+                                case .typeMismatch(_, let c), .valueNotFound(_, let c), .dataCorrupted(let c): return (c.codingPath, c.debugDescription)
+                                case .keyNotFound(let key, let c): return (c.codingPath + [key], "a value")
+                                @unknown default: return ([], "\(e)")
+                                }
+                            }()
+                            for key in codingPath {
+                                if let i = key.intValue { at += "[\(i)]"; found = found?.arrayValue.flatMap { $0.indices.contains(i) ? $0[i] : nil } }
+                                else { at += "." + key.stringValue; found = found?[key.stringValue] }
+                            }
+                            if !codingPath.isEmpty { expected = detail }
+                        }
+                        throw fail(at, expected, found)
+                    }
                 }
                 // A JSON null `detail` or `outcome` decodes as absent; keep it a null, as written.
                 for (k, raw) in (timeline.arrayValue ?? []).enumerated() where k < events.count {

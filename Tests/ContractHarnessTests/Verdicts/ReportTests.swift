@@ -1,6 +1,7 @@
 import XCTest
 import Foundation
 import ExperimentlyMutants
+import ExperimentlyMock
 @testable import ContractHarness
 
 /// The HTML report and the Mermaid diagrams, drawn from real runs: a race scenario against the
@@ -162,7 +163,8 @@ final class ReportTests: XCTestCase {
         }
         let bad = #"{"format": "experimently-verdict/1", "scenarios": [{"name": "x", "status": "failed", "history_digest": "", "timeline": [{"kind": "nope"}]}]}"#
         XCTAssertThrowsError(try Verdict(parsing: Data(bad.utf8), file: "v.json")) { error in
-            XCTAssertTrue("\(error)".hasPrefix("v.json: at $.scenarios[0].timeline: expected an array of history events"), "\(error)")
+            // The entry and its first missing field (the forty-eighth outside tester, L).
+            XCTAssertEqual("\(error)", #"v.json: at $.scenarios[0].timeline[0].kind: expected a kind of history event, found "nope""#)
         }
     }
 
@@ -397,5 +399,25 @@ final class ReportTests: XCTestCase {
         let diagram = try XCTUnwrap(text.components(separatedBy: "```mermaid").last)
         XCTAssertTrue(diagram.contains("#37;#37;{init"), diagram)
         XCTAssertFalse(diagram.contains("%%"), diagram)
+    }
+
+    /// A bad field of one timeline entry is named by entry and field (a forty-eighth outside
+    /// tester, L: `$.scenarios[0].timeline`, quoting the whole array).
+    func testABadTimelineEntryIsNamedByEntryAndField() async throws {
+        let v = try await Self.verdict(mutant: .staleWriteAfterClear)
+        guard case .object(var root) = try JSONValue.parse(v.data(redacting: [])).value,
+              case .array(var scenarios)? = root["scenarios"], case .object(var first) = scenarios[0],
+              case .array(var timeline)? = first["timeline"], case .object(let entry) = timeline[3] else { return XCTFail("no timeline") }
+        for (field, bad) in [("index", JSONValue.number(1.5)), ("kind", .string("teleport")), ("time", .string("NaN"))] {
+            var e = entry
+            e[field] = bad
+            timeline[3] = .object(e)
+            first["timeline"] = .array(timeline)
+            scenarios[0] = .object(first)
+            root["scenarios"] = .array(scenarios)
+            XCTAssertThrowsError(try Verdict(parsing: JSONValue.object(root).serialized(), file: "v.json"), field) { error in
+                XCTAssertTrue("\(error)".contains("$.scenarios[0].timeline[3].\(field)"), "\(error)")
+            }
+        }
     }
 }
