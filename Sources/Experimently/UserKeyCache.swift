@@ -115,11 +115,11 @@ struct UserKeyCache<Value> {
 }
 
 /// `date` in whole microseconds since 2001, as a `Double` (exact: below 2^53 until the year
-/// 2286). The whole seconds and the fraction are scaled apart, so the only error rounding must
+/// 2286); the cache's and the faithful variant's clock of freshness (CONTRACT.md section 4). The whole seconds and the fraction are scaled apart, so the only error rounding must
 /// undo is the `Date`'s own: under half a microsecond for a clock on the microsecond grid until
 /// 2106 (scaling the whole value by 1e6 added up to a quarter more, and a virtual clock 45 years
 /// on read a microsecond off).
-private func microseconds(_ date: Date) -> Double {
+package func microseconds(_ date: Date) -> Double {
     let t = date.timeIntervalSinceReferenceDate
     let whole = t.rounded(.down)
     return whole * 1e6 + ((t - whole) * 1e6).rounded()

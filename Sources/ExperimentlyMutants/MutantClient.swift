@@ -40,19 +40,11 @@ public final class MutantClient: @unchecked Sendable {
     /// shipping SDK's cache: at exactly stored + cacheTTL it has expired, CONTRACT.md section 4).
     /// `expires` is whole microseconds since 2001 (``expiry(_:ttl:)``), compared with `now` in
     /// the same unit: rounding their difference expired an entry 1 us early after 2069.
-    static func fresh(_ expires: Double, _ now: Date) -> Bool { microseconds(now) < expires }
+    static func fresh(_ expires: Double, _ now: Date) -> Bool { Experimently.microseconds(now) < expires }
 
-    /// When an entry stored at `now` expires, in whole microseconds since 2001: the stored instant
-    /// and the TTL each rounded on their own.
-    static func expiry(_ now: Date, ttl: TimeInterval) -> Double { microseconds(now) + (ttl * 1e6).rounded() }
-
-    /// `date` in whole microseconds since 2001: whole seconds and fraction scaled apart, so only
-    /// the `Date`'s own error (under half a microsecond on the clock's grid) is rounded away.
-    static func microseconds(_ date: Date) -> Double {
-        let t = date.timeIntervalSinceReferenceDate
-        let whole = t.rounded(.down)
-        return whole * 1e6 + ((t - whole) * 1e6).rounded()
-    }
+    /// When an entry stored at `now` expires, in whole microseconds since 2001 (the shipping SDK's
+    /// `microseconds(_:)`): the stored instant and the TTL each rounded on their own.
+    static func expiry(_ now: Date, ttl: TimeInterval) -> Double { Experimently.microseconds(now) + (ttl * 1e6).rounded() }
 
     private struct Entry {
         let user: String

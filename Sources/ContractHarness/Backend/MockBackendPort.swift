@@ -118,35 +118,21 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         headers.contains(where: labelsOtherwise)
     }
 
+    /// Whether one header says the body is something else than plain JSON (see
+    /// ``labelledOtherwise(_:)``); ASCII text without Foundation, any other by characters.
     static func labelsOtherwise(_ h: HeaderField) -> Bool {
-        let name = h.name.utf8
-        // Only these two names matter; any other (whatever its text) says nothing.
-        guard name.count == 12 || name.count == 16 else {
-            return name.contains { $0 >= 0x80 } ? labelsOtherwiseByCharacters(h) : false
+        guard h.name.utf8.allSatisfy({ $0 < 0x80 }) else { return labelsOtherwiseByCharacters(h) }
+        let encoding = h.name.equalsIgnoringASCIICase("content-encoding")
+        guard encoding || h.name.equalsIgnoringASCIICase("content-type") else { return false }
+        guard h.value.utf8.allSatisfy({ $0 < 0x80 }) else { return labelsOtherwiseByCharacters(h) }
+        // CharacterSet.whitespaces within ASCII: space and tab.
+        func trimmed<S: StringProtocol>(_ s: S) -> String {
+            String(String(s.drop { $0 == " " || $0 == "\t" }.reversed()).drop { $0 == " " || $0 == "\t" }.reversed())
         }
-        guard !name.contains(where: { $0 >= 0x80 }), !h.value.utf8.contains(where: { $0 >= 0x80 }) else { return labelsOtherwiseByCharacters(h) }
-        func lower(_ b: UInt8) -> UInt8 { b &- 0x41 < 26 ? b | 0x20 : b }
-        func blank(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 }   // CharacterSet.whitespaces within ASCII
-        func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
-            guard let first = bytes.firstIndex(where: { !blank($0) }), let last = bytes.lastIndex(where: { !blank($0) }) else { return [] }
-            return bytes[first...last]
-        }
-        func equals(_ bytes: ArraySlice<UInt8>, _ lowered: StaticString) -> Bool {
-            bytes.count == lowered.utf8CodeUnitCount
-                && zip(bytes, UnsafeBufferPointer(start: lowered.utf8Start, count: lowered.utf8CodeUnitCount)).allSatisfy { lower($0) == $1 }
-        }
-        let value = trimmed(Array(h.value.utf8)[...])
-        let named = Array(name)[...]
-        if equals(named, "content-encoding") {
-            return !value.isEmpty && !equals(value, "identity")
-        }
-        if equals(named, "content-type") {
-            let media = trimmed(value.prefix { $0 != UInt8(ascii: ";") })
-            if equals(media, "application/json") { return false }
-            let suffix = "+json".utf8
-            return !(media.count >= suffix.count && zip(media.suffix(suffix.count), suffix).allSatisfy { lower($0) == $1 })
-        }
-        return false
+        let value = trimmed(h.value)
+        if encoding { return !value.isEmpty && !value.equalsIgnoringASCIICase("identity") }
+        let media = trimmed(value.prefix { $0 != ";" })
+        return !media.equalsIgnoringASCIICase("application/json") && !String(media.suffix(5)).equalsIgnoringASCIICase("+json")
     }
 
     /// ``labelsOtherwise(_:)`` by Unicode characters, as first written: Unicode trimming and

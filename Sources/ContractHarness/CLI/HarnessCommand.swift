@@ -203,7 +203,8 @@ public enum HarnessCommand {
     ///
     /// - Throws: `UsageError` naming the option and the command's options.
     static func refuse(_ options: RunOptions, command: String, honoured: [String]) throws {
-        guard let ignored = options.given.first(where: { !honoured.contains($0) && $0 != "--help" && $0 != "-h" }) else { return }
+        // `--help` never gets here: `parseRun` ends at it.
+        guard let ignored = options.given.first(where: { !honoured.contains($0) }) else { return }
         throw UsageError("\(command) takes no \(ignored) (its options: SCENARIO, \(honoured.joined(separator: ", ")))")
     }
 

@@ -194,7 +194,6 @@ public enum Explorer {
         return settings
     }
 
-
     /// The schedules to try: every permutation (lexicographic) when there are at most `max` or
     /// `exhaustive`, else `max` distinct seeded shuffles.
     public static func schedules(of steps: [Int], max: Int, exhaustive: Bool, seed: UInt64) -> (orders: [[Int]], complete: Bool) {
@@ -673,9 +672,8 @@ public enum Explorer {
             let ref = await onReference
             // The reference may fail another check it failed before shrinking (the file shows
             // both), never this one, and nothing new.
-            guard let failing, ref == nil || (!ref!.infeasible && (ref!.status == .passed || ref!.status == .failed) && ref!.checks.allSatisfy { c in
-                c.passed || (!c.name.unicodeScalars.elementsEqual(failing.name.unicodeScalars) && referenceFailed.contains { sameCheck($0, c.name) })
-            }) else { return false }
+            guard let failing, ref == nil || referenceAllows(ref, failedBefore: referenceFailed, isTheCheck: { $0.unicodeScalars.elementsEqual(failing.name.unicodeScalars) })
+            else { return false }
             matched = failing.name
             return true
         }
@@ -707,6 +705,17 @@ public enum Explorer {
             }
         }
         return (current, currentCheck)
+    }
+
+    /// The differential rule of shrinking: the reference's run `r` of a candidate was carried out
+    /// (not infeasible, passed or failed) and fails neither the check shrinking keeps failing
+    /// (`isTheCheck`) nor anything it did not fail on the file before shrinking (`failedBefore`).
+    /// Shared by the step and the interleaving explorer; `nil` (no run) never allows.
+    static func referenceAllows(_ r: ScenarioResult?, failedBefore: [String], isTheCheck: (String) -> Bool) -> Bool {
+        guard let r else { return false }
+        return !r.infeasible && (r.status == .passed || r.status == .failed) && r.checks.allSatisfy { c in
+            c.passed || (!isTheCheck(c.name) && failedBefore.contains { sameCheck($0, c.name) })
+        }
     }
 
     /// Whether a failure message says the scenario's steps cannot be carried out rather than the

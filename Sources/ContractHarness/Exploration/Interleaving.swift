@@ -382,17 +382,12 @@ public enum InterleavingExplorer {
         // never this check, and nothing new (the step explorer's rule, `Explorer.shrink`).
         var referenceFailed: [String] = []
         if let patientReference { referenceFailed = (await replay(unshrunk, on: patientReference))?.checks.filter { !$0.passed }.map(\.name) ?? [] }
-        func referenceAllows(_ r: ScenarioResult?) -> Bool {
-            guard let r else { return false }
-            return !r.infeasible && (r.status == .passed || r.status == .failed) && r.checks.allSatisfy { c in
-                c.passed || (!Explorer.sameCheck(c.name, check) && referenceFailed.contains { Explorer.sameCheck($0, c.name) })
-            }
-        }
         func stillFails(_ candidate: JSONValue) async -> Bool {
             // The reference runs only for a candidate that still fails (most do not).
             guard fails(await replay(candidate)) else { return false }
             guard let patientReference else { return true }
-            return referenceAllows(await replay(candidate, on: patientReference))
+            return Explorer.referenceAllows(await replay(candidate, on: patientReference), failedBefore: referenceFailed,
+                                            isTheCheck: { Explorer.sameCheck($0, check) })
         }
         // Steps first (the replayed choices follow the tasks by name), then trailing choices.
         var current = await shrinkSteps(unshrunk, file: file, runner: patient) { await stillFails($0) }

@@ -331,7 +331,7 @@ public enum MutantRun {
                 if let i = scenarios.firstIndex(where: { $0.name.unicodeScalars.elementsEqual(name.unicodeScalars) }),
                    let r = results[(v + 1) * n + i], let first = r.checks.first(where: { !$0.passed }) {
                     let message = first.message ?? r.reason ?? ""
-                    return (name, first.name, message.count > 600 ? String(message.prefix(600)) + "..." : message)
+                    return (name, first.name, Self.cut(message))
                 }
                 if let c = interleaveCatches[ExactKey(name)] { return (name, c.check, c.message) }
                 return (name, failed[ExactKey(name)]?.first ?? "", "")
@@ -475,6 +475,9 @@ extension MutantRun {
         name.hasPrefix("step ") ? (name.hasSuffix("expect") ? "step expect" : "step assert") : name
     }
 
+    /// A catch's message as the verdict keeps it: at most 600 characters, then "...".
+    static func cut(_ message: String) -> String { message.count > 600 ? String(message.prefix(600)) + "..." : message }
+
     /// An interleaving exploration's catch: the failing check as the matrix groups it, and as
     /// the exploration's run named it with its message (cut at 600 characters). Before, an
     /// `assert` was grouped as "step expect" and the message was empty (a forty-seventh outside
@@ -489,8 +492,7 @@ extension MutantRun {
                 ?? f.result.checks.first { !$0.passed }
             check = first?.name ?? f.check
             checks = [MutantRun.kind(ofCheck: check)]
-            let message = first?.message ?? f.result.reason ?? ""
-            self.message = message.count > 600 ? String(message.prefix(600)) + "..." : message
+            message = MutantRun.cut(first?.message ?? f.result.reason ?? "")
         }
     }
 }

@@ -5,7 +5,7 @@ import ExperimentlyMock
 /// request the mock received or answered, or an app marker. Checks are functions over the list.
 public struct HistoryEvent: Codable, Sendable, Equatable {
     /// The kinds of entries.
-    public enum Kind: String, Codable, Sendable {
+    public enum Kind: String, Codable, Sendable, CaseIterable {
         /// An operation started.
         case invoke
         /// An operation finished (`outcome` set).

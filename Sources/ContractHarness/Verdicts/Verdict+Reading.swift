@@ -64,35 +64,18 @@ extension Verdict {
                 // Each entry on its own, so the error names the entry and its field (a forty-eighth
                 // outside tester, L: one bad `index` was reported at `.timeline`, quoting the array).
                 for (k, entry) in entries.enumerated() {
-                    // The fields a decoding error does not name (a fraction where a whole number goes).
-                    for field in ["index", "step"] {
-                        if let v = entry[field], !(number(v).map { $0 == $0.rounded() && abs($0) < 9e15 } ?? false) {
-                            throw fail("\(path).timeline[\(k)].\(field)", "a whole number", v)
-                        }
+                    // The four required fields by name (a decoding error names no field for a
+                    // fraction where a whole number goes); what else fails names the entry.
+                    let at = "\(path).timeline[\(k)]"
+                    for field in ["index", "step"] where !(number(entry[field]).map { $0 == $0.rounded() && abs($0) < 9e15 } ?? false) {
+                        throw fail("\(at).\(field)", "a whole number", entry[field])
                     }
-                    if let v = entry["time"], number(v) == nil { throw fail("\(path).timeline[\(k)].time", "a number (seconds)", v) }
-                    if let v = entry["kind"], v.stringValue.flatMap(HistoryEvent.Kind.init(rawValue:)) == nil {
-                        throw fail("\(path).timeline[\(k)].kind", "a kind of history event", v)
+                    if number(entry["time"]) == nil { throw fail("\(at).time", "a number (seconds)", entry["time"]) }
+                    if entry["kind"]?.stringValue.flatMap(HistoryEvent.Kind.init(rawValue:)) == nil {
+                        throw fail("\(at).kind", "a kind of history event (\(HistoryEvent.Kind.allCases.map(\.rawValue).joined(separator: ", ")))", entry["kind"])
                     }
                     do { events.append(try decoder.decode(HistoryEvent.self, from: entry.serialized())) } catch {
-                        var at = "\(path).timeline[\(k)]"
-                        var expected = "a history event (index, step, time, kind, ...)"
-                        var found: JSONValue? = entry
-                        if let e = error as? DecodingError {
-                            let (codingPath, detail): ([any CodingKey], String) = {
-                                switch e {
-                                case .typeMismatch(_, let c), .valueNotFound(_, let c), .dataCorrupted(let c): return (c.codingPath, c.debugDescription)
-                                case .keyNotFound(let key, let c): return (c.codingPath + [key], "a value")
-                                @unknown default: return ([], "\(e)")
-                                }
-                            }()
-                            for key in codingPath {
-                                if let i = key.intValue { at += "[\(i)]"; found = found?.arrayValue.flatMap { $0.indices.contains(i) ? $0[i] : nil } }
-                                else { at += "." + key.stringValue; found = found?[key.stringValue] }
-                            }
-                            if !codingPath.isEmpty { expected = detail }
-                        }
-                        throw fail(at, expected, found)
+                        throw fail(at, "a history event (client, label, name strings; detail, outcome JSON; request a request record)", entry)
                     }
                 }
                 // A JSON null `detail` or `outcome` decodes as absent; keep it a null, as written.

@@ -5,7 +5,7 @@ extension String {
     /// for HTTP field names (RFC 9110 section 5.1; names are ASCII tokens). Bytes outside ASCII
     /// letters must match exactly. A byte loop: Foundation's `caseInsensitiveCompare` goes through
     /// NSString and was the largest single cost of the in-process round trip.
-    func equalsIgnoringASCIICase(_ other: String) -> Bool {
+    package func equalsIgnoringASCIICase(_ other: String) -> Bool {
         var a = utf8.makeIterator(), b = other.utf8.makeIterator()
         while true {
             switch (a.next(), b.next()) {
