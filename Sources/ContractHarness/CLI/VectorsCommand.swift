@@ -85,7 +85,7 @@ enum VectorsCommand {
     }
 
     /// What a SIGINT/SIGTERM handler needs: the adapter's process group, and whether the final
-    /// verdict was already written. `lock` guards both; once the handler takes it, it never lets
+    /// verdict was already written (only while no signal was taken: `InterruptSignals.unlessInterrupted`). `lock` guards both; once the handler takes it, it never lets
     /// go (the process is exiting), so the main path cannot write a verdict over the interrupted one.
     final class Interruption: @unchecked Sendable { // `group` and `finished` are guarded by `lock`
         let lock = NSLock()
@@ -154,9 +154,19 @@ enum VectorsCommand {
             verdict.extra["vectors"] = .object(section)
             verdict.extra["ok"] = .bool(status == .ok)
             interruption.lock.lock()
-            defer { interruption.finished = true; interruption.lock.unlock() }
-            do { try verdict.write(to: options.verdict, redacting: []) } catch {
-                complain("cannot write the verdict to \(options.verdict): \(error.localizedDescription)")
+            defer { interruption.lock.unlock() }
+            // Not once a signal was taken: its handler kills the adapter's group first, so this
+            // path can see the adapter's output end and get here before the handler writes. The
+            // handler's interrupted verdict is the one written (before, this one was, and the
+            // handler found it `finished`: a verdict without `interrupted` and exit 143, once in a
+            // parallel `swift test`).
+            var failure: Error?
+            InterruptSignals.unlessInterrupted {
+                do { try verdict.write(to: options.verdict, redacting: []) } catch { failure = error }
+                interruption.finished = true
+            }
+            if let failure {
+                complain("cannot write the verdict to \(options.verdict): \(failure.localizedDescription)")
                 return HarnessCommand.Exit.internalFault.rawValue
             }
             return status.rawValue
@@ -256,6 +266,12 @@ enum VectorsCommand {
             throw fail("the SDK program's standard output is not one JSON object {\"hashes\": [...], \"md5_hex\": [...] | null} (\(error)); it printed: \(preview.debugDescription)")
         }
         guard let object = value.objectValue else { throw fail("the SDK program printed a JSON \(value.typeName), expected an object with \"hashes\"") }
+        // A member written twice is the adapter's fault, named as such (the driver protocol
+        // refuses it too): before, the last one counted, and a stale `hashes` written first and
+        // again last sent the SDK's author to debug the hash function ("cause unknown").
+        if let duplicate = JSONDuplicateKey.first(inValid: Data(text.trimmingCharacters(in: .whitespacesAndNewlines).utf8)) {
+            throw fail("the SDK program's standard output has a \(duplicate): write each member once")
+        }
         guard let list = object["hashes"]?.arrayValue else {
             throw fail("the SDK program's answer has no \"hashes\" array (members: \(object.keys.sorted().joined(separator: ", ")))")
         }
