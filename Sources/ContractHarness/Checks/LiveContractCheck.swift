@@ -96,6 +96,11 @@ public enum LiveContractCheck {
         guard let payload = try? JSONValue.parse(Data(last.utf8)).value, payload.objectValue != nil else {
             return ["last stdout line is not a JSON object: \(String(last.prefix(200)))"]
         }
+        // A member written twice is refused, as the driver protocol refuses it: which one counts
+        // is the reader's whim (`"sticky":false,"sticky":true` passed, the last one winning).
+        if let duplicate = JSONDuplicateKey.first(inValid: Data(last.utf8)) {
+            return ["the last stdout line has a \(duplicate): write each member once"]
+        }
         var problems: [String] = []
         if payload["sdk"]?.stringValue.map({ Array($0.unicodeScalars) == Array(sdk.unicodeScalars) }) != true {
             // Both unambiguous: an NFD name printed like the NFC one expected (a forty-eighth outside tester, M).

@@ -186,6 +186,25 @@ final class VectorsCommandTests: XCTestCase {
         XCTAssertTrue(text.err.contains(#"has no "hashes" array (members: result)"#), text.err)
     }
 
+    /// A member written twice in the program's answer is the adapter's fault, named, whichever
+    /// copy is right: before, the last one counted (a wrong first `hashes` passed, a wrong last
+    /// one read as a hash bug of unknown cause).
+    func testAnAnswerWithAMemberWrittenTwiceIsRefusedNamingIt() throws {
+        for answer in [#"{"hashes": [0.5], "hashes": [0.25], "md5_hex": null}"#, #"{"md5_hex": null, "hashes": [0.5], "md5_hex": null}"#] {
+            let r = try vectors(["--vectors", Self.vectors, "--sdk-command", "cat >/dev/null; echo '\(answer)'", "--verdict", "dup.json"])
+            XCTAssertEqual(r.status, 1, r.out + r.err)
+            XCTAssertTrue(r.err.contains("standard output has a duplicate key"), r.err)
+            XCTAssertTrue(r.err.contains("write each member once"), r.err)
+            XCTAssertTrue(try verdict("dup.json")["vectors"]?["error"]?.stringValue?.contains("duplicate key") == true)
+        }
+        // The live check's smoke line too.
+        let line = #"{"sdk":"py","assign":{"variant_name":"control","is_control":true,"sticky":false,"sticky":true},"flag":{"enabled":true},"track":{"ok":true},"fanout":{"ok":true}}"#
+        let problems = LiveContractCheck.smokeProblems(sdk: "py", stdout: line + "\n")
+        XCTAssertEqual(problems.count, 1, "\(problems)")
+        XCTAssertTrue(problems.first?.contains("duplicate key \"sticky\" at $.assign.sticky") == true, "\(problems)")
+        XCTAssertEqual(LiveContractCheck.smokeProblems(sdk: "py", stdout: line.replacingOccurrences(of: #""sticky":false,"#, with: "")), [])
+    }
+
     func testUpstreamFileAloneAndAnAdapterThatIgnoresStdin() throws {
         // One file in the upstream format works as --vectors; a program may answer without reading
         // its input (EPIPE on our side is handled, not fatal).
