@@ -17,7 +17,12 @@ extension JSONValue: CustomStringConvertible {
     /// `keepingNonFinite` (its JSON path, `$.a[0].b`) and kept as infinity instead of refused:
     /// for a file that records what a client sent (a `serve` journal), where one such request
     /// must not make the rest unreadable.
-    static func parse(_ data: Data, file: String, keepingNonFinite: ((String) -> Void)?) throws -> JSONValue {
+    ///
+    /// `keepingDuplicate`, when given, is asked about every key written twice in one object (or
+    /// in two canonically equivalent spellings): `true` keeps the parse going (the parsed object
+    /// then holds one of them), `false` refuses the file as without it.
+    static func parse(_ data: Data, file: String, keepingNonFinite: ((String) -> Void)?,
+                      keepingDuplicate: ((JSONDuplicateKey) -> Bool)? = nil) throws -> JSONValue {
         // RFC 8259 section 8.1: a parser MAY ignore a UTF-8 byte-order mark; editors on Windows
         // write one. A UTF-16 one means the file is not UTF-8 at all.
         let data = withoutByteOrderMark(data)
@@ -51,10 +56,17 @@ extension JSONValue: CustomStringConvertible {
                 throw ScenarioError(file: file, path: jsonPath(huge), expected: "a number a double can hold (magnitude below 1.8e308)",
                                     found: "a number too large for a double (RFC 8259 section 6), which would be read as infinity")
             }
-            if let d = DuplicateKeys.first(in: [UInt8](data)) {
-                throw ScenarioError(file: file, path: d.path, expected: "each key at most once per object",
-                                    found: "the key \(JSONValue.string(d.key).unambiguousJSONText) a second time"
-                                        + (d.equivalentOnly ? " (a canonically equivalent spelling of an earlier key: two member names that differ only so cannot be kept apart in one object here; as identity data, such as two clients, use names that differ otherwise)" : ""))
+            func refused(_ path: String, _ key: String, equivalentOnly: Bool) -> ScenarioError {
+                ScenarioError(file: file, path: path, expected: "each key at most once per object",
+                              found: "the key \(JSONValue.string(key).unambiguousJSONText) a second time"
+                                  + (equivalentOnly ? " (a canonically equivalent spelling of an earlier key: two member names that differ only so cannot be kept apart in one object here; as identity data, such as two clients, use names that differ otherwise)" : ""))
+            }
+            if let keepingDuplicate {
+                for d in JSONDuplicateKey.all(inValid: data) where !keepingDuplicate(d) {
+                    throw refused(d.path, d.key, equivalentOnly: d.equivalentOnly)
+                }
+            } else if let d = DuplicateKeys.first(in: [UInt8](data)) {
+                throw refused(d.path, d.key, equivalentOnly: d.equivalentOnly)
             }
             return value
         } catch let error as ScenarioError {

@@ -99,7 +99,19 @@ public enum JournalScenario {
         // as not mapped, the rest are converted (an eleventh outside tester: the whole journal was
         // refused, exit 64).
         var huge: [String] = []
-        do { root = try JSONValue.parse(data, file: file, keepingNonFinite: { huge.append($0) }) } catch var error as ScenarioError {
+        // So is a request whose recorded body has a member name twice, or two canonically
+        // equivalent spellings of one (an SDK test about property spelling: `"k\u0301"` and
+        // `"\u1e31"`, both kept by the backend): a scenario's parsed object cannot keep them
+        // apart. Before, the whole journal was refused (a forty-eighth outside tester, H2).
+        var duplicates: [JSONDuplicateKey] = []
+        func inAnEntry(_ d: JSONDuplicateKey) -> Bool {
+            guard d.path.hasPrefix("$.history[") else { return false }
+            duplicates.append(d)
+            return true
+        }
+        do {
+            root = try JSONValue.parse(data, file: file, keepingNonFinite: { huge.append($0) }, keepingDuplicate: inAnEntry)
+        } catch var error as ScenarioError {
             if error.path == "$", String(decoding: data.prefix(64), as: UTF8.self).contains("experimently-journal/1") {
                 error.found += " (an unfinished journal: serve completes it when it exits on SIGINT or SIGTERM)"
             }
@@ -109,7 +121,32 @@ public enum JournalScenario {
         for i in entries.indices where huge.contains(where: { $0.hasPrefix("$.history[\(entries[i].position)].") }) {
             entries[i].unreadable = "its body holds a number beyond a double's range (RFC 8259 section 6), which a scenario cannot state"
         }
+        for i in entries.indices where entries[i].unreadable == nil {
+            guard let d = duplicates.first(where: { $0.path.hasPrefix("$.history[\(entries[i].position)].") }) else { continue }
+            let spelling = d.equivalentOnly ? "two canonically equivalent spellings of one member name" : "a member name written twice"
+            let inEntry = d.path.dropFirst("$.history[\(entries[i].position)].".count)
+            let member = DuplicateKeys.member(d.key)
+            let object = inEntry.hasSuffix(member) ? String(inEntry.dropLast(member.count)) : String(inEntry)
+            entries[i].unreadable = "it has \(spelling) in \(object) (the second one \(Self.asciiJSONString(d.key))), "
+                + "which a scenario's object cannot keep apart"
+        }
         return try build(entries, file: file, name: name ?? defaultName(file), grouping: grouping, fixtures: fixtures)
+    }
+
+    /// `text` as a JSON string with every scalar outside printable ASCII escaped (`"\u1e31"`):
+    /// two spellings of a name that look alike read apart in a message.
+    static func asciiJSONString(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case " "..."~": out.unicodeScalars.append(scalar)
+            default:
+                for unit in String(scalar).utf16 { out += "\\u" + String(format: "%04x", unit) }
+            }
+        }
+        return out + "\""
     }
 
     // MARK: Reading

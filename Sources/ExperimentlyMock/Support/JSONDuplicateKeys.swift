@@ -36,8 +36,19 @@ public struct JSONDuplicateKey: Sendable, Equatable, CustomStringConvertible {
     /// answered without walking.
     public static func first(inValid data: Data) -> JSONDuplicateKey? {
         guard data.contains(UInt8(ascii: ",")) && data.contains(UInt8(ascii: "{")) else { return nil }
-        var walker = Walker(bytes: [UInt8](data))
-        return walker.value(path: "$")
+        var walker = Walker(bytes: [UInt8](data), all: false)
+        walker.value(path: "$")
+        return walker.found.first
+    }
+
+    /// Every duplicate key in `data`, already known to be valid JSON, in document order (each
+    /// object walked whole; a key written three times gives two entries): for a file that records
+    /// what clients sent (a `serve` journal), where each request with one is reported on its own.
+    public static func all(inValid data: Data) -> [JSONDuplicateKey] {
+        guard data.contains(UInt8(ascii: ",")) && data.contains(UInt8(ascii: "{")) else { return [] }
+        var walker = Walker(bytes: [UInt8](data), all: true)
+        walker.value(path: "$")
+        return walker.found
     }
 
     /// `.key` for identifier-like keys, `["key"]` (JSON-escaped) otherwise.
@@ -52,22 +63,32 @@ public struct JSONDuplicateKey: Sendable, Equatable, CustomStringConvertible {
     /// A walk over valid JSON: objects with their keys, arrays with their indices.
     private struct Walker {
         let bytes: [UInt8]
+        /// `false`: stop at the first duplicate.
+        let all: Bool
         var i = 0
+        /// The duplicates seen so far, in document order.
+        var found: [JSONDuplicateKey] = []
+        /// The walk has what it was asked for.
+        var done: Bool { !all && !found.isEmpty }
+
+        init(bytes: [UInt8], all: Bool) {
+            self.bytes = bytes
+            self.all = all
+        }
 
         mutating func skipWhitespace() {
             while i < bytes.count, [0x20, 0x0a, 0x0d, 0x09].contains(bytes[i]) { i += 1 }
         }
 
-        mutating func value(path: String) -> JSONDuplicateKey? {
+        mutating func value(path: String) {
             skipWhitespace()
-            guard i < bytes.count else { return nil }
+            guard i < bytes.count else { return }
             switch bytes[i] {
-            case UInt8(ascii: "{"): return object(path: path)
-            case UInt8(ascii: "["): return array(path: path)
-            case UInt8(ascii: "\""): _ = string(); return nil
+            case UInt8(ascii: "{"): object(path: path)
+            case UInt8(ascii: "["): array(path: path)
+            case UInt8(ascii: "\""): _ = string()
             default:
                 while i < bytes.count, ![UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), 0x20, 0x0a, 0x0d, 0x09].contains(bytes[i]) { i += 1 }
-                return nil
             }
         }
 
@@ -85,37 +106,39 @@ public struct JSONDuplicateKey: Sendable, Equatable, CustomStringConvertible {
             return (try? JSONValue.parse(Data(bytes[start..<min(i, bytes.count)])).value.stringValue) ?? ""
         }
 
-        mutating func object(path: String) -> JSONDuplicateKey? {
+        mutating func object(path: String) {
             i += 1
             var seen: [String] = []
-            while true {
+            while !done {
                 skipWhitespace()
-                guard i < bytes.count else { return nil }
-                if bytes[i] == UInt8(ascii: "}") { i += 1; return nil }
+                guard i < bytes.count else { return }
+                if bytes[i] == UInt8(ascii: "}") { i += 1; return }
                 if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
                 let key = string()
                 let here = path + JSONDuplicateKey.member(key)
                 // Identity by scalars first; then String equality, which is canonical equivalence.
                 if seen.contains(where: { $0.unicodeScalars.elementsEqual(key.unicodeScalars) }) {
-                    return JSONDuplicateKey(path: here, key: key, equivalentOnly: false)
+                    found.append(JSONDuplicateKey(path: here, key: key, equivalentOnly: false))
+                } else if seen.contains(key) {
+                    found.append(JSONDuplicateKey(path: here, key: key, equivalentOnly: true))
+                } else {
+                    seen.append(key)
                 }
-                if seen.contains(key) { return JSONDuplicateKey(path: here, key: key, equivalentOnly: true) }
-                seen.append(key)
                 skipWhitespace()
                 i += 1 // ':'
-                if let found = value(path: here) { return found }
+                value(path: here)
             }
         }
 
-        mutating func array(path: String) -> JSONDuplicateKey? {
+        mutating func array(path: String) {
             i += 1
             var index = 0
-            while true {
+            while !done {
                 skipWhitespace()
-                guard i < bytes.count else { return nil }
-                if bytes[i] == UInt8(ascii: "]") { i += 1; return nil }
+                guard i < bytes.count else { return }
+                if bytes[i] == UInt8(ascii: "]") { i += 1; return }
                 if bytes[i] == UInt8(ascii: ",") { i += 1; index += 1; continue }
-                if let found = value(path: "\(path)[\(index)]") { return found }
+                value(path: "\(path)[\(index)]")
             }
         }
     }
