@@ -54,6 +54,9 @@ enum WorkerProtocol {
         var rest = job
         rest.scenario = ""
         let line = self.jobRecord(rest) ?? self.line("job", rest)
+        // A slimmed job (`sameScenario`, the common case of an exploration) has no text to splice:
+        // before, it went the whole way through `JSONEncoder` again.
+        if job.scenario.isEmpty { return line }
         // With sorted keys the empty scenario is written `"scenario":""` once (a quote inside
         // another string is escaped, so these bytes can only be the key and its value).
         guard !job.scenario.isEmpty, let text = encodedText(job.scenario), let range = line.range(of: Data(#""scenario":"""#.utf8)) else {
