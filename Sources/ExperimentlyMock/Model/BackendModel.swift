@@ -290,8 +290,36 @@ public struct BackendModel: Sendable {
         if let detail = unknownKeyDetail(body) { return Self.detail(404, detail) }
         // The last id + 1 (not the count): a streaming backend trims old events.
         let id = (state.events.last?.id ?? 0) + 1
-        state.events.append(StoredEvent(id: id, source: "track", event: .object(body), receivedAt: now))
-        return Self.json(200, eventRecord(body, id: id, now: now))
+        // Member names that differ only as canonically equivalent spellings are two members to
+        // the backend (a Python dict): stored and echoed exactly (a forty-eighth outside tester,
+        // H1: `"k\u0301"` and `"\u1e31"` in `metadata` became one, the other value kept).
+        let exact = Self.exactBody(request)
+        state.events.append(StoredEvent(id: id, source: "track", event: .object(body), receivedAt: now, exactText: exact.map { Self.journalText($0) }))
+        let record = eventRecord(body, id: id, now: now)
+        guard let exact, case .object(let members) = record else { return Self.json(200, record) }
+        // The echo's `properties` is the request's `metadata`, member for member.
+        let echo = ExactJSON.object(members.map { name, value in
+            ExactJSON.Member(name: name, value: name == "properties" ? (exact["metadata"] ?? .value(.null)) : .value(value))
+        })
+        return MockResponse(status: 200, headers: Self.jsonHeaders, body: Data(echo.text().utf8))
+    }
+
+    /// The body read with member names told apart scalar by scalar, when it has two that
+    /// `JSONValue` merged (canonically equivalent, different scalars); else `nil` (the common
+    /// case, decided from the bytes without a second reading when the body has no non-ASCII name).
+    static func exactBody(_ request: IncomingRequest) -> ExactJSON? {
+        guard ExactJSON.mayHaveEquivalentNames(request.raw.body), let exact = ExactJSON.parse(request.raw.body),
+              exact.hasEquivalentNames else { return nil }
+        return exact
+    }
+
+    /// The text the journal writes for an exactly-read event: its numbers beyond a double's
+    /// range as the journal writes them elsewhere (`1e999`).
+    static func journalText(_ event: ExactJSON) -> String {
+        event.text { value in
+            if case .number(let n) = value, n.isInfinite { return n < 0 ? "-1e999" : "1e999" }
+            return value.jsonText
+        }
     }
 
     private mutating func batch(_ request: IncomingRequest, now: Date) -> MockResponse {
@@ -322,6 +350,7 @@ public struct BackendModel: Sendable {
         if !issues.isEmpty { return Self.validationError(issues) }
         var errors: [JSONValue] = []
         var successes = 0
+        let exactEvents = Self.exactBody(request)?["events"]
         for (i, object) in objects.enumerated() {
             if let detail = unknownKeyDetail(object) {
                 errors.append(.object([
@@ -331,7 +360,8 @@ public struct BackendModel: Sendable {
                 continue
             }
             successes += 1
-            state.events.append(StoredEvent(id: (state.events.last?.id ?? 0) + 1, source: "batch", event: .object(object), receivedAt: now))
+            let exact = exactEvents?[i].flatMap { $0.hasEquivalentNames ? Self.journalText($0) : nil }
+            state.events.append(StoredEvent(id: (state.events.last?.id ?? 0) + 1, source: "batch", event: .object(object), receivedAt: now, exactText: exact))
         }
         return Self.json(200, .object([
             "success_count": .number(Double(successes)), "failure_count": .number(Double(errors.count)),

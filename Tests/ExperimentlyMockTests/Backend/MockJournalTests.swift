@@ -50,6 +50,44 @@ final class MockJournalTests: XCTestCase {
         }
     }
 
+    /// Member names that are canonically equivalent but differ in scalars (`"k\u0301"`, `"\u1e31"`)
+    /// are two members, as in the backend's Python dict: the `/track` echo's `properties` and the
+    /// journal's stored events (track and batch) keep both, a name written twice keeps its last
+    /// value. Before, `JSONValue`'s `String` keys merged them (a forty-eighth outside tester, H1).
+    func testCanonicallyEquivalentMemberNamesStayTwoMembersInTheEchoAndTheJournal() async throws {
+        let backend = MockBackend()
+        let journal = try MockJournal(path: path, url: "http://127.0.0.1:1", secrets: [])
+        backend.streamHistory(HistoryRetention(), to: { journal.append($0) })
+        let metadata = #"{"k\u0301":1,"\u1e31":2,"k\u0301":3}"#
+        let event = #"{"event_type":"x","user_id":"u","experiment_key":"sdk_contract_ab","metadata":"# + metadata + "}"
+        guard case .respond(let echo) = await backend.handle(track(event)) else { return XCTFail("expected a response") }
+        XCTAssertEqual(echo.status, 200)
+        let both = Data(#""properties":{"#.utf8) + Data("\"k\u{301}\":3,\"\u{1e31}\":2}".utf8)
+        XCTAssertNotNil(echo.body.range(of: both), String(decoding: echo.body, as: UTF8.self))
+        XCTAssertNotNil(echo.body.range(of: Data(#""metadata":null"#.utf8)), "the echo's own metadata stays null")
+        let batch = MockRequest(method: "POST", target: "/api/v1/tracking/batch",
+                                headers: [("Host", "h"), ("X-API-Key", Fixtures.sdkContractAPIKey), ("Content-Type", "application/json")],
+                                body: Data((#"{"events":["# + event + "," + #"{"event_type":"y","user_id":"u","experiment_key":"sdk_contract_ab"}]}"#).utf8))
+        guard case .respond(let summary) = await backend.handle(batch) else { return XCTFail("expected a response") }
+        XCTAssertEqual(summary.status, 200)
+        XCTAssertEqual(backend.state.events.map { $0.exactText != nil }, [true, true, false], "only events that need it are read twice")
+        let report = backend.shutdown()
+        try journal.finish(stoppedBy: "SIGTERM", pending: backend.finishHistoryStream(), state: backend.state, totals: backend.stateTotals, shutdown: report)
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") else { return }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        p.arguments = ["-c", """
+            import json,sys
+            j = json.load(open(sys.argv[1]))
+            want = {'k\\u0301': 3, '\\u1e31': 2}
+            events = j['state']['events']
+            assert [e['event'].get('metadata') for e in events] == [want, want, None], events
+            """, path]
+        try p.run()
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 0)
+    }
+
     func testMemoryKeepsAWindowWhileTheJournalKeepsEveryRequest() async throws {
         let backend = MockBackend()
         let journal = try MockJournal(path: path, url: "http://127.0.0.1:1", secrets: [])
