@@ -990,6 +990,13 @@ public enum HarnessCommand {
                                             reference: reference, concurrency: options.jobs, isolation: external == nil ? isolation : nil,
                                             referenceIsolation: referenceIsolation, progress: progress)
         ticker.cancel()
+        // The failure's replay, for the verdict's timeline, while an adapter is still up.
+        var replayed: ScenarioResult?
+        if let f = report.firstFailure, options.verdict != "verdict.json" || arguments.contains("--verdict") {
+            replayed = await ExploredFailureReplay.replay(f.scenarioJSON, file: file,
+                                                          runner: ScenarioRunner(driver: driver, seed: options.seed, stepTimeoutCap: options.stepTimeoutCap),
+                                                          isolation: external == nil ? isolation : nil)
+        }
         await external?.shutdown()
         await ChildProcessGroups.parkIfInterrupted()   // the handler writes the verdict and exits
         say(String(format: "%d schedules (%@), %d failed, %d infeasible, %.0f schedules/s", report.schedules.count,
@@ -1033,6 +1040,9 @@ public enum HarnessCommand {
                                             : report.nothingCarriedOut,
                                         smoke: nil, history: [], historyDigest: "")
             result.exploration = report.json
+            // The failure's replay, for the report's swim lanes (Verdict.md: a failing scenario
+            // always has its timeline; a forty-eighth outside tester, K: it had none).
+            if let f = report.firstFailure { result = ExploredFailureReplay.attach(f.scenarioJSON, replay: replayed, to: result) }
             var verdict = Verdict(harnessVersion: version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, seed: options.seed,
                                   startedAt: Date(), durationMilliseconds: report.durationMilliseconds, results: [result], invalid: [])
             if unjudged { verdict.extra["ok"] = .bool(false); verdict.extra["error"] = .string("nothing passed: all 1 scenario(s) were skipped") }

@@ -100,6 +100,14 @@ enum InterleaveCommand {
                                                                                keepsHistory: false),
                                                         reference: HarnessCommand.referenceRunner(options: options, driver: driver),
                                                         concurrency: min(options.jobs, 8))
+        // The failure's replay (its written choices), for the verdict's timeline, while an
+        // adapter is still up.
+        var replayed: ScenarioResult?
+        if let f = report.firstFailure, arguments.contains("--verdict") {
+            replayed = await ExploredFailureReplay.replay(f.scenarioJSON, file: file,
+                                                          runner: ScenarioRunner(driver: driver, seed: options.seed, stepTimeoutCap: options.stepTimeoutCap),
+                                                          isolation: nil)
+        }
         await external?.shutdown()
         HarnessCommand.say(String(format: "%@, %d failed, %.0f runs/s", report.mode,
                                   report.firstFailure == nil ? 0 : 1,
@@ -144,6 +152,9 @@ enum InterleaveCommand {
                                                                                                   message: report.firstFailure.map { "choices \($0.choices) fail '\($0.check)': \($0.result.failureMessage(of: $0.check))" })],
                                         reason: report.skipped ?? unrunnable.map { "cannot be carried out as written: \($0)" }, smoke: nil, history: [], historyDigest: "")
             result.exploration = report.json
+            // The failure's replay (its written choices), for the report's swim lanes (a
+            // forty-eighth outside tester, K: the verdict had no timeline).
+            if let f = report.firstFailure { result = ExploredFailureReplay.attach(f.scenarioJSON, replay: replayed, to: result) }
             var verdict = Verdict(harnessVersion: HarnessCommand.version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion,
                                   seed: seed, startedAt: Date(), durationMilliseconds: report.durationMilliseconds, results: [result], invalid: [])
             if unjudged { verdict.extra["ok"] = .bool(false); verdict.extra["error"] = .string("nothing passed: all 1 scenario(s) were skipped") }

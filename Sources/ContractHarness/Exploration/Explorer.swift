@@ -258,10 +258,13 @@ public enum Explorer {
 
     /// Runs scenario JSONs in worker processes; a schedule whose worker dies is `crashed`, one that
     /// does not parse is `nil` (infeasible).
+    /// `keepsHistory`: each result carries its recorded history (`events`) and step lines, as a
+    /// report draws them (the replay of a written failure).
     static func isolated(_ jsons: [JSONValue], file: String, seed: UInt64, cap: Int?, isolation: Isolation,
-                         perWorker: Int, progress: Progress? = nil) async -> [ScenarioResult?] {
+                         perWorker: Int, progress: Progress? = nil, keepsHistory: Bool = false) async -> [ScenarioResult?] {
         let parsed = Schedules(jsons.map { try? ScenarioParser.parse($0.serialized(), file: file) })
-        return await isolated(parsed, file: file, seed: seed, cap: cap, isolation: isolation, perWorker: perWorker, progress: progress) { i in
+        return await isolated(parsed, file: file, seed: seed, cap: cap, isolation: isolation, perWorker: perWorker, progress: progress,
+                              keepsHistory: keepsHistory) { i in
             (String(decoding: jsons[i].serialized(), as: UTF8.self), nil)
         }
     }
@@ -282,7 +285,8 @@ public enum Explorer {
     /// job's scenario text and schedule. Each scenario is made here once, to read its deadline,
     /// and not kept (a crashed one is made again for its result).
     private static func isolated(_ parsed: Schedules, file: String, seed: UInt64, cap: Int?, isolation: Isolation, perWorker: Int,
-                                 progress: Progress?, job: (Int) -> (String, WorkerJob.ScheduleJob?)) async -> [ScenarioResult?] {
+                                 progress: Progress?, keepsHistory: Bool = false,
+                                 job: (Int) -> (String, WorkerJob.ScheduleJob?)) async -> [ScenarioResult?] {
         var runnable: [Int] = [], deadlines: [Int] = []
         for i in 0..<parsed.count {
             guard let scenario = parsed[i] else { continue }
@@ -292,7 +296,7 @@ public enum Explorer {
         let jobs = runnable.enumerated().map { id, i in
             let (text, schedule) = job(i)
             return WorkerJob(id: id, file: file, scenario: text, seed: seed, mutant: isolation.mutant, stepTimeoutCap: cap,
-                             keepsHistory: false, explore: nil, schedule: schedule)
+                             keepsHistory: keepsHistory, explore: nil, schedule: schedule)
         }
         let outcomes = await WorkerPool(executable: isolation.executable, jobs: jobs, deadlines: deadlines, slots: isolation.slots,
                                         perWorker: perWorker) { _, outcome in

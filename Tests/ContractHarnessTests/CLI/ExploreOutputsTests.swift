@@ -1,6 +1,7 @@
 import XCTest
 import Foundation
 @testable import ContractHarness
+import ExperimentlyMock
 
 /// `explore` (and `explore --interleave`) refuse, with exit 64 before any schedule runs, outputs
 /// that would overwrite each other or the scenario explored, as `run` refuses outputs naming one
@@ -60,6 +61,30 @@ final class ExploreOutputsTests: XCTestCase {
         XCTAssertTrue(run.out.contains("replay: contract-harness run o.json --mutant stale-write-after-clear --step-timeout-ms 900"), run.out)
         let replay = try HarnessProcess.run(["run", "o.json", "--mutant", "stale-write-after-clear", "--step-timeout-ms", "900", "--verdict", "v.json"], in: dir)
         XCTAssertEqual(replay.status, 1, replay.out)
+    }
+
+    /// The verdicts of `explore` and `explore --interleave` give their failing scenario the
+    /// timeline and step lines of a replay of the written file, as `run --explore` does, so
+    /// `report --html` draws its swim lanes (Verdict.md: a failing scenario always has its
+    /// timeline). Before, neither had one (a forty-eighth outside tester, K).
+    func testExploreVerdictsCarryTheReplayedTimeline() throws {
+        try FileManager.default.copyItem(at: Repository.root.appendingPathComponent("scenarios/defect-1-stale-write-after-clearcache.json"),
+                                         to: dir.appendingPathComponent("d.json"))
+        for (command, verdict) in [(["explore", "s.json"], "ex.json"), (["explore", "d.json", "--interleave"], "il.json"),
+                                   (["run", "s.json", "--explore"], "rex.json")] {
+            let out = verdict.replacingOccurrences(of: ".json", with: "-out.json")
+            let run = try HarnessProcess.run(command + ["--mutant", "stale-write-after-clear", "--verdict", verdict]
+                                             + (command[0] == "explore" ? ["--out", out] : []), in: dir)
+            XCTAssertEqual(run.status, 1, run.out)
+            let v = try JSONValue.parse(Data(contentsOf: dir.appendingPathComponent(verdict))).value
+            let scenario = try XCTUnwrap(v["scenarios"]?.arrayValue?.first)
+            XCTAssertEqual(scenario["status"], .string("failed"), verdict)
+            XCTAssertFalse(scenario["timeline"]?.arrayValue?.isEmpty ?? true, "\(verdict): no timeline")
+            XCTAssertFalse(scenario["steps"]?.arrayValue?.isEmpty ?? true, "\(verdict): no step lines")
+            XCTAssertNotNil(scenario["exploration"]?["first_failure"]?["scenario"], verdict)
+            let report = try HarnessProcess.run(["report", verdict, "--html", verdict + ".html"], in: dir)
+            XCTAssertTrue(report.out.contains("1 failing (1 with a timeline)"), report.out)
+        }
     }
 
     /// `run` refuses explore's `--out`, and the schedule budget without `--explore`: accepted and
