@@ -78,22 +78,25 @@ extension BackendModel {
     /// The optional `context` query: URL-encoded JSON object (CONTRACT.md section 2); 422 issues
     /// for bad JSON, a non-object or bytes that are not UTF-8. An empty `context=` is no context, as
     /// the upstream backend reads it (a mock fidelity tester: the mock answered 422).
-    static func contextQuery(_ request: IncomingRequest, issues: inout [ValidationIssue]) -> [String: JSONValue] {
-        guard let raw = request.query("context"), raw != "" else { return [:] }
+    static func contextQuery(_ request: IncomingRequest, issues: inout [ValidationIssue]) -> TargetingContext {
+        guard let raw = request.query("context"), raw != "" else { return TargetingContext([:]) }
         guard let text = raw else {
             issues.append(ValidationIssue(type: "string_unicode", loc: ["query", "context"], msg: "Input should be a valid string, unable to parse raw data as a unicode string"))
-            return [:]
+            return TargetingContext([:])
         }
         do {
-            let parsed = try JSONValue.parse(Data(text.utf8))
-            if let object = parsed.value.objectValue { return object }
+            let data = Data(text.utf8)
+            let parsed = try JSONValue.parse(data)
+            if let object = parsed.value.objectValue {
+                return TargetingContext(object, exact: ExactJSON.mayHaveEquivalentNames(data) ? ExactJSON.parse(data) : nil)
+            }
             issues.append(ValidationIssue(type: "dict_type", loc: ["query", "context"], msg: "Input should be a JSON object"))
         } catch {
             // The message names what was wrong and where, never the input (CONTRACT.md section 2).
             let what = (error as? JSONParseError).map { "\($0.message) at byte \($0.offset)" } ?? "not JSON"
             issues.append(ValidationIssue(type: "json_invalid", loc: ["query", "context"], msg: "Invalid JSON: \(what)"))
         }
-        return [:]
+        return TargetingContext([:])
     }
 
     /// `{flag_key: enabled}` for every ACTIVE flag, evaluated as the evaluate route does.
@@ -182,7 +185,8 @@ extension BackendModel {
         var issues: [ValidationIssue] = []
         guard let body = Validate.bodyObject(request, issues: &issues) else { return Self.validationError(issues) }
         let experimentKey = Validate.string(body, "experiment_key", loc: ["body"], min: 1, max: 100, required: true, surrogates: request.loneSurrogates, issues: &issues)
-        var users: [(userID: String, context: [String: JSONValue])] = []
+        var users: [(userID: String, context: TargetingContext)] = []
+        let exactUsers = Self.exactBody(request)?["users"]
         func forbidExtra(_ object: [String: JSONValue], allowed: [String], loc: [JSONPathComponent]) {
             for key in object.keys.sorted() where !allowed.contains(where: { sameScalars($0, key) }) {
                 issues.append(ValidationIssue(type: "extra_forbidden", loc: loc + [.key(key)], msg: "Extra inputs are not permitted"))
@@ -207,7 +211,8 @@ extension BackendModel {
                     }
                     forbidExtra(object, allowed: ["user_id", "context"], loc: loc)
                     let userID = Validate.string(object, "user_id", loc: loc, min: 1, max: 255, required: true, surrogates: request.loneSurrogates, issues: &issues)
-                    let context = Validate.optionalObject(object, "context", loc: loc, issues: &issues) ?? [:]
+                    let context = TargetingContext(Validate.optionalObject(object, "context", loc: loc, issues: &issues) ?? [:],
+                                                   exact: exactUsers?[i]?["context"])
                     if let userID {
                         if let first = firstSeen[Array(userID.utf8)] {
                             issues.append(ValidationIssue(type: "duplicate_user_id", loc: loc + ["user_id"],

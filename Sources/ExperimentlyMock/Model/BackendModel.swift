@@ -180,10 +180,10 @@ public struct BackendModel: Sendable {
         let userID = Validate.string(body, "user_id", loc: ["body"], min: 1, max: 255, required: true, surrogates: request.loneSurrogates, issues: &issues)
         let context = Validate.optionalObject(body, "context", loc: ["body"], issues: &issues)
         if !issues.isEmpty { return Self.validationError(issues) }
-        return evaluateFlag(flagKey, userID: userID ?? "", context: context ?? [:])
+        return evaluateFlag(flagKey, userID: userID ?? "", context: TargetingContext(context ?? [:], exact: Self.exactBody(request)?["context"]))
     }
 
-    private func evaluateFlag(_ key: String, userID: String, context: [String: JSONValue]) -> MockResponse {
+    private func evaluateFlag(_ key: String, userID: String, context: TargetingContext) -> MockResponse {
         guard let flag = fixtures.flag(key) else { return Self.detail(404, "Feature flag with key '\(key)' not found") }
         let decision = Self.flagDecision(flag, userID: userID, context: context)
         return MockResponse(status: 200, headers: Self.jsonHeaders, body: Self.flagEvaluationBody(key: key, enabled: decision.enabled, reason: decision.reason))
@@ -192,7 +192,7 @@ public struct BackendModel: Sendable {
     /// The evaluation of `flag` for `userID` and `context`: `inactive` unless ACTIVE, then the
     /// first targeting rule whose conditions all match (its percentage, `targeting_rule`), else
     /// the rollout percentage (`rollout`), both by md5-mod100 (CONTRACT.md section 2).
-    static func flagDecision(_ flag: Flag, userID: String, context: [String: JSONValue]) -> (enabled: Bool, reason: String) {
+    static func flagDecision(_ flag: Flag, userID: String, context: TargetingContext) -> (enabled: Bool, reason: String) {
         guard flag.status == .active else { return (false, "inactive") }
         let bucket = MockBucketing.flagBucket(userID: userID, flagKey: flag.key)
         for rule in flag.rules where rule.conditions.allSatisfy({ $0.matches(userID: userID, context: context) }) {
@@ -208,7 +208,8 @@ public struct BackendModel: Sendable {
         guard let body = Validate.bodyObject(request, issues: &issues) else { return Self.validationError(issues) }
         let experimentKey = Validate.string(body, "experiment_key", loc: ["body"], min: 1, max: 100, required: true, surrogates: request.loneSurrogates, issues: &issues)
         let userID = Validate.string(body, "user_id", loc: ["body"], min: 1, max: 255, required: true, surrogates: request.loneSurrogates, issues: &issues)
-        let context = Validate.optionalObject(body, "context", loc: ["body"], issues: &issues) ?? [:]
+        let context = TargetingContext(Validate.optionalObject(body, "context", loc: ["body"], issues: &issues) ?? [:],
+                                       exact: Self.exactBody(request)?["context"])
         guard issues.isEmpty, let experimentKey, let userID else { return Self.validationError(issues) }
 
         guard let experiment = fixtures.experiment(experimentKey), experiment.status == .active else {
@@ -229,7 +230,7 @@ public struct BackendModel: Sendable {
     /// `assigned:false`, nothing recorded), else bucketing and a new sticky assignment. Enrolled
     /// users get reason `assigned`, new or sticky (CONTRACT.md section 2). An exposure is recorded
     /// for every enrolled call when `recordExposure` (the batch route records none).
-    mutating func enroll(_ experiment: Experiment, userID: String, context: [String: JSONValue], now: Date,
+    mutating func enroll(_ experiment: Experiment, userID: String, context: TargetingContext, now: Date,
                          recordExposure: Bool) -> (variant: Variant, assigned: Bool, reason: String) {
         let experimentKey = experiment.key
         let control = experiment.controlVariant!

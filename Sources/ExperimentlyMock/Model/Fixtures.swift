@@ -292,8 +292,14 @@ public struct Condition: Codable, Sendable, Equatable {
 
     /// Whether the condition holds for `userID` and `context`.
     public func matches(userID: String, context: [String: JSONValue]) -> Bool {
+        matches(userID: userID, context: TargetingContext(context))
+    }
+
+    /// Whether the condition holds for `userID` and `context`, whose attribute names are told
+    /// apart scalar by scalar (`TargetingContext`).
+    func matches(userID: String, context: TargetingContext) -> Bool {
         let actual: JSONValue
-        if attribute == "user_id" { actual = .string(userID) } else if let v = context.exactly(attribute) { actual = v } else { return false }
+        if attribute == "user_id" { actual = .string(userID) } else if let v = context.value(attribute) { actual = v } else { return false }
         switch op {
         case .eq: return actual == value
         case .ne: return actual != value
@@ -316,6 +322,34 @@ public struct Condition: Codable, Sendable, Equatable {
         case .in:
             return value.arrayValue?.contains(actual) ?? false
         }
+    }
+}
+
+/// A request's targeting context (its `context` object of attributes), with attribute names
+/// told apart scalar by scalar, as the backend's Python dict keeps them (CONTRACT.md section 4:
+/// identity is exact): `"k\u0301"` and `"\u1e31"` are two attributes, which a `[String: JSONValue]`
+/// merges into one (a fifty-third outside tester, D: a rule on one spelling read the other's value).
+struct TargetingContext: Sendable {
+    /// The members as `JSONValue` reads them (canonically equivalent names merged).
+    let members: [String: JSONValue]
+    /// Every member by its exact name, when some names were merged in `members`; else `nil`.
+    let exact: [ExactKey: JSONValue]?
+
+    /// A context from parsed members and, when the request's text had names that differ only as
+    /// canonically equivalent spellings, its exact reading (`ExactJSON`; other values ignored).
+    init(_ members: [String: JSONValue], exact: ExactJSON? = nil) {
+        self.members = members
+        if let exact, exact.hasEquivalentNames, case .object(let list) = exact {
+            self.exact = Dictionary(list.map { (ExactKey($0.name), $0.value.jsonValue) }, uniquingKeysWith: { _, last in last })
+        } else {
+            self.exact = nil
+        }
+    }
+
+    /// The value of the attribute named exactly `name`, or `nil` when there is none.
+    func value(_ name: String) -> JSONValue? {
+        if let exact { return exact[ExactKey(name)] }
+        return members.exactly(name)
     }
 }
 

@@ -63,6 +63,17 @@ package indirect enum ExactJSON: Sendable, Equatable {
         }
     }
 
+    /// This value as ``JSONValue`` holds it: an object's names that are canonically equivalent
+    /// become one member (the last one's value), as ``JSONValue/parse(_:)`` reads them.
+    package var jsonValue: JSONValue {
+        switch self {
+        case .value(let v): return v
+        case .array(let items): return .array(items.map(\.jsonValue))
+        case .object(let members):
+            return .object(Dictionary(members.map { ($0.name, $0.value.jsonValue) }, uniquingKeysWith: { _, last in last }))
+        }
+    }
+
     /// The value of the member named exactly `name` (scalar by scalar), or `nil` when this is not
     /// an object or has no such member.
     package subscript(name: String) -> ExactJSON? {

@@ -43,6 +43,35 @@ final class ExactIdentityMockTests: XCTestCase {
         }
     }
 
+    /// A context whose attribute names differ only as canonically equivalent spellings
+    /// (`"k\u0301"` and `"\u1e31"`) has two attributes, as the backend's Python dict does: a rule
+    /// on either spelling reads its own value, in every route that reads a context (evaluate GET
+    /// and POST, user flags, assign, assign batch). Before, the two merged and the rule on the
+    /// second spelling read nothing (a fifty-third outside tester, D).
+    func testContextAttributesWithEquivalentNamesAreTwoAttributes() {
+        let context = #"{"k\u0301":"no","\u1e31":"yes"}"#
+        for (name, wanted) in [("\u{1e31}", true), ("k\u{301}", false)] {
+            let rule = Condition(attribute: name, op: .eq, value: .string("yes"))
+            let fixtures = Fixtures(apiKeys: [APIKey(key: Fixtures.sdkContractAPIKey, scopes: [APIKey.sdkRulesetScope])], experiments: [
+                Experiment(key: "targeted", variants: [Variant(id: "c", name: "control", allocation: 0, isControl: true),
+                                                       Variant(id: "t", name: "treatment", allocation: 100)], targeting: [rule]),
+            ], flags: [Flag(key: "f", rolloutPercentage: 0, rules: [TargetingRule(conditions: [rule])])])
+            var model = BackendModel(fixtures: fixtures)
+            let query = context.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            let get = bodyJSON(model.respond(to: Req.get("/api/v1/feature-flags/evaluate/f?user_id=u&context=\(query)"), now: t0))
+            XCTAssertEqual(get["enabled"], .bool(wanted), "GET, rule on \(name.unicodeScalars.map(\.value))")
+            let post = bodyJSON(model.respond(to: Req.post("/api/v1/feature-flags/evaluate/f", #"{"user_id":"u","context":"# + context + "}"), now: t0))
+            XCTAssertEqual(post["enabled"], .bool(wanted), "POST")
+            let user = bodyJSON(model.respond(to: Req.get("/api/v1/feature-flags/user/u?context=\(query)"), now: t0))
+            XCTAssertEqual(user["f"], .bool(wanted), "user flags")
+            let assigned = bodyJSON(model.respond(to: Req.assign("u", "targeted", context: context), now: t0))
+            XCTAssertEqual(assigned["assigned"], .bool(wanted), "assign")
+            let batch = bodyJSON(model.respond(to: Req.post("/api/v1/tracking/assign/batch",
+                                                            #"{"experiment_key":"targeted","users":[{"user_id":"v","context":"# + context + "}]}"), now: t0))
+            XCTAssertEqual(batch["assignments"]?.arrayValue?.first?["assigned"], .bool(wanted), "assign batch: \(batch)")
+        }
+    }
+
     func testUserIdTargetingHoldoutAndExperimentKeysAreExact() {
         for (a, b, what) in Self.pairs {
             let fixtures = Fixtures(apiKeys: [APIKey(key: Fixtures.sdkContractAPIKey)], experiments: [
