@@ -1,7 +1,40 @@
 import Foundation
 import ExperimentlyMock
 
+extension Verdict {
+    /// This finished command's verdict as rewritten for a signal taken after it was written,
+    /// before the process exited: `"interrupted": true`, `"ok": false` (the exit status is 130
+    /// or 143) and an `error` saying the results are complete.
+    func interruptedAfterFinishing(_ sig: Int32) -> Verdict {
+        var v = self
+        v.extra["interrupted"] = .bool(true)
+        v.extra["ok"] = .bool(false)
+        let note = "interrupted by \(sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "signal \(sig)") as it finished: the results are complete"
+        v.extra["error"] = .string(v.extra["error"]?.stringValue.map { $0 + "; " + note } ?? note)
+        return v
+    }
+}
+
 extension HarnessCommand {
+    /// Writes `verdict`, a command's final one, to `path` through ``InterruptSignals/finalWrite(_:rewrite:)``:
+    /// `nil` when written, else the exit status to return (`internalFault` when it cannot be
+    /// written, said on standard error; `failed` when a signal came first and its handler writes).
+    static func writeFinal(_ verdict: Verdict, to path: String, secrets: [String]) -> Int32? {
+        var failure: Error?
+        let wrote = InterruptSignals.finalWrite({
+            do { try verdict.write(to: path, redacting: secrets) } catch { failure = error }
+        }, rewrite: { sig in
+            try? verdict.interruptedAfterFinishing(sig).write(to: path, redacting: secrets)
+            say("interrupted as it finished; verdict written to \(path)")
+        })
+        if !wrote { return Exit.failed.rawValue }
+        if let failure {
+            StandardStream.error(Data("contract-harness: cannot write the verdict \(path): \(failure)\n".utf8))
+            return Exit.internalFault.rawValue
+        }
+        return nil
+    }
+
     /// Writes the verdict of a command stopped by SIGINT or SIGTERM before it finished: no
     /// scenario results, `"interrupted": true`, `"ok": false`, `"error"` saying so, plus `extra`
     /// (what was done so far); keys in `secrets` are redacted. Issue 10: a verdict survives anything.
@@ -40,6 +73,9 @@ enum InterruptSignals {
     private static let writes = NSLock()
     // nonisolated(unsafe): only touched inside `writes`.
     nonisolated(unsafe) private static var fired = false
+    /// Set by `finalWrite` once the command's final verdict is written: rewrites it marked
+    /// interrupted. Only touched inside `writes`.
+    nonisolated(unsafe) private static var rewriteFinal: (@Sendable (Int32) -> Void)?
 
     /// One handler's place; `cancel()` removes it (the signals stay handled).
     final class Registration: Sendable {
@@ -86,6 +122,25 @@ enum InterruptSignals {
         writes.withLock { if !fired { body() } }
     }
 
+    /// Runs `write` (a command's final verdict write, with its JUnit and report files) unless a
+    /// signal was taken, and keeps `rewrite` for a signal taken after it, before the process
+    /// exits: that signal runs `rewrite` (the same verdict marked interrupted: the exit status is
+    /// 130 or 143, and the verdict must say why) instead of the command's handler, which would
+    /// write what it saw of an unfinished run. Returns `false` when a signal came first (nothing
+    /// written here: the handler writes, and the process exits).
+    ///
+    /// Before, a signal as a command finished left the plain final verdict beside exit 130/143,
+    /// or an interrupted one that the final write then replaced (a fifty-third outside tester, C).
+    @discardableResult
+    static func finalWrite(_ write: () -> Void, rewrite: @escaping @Sendable (Int32) -> Void) -> Bool {
+        writes.withLock {
+            guard !fired else { return false }
+            write()
+            rewriteFinal = rewrite
+            return true
+        }
+    }
+
     /// When a signal was received (or taken), waits for the interrupt thread to end the process
     /// (it exits 130 or 143 after the current handler wrote the interrupted verdict), at most
     /// 30 s; returns at once otherwise. Called as a command returns its status.
@@ -99,13 +154,19 @@ enum InterruptSignals {
 
     /// Handles the first signal; a later one finds the process exiting and waits.
     private static func take(_ sig: Int32) {
-        let first = writes.withLock { () -> Bool in
+        // The handler is read with the flag, under `writes`: a command that stops its final
+        // write for this signal (`finalWrite`, `unlessInterrupted`) and then cancels its handler
+        // as it returns can no longer leave the signal without one (a fifty-third outside tester,
+        // B: `vectors` saw its killed adapter end, returned, and no verdict was written).
+        let (first, final, handler) = writes.withLock { () -> (Bool, (@Sendable (Int32) -> Void)?, (@Sendable (Int32) -> Void)?) in
             defer { fired = true }
-            return !fired
+            return (!fired, rewriteFinal, lock.withLock { handlers.last?.run })
         }
         guard first else { return }
         ChildProcessGroups.killAll()
-        if let handler = lock.withLock({ handlers.last?.run }) {
+        if let final {
+            final(sig)
+        } else if let handler {
             handler(sig)
         } else {
             StandardStream.error(Data("contract-harness: interrupted by signal \(sig); the processes it started were killed\n".utf8))

@@ -623,6 +623,9 @@ public enum HarnessCommand {
             }
             var v = verdict(done + rest)
             v.extra["interrupted"] = .bool(true)
+            // Never `ok` beside exit 130/143, whatever finished (a fifty-third outside tester, C).
+            v.extra["ok"] = .bool(false)
+            v.extra["error"] = .string("interrupted by signal \(sig): \(done.count) of \(selected.count) scenarios finished")
             try? v.write(to: options.verdict, redacting: secrets)
             if let junit = options.junit { try? v.junit(redacting: secrets).writeOutput(to: junit) }
             // The reports too: what failed before the signal is shown, and an earlier run's report
@@ -672,20 +675,36 @@ public enum HarnessCommand {
             final.extra["error"] = .string(message)
             problem = message
         }
-        do { try final.write(to: options.verdict, redacting: secrets) } catch {
-            StandardStream.error(Data("contract-harness: cannot write the verdict to \(options.verdict): \(error.localizedDescription)\n".utf8))
-            return Exit.internalFault.rawValue
-        }
-        if let junit = options.junit {
-            do { try final.junit(redacting: secrets, error: problem).writeOutput(to: junit) } catch {
-                StandardStream.error(Data("contract-harness: cannot write the JUnit file to \(junit): \(error.localizedDescription)\n".utf8))
-                return Exit.internalFault.rawValue
+        // The final files, unless a signal came first (its handler writes them); a signal after
+        // them rewrites them marked interrupted (InterruptSignals.finalWrite).
+        var writeFailure: Int32?
+        let written = final, junitPath = options.junit, report = options.report, verdictPath = options.verdict
+        let wrote = InterruptSignals.finalWrite({
+            do { try final.write(to: options.verdict, redacting: secrets) } catch {
+                StandardStream.error(Data("contract-harness: cannot write the verdict to \(options.verdict): \(error.localizedDescription)\n".utf8))
+                writeFailure = Exit.internalFault.rawValue
+                return
             }
-        }
-        if let failure = options.report.write(final, redacting: secrets) {
-            complain(failure)
-            return Exit.internalFault.rawValue
-        }
+            if let junit = options.junit {
+                do { try final.junit(redacting: secrets, error: problem).writeOutput(to: junit) } catch {
+                    StandardStream.error(Data("contract-harness: cannot write the JUnit file to \(junit): \(error.localizedDescription)\n".utf8))
+                    writeFailure = Exit.internalFault.rawValue
+                    return
+                }
+            }
+            if let failure = options.report.write(final, redacting: secrets) {
+                complain(failure)
+                writeFailure = Exit.internalFault.rawValue
+            }
+        }, rewrite: { sig in
+            let v = written.interruptedAfterFinishing(sig)
+            try? v.write(to: verdictPath, redacting: secrets)
+            if let junitPath { try? v.junit(redacting: secrets, error: v.extra["error"]?.stringValue).writeOutput(to: junitPath) }
+            _ = report.write(v, redacting: secrets)
+            say("interrupted as the run finished; verdict written to \(verdictPath)")
+        })
+        if !wrote { return Exit.failed.rawValue }
+        if let writeFailure { return writeFailure }
         let c = final.counts
         say("\(c.passed) passed, \(c.failed + c.error + final.crashedCount) failed" + (c.skipped > 0 ? ", \(c.skipped) skipped" : "")
             + (final.crashedCount > 0 ? " (\(final.crashedCount) crashed)" : "")
@@ -810,8 +829,17 @@ public enum HarnessCommand {
         // failure (it read true beside exit 1 with variants missed: a twenty-eighth outside tester).
         let allCaught = caught == report.rows.count && report.baselineFailures.isEmpty
         if !allCaught { verdict.extra["ok"] = .bool(false) }
-        do { try verdict.write(to: options.verdict, redacting: ConfiguredSecrets.keys(files: files, scenarios: all)) } catch {
-            StandardStream.error(Data("contract-harness: cannot write the verdict: \(error)\n".utf8))
+        let mutantSecrets = ConfiguredSecrets.keys(files: files, scenarios: all), writtenVerdict = verdict
+        var writeError: Error?
+        let wrote = InterruptSignals.finalWrite({
+            do { try verdict.write(to: options.verdict, redacting: mutantSecrets) } catch { writeError = error }
+        }, rewrite: { sig in
+            try? writtenVerdict.interruptedAfterFinishing(sig).write(to: verdictPath, redacting: mutantSecrets)
+            say("interrupted as the matrix finished; verdict written to \(verdictPath)")
+        })
+        if !wrote { return Exit.failed.rawValue }
+        if let writeError {
+            StandardStream.error(Data("contract-harness: cannot write the verdict: \(writeError)\n".utf8))
             return Exit.internalFault.rawValue
         }
         say(report.summaryLine)
@@ -1048,10 +1076,7 @@ public enum HarnessCommand {
             if unjudged { verdict.extra["ok"] = .bool(false); verdict.extra["error"] = .string("nothing passed: all 1 scenario(s) were skipped") }
             // A verdict that cannot be written is an internal fault, said (it was dropped silently,
             // exit 0, the old file left in place: a twenty-seventh outside tester).
-            do { try verdict.write(to: options.verdict, redacting: secrets) } catch {
-                StandardStream.error(Data("contract-harness: cannot write the verdict \(options.verdict): \(error)\n".utf8))
-                return Exit.internalFault.rawValue
-            }
+            if let failure = writeFinal(verdict, to: options.verdict, secrets: secrets) { return failure }
         }
         if unjudged {
             say("0 passed, 0 failed, 1 skipped: nothing passed: all 1 scenario(s) were skipped")

@@ -158,10 +158,7 @@ enum InterleaveCommand {
             var verdict = Verdict(harnessVersion: HarnessCommand.version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion,
                                   seed: seed, startedAt: Date(), durationMilliseconds: report.durationMilliseconds, results: [result], invalid: [])
             if unjudged { verdict.extra["ok"] = .bool(false); verdict.extra["error"] = .string("nothing passed: all 1 scenario(s) were skipped") }
-            do { try verdict.write(to: options.verdict, redacting: secrets) } catch {
-                StandardStream.error(Data("contract-harness: cannot write the verdict \(options.verdict): \(error)\n".utf8))
-                return HarnessCommand.Exit.internalFault.rawValue
-            }
+            if let failure = HarnessCommand.writeFinal(verdict, to: options.verdict, secrets: secrets) { return failure }
         }
         if unjudged {
             HarnessCommand.say("0 passed, 0 failed, 1 skipped: nothing passed: all 1 scenario(s) were skipped")

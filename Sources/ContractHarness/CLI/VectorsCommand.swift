@@ -161,10 +161,14 @@ enum VectorsCommand {
             // handler found it `finished`: a verdict without `interrupted` and exit 143, once in a
             // parallel `swift test`).
             var failure: Error?
-            InterruptSignals.unlessInterrupted {
+            let written = verdict
+            InterruptSignals.finalWrite({
                 do { try verdict.write(to: options.verdict, redacting: []) } catch { failure = error }
                 interruption.finished = true
-            }
+            }, rewrite: { sig in
+                try? written.interruptedAfterFinishing(sig).write(to: options.verdict, redacting: [])
+                complain("interrupted as it finished; verdict written to \(options.verdict)")
+            })
             if let failure {
                 complain("cannot write the verdict to \(options.verdict): \(failure.localizedDescription)")
                 return HarnessCommand.Exit.internalFault.rawValue
