@@ -255,9 +255,10 @@ public struct TargetingRule: Codable, Sendable, Equatable {
 public struct Condition: Codable, Sendable, Equatable {
     /// The comparison operators.
     public enum Operator: String, Codable, Sendable, CaseIterable {
-        /// Equal JSON values.
+        /// Equal values, as the backend's rules engine reads them (`Condition.valuesEqual`: a
+        /// string against a number or boolean is read as that type).
         case eq
-        /// Not equal (a missing attribute still does not match).
+        /// Not `eq` (a missing attribute still does not match).
         case ne
         /// Greater than: numbers numerically, strings by code points.
         case gt
@@ -265,7 +266,7 @@ public struct Condition: Codable, Sendable, Equatable {
         case lt
         /// String contains the substring, or array contains the value.
         case contains
-        /// The attribute equals one of the values in the `value` array.
+        /// The attribute is `eq` to one of the values in the `value` array.
         case `in`
     }
 
@@ -298,16 +299,16 @@ public struct Condition: Codable, Sendable, Equatable {
     /// Whether the condition holds for `userID` and `context`, whose attribute names are told
     /// apart scalar by scalar (`TargetingContext`).
     func matches(userID: String, context: TargetingContext) -> Bool {
-        let actual: JSONValue
-        if attribute == "user_id" { actual = .string(userID) } else if let v = context.value(attribute) { actual = v } else { return false }
+        let actual: ExactJSON
+        if attribute == "user_id" { actual = .value(.string(userID)) } else if let v = context.value(attribute) { actual = v } else { return false }
         switch op {
-        case .eq: return actual == value
-        case .ne: return actual != value
+        case .eq: return Self.valuesEqual(actual, value)
+        case .ne: return !Self.valuesEqual(actual, value)
         case .gt, .lt:
             let ordering: Bool?
             switch (actual, value) {
-            case (.number(let a), .number(let b)): ordering = op == .gt ? a > b : a < b
-            case (.string(let a), .string(let b)):
+            case (.value(.number(let a)), .number(let b)): ordering = op == .gt ? a > b : a < b
+            case (.value(.string(let a)), .string(let b)):
                 let x = Array(a.unicodeScalars.map(\.value)), y = Array(b.unicodeScalars.map(\.value))
                 ordering = op == .gt ? y.lexicographicallyPrecedes(x) : x.lexicographicallyPrecedes(y)
             default: ordering = nil
@@ -315,13 +316,120 @@ public struct Condition: Codable, Sendable, Equatable {
             return ordering ?? false
         case .contains:
             switch (actual, value) {
-            case (.string(let a), .string(let b)): return a.containsExactly(b)
-            case (.array(let a), _): return a.contains(value)
+            case (.value(.string(let a)), .string(let b)): return a.containsExactly(b)
+            case (.array(let items), _): return items.contains { $0.equals(value) }
             default: return false
             }
         case .in:
-            return value.arrayValue?.contains(actual) ?? false
+            return value.arrayValue?.contains { Self.valuesEqual(actual, $0) } ?? false
         }
+    }
+
+    /// Equality as the backend's rules engine decides it for `eq`, `ne` and `in` (upstream
+    /// `backend/app/core/rules_engine.py`, `_values_equal`; the published ruleset vectors, e.g.
+    /// `eq-str-2#20`: `{"a": 5}` matches `eq "5"`): Python's `==` first (a boolean equals the
+    /// number 1 or 0; names and strings compared scalar by scalar), then, when exactly one side is
+    /// a string and the other a boolean or a number, the string read as that type: `true`, `1`,
+    /// `yes` / `false`, `0`, `no` (stripped, any case) for a boolean, Python's `float()` for a
+    /// number. Two strings, or two typed values, are never coerced.
+    static func valuesEqual(_ actual: ExactJSON, _ expected: JSONValue) -> Bool {
+        if actual.equals(expected, leaf: pythonEqual) { return true }
+        guard case .value(let a) = actual else { return false }
+        switch (a, expected) {
+        case (.string(let text), .bool(let b)), (.bool(let b), .string(let text)): return PythonText.bool(text) == b
+        case (.string(let text), .number(let n)), (.number(let n), .string(let text)): return PythonText.float(text).map { $0 == n } ?? false
+        default: return false
+        }
+    }
+
+    /// Python's `==` on two JSON leaves: a boolean equals the number 1 or 0 (`True == 1`).
+    static func pythonEqual(_ a: JSONValue, _ b: JSONValue) -> Bool {
+        switch (a, b) {
+        case (.bool(let x), .number(let y)): return (x ? 1 : 0) == y
+        case (.number(let x), .bool(let y)): return x == (y ? 1 : 0)
+        default: return a == b
+        }
+    }
+}
+
+/// How Python reads text as a boolean word or a float, for the rules engine's type leniency
+/// (`Condition.valuesEqual`).
+enum PythonText {
+    /// The code points `str.strip()` and `float()` treat as whitespace (CPython's
+    /// `Py_UNICODE_ISSPACE`).
+    static func isSpace(_ u: Unicode.Scalar) -> Bool {
+        switch u.value {
+        case 9...13, 28...32, 133, 160, 5760, 8192...8202, 8232, 8233, 8239, 8287, 12288: return true
+        default: return false
+        }
+    }
+
+    /// `text` without leading and trailing Python whitespace.
+    static func stripped(_ text: String) -> String {
+        var scalars = Array(text.unicodeScalars)
+        while let first = scalars.first, isSpace(first) { scalars.removeFirst() }
+        while let last = scalars.last, isSpace(last) { scalars.removeLast() }
+        var out = String.UnicodeScalarView()
+        out.append(contentsOf: scalars)
+        return String(out)
+    }
+
+    /// The boolean the rules engine reads `text` as (`true`, `1`, `yes` / `false`, `0`, `no`,
+    /// stripped and lower-cased), or `nil` for any other word.
+    static func bool(_ text: String) -> Bool? {
+        switch stripped(text).lowercased() {
+        case "true", "1", "yes": return true
+        case "false", "0", "no": return false
+        default: return nil
+        }
+    }
+
+    /// Python's `float(text)`, or `nil` where it raises `ValueError`: surrounding whitespace,
+    /// a sign, decimal digits of any script, `_` only between two digits, an optional fraction
+    /// and exponent, or `inf`, `infinity`, `nan` in any case. Hexadecimal and the other forms
+    /// Foundation would read are refused, as Python refuses them.
+    static func float(_ text: String) -> Double? {
+        var ascii = ""
+        for u in stripped(text).unicodeScalars {
+            if !u.isASCII, u.properties.numericType == .decimal, let v = u.properties.numericValue {
+                ascii += String(Int(v))
+            } else {
+                ascii.unicodeScalars.append(u)
+            }
+        }
+        let chars = Array(ascii.utf8)
+        func isDigit(_ i: Int) -> Bool { chars.indices.contains(i) && chars[i] >= 0x30 && chars[i] <= 0x39 }
+        for (i, c) in chars.enumerated() where c == UInt8(ascii: "_") {
+            guard isDigit(i - 1), isDigit(i + 1) else { return nil }
+        }
+        let plain = String(decoding: chars.filter { $0 != UInt8(ascii: "_") }, as: UTF8.self)
+        var body = Substring(plain)
+        var negative = false
+        if let sign = body.first, sign == "+" || sign == "-" { negative = sign == "-"; body = body.dropFirst() }
+        switch body.lowercased() {
+        case "inf", "infinity": return negative ? -.infinity : .infinity
+        case "nan": return .nan
+        default: break
+        }
+        // digits [. digits] or . digits, then [e [sign] digits], nothing else.
+        let b = Array(body.utf8)
+        var i = 0
+        func digits() -> Int {
+            let start = i
+            while i < b.count, b[i] >= 0x30, b[i] <= 0x39 { i += 1 }
+            return i - start
+        }
+        let whole = digits()
+        var fraction = 0
+        if i < b.count, b[i] == UInt8(ascii: ".") { i += 1; fraction = digits() }
+        guard whole + fraction > 0 else { return nil }
+        if i < b.count, b[i] == UInt8(ascii: "e") || b[i] == UInt8(ascii: "E") {
+            i += 1
+            if i < b.count, b[i] == UInt8(ascii: "+") || b[i] == UInt8(ascii: "-") { i += 1 }
+            guard digits() > 0 else { return nil }
+        }
+        guard i == b.count, let value = Double(String(body)) else { return nil }
+        return negative ? -value : value
     }
 }
 
@@ -332,24 +440,25 @@ public struct Condition: Codable, Sendable, Equatable {
 struct TargetingContext: Sendable {
     /// The members as `JSONValue` reads them (canonically equivalent names merged).
     let members: [String: JSONValue]
-    /// Every member by its exact name, when some names were merged in `members`; else `nil`.
-    let exact: [ExactKey: JSONValue]?
+    /// Every member by its exact name, when some names were merged in `members` (at any depth);
+    /// else `nil`.
+    let exact: [ExactKey: ExactJSON]?
 
     /// A context from parsed members and, when the request's text had names that differ only as
     /// canonically equivalent spellings, its exact reading (`ExactJSON`; other values ignored).
     init(_ members: [String: JSONValue], exact: ExactJSON? = nil) {
         self.members = members
         if let exact, exact.hasEquivalentNames, case .object(let list) = exact {
-            self.exact = Dictionary(list.map { (ExactKey($0.name), $0.value.jsonValue) }, uniquingKeysWith: { _, last in last })
+            self.exact = Dictionary(list.map { (ExactKey($0.name), $0.value) }, uniquingKeysWith: { _, last in last })
         } else {
             self.exact = nil
         }
     }
 
     /// The value of the attribute named exactly `name`, or `nil` when there is none.
-    func value(_ name: String) -> JSONValue? {
+    func value(_ name: String) -> ExactJSON? {
         if let exact { return exact[ExactKey(name)] }
-        return members.exactly(name)
+        return members.exactly(name).map(ExactJSON.init)
     }
 }
 

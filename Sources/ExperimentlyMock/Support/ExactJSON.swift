@@ -30,6 +30,30 @@ package indirect enum ExactJSON: Sendable, Equatable {
         }
     }
 
+    /// `value` read as this type holds it (objects as their members, arrays as their items).
+    package init(_ value: JSONValue) {
+        switch value {
+        case .array(let items): self = .array(items.map(ExactJSON.init))
+        case .object(let members): self = .object(members.map { Member(name: $0.key, value: ExactJSON($0.value)) })
+        default: self = .value(value)
+        }
+    }
+
+    /// Whether this value equals `value`: arrays item by item, objects member by member with
+    /// names matched scalar by scalar (an object with two canonically equivalent names never
+    /// equals a ``JSONValue`` object, which cannot hold both), everything else by `leaf`.
+    package func equals(_ value: JSONValue, leaf: (JSONValue, JSONValue) -> Bool = { $0 == $1 }) -> Bool {
+        switch (self, value) {
+        case (.value(let v), _): return leaf(v, value)
+        case (.array(let items), .array(let others)):
+            return items.count == others.count && zip(items, others).allSatisfy { $0.equals($1, leaf: leaf) }
+        case (.object(let members), .object(let others)):
+            return members.count == others.count
+                && members.allSatisfy { m in others.exactly(m.name).map { m.value.equals($0, leaf: leaf) } ?? false }
+        default: return false
+        }
+    }
+
     /// The value of the JSON text `data`, or `nil` when `data` is not valid JSON (``JSONValue``'s
     /// parser decides) or is nested deeper than that parser allows.
     package static func parse(_ data: Data) -> ExactJSON? {

@@ -35,4 +35,43 @@ final class RulesetVectorsExcerptTests: XCTestCase {
         XCTAssertEqual(local, 57, "every must_local case, and no other, is answered locally")
         XCTAssertEqual(deferred, 12)
     }
+
+    /// The server those deferred cases go to, the mock, answers every published case with exactly
+    /// `expected`, over the evaluate route (GET with `?context=`, and POST): the excerpt's flags
+    /// served as fixtures (one `and` group of `eq` conditions each). Before, `eq-str-2#20`
+    /// (`{"a": 5}` against `eq "5"`) was answered `rollout`, not `targeting_rule`: the mock
+    /// compared types strictly where the backend reads the string as a number (a fifty-fourth
+    /// outside tester, K).
+    func testTheMockAnswersEveryPublishedCaseAsTheBackend() throws {
+        let url = Repository.root.appendingPathComponent("golden-vectors/ruleset-vectors-excerpt.json")
+        let file = try JSONValue.parse(Data(contentsOf: url)).value
+        var flags: [Flag] = []
+        for f in try XCTUnwrap(file["ruleset"]?["flags"]?.arrayValue) {
+            let rules = try (f["rules"]?.arrayValue ?? []).map { rule -> TargetingRule in
+                let groups = rule["match"]?["groups"]?.arrayValue ?? []
+                XCTAssertEqual(groups.count, 1)
+                let conditions = try (groups.first?["conditions"]?.arrayValue ?? []).map { c in
+                    Condition(attribute: try XCTUnwrap(c["attribute"]?.stringValue),
+                              op: try XCTUnwrap(Condition.Operator(rawValue: c["operator"]?.stringValue ?? "")), value: try XCTUnwrap(c["value"]))
+                }
+                return TargetingRule(conditions: conditions, percentage: Int(rule["rollout_percentage"]?.numberValue ?? -1))
+            }
+            flags.append(Flag(key: try XCTUnwrap(f["key"]?.stringValue), rolloutPercentage: Int(f["rollout_percentage"]?.numberValue ?? -1), rules: rules))
+        }
+        var model = BackendModel(fixtures: Fixtures(apiKeys: [APIKey(key: Fixtures.sdkContractAPIKey)], flags: flags))
+        let key = Fixtures.sdkContractAPIKey
+        for c in try XCTUnwrap(file["cases"]?.arrayValue) {
+            let id = c["id"]?.stringValue ?? "?", flag = c["flag"]?.stringValue ?? "", user = c["user_id"]?.stringValue ?? ""
+            let context = c["context"] ?? .object([:])
+            let query = context.jsonText.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            let get = MockRequest(method: "GET", target: "/api/v1/feature-flags/evaluate/\(flag)?user_id=\(user)&context=\(query)", headers: [("X-Api-Key", key)])
+            let post = MockRequest(method: "POST", target: "/api/v1/feature-flags/evaluate/\(flag)", headers: [("X-Api-Key", key), ("Content-Type", "application/json")],
+                                   body: JSONValue.object(["user_id": .string(user), "context": context]).serialized())
+            for (how, request) in [("GET", get), ("POST", post)] {
+                let answer = try JSONValue.parse(model.respond(to: request, now: Date(timeIntervalSince1970: 0)).body).value
+                XCTAssertEqual(answer["enabled"], c["expected"]?["enabled"], "\(id) \(how): \(answer)")
+                XCTAssertEqual(answer["reason"], c["expected"]?["reason"], "\(id) \(how): \(answer)")
+            }
+        }
+    }
 }

@@ -72,6 +72,90 @@ final class ExactIdentityMockTests: XCTestCase {
         }
     }
 
+    /// Inside an attribute's value too: an object with the names `"k\u0301"` and `"\u1e31"`
+    /// never equals a rule value (which cannot hold both), at any depth and in arrays, for
+    /// `eq`, `ne`, `in` and `contains`, as Python's `==` on dicts decides. Before, the value's
+    /// names merged and `{"k\u0301":1,"\u1e31":2}` equalled `{"k\u0301":2}` (a fifty-fourth
+    /// outside tester, G).
+    func testEquivalentNamesInsideAValueNeverEqualARuleValue() {
+        let merged = JSONValue.object(["k\u{301}": .number(2)])
+        let rows: [(String, Condition.Operator, JSONValue, Bool)] = [
+            (#"{"a":{"k\u0301":1,"\u1e31":2}}"#, .eq, merged, false),
+            (#"{"a":{"k\u0301":1,"\u1e31":2}}"#, .ne, merged, true),
+            (#"{"a":{"k\u0301":1,"\u1e31":2}}"#, .in, .array([merged]), false),
+            (#"{"a":[{"k\u0301":1,"\u1e31":2}]}"#, .contains, merged, false),
+            (#"{"a":[{"k\u0301":1,"\u1e31":2}]}"#, .eq, .array([merged]), false),
+            (#"{"a":{"b":{"k\u0301":1,"\u1e31":2}}}"#, .eq, .object(["b": merged]), false),
+            (#"{"a":{"k\u0301":2},"x":{"k\u0301":1,"\u1e31":2}}"#, .eq, merged, true),
+            (#"{"a":[true],"x":{"k\u0301":1,"\u1e31":2}}"#, .eq, .array([.number(1)]), true),
+        ]
+        for (context, op, value, wanted) in rows {
+            let fixtures = Fixtures(apiKeys: [APIKey(key: Fixtures.sdkContractAPIKey)],
+                                    flags: [Flag(key: "f", rolloutPercentage: 0, rules: [TargetingRule(conditions: [Condition(attribute: "a", op: op, value: value)])])])
+            var model = BackendModel(fixtures: fixtures)
+            let post = bodyJSON(model.respond(to: Req.post("/api/v1/feature-flags/evaluate/f", #"{"user_id":"u","context":"# + context + "}"), now: t0))
+            XCTAssertEqual(post["enabled"], .bool(wanted), "\(context) \(op) \(value)")
+        }
+    }
+
+    /// The backend's type leniency for `eq`, `ne` and `in` (upstream `_values_equal`): a string
+    /// against a number is read with Python's `float()`, against a boolean as a word; two strings
+    /// or two typed values are never coerced; Python's `True == 1` holds.
+    func testEqualityReadsAStringAsTheOtherSidesType() {
+        let rows: [(JSONValue, JSONValue, Bool)] = [
+            (.number(5), .string("5"), true), (.string("5.0"), .number(5), true), (.string(" 5\n"), .number(5), true),
+            (.string("1_000"), .number(1000), true), (.string("1__0"), .number(10), false), (.string("0x5"), .number(5), false),
+            (.string("\u{0665}"), .number(5), true), (.string("5e0"), .number(5), true), (.string("abc"), .number(5), false),
+            (.string("TRUE"), .bool(true), true), (.string(" yes "), .bool(true), true), (.string("0"), .bool(false), true),
+            (.string("on"), .bool(true), false), (.bool(true), .number(1), true), (.bool(false), .number(0), true),
+            (.string("5"), .string("5.0"), false), (.number(1), .string("true"), false), (.string("nan"), .number(.nan), false),
+        ]
+        for (actual, expected, wanted) in rows {
+            XCTAssertEqual(Condition.valuesEqual(ExactJSON(actual), expected), wanted, "\(actual) eq \(expected)")
+            XCTAssertEqual(Condition(attribute: "a", op: .ne, value: expected).matches(userID: "u", context: ["a": actual]), !wanted, "\(actual) ne \(expected)")
+        }
+    }
+
+    /// `PythonText.float` agrees with Python's `float()` on generated strings (when python3 is
+    /// installed): signs, digits of two scripts, underscores, dots, exponents, words, spaces.
+    func testFloatReadingAgreesWithPython() throws {
+        let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        try XCTSkipIf(python == nil, "python3 not installed")
+        let alphabet = ["0", "1", "5", "9", "_", ".", "e", "E", "+", "-", " ", "\u{0665}", "x", "inf", "nan", "Infinity", "\t", "a"]
+        var rng = SplitMix64(state: 20261203)
+        var inputs: [String] = []
+        for _ in 0..<3000 {
+            let n = Int(rng.next() % 6) + 1
+            inputs.append((0..<n).map { _ in alphabet[Int(rng.next() % UInt64(alphabet.count))] }.joined())
+        }
+        let script = "import json,sys\nout=[]\nfor s in json.load(sys.stdin):\n    try:\n        v=float(s); out.append(None if v!=v else repr(v))\n    except ValueError:\n        out.append('error')\nprint(json.dumps(out))"
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: python!)
+        p.arguments = ["-c", script]
+        let input = Pipe(), output = Pipe()
+        p.standardInput = input
+        p.standardOutput = output
+        try p.run()
+        input.fileHandleForWriting.write(JSONValue.array(inputs.map(JSONValue.string)).serialized())
+        try input.fileHandleForWriting.close()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        let answers = try XCTUnwrap(try JSONValue.parse(data).value.arrayValue)
+        XCTAssertEqual(answers.count, inputs.count)
+        var disagreements: [String] = []
+        for (s, answer) in zip(inputs, answers) {
+            let mine = PythonText.float(s)
+            switch answer {
+            case .string("error"): if mine != nil { disagreements.append("\(s.debugDescription): python error, mine \(mine!)") }
+            case .null: if !(mine?.isNaN ?? false) { disagreements.append("\(s.debugDescription): python nan, mine \(String(describing: mine))") }
+            case .string(let r): if mine.map({ Double(r.replacingOccurrences(of: "inf", with: "infinity")) == $0 }) != true {
+                disagreements.append("\(s.debugDescription): python \(r), mine \(String(describing: mine))") }
+            default: disagreements.append("\(s.debugDescription): \(answer)")
+            }
+        }
+        XCTAssertEqual(disagreements.prefix(10), [], "\(disagreements.count) of \(inputs.count) differ")
+    }
+
     func testUserIdTargetingHoldoutAndExperimentKeysAreExact() {
         for (a, b, what) in Self.pairs {
             let fixtures = Fixtures(apiKeys: [APIKey(key: Fixtures.sdkContractAPIKey)], experiments: [
