@@ -31,14 +31,21 @@ extension HarnessCommand {
             return nil
         }
         let junit = command == "run" ? rawValue(of: "--junit", in: arguments) : nil
+        // The reports too: an earlier run's HTML or Mermaid never stays beside this verdict (a
+        // fifty-fourth outside tester, I).
+        let reports = command == "run" ? ReportOutputs(html: rawValue(of: "--html", in: arguments), mermaid: rawValue(of: "--mermaid", in: arguments))
+            : ReportOutputs()
         return InterruptSignals.register { sig in
             let message = "\(command) interrupted by signal \(sig) before it started its work"
             writeInterrupted(message, to: path, driver: driver, seed: 0)
-            if let junit {
+            if junit != nil || !reports.isEmpty {
                 var v = Verdict(harnessVersion: version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, seed: 0,
                                 startedAt: Date(), durationMilliseconds: 0, results: [], invalid: [])
                 v.extra["interrupted"] = .bool(true)
-                try? v.junit(redacting: [], error: message).writeOutput(to: junit)
+                v.extra["ok"] = .bool(false)
+                v.extra["error"] = .string(message)
+                if let junit { try? v.junit(redacting: [], error: message).writeOutput(to: junit) }
+                _ = reports.write(v, redacting: [])
             }
             say("interrupted: \(command) stopped before it started its work; verdict written to \(path)")
         }

@@ -110,7 +110,7 @@ public enum HarnessCommand {
         // A signal received while the command ended (its final verdict write) decides the exit:
         // 130 or 143 and the interrupted verdict, as CLI.md promises for any moment (a
         // thirty-fourth outside tester, F10: it exited 1, the signal swallowed).
-        InterruptSignals.yieldToAReceivedSignal()
+        InterruptSignals.closeForExit()
         return status
     }
 
@@ -627,7 +627,9 @@ public enum HarnessCommand {
             v.extra["ok"] = .bool(false)
             v.extra["error"] = .string("interrupted by signal \(sig): \(done.count) of \(selected.count) scenarios finished")
             try? v.write(to: options.verdict, redacting: secrets)
-            if let junit = options.junit { try? v.junit(redacting: secrets).writeOutput(to: junit) }
+            // The JUnit file says it too: a run whose every scenario had finished read green there
+            // beside exit 130/143 (a fifty-fourth outside tester, H).
+            if let junit = options.junit { try? v.junit(redacting: secrets, error: v.extra["error"]?.stringValue).writeOutput(to: junit) }
             // The reports too: what failed before the signal is shown, and an earlier run's report
             // never stays as if it were this one's (an outside tester: "all green" survived).
             _ = options.report.write(v, redacting: secrets)
