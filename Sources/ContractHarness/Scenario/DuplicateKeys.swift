@@ -34,9 +34,15 @@ enum DuplicateKeys {
     /// harness and the mock hold numbers as doubles (exact only up to 2^53), so a fixture or an
     /// expectation with one would silently mean another number; scenario files refuse it.
     static func firstLargeInteger(in bytes: [UInt8]) -> (path: String, text: String)? {
+        largeIntegers(in: bytes).first
+    }
+
+    /// Every integer literal beyond ±2^53 in `bytes` (valid JSON), in document order: its JSON
+    /// path and text (a journal lists each request that holds one).
+    static func largeIntegers(in bytes: [UInt8]) -> [(path: String, text: String)] {
         var scanner = Scanner(bytes: bytes)
         scanner.value(path: "$")
-        return scanner.largeInteger
+        return scanner.largeIntegers
     }
 
     /// Whether `token` is an integer literal whose magnitude exceeds 2^53.
@@ -63,8 +69,8 @@ enum DuplicateKeys {
     private struct Scanner {
         let bytes: [UInt8]
         var i = 0
-        /// The first integer literal beyond ±2^53 seen (see `firstLargeInteger(in:)`).
-        var largeInteger: (path: String, text: String)?
+        /// The integer literals beyond ±2^53 seen, in document order (see `largeIntegers(in:)`).
+        var largeIntegers: [(path: String, text: String)] = []
 
         mutating func skipWhitespace() {
             while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x0a || bytes[i] == 0x0d || bytes[i] == 0x09 { i += 1 }
@@ -82,8 +88,8 @@ enum DuplicateKeys {
                 // A number or a literal: up to the next delimiter.
                 let start = i
                 while i < bytes.count, ![UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), 0x20, 0x0a, 0x0d, 0x09].contains(bytes[i]) { i += 1 }
-                if largeInteger == nil, DuplicateKeys.isLargeInteger(bytes[start..<i]) {
-                    largeInteger = (path, String(decoding: bytes[start..<i], as: UTF8.self))
+                if DuplicateKeys.isLargeInteger(bytes[start..<i]) {
+                    largeIntegers.append((path, String(decoding: bytes[start..<i], as: UTF8.self)))
                 }
             }
         }

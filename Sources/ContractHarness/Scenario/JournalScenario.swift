@@ -125,6 +125,15 @@ public enum JournalScenario {
         for i in entries.indices where huge.contains(where: { $0.hasPrefix("$.history[\(entries[i].position)].") }) {
             entries[i].unreadable = "its body holds a number beyond a double's range (RFC 8259 section 6), which a scenario cannot state"
         }
+        // So is one holding an integer beyond ±2^53: Python keeps it exactly, a scenario's numbers
+        // are doubles (a fifty-fourth outside tester, M: 9007199254740993 became ...992.0 silently).
+        let large = String(decoding: data.prefix(64), as: UTF8.self).contains("experimently-journal/1")
+            ? DuplicateKeys.largeIntegers(in: [UInt8](data)) : []
+        for i in entries.indices where entries[i].unreadable == nil {
+            guard let l = large.first(where: { $0.path.hasPrefix("$.history[\(entries[i].position)].json") }) else { continue }
+            entries[i].unreadable = "its body holds the integer \(l.text) (\(l.path.dropFirst("$.history[\(entries[i].position)].".count))), "
+                + "beyond 2^53, which Python keeps exactly and a scenario's numbers (doubles) cannot state"
+        }
         for i in entries.indices where entries[i].unreadable == nil {
             guard let d = duplicates.first(where: { $0.path.hasPrefix("$.history[\(entries[i].position)].") }) else { continue }
             let spelling = d.equivalentOnly ? "two canonically equivalent spellings of one member name" : "a member name written twice"
@@ -300,6 +309,13 @@ public enum JournalScenario {
                 context = e.json?["context"]
             }
             guard let id, !flag.isEmpty else { return .failure(Reason("no flag key or user_id")) }
+            // An SDK keeping to the contract sends only `user_id` on evaluate (CONTRACT.md section 1),
+            // so a replay would ask without this context and get another answer where a rule reads
+            // it (a fifty-fourth outside tester, L: the skeleton failed the shipping SDK).
+            if let c = context?.objectValue, !c.isEmpty {
+                return .failure(Reason("it sends a context on evaluate (\(ObjectReader.brief(.object(c)))), which an SDK keeping to the contract "
+                                       + "never does (CONTRACT.md section 1: only user_id), so no evaluateFlag replays it"))
+            }
             let match: [String: JSONValue] = e.method == "GET" ? ["query": .object(["user_id": .string(id)])] : ["body": .object(["user_id": .string(id)])]
             return .success(Operation(verb: "evaluateFlag", arguments: [("flag", .string(flag)), ("user", user(id, context: context))],
                                       cacheKey: "flag\u{0}\(id)\u{0}\(flag)", match: match, expect: expectFlag(e)))

@@ -62,6 +62,23 @@ final class EleventhTesterFindingsTests: XCTestCase {
         }
     }
 
+    /// Two kinds of request no scenario can replay are listed by request, never converted into
+    /// something else (a fifty-fourth outside tester): an evaluate with a `context` (an SDK keeping
+    /// to the contract sends only `user_id`, so the skeleton failed the shipping SDK; L), and a body
+    /// with an integer beyond 2^53 (Python keeps it exactly; it became a rounded double; M). These
+    /// journals hold nothing else, so the file is refused, naming each request.
+    func testEvaluateContextsAndIntegersBeyondTwoToThe53AreListedNotChanged() throws {
+        let folder = Repository.root.appendingPathComponent("Tests/ContractHarnessTests/Fixtures/forty-eighth-tester")
+        for (name, says) in [("journal-evaluate-with-context.json", ["#1 GET", "#2 POST", "it sends a context on evaluate"]),
+                             ("journal-integers-beyond-2-53.json", ["its body holds the integer 9007199254740993 (json.metadata.n)",
+                                                                    "(json.events[0].metadata.n)", "(json.value)"])] {
+            let url = folder.appendingPathComponent(name)
+            XCTAssertThrowsError(try JournalScenario.skeleton(journal: Data(contentsOf: url), file: url.path, grouping: .one)) { error in
+                for text in says { XCTAssertTrue("\(error)".contains(text), "\(name): \(error)") }
+            }
+        }
+    }
+
     /// An adapter that cannot start (it exits before `hello`) is the SDK's failure: exit 1 and
     /// every selected scenario an `error` naming why. Before: exit 70 ("internal fault") and a
     /// verdict with no scenario.
