@@ -2,21 +2,25 @@ import Foundation
 import ExperimentlyMock
 
 extension HarnessCommand {
-    /// Makes SIGINT and SIGTERM handled from the very start of `run`, `explore`, `mutants` and
-    /// `generate` (`InterruptSignals.install()`, before options are parsed or anything slow
-    /// happens), and, for `run`, `explore` and `mutants`, registers the first interrupted-verdict
+    /// Makes SIGINT and SIGTERM handled from the very start of `run`, `explore`, `mutants`,
+    /// `vectors` and `generate` (`InterruptSignals.install()`, before options are parsed or anything slow
+    /// happens), and, for `run`, `explore`, `mutants` and `vectors`, registers the first interrupted-verdict
     /// writer: until the command registers its own (with what it has done so far), a signal writes
     /// a verdict with no results, `"interrupted": true` and `"ok": false` to the verdict path named
     /// on the command line (`run`: `--verdict`, default `verdict.json`, and `--junit`; `mutants`:
-    /// `--verdict`, default `mutants-verdict.json`; `explore`: only with `--verdict`), so an earlier verdict never looks
+    /// `--verdict`, default `mutants-verdict.json`; `vectors`: `--verdict`, default
+    /// `vectors-verdict.json`; `explore`: only with `--verdict`), so an earlier verdict never looks
     /// current (issue 10), and the process exits 130 or 143.
     ///
     /// - Returns: the registration to cancel once the command has returned, or `nil`.
     static func interruptFromTheStart(_ command: String, arguments: [String], driver: any SDKDriver) -> InterruptSignals.Registration? {
-        guard ["run", "explore", "mutants", "generate"].contains(command) else { return nil }
+        guard ["run", "explore", "mutants", "generate", "vectors"].contains(command) else { return nil }
         let path: String? = switch command {
         case "explore": rawValue(of: "--verdict", in: arguments)
         case "mutants": rawValue(of: "--verdict", in: arguments) ?? "mutants-verdict.json"
+        // `vectors` too, before it reads its options (its own handler follows): its window for a
+        // signal to find no handler was the longest (a fifty-fourth outside tester).
+        case "vectors": rawValue(of: "--verdict", in: arguments) ?? "vectors-verdict.json"
         default: verdictPath(in: arguments)
         }
         // `generate` writes no verdict: before it registers its own summary, a signal still says
