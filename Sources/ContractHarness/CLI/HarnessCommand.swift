@@ -831,19 +831,7 @@ public enum HarnessCommand {
         // failure (it read true beside exit 1 with variants missed: a twenty-eighth outside tester).
         let allCaught = caught == report.rows.count && report.baselineFailures.isEmpty
         if !allCaught { verdict.extra["ok"] = .bool(false) }
-        let mutantSecrets = ConfiguredSecrets.keys(files: files, scenarios: all), writtenVerdict = verdict
-        var writeError: Error?
-        let wrote = InterruptSignals.finalWrite({
-            do { try verdict.write(to: options.verdict, redacting: mutantSecrets) } catch { writeError = error }
-        }, rewrite: { sig in
-            try? writtenVerdict.interruptedAfterFinishing(sig).write(to: verdictPath, redacting: mutantSecrets)
-            say("interrupted as the matrix finished; verdict written to \(verdictPath)")
-        })
-        if !wrote { return Exit.failed.rawValue }
-        if let writeError {
-            StandardStream.error(Data("contract-harness: cannot write the verdict: \(writeError)\n".utf8))
-            return Exit.internalFault.rawValue
-        }
+        if let failure = writeFinal(verdict, to: options.verdict, secrets: ConfiguredSecrets.keys(files: files, scenarios: all)) { return failure }
         say(report.summaryLine)
         if !invalid.isEmpty { return Exit.usage.rawValue }
         return allCaught ? Exit.ok.rawValue : Exit.failed.rawValue
