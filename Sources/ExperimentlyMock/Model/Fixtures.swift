@@ -260,9 +260,10 @@ public struct Condition: Codable, Sendable, Equatable {
         case eq
         /// Not `eq` (a missing attribute still does not match).
         case ne
-        /// Greater than: numbers numerically, strings by code points.
+        /// Greater than, both sides read as numbers as the backend reads them (`float()`: a
+        /// numeric string is its number, a boolean 1 or 0); false when either is no number.
         case gt
-        /// Less than: numbers numerically, strings by code points.
+        /// Less than, read as `gt` is.
         case lt
         /// String contains the substring, or array contains the value.
         case contains
@@ -305,15 +306,10 @@ public struct Condition: Codable, Sendable, Equatable {
         case .eq: return Self.valuesEqual(actual, value)
         case .ne: return !Self.valuesEqual(actual, value)
         case .gt, .lt:
-            let ordering: Bool?
-            switch (actual, value) {
-            case (.value(.number(let a)), .number(let b)): ordering = op == .gt ? a > b : a < b
-            case (.value(.string(let a)), .string(let b)):
-                let x = Array(a.unicodeScalars.map(\.value)), y = Array(b.unicodeScalars.map(\.value))
-                ordering = op == .gt ? y.lexicographicallyPrecedes(x) : x.lexicographicallyPrecedes(y)
-            default: ordering = nil
-            }
-            return ordering ?? false
+            // As the backend's rules engine: `float(actual) > float(expected)`, false where either
+            // is no number (upstream `apply_operator`): "10" > 9 holds, "abc" > "abb" does not.
+            guard case .value(let a) = actual, let x = Self.pythonFloat(a), let y = Self.pythonFloat(value) else { return false }
+            return op == .gt ? x > y : x < y
         case .contains:
             switch (actual, value) {
             case (.value(.string(let a)), .string(let b)): return a.containsExactly(b)
@@ -339,6 +335,17 @@ public struct Condition: Codable, Sendable, Equatable {
         case (.string(let text), .bool(let b)), (.bool(let b), .string(let text)): return PythonText.bool(text) == b
         case (.string(let text), .number(let n)), (.number(let n), .string(let text)): return PythonText.float(text).map { $0 == n } ?? false
         default: return false
+        }
+    }
+
+    /// Python's `float(v)` of a JSON leaf: a number itself, a boolean 1 or 0, a string by
+    /// `PythonText.float`; `nil` where Python raises (null, arrays, objects, other text).
+    static func pythonFloat(_ v: JSONValue) -> Double? {
+        switch v {
+        case .number(let n): return n
+        case .bool(let b): return b ? 1 : 0
+        case .string(let s): return PythonText.float(s)
+        default: return nil
         }
     }
 

@@ -116,6 +116,20 @@ final class ExactIdentityMockTests: XCTestCase {
         }
     }
 
+    /// `gt` and `lt` read both sides as the backend's `float()` does: numeric strings are their
+    /// numbers ("10" > 9, "10" > "9"), booleans 1 and 0, anything else never matches (before,
+    /// strings compared by code points, so "10" was less than "9").
+    func testOrderingReadsBothSidesAsNumbers() {
+        let rows: [(JSONValue, Condition.Operator, JSONValue, Bool)] = [
+            (.string("10"), .gt, .number(9), true), (.string("10"), .gt, .string("9"), true), (.string("abc"), .gt, .string("abb"), false),
+            (.bool(true), .gt, .number(0.5), true), (.number(5), .lt, .string(" 5.5 "), true), (.null, .lt, .number(1), false),
+            (.string("nan"), .lt, .number(1), false), (.array([.number(1)]), .gt, .number(0), false), (.string("-inf"), .lt, .number(-1e308), true),
+        ]
+        for (actual, op, value, wanted) in rows {
+            XCTAssertEqual(Condition(attribute: "a", op: op, value: value).matches(userID: "u", context: ["a": actual]), wanted, "\(actual) \(op) \(value)")
+        }
+    }
+
     /// `PythonText.float` agrees with Python's `float()` on generated strings (when python3 is
     /// installed): signs, digits of two scripts, underscores, dots, exponents, words, spaces.
     func testFloatReadingAgreesWithPython() throws {
