@@ -362,8 +362,7 @@ public struct Condition: Codable, Sendable, Equatable {
 /// How Python reads text as a boolean word or a float, for the rules engine's type leniency
 /// (`Condition.valuesEqual`).
 enum PythonText {
-    /// The code points `str.strip()` and `float()` treat as whitespace (CPython's
-    /// `Py_UNICODE_ISSPACE`).
+    /// The code points `str.strip()` treats as whitespace (CPython's `Py_UNICODE_ISSPACE`).
     static func isSpace(_ u: Unicode.Scalar) -> Bool {
         switch u.value {
         case 9...13, 28...32, 133, 160, 5760, 8192...8202, 8232, 8233, 8239, 8287, 12288: return true
@@ -371,11 +370,16 @@ enum PythonText {
         }
     }
 
-    /// `text` without leading and trailing Python whitespace.
-    static func stripped(_ text: String) -> String {
+    /// The code points `float()` strips: ASCII whitespace (`Py_ISSPACE`) and the non-ASCII ones of
+    /// `isSpace` (CPython turns those into spaces first), but not U+001C-U+001F, which
+    /// `str.strip()` strips and `float()` refuses (a fifty-fifth outside tester, A).
+    static func isFloatSpace(_ u: Unicode.Scalar) -> Bool { isSpace(u) && !(28...31).contains(u.value) }
+
+    /// `text` without leading and trailing Python whitespace (`isSpace`, or `space` if given).
+    static func stripped(_ text: String, space: (Unicode.Scalar) -> Bool = isSpace) -> String {
         var scalars = Array(text.unicodeScalars)
-        while let first = scalars.first, isSpace(first) { scalars.removeFirst() }
-        while let last = scalars.last, isSpace(last) { scalars.removeLast() }
+        while let first = scalars.first, space(first) { scalars.removeFirst() }
+        while let last = scalars.last, space(last) { scalars.removeLast() }
         var out = String.UnicodeScalarView()
         out.append(contentsOf: scalars)
         return String(out)
@@ -397,7 +401,7 @@ enum PythonText {
     /// Foundation would read are refused, as Python refuses them.
     static func float(_ text: String) -> Double? {
         var ascii = ""
-        for u in stripped(text).unicodeScalars {
+        for u in stripped(text, space: isFloatSpace).unicodeScalars {
             if !u.isASCII, u.properties.numericType == .decimal, let v = u.properties.numericValue {
                 ascii += String(Int(v))
             } else {

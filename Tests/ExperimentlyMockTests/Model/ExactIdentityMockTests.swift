@@ -135,10 +135,11 @@ final class ExactIdentityMockTests: XCTestCase {
     func testFloatReadingAgreesWithPython() throws {
         let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first { FileManager.default.isExecutableFile(atPath: $0) }
         try XCTSkipIf(python == nil, "python3 not installed")
-        let alphabet = ["0", "1", "5", "9", "_", ".", "e", "E", "+", "-", " ", "\u{0665}", "x", "inf", "nan", "Infinity", "\t", "a"]
+        let alphabet = ["0", "1", "5", "9", "_", ".", "e", "E", "+", "-", " ", "\u{0665}", "x", "inf", "nan", "Infinity", "\t", "a",
+                        "\u{1C}", "\u{1F}", "\u{A0}", "\u{2003}", "\u{85}", "\u{0B}"]
         var rng = SplitMix64(state: 20261203)
         var inputs: [String] = []
-        for _ in 0..<3000 {
+        for _ in 0..<5000 {
             let n = Int(rng.next() % 6) + 1
             inputs.append((0..<n).map { _ in alphabet[Int(rng.next() % UInt64(alphabet.count))] }.joined())
         }
