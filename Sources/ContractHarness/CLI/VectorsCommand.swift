@@ -84,13 +84,13 @@ enum VectorsCommand {
         return o
     }
 
-    /// What a SIGINT/SIGTERM handler needs: the adapter's process group, and whether the final
-    /// verdict was already written (only while no signal was taken: `InterruptSignals.unlessInterrupted`). `lock` guards both; once the handler takes it, it never lets
-    /// go (the process is exiting), so the main path cannot write a verdict over the interrupted one.
-    final class Interruption: @unchecked Sendable { // `group` and `finished` are guarded by `lock`
+    /// What a SIGINT/SIGTERM handler needs: the adapter's process group. `lock` guards it; once
+    /// the handler takes it, it never lets go (the process is exiting). Whether the final verdict
+    /// was written is `InterruptSignals`' to know (`finalWrite`: a signal after it rewrites that
+    /// verdict instead of running this handler).
+    final class Interruption: @unchecked Sendable { // `group` is guarded by `lock`
         let lock = NSLock()
         var group: pid_t?
-        var finished = false
 
         func spawned(_ pid: pid_t) { lock.withLock { group = pid } }
     }
@@ -107,7 +107,6 @@ enum VectorsCommand {
         let interruption = Interruption()
         let sources = HarnessCommand.onInterrupt { sig in
             interruption.lock.lock() // never unlocked: the process exits right after this handler
-            if interruption.finished { return }
             if let group = interruption.group { kill(-group, SIGKILL) }
             let name = sig == SIGINT ? "SIGINT" : "SIGTERM"
             let message = "interrupted by \(name) before it finished" + (interruption.group != nil ? "; the SDK program's process group was killed" : "")
@@ -153,26 +152,11 @@ enum VectorsCommand {
                                   startedAt: startedAt, durationMilliseconds: ScenarioRunner.elapsed(since: started), results: [], invalid: [])
             verdict.extra["vectors"] = .object(section)
             verdict.extra["ok"] = .bool(status == .ok)
-            interruption.lock.lock()
-            defer { interruption.lock.unlock() }
             // Not once a signal was taken: its handler kills the adapter's group first, so this
             // path can see the adapter's output end and get here before the handler writes. The
-            // handler's interrupted verdict is the one written (before, this one was, and the
-            // handler found it `finished`: a verdict without `interrupted` and exit 143, once in a
-            // parallel `swift test`).
-            var failure: Error?
-            let written = verdict
-            InterruptSignals.finalWrite({
-                do { try verdict.write(to: options.verdict, redacting: []) } catch { failure = error }
-                interruption.finished = true
-            }, rewrite: { sig in
-                try? written.interruptedAfterFinishing(sig).write(to: options.verdict, redacting: [])
-                complain("interrupted as it finished; verdict written to \(options.verdict)")
-            })
-            if let failure {
-                complain("cannot write the verdict to \(options.verdict): \(failure.localizedDescription)")
-                return HarnessCommand.Exit.internalFault.rawValue
-            }
+            // handler's interrupted verdict is the one written (before, this one was: a verdict
+            // without `interrupted` and exit 143, once in a parallel `swift test`).
+            if let failure = HarnessCommand.writeFinal(verdict, to: options.verdict, secrets: []) { return failure }
             return status.rawValue
         }
 

@@ -108,8 +108,8 @@ public enum JournalScenario {
             // The backend's stored events (`state`, which serve writes with both names since H1)
             // are not read here: nothing to list (a fifty-third outside tester, A: serve's own
             // journal was refused).
-            if d.path.hasPrefix("$.state.") { return true }
-            guard d.path.hasPrefix("$.history[") else { return false }
+            if d.path.hasExactPrefix("$.state.") { return true }
+            guard d.path.hasExactPrefix("$.history[") else { return false }
             duplicates.append(d)
             return true
         }
@@ -122,7 +122,7 @@ public enum JournalScenario {
             throw error
         }
         var entries = try read(root, file: file)
-        for i in entries.indices where huge.contains(where: { $0.hasPrefix("$.history[\(entries[i].position)].") }) {
+        for i in entries.indices where huge.contains(where: { $0.hasExactPrefix("$.history[\(entries[i].position)].") }) {
             entries[i].unreadable = "its body holds a number beyond a double's range (RFC 8259 section 6), which a scenario cannot state"
         }
         // So is one holding an integer beyond ±2^53: Python keeps it exactly, a scenario's numbers
@@ -130,36 +130,29 @@ public enum JournalScenario {
         let large = String(decoding: data.prefix(64), as: UTF8.self).contains("experimently-journal/1")
             ? DuplicateKeys.largeIntegers(in: [UInt8](data)) : []
         for i in entries.indices where entries[i].unreadable == nil {
-            guard let l = large.first(where: { $0.path.hasPrefix("$.history[\(entries[i].position)].json") }) else { continue }
-            entries[i].unreadable = "its body holds the integer \(l.text) (\(l.path.dropFirst("$.history[\(entries[i].position)].".count))), "
+            guard let l = large.first(where: { $0.path.hasExactPrefix("$.history[\(entries[i].position)].json") }) else { continue }
+            entries[i].unreadable = "its body holds the integer \(l.text) (\(String(String.UnicodeScalarView(l.path.unicodeScalars.dropFirst("$.history[\(entries[i].position)].".unicodeScalars.count))))), "
                 + "beyond 2^53, which Python keeps exactly and a scenario's numbers (doubles) cannot state"
         }
         for i in entries.indices where entries[i].unreadable == nil {
-            guard let d = duplicates.first(where: { $0.path.hasPrefix("$.history[\(entries[i].position)].") }) else { continue }
-            let spelling = d.equivalentOnly ? "two canonically equivalent spellings of one member name" : "a member name written twice"
-            let inEntry = d.path.dropFirst("$.history[\(entries[i].position)].".count)
-            let member = DuplicateKeys.member(d.key)
-            let object = inEntry.hasSuffix(member) ? String(inEntry.dropLast(member.count)) : String(inEntry)
-            entries[i].unreadable = "it has \(spelling) in \(object) (the second one \(Self.asciiJSONString(d.key))), "
-                + "which a scenario's object cannot keep apart"
+            let entry = "$.history[\(entries[i].position)]."
+            guard let d = duplicates.first(where: { $0.path.hasExactPrefix(entry) }) else { continue }
+            entries[i].unreadable = "it has " + duplicateReason(d, drop: entry)
         }
         return try build(entries, file: file, name: name ?? defaultName(file), grouping: grouping, fixtures: fixtures)
     }
 
-    /// `text` as a JSON string with every scalar outside printable ASCII escaped (`"\u1e31"`):
-    /// two spellings of a name that look alike read apart in a message.
-    static func asciiJSONString(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case " "..."~": out.unicodeScalars.append(scalar)
-            default:
-                for unit in String(scalar).utf16 { out += "\\u" + String(format: "%04x", unit) }
-            }
-        }
-        return out + "\""
+    /// Why a request with the duplicate `d` cannot be stated: `d`'s kind, the object it is in
+    /// (`d.path` with `drop` removed from its front, written after `object`) and the second
+    /// spelling escaped, e.g. `two canonically equivalent spellings of one member name in
+    /// json.context (the second one "\u1e31")`.
+    static func duplicateReason(_ d: JSONDuplicateKey, drop: String, object: String = "") -> String {
+        let spelling = d.equivalentOnly ? "two canonically equivalent spellings of one member name" : "a member name written twice"
+        let inside = d.path.unicodeScalars.dropFirst(drop.unicodeScalars.count)
+        let member = DuplicateKeys.member(d.key).unicodeScalars
+        let parent = inside.count >= member.count && inside.suffix(member.count).elementsEqual(member) ? inside.dropLast(member.count) : inside
+        return "\(spelling) in \(object)\(String(String.UnicodeScalarView(parent))) (the second one \(JSONValue.asciiJSONText(d.key))), "
+            + "which a scenario's object cannot keep apart"
     }
 
     // MARK: Reading
@@ -296,11 +289,7 @@ public enum JournalScenario {
                     // stated: listed, as such a body is (a fifty-third outside tester, E: one name
                     // was dropped and the other given its value, silently).
                     if let d = JSONDuplicateKey.first(in: Data(c.utf8)) {
-                        let spelling = d.equivalentOnly ? "two canonically equivalent spellings of one member name" : "a member name written twice"
-                        let member = DuplicateKeys.member(d.key)
-                        let object = "context" + (d.path.hasSuffix(member) ? d.path.dropLast(member.count) : Substring(d.path)).dropFirst()
-                        return .failure(Reason("its context query has \(spelling) in \(object) (the second one \(Self.asciiJSONString(d.key))), "
-                                               + "which a scenario's object cannot keep apart"))
+                        return .failure(Reason("its context query has " + duplicateReason(d, drop: "$", object: "context")))
                     }
                     context = try? JSONValue.parse(Data(c.utf8)).value
                 }

@@ -42,12 +42,10 @@ enum ExploredFailureReplay {
 }
 
 extension Explorer.Failure {
-    /// ``ExploredFailureReplay/attach(_:replay:to:)`` with a replay on `runner` (it must keep
-    /// histories), for `run --explore`, which explores inside a worker process already.
+    /// ``ExploredFailureReplay/attach(_:replay:to:)`` with a replay on `runner`'s driver, in
+    /// process, for `run --explore`, which explores inside a worker process already.
     func attach(to result: ScenarioResult, file: String, runner: ScenarioRunner) async -> ScenarioResult {
-        let shrunk = try? ScenarioParser.parse(scenarioJSON.serialized(), file: file)
-        let replay: ScenarioResult?
-        if let shrunk { replay = await runner.run(shrunk) } else { replay = nil }
+        let replay = await ExploredFailureReplay.replay(scenarioJSON, file: file, runner: runner, isolation: nil)
         return ExploredFailureReplay.attach(scenarioJSON, replay: replay, to: result)
     }
 }

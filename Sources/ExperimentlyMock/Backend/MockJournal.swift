@@ -88,7 +88,7 @@ public final class MockJournal: @unchecked Sendable { // `buffer`, `fd`, `entrie
         for (i, event) in state.events.enumerated() {
             tail += i == 0 ? "" : ","
             tail += "{\"id\":\(event.id),\"source\":" + JSONValue.string(event.source).jsonText
-            let text = event.exactText ?? Self.valueText(event.event)
+            let text = event.exact.map { $0.text(leaf: Self.valueText) } ?? Self.valueText(event.event)
             if text.utf8.count > 4096 {
                 // Large events as size + MD5 of their compact JSON (the request is in `history`).
                 tail += ",\"event_size\":\(text.utf8.count),\"event_md5\":\"" + MockMD5.digest(Array(text.utf8)).map { String(format: "%02x", $0) }.joined() + "\""

@@ -295,7 +295,9 @@ public struct BackendModel: Sendable {
         // the backend (a Python dict): stored and echoed exactly (a forty-eighth outside tester,
         // H1: `"k\u0301"` and `"\u1e31"` in `metadata` became one, the other value kept).
         let exact = Self.exactBody(request)
-        state.events.append(StoredEvent(id: id, source: "track", event: .object(body), receivedAt: now, exactText: exact.map { Self.journalText($0) }))
+        var stored = StoredEvent(id: id, source: "track", event: .object(body), receivedAt: now)
+        stored.exact = exact
+        state.events.append(stored)
         let record = eventRecord(body, id: id, now: now)
         guard let exact, case .object(let members) = record else { return Self.json(200, record) }
         // The echo's `properties` is the request's `metadata`, member for member.
@@ -314,14 +316,6 @@ public struct BackendModel: Sendable {
         return exact
     }
 
-    /// The text the journal writes for an exactly-read event: its numbers beyond a double's
-    /// range as the journal writes them elsewhere (`1e999`).
-    static func journalText(_ event: ExactJSON) -> String {
-        event.text { value in
-            if case .number(let n) = value, n.isInfinite { return n < 0 ? "-1e999" : "1e999" }
-            return value.jsonText
-        }
-    }
 
     private mutating func batch(_ request: IncomingRequest, now: Date) -> MockResponse {
         var issues: [ValidationIssue] = []
@@ -361,8 +355,9 @@ public struct BackendModel: Sendable {
                 continue
             }
             successes += 1
-            let exact = exactEvents?[i].flatMap { $0.hasEquivalentNames ? Self.journalText($0) : nil }
-            state.events.append(StoredEvent(id: (state.events.last?.id ?? 0) + 1, source: "batch", event: .object(object), receivedAt: now, exactText: exact))
+            var stored = StoredEvent(id: (state.events.last?.id ?? 0) + 1, source: "batch", event: .object(object), receivedAt: now)
+            stored.exact = exactEvents?[i].flatMap { $0.hasEquivalentNames ? $0 : nil }
+            state.events.append(stored)
         }
         return Self.json(200, .object([
             "success_count": .number(Double(successes)), "failure_count": .number(Double(errors.count)),

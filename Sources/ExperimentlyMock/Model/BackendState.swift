@@ -46,20 +46,19 @@ public struct StoredEvent: Codable, Sendable, Equatable {
     public var event: JSONValue
     /// When it was stored (backend clock).
     public var receivedAt: Date
-    /// The event's compact JSON text with member names told apart scalar by scalar
-    /// (`ExactJSON`), when `event` merged two canonically equivalent names (`"k\u0301"` and
-    /// `"\u1e31"` in `metadata`, both kept by the backend); else `nil`. The journal writes it.
-    public var exactText: String? = nil
+    /// The event with member names told apart scalar by scalar, when `event` merged two
+    /// canonically equivalent names (`"k\u0301"` and `"\u1e31"` in `metadata`, both kept by the
+    /// backend); else `nil`. The journal writes it instead of `event`.
+    package var exact: ExactJSON? = nil
 
     enum CodingKeys: String, CodingKey { case id, source, event, receivedAt = "received_at" }
 
     /// An event as stored.
-    public init(id: Int, source: String, event: JSONValue, receivedAt: Date, exactText: String? = nil) {
+    public init(id: Int, source: String, event: JSONValue, receivedAt: Date) {
         self.id = id
         self.source = source
         self.event = event
         self.receivedAt = receivedAt
-        self.exactText = exactText
     }
 }
 

@@ -21,9 +21,12 @@ package indirect enum ExactJSON: Sendable, Equatable {
 
     /// One member of an object.
     package struct Member: Sendable, Equatable {
+        /// The member's name, as decoded (escapes resolved).
         package var name: String
+        /// The member's value (the last one written, for a name written twice).
         package var value: ExactJSON
 
+        /// A member named `name` holding `value`.
         package init(name: String, value: ExactJSON) {
             self.name = name
             self.value = value
@@ -84,17 +87,6 @@ package indirect enum ExactJSON: Sendable, Equatable {
         case .object(let members):
             for (i, m) in members.enumerated() where members[..<i].contains(where: { $0.name == m.name }) { return true }
             return members.contains { $0.value.hasEquivalentNames }
-        }
-    }
-
-    /// This value as ``JSONValue`` holds it: an object's names that are canonically equivalent
-    /// become one member (the last one's value), as ``JSONValue/parse(_:)`` reads them.
-    package var jsonValue: JSONValue {
-        switch self {
-        case .value(let v): return v
-        case .array(let items): return .array(items.map(\.jsonValue))
-        case .object(let members):
-            return .object(Dictionary(members.map { ($0.name, $0.value.jsonValue) }, uniquingKeysWith: { _, last in last }))
         }
     }
 

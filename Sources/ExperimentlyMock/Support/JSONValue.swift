@@ -179,6 +179,14 @@ public enum JSONValue: Sendable, Equatable, Hashable, Codable {
         return Data(out)
     }
 
+    /// `s` as a JSON string with every non-ASCII or control scalar escaped as `\uXXXX` (UTF-16
+    /// units), for messages that must tell two spellings of a name apart (`"\u1e31"`).
+    package static func asciiJSONText(_ s: String) -> String {
+        var out: [UInt8] = []
+        writeEscapingNonASCII(s, into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// A string with every non-ASCII scalar escaped as `\uXXXX` (UTF-16 units), for messages.
     private static func writeEscapingNonASCII(_ s: String, into out: inout [UInt8]) {
         var text = "\""

@@ -70,7 +70,7 @@ final class MockJournalTests: XCTestCase {
                                 body: Data((#"{"events":["# + event + "," + #"{"event_type":"y","user_id":"u","experiment_key":"sdk_contract_ab"}]}"#).utf8))
         guard case .respond(let summary) = await backend.handle(batch) else { return XCTFail("expected a response") }
         XCTAssertEqual(summary.status, 200)
-        XCTAssertEqual(backend.state.events.map { $0.exactText != nil }, [true, true, false], "only events that need it are read twice")
+        XCTAssertEqual(backend.state.events.map { $0.exact != nil }, [true, true, false], "only events that need it are read twice")
         let report = backend.shutdown()
         try journal.finish(stoppedBy: "SIGTERM", pending: backend.finishHistoryStream(), state: backend.state, totals: backend.stateTotals, shutdown: report)
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") else { return }
