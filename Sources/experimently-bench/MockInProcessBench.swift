@@ -64,8 +64,10 @@ enum MockInProcessBench {
         return Double(DispatchTime.now().uptimeNanoseconds - start) / 1000
     }
 
-    /// Runs the benchmark and prints one line per measurement plus the difference.
-    static func run() async {
+    /// Runs the benchmark and prints one line per measurement plus the difference; `only`
+    /// (`mock`, `echo` or `replay`) runs that round trip alone and prints its median, for
+    /// `perf stat` of one kind (CPU time and context switches per request).
+    static func run(only: String? = nil, block: Int = 1) async {
         let iterations = 5000, warmup = 500
         var fixtures = Fixtures.sdkContract
         fixtures.rateLimit = RateLimit(limit: 1_000_000, windowSeconds: 60)
@@ -102,17 +104,26 @@ enum MockInProcessBench {
                 for (name, value) in http.allHeaderFields { if let n = name as? String, let v = value as? String { headers[n] = v } }
                 ReplayURLProtocol.answer.value = (http.statusCode, headers, body)
             }
-            // Interleave the three (rotating which goes first) so machine load affects all alike.
-            for i in 0..<(warmup + iterations) {
-                var m = 0.0, e = 0.0, r = 0.0
+            // Interleave the three (rotating which goes first) so machine load affects all alike:
+            // `block` requests of one kind, then of the next (1: every request alternates).
+            for round in 0..<((warmup + iterations + block - 1) / block) {
                 for k in 0..<3 {
-                    switch (i + k) % 3 {
-                    case 0: m = try await micros { _ = try await mockSession.data(for: flagRequest(backend.baseURL, i)) }
-                    case 1: e = try await micros { _ = try await echoSession.data(for: flagRequest(echoBase, i)) }
-                    default: r = try await micros { _ = try await replaySession.data(for: flagRequest(echoBase, i)) }
+                    let kind = (round + k) % 3
+                    if let only, only != ["mock", "echo", "replay"][kind] { continue }
+                    for i in (round * block)..<min((round + 1) * block, warmup + iterations) {
+                        switch kind {
+                        case 0:
+                            let m = try await micros { _ = try await mockSession.data(for: flagRequest(backend.baseURL, i)) }
+                            if i >= warmup { mock.append(m) }
+                        case 1:
+                            let e = try await micros { _ = try await echoSession.data(for: flagRequest(echoBase, i)) }
+                            if i >= warmup { echo.append(e) }
+                        default:
+                            let r = try await micros { _ = try await replaySession.data(for: flagRequest(echoBase, i)) }
+                            if i >= warmup { replay.append(r) }
+                        }
                     }
                 }
-                if i >= warmup { mock.append(m); echo.append(e); replay.append(r) }
             }
         } catch {
             print("mock-inprocess: request failed: \(error)")
@@ -129,8 +140,14 @@ enum MockInProcessBench {
             _ = model.respond(to: req, now: t0)
             modelSamples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000)
         }
+        if let only {
+            let samples = only == "mock" ? mock : only == "echo" ? echo : replay
+            print(String(format: "mock-inprocess %@ only: %d requests, median round trip %.1f us", only, iterations, median(samples)))
+            _ = backend.shutdown()
+            return
+        }
         let m = median(mock), e = median(echo), mm = median(modelSamples)
-        print(String(format: "mock-inprocess: %d requests, median round trip  mock %.1f us, echo floor %.1f us, mock cost %.1f us, ratio %.2fx (target < 100 us)", iterations, m, e, m - e, m / max(e, 1e-9)))
+        print(String(format: "mock-inprocess: %d requests (blocks of %d), median round trip  mock %.1f us, echo floor %.1f us, mock cost %.1f us, ratio %.2fx (target < 100 us)", iterations, block, m, e, m - e, m / max(e, 1e-9)))
         let r = median(replay)
         print(String(format: "mock-inprocess: the mock's own answer replayed (same status, headers, body): floor %.1f us, mock cost %.1f us, ratio %.2fx", r, m - r, m / max(r, 1e-9)))
         print(String(format: "mock-inprocess: BackendModel.respond alone median %.1f us; history entries %d", mm, backend.history.count))
