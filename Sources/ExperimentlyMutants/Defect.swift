@@ -42,6 +42,7 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
     case noFallbackOn4xx = "no-fallback-on-4xx"
     case numbersAsBooleans = "numbers-as-booleans"
     case noCacheHits = "no-cache-hits"
+    case statusIgnoresTrackAnswer = "status-ignores-track-answer"
 
     /// What the broken SDK does, in one line.
     public var summary: String {
@@ -103,6 +104,8 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
             return "sends an NSNumber 1 or 0 (as JSONSerialization gives an app) in a user's attributes or an event's properties as true or false"
         case .noCacheHits:
             return "never serves a fresh cache entry: every lookup sends a request (and every assignment records another exposure), though answers are still cached"
+        case .statusIgnoresTrackAnswer:
+            return "reports true from a keyed trackWithStatus once its /track was sent, whatever the answer (a 5xx, a dropped connection)"
         }
     }
 

@@ -183,7 +183,10 @@ public final class MutantClient: @unchecked Sendable {
     public func trackWithStatus(_ event: TrackEvent) async -> Bool {
         let event = onTheWire(event)
         if event.hasKey {
-            guard let body = try? encode(event), let (status, _) = try? await send("POST", "/api/v1/tracking/track", body: body) else { return false }
+            guard let body = try? encode(event) else { return false }
+            // `status-ignores-track-answer`: sent is as good as delivered.
+            if has(.statusIgnoresTrackAnswer) { _ = try? await send("POST", "/api/v1/tracking/track", body: body); return true }
+            guard let (status, _) = try? await send("POST", "/api/v1/tracking/track", body: body) else { return false }
             return (200..<300).contains(status)
         }
         return await sendBatches(fanOut(event))

@@ -767,40 +767,104 @@ enum Checks {
         return completes
     }
 
-    /// A `trackWithStatus` or `trackBatch` call that returned `true` had every tracking request
-    /// its client sent while it ran answered 2xx before it returned (CONTRACT.md section 3:
-    /// `trackWithStatus -> Bool`, `trackBatch -> Bool` report delivery; section 5.5), judged where
-    /// no other tracking call or app event of its client overlapped it (then which request is
-    /// whose is not known). Before, an SDK that reported `true` at once, a closed client's batch
-    /// cut short after one chunk of two or a request still held, passed every named check (an
-    /// outside tester).
+    /// A `trackWithStatus` or `trackBatch` call that returned `true` had every tracking request of
+    /// its own delivered before it returned (CONTRACT.md section 3: `trackWithStatus -> Bool`,
+    /// `trackBatch -> Bool` report delivery): answered 2xx, whole, and a `/batch` answered with
+    /// no `failure_count` above 0 (section 5, defect 5). Its own requests are the tracking
+    /// requests of its client received while it ran, except those another tracking call of the
+    /// client begun before them may have sent: such a request is its own only when its events
+    /// (user and name, exact) are among the call's and among no other such call's; a request
+    /// or a call whose events are not known (an app event) is anybody's.
+    /// Before, an SDK that reported `true` at once, a closed client's batch cut short after one
+    /// chunk of two or a request still held, passed every named check (an outside tester); a
+    /// call that any other tracking call overlapped was not judged at all, so `true` after its
+    /// own `/track` got 500 passed beside another user's held event, and a `/batch` answered 200
+    /// with `failure_count` 1 reported `true` passed every named check (a fifty-sixth outside
+    /// tester, B and C).
     static func trueBeforeDelivery(_ c: CheckContext) -> [(String, [String])] {
         let completes = firstCompletions(c)
         let tracking: Set<String> = ["track", "trackWithStatus", "trackBatch", "app.event"]
         let calls = c.history.filter { $0.kind == .invoke && tracking.contains($0.name ?? "") && $0.client != nil }
-            .map { (invoke: $0, to: $0.label.flatMap { completes[ExactKey($0)]?.index } ?? Int.max) }
+            .map { (invoke: $0, to: $0.label.flatMap { completes[ExactKey($0)]?.index } ?? Int.max, events: trackedEvents($0)) }
         var answered: [Int: Int] = [:]   // seq -> history index of its response
         for e in c.history where e.kind == .response { if let seq = e.request?.seq, answered[seq] == nil { answered[seq] = e.index } }
+        let requests = c.requests.filter { ["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains($0.record.path) }
+            .map { (event: $0.event, record: $0.record, events: sentEvents($0.record)) }
         var problems: [(String, [String])] = []
         for call in calls where ["trackWithStatus", "trackBatch"].contains(call.invoke.name ?? "") && call.to < c.history.count {
             guard c.history[call.to].outcome?["value"] == .bool(true), let client = call.invoke.client else { continue }
-            let overlapping = calls.contains { other in
-                other.invoke.index != call.invoke.index && other.invoke.client!.isExactly(client)
-                    && other.invoke.index < call.to && call.invoke.index < other.to
-            }
-            if overlapping { continue }
-            for (event, record) in c.requests where record.client.isExactly(client)
-                && ["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains(record.path)
-                && event.index > call.invoke.index && event.index < call.to {
+            for request in requests where request.record.client.isExactly(client)
+                && request.event.index > call.invoke.index && request.event.index < call.to {
+                let others = calls.filter { other in
+                    other.invoke.index != call.invoke.index && other.invoke.client!.isExactly(client) && other.invoke.index < request.event.index
+                }
+                if others.contains(where: { Self.mayHaveSent($0.events, request.events) }) {
+                    // Another call may have sent it: it is this call's only by its events.
+                    guard let mine = call.events, let sent = request.events, !sent.isEmpty,
+                          sent.allSatisfy({ e in mine.contains { $0.mayBe(e) } }),
+                          !others.contains(where: { Self.mayHaveSent($0.events, sent) }) else { continue }
+                }
+                let record = request.record
                 let at = answered[record.seq]
-                guard at == nil || at! > call.to || !record.succeeded else { continue }
-                let what = at == nil || at! > call.to ? "had no answer yet" : "was answered \(record.status.map(String.init) ?? "with no status")"
+                let failures = record.path == "/api/v1/tracking/batch" ? record.response?["failure_count"]?.numberValue ?? 0 : 0
+                guard at == nil || at! > call.to || !record.succeeded || failures > 0 else { continue }
+                let what = at == nil || at! > call.to ? "had no answer yet"
+                    : !record.succeeded ? "was answered \(record.status.map(String.init) ?? "with no status")"
+                    : "was answered \(record.status.map(String.init) ?? "") with failure_count \(abs(failures) < 1e15 && failures == failures.rounded() ? String(Int(failures)) : String(failures))"
                 problems.append(("\(call.invoke.name!) '\(Attribution.show(call.invoke.label ?? ""))' returned true, but request #\(record.seq) it sent \(what) when it returned "
-                                 + "(CONTRACT.md section 3: the result reports delivery; section 5.5)", c.excerpt([call.invoke.index, event.index, call.to])))
+                                 + "(CONTRACT.md section 3: the result reports delivery; section 5, defect 5: a /batch answered 200 with failure_count > 0 reports false)",
+                                 c.excerpt([call.invoke.index, request.event.index, call.to])))
                 break
             }
         }
         return problems
+    }
+
+    /// One tracked event for attribution: its exact user and exact name (`nil`: not known).
+    struct TrackedEvent {
+        var user: String
+        var name: String?
+        /// Whether the two may be one event: the same user, and the same name where both are known.
+        func mayBe(_ other: TrackedEvent) -> Bool { user == other.user && (name == nil || other.name == nil || name == other.name) }
+    }
+
+    /// The events a tracking call's `invoke` gave (`track`, `trackWithStatus`: one; `trackBatch`:
+    /// each), users and names by their scalars; `nil` when they are not known (an app event, whose
+    /// user is the app's identity).
+    static func trackedEvents(_ invoke: HistoryEvent) -> [TrackedEvent]? {
+        func one(_ e: JSONValue) -> TrackedEvent? {
+            guard case .string(let user)? = e["user"], case .string(let name)? = e["name"] else { return nil }
+            return TrackedEvent(user: exact(user), name: exact(name))
+        }
+        switch invoke.name {
+        case "track", "trackWithStatus": return invoke.detail.flatMap(one).map { [$0] }
+        case "trackBatch":
+            guard let items = invoke.detail?.arrayValue else { return nil }
+            let events = items.compactMap(one)
+            return events.count == items.count ? events : nil
+        default: return nil
+        }
+    }
+
+    /// The events a `/track` or `/batch` request carries (`user_id`, and `event_name` when sent);
+    /// `nil` when its body cannot say (no body, an entry without a text `user_id`).
+    static func sentEvents(_ r: RequestRecord) -> [TrackedEvent]? {
+        func one(_ e: JSONValue) -> TrackedEvent? {
+            guard case .string(let user)? = e["user_id"] else { return nil }
+            return TrackedEvent(user: exact(user), name: e["event_name"]?.stringValue.map(exact))
+        }
+        guard let body = r.body else { return nil }
+        if r.path == "/api/v1/tracking/track" { return one(body).map { [$0] } }
+        guard let items = body["events"]?.arrayValue else { return nil }
+        let events = items.compactMap(one)
+        return events.count == items.count ? events : nil
+    }
+
+    /// Whether a call that tracked `called` may have sent a request carrying `sent`: some event in
+    /// common, or either not known.
+    static func mayHaveSent(_ called: [TrackedEvent]?, _ sent: [TrackedEvent]?) -> Bool {
+        guard let called, let sent else { return true }
+        return sent.contains { e in called.contains { $0.mayBe(e) } }
     }
 
     /// Whether a tracking call was given up while it ran: a `cancel` step of its label (or of

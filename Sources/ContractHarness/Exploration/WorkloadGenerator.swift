@@ -13,7 +13,7 @@ import ExperimentlyMock
 /// steps, and in 40% of workloads reference-app steps (login, logout, refresh, display, event,
 /// report_state; sometimes `times` copies at once) on an `app` client of their own, in half of
 /// those also on a second app client `app2` (`client` on app steps), holds released in random order with the natural answer or a failure (503, 500, 429,
-/// 404). App races: an app action whose request the generator knows the app sends (a login,
+/// 404; a held `/batch` sometimes 200 with `failure_count` 1, CONTRACT.md section 5, defect 5). App races: an app action whose request the generator knows the app sends (a login,
 /// logout or refresh fetching the flag, a display assigning with the flag known on and nothing
 /// cached, an event keyed to a shown assignment; `AppModel`) is sometimes started async with that
 /// request held; until the hold is released every further action of that app (display, event,
@@ -84,6 +84,8 @@ public struct WorkloadGenerator: Sendable {
         var flights: [String: [String: String?]] = [:]
         /// Holds added and not yet released.
         var openHolds: [String] = []
+        /// The path each hold matches (its id's), so a held `/batch` can be answered as a batch.
+        var holdPaths: [String: String] = [:]
         /// Operations started and not yet awaited, with the hold they may wait on.
         var running: [(label: String, hold: String?)] = []
         var released: Set<String> = []
@@ -308,6 +310,7 @@ public struct WorkloadGenerator: Sendable {
             steps.append(.object(["fault": .object(["match": .object(match), "when": .object(["first": .number(1)]), "action": .object(["hold": .object([:])])]),
                                   "id": .string(id)]))
             openHolds.append(id)
+            holdPaths[id] = match["path"]?.stringValue
             return id
         }
 
@@ -396,8 +399,18 @@ public struct WorkloadGenerator: Sendable {
             let id = openHolds.remove(at: random.int(openHolds.count))
             var r: [String: JSONValue] = ["release": .string(id)]
             if random.chance(30) {
-                let status = random.pick([503, 500, 429, 404])
-                r["response"] = .object(["status": .number(Double(status)), "json": .object(["detail": .string("generated failure")])])
+                if holdPaths[id] == "/api/v1/tracking/batch", random.chance(40) {
+                    // Answered 200 with an event refused: the call reports false (CONTRACT.md
+                    // section 5, defect 5), and no check may blame a correct SDK for what it does next.
+                    r["response"] = .object(["status": .number(200), "json": .object([
+                        "success_count": .number(0), "failure_count": .number(1),
+                        "errors": .array([.object(["index": .number(0), "event_type": .string("generated"), "user_id": .string("generated"),
+                                                   "error": .string("generated failure")])]),
+                    ])])
+                } else {
+                    let status = random.pick([503, 500, 429, 404])
+                    r["response"] = .object(["status": .number(Double(status)), "json": .object(["detail": .string("generated failure")])])
+                }
             }
             steps.append(.object(r))
             released.insert(id)

@@ -392,6 +392,7 @@ public enum MutantRun {
         case .noFallbackOn4xx: return "field-fallback-on-every-4xx-but-404"
         case .numbersAsBooleans: return "field-json-numbers-keep-their-kind"
         case .noCacheHits: return "field-rerendered-view-is-a-cache-hit"
+        case .statusIgnoresTrackAnswer: return "field-overlapping-status-calls-each-report-their-own-delivery"
         }
     }
 

@@ -84,28 +84,69 @@ extension Scenario {
         return out
     }
 
-    /// The first SDK lookup step that may join a request another lookup started and a fault may
-    /// park (its index and why), or `nil`: a step of `times` > 1 lookups, or a lookup of the same
-    /// client, user and key (exact) as an earlier `async` one with no `clearCache` or `close` of
-    /// that client between them, in a scenario with a fault step.
+    /// The first lookup step that may join a request another lookup started and a fault may park
+    /// (its index and why), or `nil`. Lookups are the SDK's `evaluateFlag` and `getAssignment`
+    /// and the reference app's `login`, `logout`, `refresh` and `display` (each fetches; CONTRACT.md
+    /// section 8). A step may join when it runs `times` > 1 copies, or when an earlier `async`
+    /// lookup of its client may still run: for two SDK calls, of the same user and key (exact)
+    /// with no `clearCache` or `close` of that client between them; where an app step is one of the
+    /// two, whatever its user and key (the app's identity and keys are its own state, not the
+    /// file's). An app `logout` clears its client's cache first, like `clearCache`: it joins
+    /// nothing begun before it. Only in a scenario with a fault step.
     /// Quiescence must then know that the joiner really joined (a parked request for its key is
-    /// not enough: a `cancel` of the first caller would otherwise find no other waiter), which
-    /// out of process takes the adapter's word (`settle`); without it the scenario is skipped.
+    /// not enough: a `cancel` of the first caller would otherwise find no other waiter, and an
+    /// `advance` may time out the request before a late joiner reached it), which out of process
+    /// takes the adapter's word (`settle`); without it the scenario is skipped. Before, app steps
+    /// were not counted: three concurrent app displays under a `timeout` fault failed a correct
+    /// SDK without `settle` in 9 of 10 runs (a fifty-sixth outside tester).
     var sharedLookupStep: (index: Int, why: String)? {
         guard steps.contains(where: { if case .addFault = $0 { return true } else { return false } }) else { return nil }
-        var started: [(client: String, user: String, key: String)] = []
+        // Earlier async lookups that may still run: an SDK call's user and key, or an app's (nil: any).
+        var started: [(client: String, key: (user: String, key: String)?)] = []
         for (i, step) in steps.enumerated() {
             // A clear or close detaches the requests in flight: a later lookup starts its own.
             if case .sdk(let client, let op, _, _, _, _) = step, op == .clearCache || op == .close {
                 started.removeAll { $0.client.isExactly(client) }
             }
-            guard case .sdk(let client, let op, _, let isAsync, let count, _) = step, let key = op.cacheKey else { continue }
-            if count > 1 { return (i, "\(count) concurrent \(op.name) calls") }
-            let same = started.contains { $0.client.isExactly(client) && $0.user.isExactly(key.user) && $0.key.isExactly(key.key) }
-            if same { return (i, "a \(op.name) that may join an earlier one's request") }
-            if isAsync { started.append((client, key.user, key.key)) }
+            let client: String, key: (user: String, key: String)?, name: String, isAsync: Bool, count: Int
+            switch step {
+            case .sdk(let c, let op, _, let a, let n, _):
+                guard let k = op.cacheKey else { continue }
+                (client, key, name, isAsync, count) = (c, (k.user, k.key), op.name, a, n)
+            case .app(let action, _, let a, _, let c, let n):
+                guard let lookup = Self.appLookupName(action) else { continue }
+                (client, key, name, isAsync, count) = (c, nil, "app \(lookup)", a, n)
+            default: continue
+            }
+            if count > 1 { return (i, "\(count) concurrent \(name) calls") }
+            // An app logout clears the client's cache before it refetches (CONTRACT.md section 8):
+            // it joins nothing begun before it, and later lookups cannot join those either.
+            if case .app(.logout, _, _, _, _, _) = step {
+                started.removeAll { $0.client.isExactly(client) }
+                if isAsync { started.append((client, key)) }
+                continue
+            }
+            let same = started.contains { s in
+                guard s.client.isExactly(client) else { return false }
+                guard let mine = key, let theirs = s.key else { return true }
+                return theirs.user.isExactly(mine.user) && theirs.key.isExactly(mine.key)
+            }
+            if same { return (i, "\(name) may join an earlier lookup's request") }
+            if isAsync { started.append((client, key)) }
         }
         return nil
+    }
+
+    /// The name of an app action that fetches flags or assignments (`login`, `logout`, `refresh`,
+    /// `display`), or `nil` for one that does not (`event`, `report_state`).
+    static func appLookupName(_ action: AppAction) -> String? {
+        switch action {
+        case .login: return "login"
+        case .logout: return "logout"
+        case .refresh: return "refresh"
+        case .display: return "display"
+        case .event, .reportState: return nil
+        }
     }
 
     /// The requirements `capabilities` does not meet (capability names compared by scalars).

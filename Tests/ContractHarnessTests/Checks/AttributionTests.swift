@@ -205,7 +205,7 @@ final class WorkloadGeneratorTests: XCTestCase {
     /// The generated workloads are not vacuous: the broken variants they can see fail them.
     func testGeneratedWorkloadsCatchBrokenVariants() async throws {
         let generator = WorkloadGenerator(seed: 11, equivalentIds: false)
-        for defect in [Defect.noSingleFlight, .fanOutToOtherUsers, .staleWriteAfterClear, .wrongBatchChunks] {
+        for defect in [Defect.noSingleFlight, .fanOutToOtherUsers, .staleWriteAfterClear, .wrongBatchChunks, .batchFailuresReportTrue, .statusIgnoresTrackAnswer] {
             let summary = await GenerateCommand.run(generator, indices: Array(0..<50), driver: MutantRun.driver(defect), sdkName: defect.rawValue)
             XCTAssertFalse(summary.failed.isEmpty, "\(defect.rawValue) passed 50 generated workloads")
         }
