@@ -74,7 +74,7 @@ enum Checks {
         case "fan_out":
             let appEvents = AppEventFanOut(c)   // the reference app's event calls, read once for the three
             problems = fanOut(c, sizesOnly: false, appEvents: appEvents) + duplicateKeyedTracks(c, appEvents: appEvents) + keyedTracksSent(c, appEvents: appEvents)
-                + trueBeforeDelivery(c)
+                + trueBeforeDelivery(c, appEvents: appEvents)
         case "batch_chunking": problems = fanOut(c, sizesOnly: true, appEvents: AppEventFanOut(c))
         case "single_flight": problems = singleFlight(c)
         case "no_fallback_on_404", "offline_fallback": problems = offlineFallback(c)
@@ -767,42 +767,71 @@ enum Checks {
         return completes
     }
 
-    /// A `trackWithStatus` or `trackBatch` call that returned `true` had every tracking request of
-    /// its own delivered before it returned (CONTRACT.md section 3: `trackWithStatus -> Bool`,
+    /// A `trackWithStatus` or `trackBatch` call, or a reference-app `event` call (its SDK call, a
+    /// `trackWithStatus`: CONTRACT.md section 8), that returned `true` had every tracking request
+    /// of its own delivered before it returned (CONTRACT.md section 3: `trackWithStatus -> Bool`,
     /// `trackBatch -> Bool` report delivery): answered 2xx, whole, and a `/batch` answered with
     /// no `failure_count` above 0 (section 5, defect 5). Its own requests are the tracking
     /// requests of its client received while it ran, except those another tracking call of the
-    /// client begun before them may have sent: such a request is its own only when its events
-    /// (user and name, exact) are among the call's and among no other such call's; a request
-    /// or a call whose events are not known (an app event) is anybody's.
+    /// client may have sent: one begun before the request came and not finished before this one
+    /// began with a tracking request of its client received while it ran (a call that returned
+    /// after its own request was seen sends no more). Such a request is this call's only when its
+    /// events (user and name, exact) are among the call's and among no other such call's; a
+    /// request or a call whose events are not known (an app action with no SDK call reported) is
+    /// anybody's. An app event's SDK call stands for the runner's `app.event` action around it.
     /// Before, an SDK that reported `true` at once, a closed client's batch cut short after one
     /// chunk of two or a request still held, passed every named check (an outside tester); a
     /// call that any other tracking call overlapped was not judged at all, so `true` after its
     /// own `/track` got 500 passed beside another user's held event, and a `/batch` answered 200
     /// with `failure_count` 1 reported `true` passed every named check (a fifty-sixth outside
-    /// tester, B and C).
-    static func trueBeforeDelivery(_ c: CheckContext) -> [(String, [String])] {
+    /// tester, B and C); an app event was never judged, and an earlier finished call of the same
+    /// event excused every later one (a fifty-seventh, A and B).
+    static func trueBeforeDelivery(_ c: CheckContext, appEvents: AppEventFanOut) -> [(String, [String])] {
+        struct Call {
+            let client: String, from: Int, to: Int
+            /// Its events; `nil`: not known.
+            let events: [TrackedEvent]?
+            /// Judged (it reports delivery) and returned `true`.
+            let claimsDelivery: Bool
+            let shown: String
+        }
         let completes = firstCompletions(c)
-        let tracking: Set<String> = ["track", "trackWithStatus", "trackBatch", "app.event"]
-        let calls = c.history.filter { $0.kind == .invoke && tracking.contains($0.name ?? "") && $0.client != nil }
-            .map { (invoke: $0, to: $0.label.flatMap { completes[ExactKey($0)]?.index } ?? Int.max, events: trackedEvents($0)) }
+        let appCalls = appEvents.calls.values.sorted { $0.start < $1.start }
+        var calls: [Call] = []
+        for e in c.history where e.kind == .invoke && ["track", "trackWithStatus", "trackBatch", "app.event"].contains(e.name ?? "") {
+            guard let client = e.client else { continue }
+            let to = e.label.flatMap { completes[ExactKey($0)]?.index } ?? Int.max
+            if e.name == "app.event", appCalls.contains(where: { $0.client.isExactly(client) && e.index < $0.start && $0.end <= to }) { continue }
+            let claims = ["trackWithStatus", "trackBatch"].contains(e.name ?? "") && to < c.history.count && c.history[to].outcome?["value"] == .bool(true)
+            calls.append(Call(client: client, from: e.index, to: to, events: trackedEvents(e), claimsDelivery: claims,
+                              shown: "\(e.name!) '\(Attribution.show(e.label ?? ""))'"))
+        }
+        for a in appCalls {
+            let claims = a.end < c.history.count && c.history[a.end].detail?["outcome"]?["value"] == .bool(true)
+            calls.append(Call(client: a.client, from: a.start, to: a.end, events: [TrackedEvent(user: exact(a.user), name: a.name.map(exact))],
+                              claimsDelivery: claims,
+                              shown: "app call \(a.id) (app.event '\(Attribution.show(a.name ?? "?"))' as '\(Attribution.show(a.user))')"))
+        }
         var answered: [Int: Int] = [:]   // seq -> history index of its response
         for e in c.history where e.kind == .response { if let seq = e.request?.seq, answered[seq] == nil { answered[seq] = e.index } }
         let requests = c.requests.filter { ["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains($0.record.path) }
             .map { (event: $0.event, record: $0.record, events: sentEvents($0.record)) }
+        func sentWhileRunning(_ k: Call) -> Bool {
+            requests.contains { $0.record.client.isExactly(k.client) && k.from < $0.event.index && $0.event.index < k.to }
+        }
         var problems: [(String, [String])] = []
-        for call in calls where ["trackWithStatus", "trackBatch"].contains(call.invoke.name ?? "") && call.to < c.history.count {
-            guard c.history[call.to].outcome?["value"] == .bool(true), let client = call.invoke.client else { continue }
-            for request in requests where request.record.client.isExactly(client)
-                && request.event.index > call.invoke.index && request.event.index < call.to {
-                let others = calls.filter { other in
-                    other.invoke.index != call.invoke.index && other.invoke.client!.isExactly(client) && other.invoke.index < request.event.index
+        for (i, call) in calls.enumerated() where call.claimsDelivery {
+            for request in requests where request.record.client.isExactly(call.client)
+                && request.event.index > call.from && request.event.index < call.to {
+                let others = calls.indices.filter { j in
+                    j != i && calls[j].client.isExactly(call.client) && calls[j].from < request.event.index
+                        && !(calls[j].to < call.from && sentWhileRunning(calls[j]))
                 }
-                if others.contains(where: { Self.mayHaveSent($0.events, request.events) }) {
+                if others.contains(where: { Self.mayHaveSent(calls[$0].events, request.events) }) {
                     // Another call may have sent it: it is this call's only by its events.
                     guard let mine = call.events, let sent = request.events, !sent.isEmpty,
                           sent.allSatisfy({ e in mine.contains { $0.mayBe(e) } }),
-                          !others.contains(where: { Self.mayHaveSent($0.events, sent) }) else { continue }
+                          !others.contains(where: { Self.mayHaveSent(calls[$0].events, sent) }) else { continue }
                 }
                 let record = request.record
                 let at = answered[record.seq]
@@ -811,9 +840,9 @@ enum Checks {
                 let what = at == nil || at! > call.to ? "had no answer yet"
                     : !record.succeeded ? "was answered \(record.status.map(String.init) ?? "with no status")"
                     : "was answered \(record.status.map(String.init) ?? "") with failure_count \(abs(failures) < 1e15 && failures == failures.rounded() ? String(Int(failures)) : String(failures))"
-                problems.append(("\(call.invoke.name!) '\(Attribution.show(call.invoke.label ?? ""))' returned true, but request #\(record.seq) it sent \(what) when it returned "
+                problems.append(("\(call.shown) returned true, but request #\(record.seq) it sent \(what) when it returned "
                                  + "(CONTRACT.md section 3: the result reports delivery; section 5, defect 5: a /batch answered 200 with failure_count > 0 reports false)",
-                                 c.excerpt([call.invoke.index, request.event.index, call.to])))
+                                 c.excerpt([call.from, request.event.index, call.to])))
                 break
             }
         }

@@ -50,7 +50,8 @@ final class ThirtyEighthTesterFindingsTests: XCTestCase {
         XCTAssertEqual(run.status, .passed, "\(run.checks.filter { !$0.passed })")
         let port = try MockBackendPort(fixtures: nil, clock: VirtualClock(), file: "x", clients: ["main"])
         func problems(_ h: [HistoryEvent]) -> [String] {
-            Checks.trueBeforeDelivery(CheckContext(scenario: scenario, history: h, clients: [:], port: port, driver: SwiftSDKDriver(), app: nil)).map(\.0)
+            let context = CheckContext(scenario: scenario, history: h, clients: [:], port: port, driver: SwiftSDKDriver(), app: nil)
+            return Checks.trueBeforeDelivery(context, appEvents: AppEventFanOut(context)).map(\.0)
         }
         XCTAssertEqual(problems(run.events), [])
         let done = try XCTUnwrap(run.events.firstIndex { $0.kind == .complete && $0.label == "t" })
