@@ -110,11 +110,12 @@ final class ServeBoundedTests: XCTestCase {
             XCTAssertTrue(r.err.contains(reason), "\(host): \(r.err)")
         }
         let open = try ServeProcess(["--host", "0.0.0.0", "--admin-token", "t"], directory: dir)
-        XCTAssertTrue(open.stderrText.contains("warning: --host 0.0.0.0 listens on every network interface: the mock backend is reachable from the network"), open.stderrText)
+        XCTAssertTrue(open.stderrContains("warning: --host 0.0.0.0 listens on every network interface: the mock backend is reachable from the network"), open.stderrText)
         XCTAssertEqual(open.stop(), 0, open.stderrText)
         let loop = try ServeProcess(["--host", "127.0.0.2"], directory: dir)
-        XCTAssertFalse(loop.stderrText.contains("warning"), loop.stderrText)
+        // Read after the stop, once standard error is drained to its last line.
         XCTAssertEqual(loop.stop(), 0, loop.stderrText)
+        XCTAssertFalse(loop.stderrText.contains("warning"), loop.stderrText)
     }
 }
 

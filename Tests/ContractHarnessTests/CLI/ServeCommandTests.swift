@@ -55,6 +55,16 @@ final class ServeProcess: @unchecked Sendable { // `out` and `err` are LockedDat
     var stdoutText: String { String(decoding: out.get(), as: UTF8.self) }
     var stderrText: String { String(decoding: err.get(), as: UTF8.self) }
 
+    /// Whether standard error holds `text` within `timeout` seconds: its reader runs apart from
+    /// standard output's, so a line serve wrote before its URL may be read after it.
+    func stderrContains(_ text: String, timeout: Double = 10) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        output.lock()
+        while !stderrText.contains(text) && output.wait(until: deadline) {}
+        output.unlock()
+        return stderrText.contains(text)
+    }
+
     /// Sends `signal` and waits up to `timeout` seconds for the exit; returns the status, or nil
     /// (after killing it) when it did not stop.
     func stop(_ signal: Int32 = SIGTERM, timeout: Double = 20) -> Int32? {
