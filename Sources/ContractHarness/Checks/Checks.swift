@@ -794,6 +794,15 @@ enum Checks {
             /// Judged (it reports delivery) and returned `true`.
             let claimsDelivery: Bool
             let shown: String
+            /// It surely sent a request: a keyed event (one `/track`; a `trackBatch`'s keyed event
+            /// goes into a `/batch` as it is).
+            var mustSend = false
+            /// A keyed `trackWithStatus`: its event's exact user, name, experiment and flag key.
+            var trackContent: String?
+        }
+        func content(user: JSONValue?, name: JSONValue?, experiment: JSONValue?, flag: JSONValue?) -> String? {
+            guard case .string(let u)? = user, case .string(let n)? = name else { return nil }
+            return [exact(u), exact(n), present(experiment)?.stringValue.map(exact) ?? "-", present(flag)?.stringValue.map(exact) ?? "-"].joined(separator: "\u{0}")
         }
         let completes = firstCompletions(c)
         let appCalls = appEvents.calls.values.sorted { $0.start < $1.start }
@@ -803,8 +812,14 @@ enum Checks {
             let to = e.label.flatMap { completes[ExactKey($0)]?.index } ?? Int.max
             if e.name == "app.event", appCalls.contains(where: { $0.client.isExactly(client) && e.index < $0.start && $0.end <= to }) { continue }
             let claims = ["trackWithStatus", "trackBatch"].contains(e.name ?? "") && to < c.history.count && c.history[to].outcome?["value"] == .bool(true)
-            calls.append(Call(client: client, from: e.index, to: to, events: trackedEvents(e), claimsDelivery: claims,
-                              shown: "\(e.name!) '\(Attribution.show(e.label ?? ""))'"))
+            var call = Call(client: client, from: e.index, to: to, events: trackedEvents(e), claimsDelivery: claims,
+                            shown: "\(e.name!) '\(Attribution.show(e.label ?? ""))'")
+            let given = e.name == "trackBatch" ? e.detail?.arrayValue ?? [] : e.name == "trackWithStatus" ? [e.detail ?? .null] : []
+            call.mustSend = given.contains { present($0["experiment"]) != nil || present($0["flag"]) != nil }
+            if e.name == "trackWithStatus", call.mustSend, let d = e.detail {
+                call.trackContent = content(user: d["user"], name: d["name"], experiment: d["experiment"], flag: d["flag"])
+            }
+            calls.append(call)
         }
         for a in appCalls {
             let claims = a.end < c.history.count && c.history[a.end].detail?["outcome"]?["value"] == .bool(true)
@@ -819,8 +834,23 @@ enum Checks {
         func sentWhileRunning(_ k: Call) -> Bool {
             requests.contains { $0.record.client.isExactly(k.client) && k.from < $0.event.index && $0.event.index < k.to }
         }
+        /// The events a `/batch` answer refused: its `failure_count` when a whole number from 1 to
+        /// 2^53 (the backend's counts); any other value says nothing the contract defines (an SDK
+        /// may read 0.5 as 0 or as a failure), so it is not held against either answer.
+        func refused(_ r: RequestRecord) -> Int? {
+            guard r.path == "/api/v1/tracking/batch", let n = r.response?["failure_count"]?.numberValue,
+                  n >= 1, n <= 9_007_199_254_740_992, n == n.rounded() else { return nil }
+            return Int(n)
+        }
+        func delivered(_ r: RequestRecord, by end: Int) -> Bool {
+            guard let at = answered[r.seq], at < end, r.succeeded else { return false }
+            return refused(r) == nil
+        }
         var problems: [(String, [String])] = []
+        var judged: Set<Int> = []
         for (i, call) in calls.enumerated() where call.claimsDelivery {
+            var found = false
+            defer { if found { judged.insert(i) } }
             for request in requests where request.record.client.isExactly(call.client)
                 && request.event.index > call.from && request.event.index < call.to {
                 let others = calls.indices.filter { j in
@@ -835,16 +865,72 @@ enum Checks {
                 }
                 let record = request.record
                 let at = answered[record.seq]
-                let failures = record.path == "/api/v1/tracking/batch" ? record.response?["failure_count"]?.numberValue ?? 0 : 0
-                guard at == nil || at! > call.to || !record.succeeded || failures > 0 else { continue }
+                let failures = refused(record)
+                guard at == nil || at! > call.to || !record.succeeded || failures != nil else { continue }
                 let what = at == nil || at! > call.to ? "had no answer yet"
                     : !record.succeeded ? "was answered \(record.status.map(String.init) ?? "with no status")"
-                    : "was answered \(record.status.map(String.init) ?? "") with failure_count \(abs(failures) < 1e15 && failures == failures.rounded() ? String(Int(failures)) : String(failures))"
+                    : "was answered \(record.status.map(String.init) ?? "") with failure_count \(failures ?? 0)"
                 problems.append(("\(call.shown) returned true, but request #\(record.seq) it sent \(what) when it returned "
                                  + "(CONTRACT.md section 3: the result reports delivery; section 5, defect 5: a /batch answered 200 with failure_count > 0 reports false)",
                                  c.excerpt([call.from, request.event.index, call.to])))
+                found = true
                 break
             }
+            // Whoever sent which: a call that surely sent a request has one among those its events
+            // fit, so when none of them was delivered its own was not (two identical calls whose
+            // every request failed told nothing apart and were never judged: a fifty-seventh
+            // outside tester, D).
+            if !found, call.mustSend, let mine = call.events {
+                let fitting = requests.filter { r in
+                    r.record.client.isExactly(call.client) && r.event.index > call.from && r.event.index < call.to
+                        && (r.events.map { sent in !sent.isEmpty && sent.allSatisfy { e in mine.contains { $0.mayBe(e) } } } ?? false)
+                }
+                if !fitting.isEmpty, !fitting.contains(where: { delivered($0.record, by: call.to) }) {
+                    problems.append(("\(call.shown) returned true, but none of the requests it may have sent ("
+                                     + fitting.prefix(4).map { "#\($0.record.seq)" }.joined(separator: ", ") + ") was delivered when it returned "
+                                     + "(CONTRACT.md section 3: the result reports delivery; section 5, defect 5: a /batch answered 200 with failure_count > 0 reports false)",
+                                     c.excerpt([call.from] + fitting.prefix(4).map(\.event.index) + [call.to])))
+                    found = true
+                }
+            }
+        }
+        // Keyed status calls of one event that all returned `true` need a delivered `/track` each
+        // (a keyed event goes out as one `/track`, one request serving one call: CONTRACT.md
+        // section 4, as `keyedTracksSent` holds): a maximum matching of calls to the delivered
+        // `/track` requests of their event received while each ran. Before, two identical calls at
+        // once, one request delivered and one dropped, both `true`, passed (a fifty-seventh tester, D).
+        var byContent: [String: [Int]] = [:]
+        for (i, call) in calls.enumerated() where call.claimsDelivery && !judged.contains(i) {
+            if let k = call.trackContent { byContent[k, default: []].append(i) }
+        }
+        for (k, group) in byContent.sorted(by: { $0.key.unicodeScalars.lexicographicallyPrecedes($1.key.unicodeScalars) }) where group.count > 1 {
+            let tracks = requests.indices.filter { j in
+                let r = requests[j].record
+                guard r.path == "/api/v1/tracking/track", let body = r.body else { return false }
+                return content(user: body["user_id"], name: body["event_name"], experiment: body["experiment_key"], flag: body["feature_flag_key"]) == k
+            }
+            let options = group.map { i in
+                tracks.filter { j in
+                    requests[j].record.client.isExactly(calls[i].client) && calls[i].from < requests[j].event.index
+                        && requests[j].event.index < calls[i].to && delivered(requests[j].record, by: calls[i].to)
+                }
+            }
+            var owner: [Int: Int] = [:]   // request index -> position in group
+            func augment(_ g: Int, _ seen: inout Set<Int>) -> Bool {
+                for j in options[g] where !seen.contains(j) {
+                    seen.insert(j)
+                    if owner[j] == nil || augment(owner[j]!, &seen) { owner[j] = g; return true }
+                }
+                return false
+            }
+            let unmatched = group.indices.filter { g in var seen: Set<Int> = []; return !augment(g, &seen) }
+            guard let g = unmatched.first else { continue }
+            let call = calls[group[g]]
+            let sent = tracks.filter { j in requests[j].record.client.isExactly(call.client) && call.from < requests[j].event.index && requests[j].event.index < call.to }
+            problems.append(("\(call.shown) returned true, but \(group.count) calls of its event returned true and only \(group.count - unmatched.count) of them can have "
+                             + "a delivered /track of their own (sent while it ran: " + sent.prefix(4).map { "#\(requests[$0].record.seq)" }.joined(separator: ", ") + ") "
+                             + "(CONTRACT.md section 3: the result reports delivery; section 4: a keyed event goes out as one /track)",
+                             c.excerpt(group.map { calls[$0].from } + sent.prefix(4).map { requests[$0].event.index })))
         }
         return problems
     }

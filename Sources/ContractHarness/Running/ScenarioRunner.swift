@@ -1138,10 +1138,23 @@ final class ScenarioExecution: @unchecked Sendable {
         return true
     }
 
+    /// The label of an operation step without `as`: `op1`, `op2`, ... in step order, skipping
+    /// any label a step of the file gives itself (compared by scalars). Before, a step labelled
+    /// `op1` after an unlabelled one shared its label: a correct SDK failed `fan_out` or hung
+    /// (a fifty-seventh outside tester, C).
     private func nextLabel() -> String {
-        autoLabel += 1
+        repeat { autoLabel += 1 } while explicitLabels.contains(ExactKey("op\(autoLabel)"))
         return "op\(autoLabel)"
     }
+
+    /// The labels the file's operation and app steps give themselves (`as`). Read, like
+    /// `autoLabel`, only by the step loop (one task at a time).
+    private lazy var explicitLabels: Set<ExactKey> = Set(scenario.steps.compactMap { step -> ExactKey? in
+        switch step {
+        case .sdk(_, _, let label?, _, _, _), .app(_, let label?, _, _, _, _): return ExactKey(label)
+        default: return nil
+        }
+    })
 
     /// Waits until every started operation finished or parked; a timeout is a hang.
     @discardableResult

@@ -11,6 +11,9 @@ import ExperimentlyMutants
 ///   began made the later call's failed request ambiguous, so `true` after it passed.
 /// - B: a reference-app `event` whose SDK call returned `true` after its `/track` got 500 was
 ///   never judged.
+/// - C: a step labelled `op1` after an unlabelled one (automatically `op1`) shared its label.
+/// - D: two identical calls at once whose every request failed were never judged.
+/// - E: a `failure_count` of 0.5 (never the backend's) failed the shipping SDK.
 final class FiftySeventhTesterFindingsTests: XCTestCase {
     private static func scenario(_ steps: String, app: Bool = false) throws -> Scenario {
         try ScenarioParser.parse(Data("""
@@ -58,5 +61,62 @@ final class FiftySeventhTesterFindingsTests: XCTestCase {
             {"app": "login", "user": "user-2"}, {"app": "display"}, {"app": "event", "name": "Report Previewed"}, \(Self.fail500),
             {"do": "trackWithStatus", "event": {"user": "someone-else", "name": "checkout", "experiment": "sdk_contract_ab"}, "as": "bg"}
             """, app: true), by: .statusIgnoresTrackAnswer, saying: "trackWithStatus 'bg' returned true, but request #4 it sent was answered 500")
+    }
+    /// C: an explicit `op1` is never an automatic label too: the unlabelled step before it is `op2`.
+    func testAnExplicitLabelIsNeverGivenToAnUnlabelledStep() async throws {
+        let scenario = try Self.scenario("""
+            {"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "u"},
+            {"do": "trackWithStatus", "event": {"user": "u", "name": "buy", "experiment": "sdk_contract_ab"}, "as": "op1", "async": true},
+            {"await": "op1", "expect": {"value": true}}
+            """)
+        for driver in [SwiftSDKDriver(), MutantRun.driver(nil)] {
+            let r = await ScenarioRunner(driver: driver).run(scenario)
+            XCTAssertEqual(r.status, .passed, "\(driver.sdkName): \(r.checks.filter { !$0.passed })")
+            let labels = r.events.filter { $0.kind == .invoke }.compactMap(\.label)
+            XCTAssertEqual(labels, ["op2", "op1"])
+        }
+    }
+
+    /// D: two identical keyed calls at once, both requests answered 500 (or a batch's 200 with
+    /// `failure_count` 1): a call that returned `true` fails, whichever request was its own.
+    func testIdenticalCallsWhoseEveryRequestFailedAreJudged() async throws {
+        let event = #"{"user": "u-a", "name": "purchase", "experiment": "sdk_contract_ab"}"#
+        await assertCaught(try Self.scenario("""
+            {"fault": {"match": {"path": "/api/v1/tracking/track"}, "action": {"hold": {}}}, "id": "h"},
+            {"do": "trackWithStatus", "event": \(event), "as": "buy", "async": true, "times": 2},
+            {"wait_for": {"held": "h", "count": 2}},
+            {"release": "h", "count": 2, "response": {"status": 500, "json": {"detail": "x"}}}, {"await": "buy"}
+            """), by: .statusIgnoresTrackAnswer, saying: "returned true, but none of the requests it may have sent (#1, #2) was delivered")
+        let failures = #"{"status": 200, "json": {"success_count": 0, "failure_count": 1, "errors": [{"index": 0, "event_type": "purchase", "user_id": "u-a", "error": "x"}]}}"#
+        await assertCaught(try Self.scenario("""
+            {"fault": {"match": {"path": "/api/v1/tracking/batch"}, "action": {"hold": {}}}, "id": "h"},
+            {"do": "trackBatch", "events": [\(event)], "as": "buy", "async": true, "times": 2},
+            {"wait_for": {"held": "h", "count": 2}},
+            {"release": "h", "count": 2, "response": \(failures)}, {"await": "buy"}
+            """), by: .batchFailuresReportTrue, saying: "returned true, but none of the requests it may have sent (#1, #2) was delivered")
+    }
+
+    /// D, the matching: two identical keyed calls at once, one `/track` delivered and the other
+    /// dropped: both cannot have returned `true` (one `/track` serves one call).
+    func testIdenticalStatusCallsNeedADeliveredTrackEach() async throws {
+        await assertCaught(try Self.scenario("""
+            {"fault": {"match": {"path": "/api/v1/tracking/track"}, "action": {"hold": {}}}, "id": "h"},
+            {"do": "trackWithStatus", "event": {"user": "u-b", "name": "view", "experiment": "sdk_contract_ab"}, "as": "c", "async": true, "times": 2},
+            {"wait_for": {"held": "h", "count": 2}},
+            {"release": "h"}, {"release": "h", "transport_error": true}, {"await": "c"}
+            """), by: .statusIgnoresTrackAnswer, saying: "2 calls of its event returned true and only 1 of them can have a delivered /track of their own")
+    }
+
+    /// E: a `failure_count` the backend never sends (0.5, 1e-300) counts neither way: the shipping
+    /// SDK, which reads it as no failure, is not failed for it.
+    func testAFailureCountThatIsNoWholeNumberCountsNeitherWay() async throws {
+        for count in ["0.5", "1e-300", "1.5"] {
+            let scenario = try Self.scenario("""
+                {"fault": {"match": {"path": "/api/v1/tracking/batch"}, "action": {"respond": {"status": 200, "json": {"success_count": 0, "failure_count": \(count), "errors": null}}}}, "id": "f"},
+                {"do": "trackBatch", "events": [{"user": "u-a", "name": "purchase", "experiment": "sdk_contract_ab"}], "as": "b"}
+                """)
+            let r = await ScenarioRunner().run(scenario)
+            XCTAssertEqual(r.status, .passed, "failure_count \(count): \(r.checks.filter { !$0.passed })")
+        }
     }
 }
