@@ -787,8 +787,16 @@ enum Checks {
     /// tester, B and C); an app event was never judged, and an earlier finished call of the same
     /// event excused every later one (a fifty-seventh, A and B).
     static func trueBeforeDelivery(_ c: CheckContext, appEvents: AppEventFanOut) -> [(String, [String])] {
+        // Clients by number (names compared by scalars once, not per pair).
+        var clientNumbers: [ExactKey: Int] = [:]
+        func number(_ client: String?) -> Int {
+            guard let client else { return -1 }
+            if let n = clientNumbers[ExactKey(client)] { return n }
+            clientNumbers[ExactKey(client)] = clientNumbers.count
+            return clientNumbers.count - 1
+        }
         struct Call {
-            let client: String, from: Int, to: Int
+            let client: String, clientNumber: Int, from: Int, to: Int
             /// Its events; `nil`: not known.
             let events: [TrackedEvent]?
             /// Judged (it reports delivery) and returned `true`.
@@ -812,7 +820,7 @@ enum Checks {
             let to = e.label.flatMap { completes[ExactKey($0)]?.index } ?? Int.max
             if e.name == "app.event", appCalls.contains(where: { $0.client.isExactly(client) && e.index < $0.start && $0.end <= to }) { continue }
             let claims = ["trackWithStatus", "trackBatch"].contains(e.name ?? "") && to < c.history.count && c.history[to].outcome?["value"] == .bool(true)
-            var call = Call(client: client, from: e.index, to: to, events: trackedEvents(e), claimsDelivery: claims,
+            var call = Call(client: client, clientNumber: number(client), from: e.index, to: to, events: trackedEvents(e), claimsDelivery: claims,
                             shown: "\(e.name!) '\(Attribution.show(e.label ?? ""))'")
             let given = e.name == "trackBatch" ? e.detail?.arrayValue ?? [] : e.name == "trackWithStatus" ? [e.detail ?? .null] : []
             call.mustSend = given.contains { present($0["experiment"]) != nil || present($0["flag"]) != nil }
@@ -823,16 +831,28 @@ enum Checks {
         }
         for a in appCalls {
             let claims = a.end < c.history.count && c.history[a.end].detail?["outcome"]?["value"] == .bool(true)
-            calls.append(Call(client: a.client, from: a.start, to: a.end, events: [TrackedEvent(user: exact(a.user), name: a.name.map(exact))],
+            calls.append(Call(client: a.client, clientNumber: number(a.client), from: a.start, to: a.end, events: [TrackedEvent(user: exact(a.user), name: a.name.map(exact))],
                               claimsDelivery: claims,
                               shown: "app call \(a.id) (app.event '\(Attribution.show(a.name ?? "?"))' as '\(Attribution.show(a.user))')"))
         }
         var answered: [Int: Int] = [:]   // seq -> history index of its response
         for e in c.history where e.kind == .response { if let seq = e.request?.seq, answered[seq] == nil { answered[seq] = e.index } }
         let requests = c.requests.filter { ["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains($0.record.path) }
-            .map { (event: $0.event, record: $0.record, events: sentEvents($0.record)) }
-        func sentWhileRunning(_ k: Call) -> Bool {
-            requests.contains { $0.record.client.isExactly(k.client) && k.from < $0.event.index && $0.event.index < k.to }
+            .map { (event: $0.event, record: $0.record, events: sentEvents($0.record), clientNumber: number($0.record.client)) }
+        // Whether each call had a tracking request of its client received while it ran; and, per
+        // request, the calls that may have sent it by their events (client, begun before it):
+        // computed once (a thousand identical calls compared every call per request and call:
+        // 50 s).
+        // The hot loops read these plain arrays (copying the requests' history events per pair
+        // was most of the check's time).
+        let at = requests.map(\.event.index), from = requests.map(\.clientNumber), carried = requests.map(\.events)
+        let sentWhileRunning = calls.map { k in
+            at.indices.contains { from[$0] == k.clientNumber && k.from < at[$0] && at[$0] < k.to }
+        }
+        let senders = requests.indices.map { r in
+            calls.indices.filter { j in
+                calls[j].clientNumber == from[r] && calls[j].from < at[r] && Self.mayHaveSent(calls[j].events, carried[r])
+            }
         }
         /// The events a `/batch` answer refused: its `failure_count` when a whole number from 1 to
         /// 2^53 (the backend's counts); any other value says nothing the contract defines (an SDK
@@ -842,37 +862,31 @@ enum Checks {
                   n >= 1, n <= 9_007_199_254_740_992, n == n.rounded() else { return nil }
             return Int(n)
         }
-        func delivered(_ r: RequestRecord, by end: Int) -> Bool {
-            guard let at = answered[r.seq], at < end, r.succeeded else { return false }
-            return refused(r) == nil
+        // When each request was answered delivered (2xx, whole, nothing refused), else nil.
+        let deliveredAt: [Int?] = requests.map { r in
+            guard let at = answered[r.record.seq], r.record.succeeded, refused(r.record) == nil else { return nil }
+            return at
         }
+        func delivered(_ r: Int, by end: Int) -> Bool { deliveredAt[r].map { $0 < end } ?? false }
         var problems: [(String, [String])] = []
         var judged: Set<Int> = []
         for (i, call) in calls.enumerated() where call.claimsDelivery {
             var found = false
             defer { if found { judged.insert(i) } }
-            for request in requests where request.record.client.isExactly(call.client)
-                && request.event.index > call.from && request.event.index < call.to {
-                let others = calls.indices.filter { j in
-                    j != i && calls[j].client.isExactly(call.client) && calls[j].from < request.event.index
-                        && !(calls[j].to < call.from && sentWhileRunning(calls[j]))
-                }
-                if others.contains(where: { Self.mayHaveSent(calls[$0].events, request.events) }) {
-                    // Another call may have sent it: it is this call's only by its events.
-                    guard let mine = call.events, let sent = request.events, !sent.isEmpty,
-                          sent.allSatisfy({ e in mine.contains { $0.mayBe(e) } }),
-                          !others.contains(where: { Self.mayHaveSent(calls[$0].events, sent) }) else { continue }
-                }
-                let record = request.record
-                let at = answered[record.seq]
+            for r in requests.indices where from[r] == call.clientNumber && at[r] > call.from && at[r] < call.to {
+                // Another call may have sent it (by its events; not one that had returned before
+                // this call began, its own request seen): then whose it is is not known.
+                if senders[r].contains(where: { j in j != i && !(calls[j].to < call.from && sentWhileRunning[j]) }) { continue }
+                let record = requests[r].record
+                let answer = answered[record.seq]
                 let failures = refused(record)
-                guard at == nil || at! > call.to || !record.succeeded || failures != nil else { continue }
-                let what = at == nil || at! > call.to ? "had no answer yet"
+                guard answer == nil || answer! > call.to || !record.succeeded || failures != nil else { continue }
+                let what = answer == nil || answer! > call.to ? "had no answer yet"
                     : !record.succeeded ? "was answered \(record.status.map(String.init) ?? "with no status")"
                     : "was answered \(record.status.map(String.init) ?? "") with failure_count \(failures ?? 0)"
                 problems.append(("\(call.shown) returned true, but request #\(record.seq) it sent \(what) when it returned "
                                  + "(CONTRACT.md section 3: the result reports delivery; section 5, defect 5: a /batch answered 200 with failure_count > 0 reports false)",
-                                 c.excerpt([call.from, request.event.index, call.to])))
+                                 c.excerpt([call.from, at[r], call.to])))
                 found = true
                 break
             }
@@ -881,15 +895,15 @@ enum Checks {
             // every request failed told nothing apart and were never judged: a fifty-seventh
             // outside tester, D).
             if !found, call.mustSend, let mine = call.events {
-                let fitting = requests.filter { r in
-                    r.record.client.isExactly(call.client) && r.event.index > call.from && r.event.index < call.to
-                        && (r.events.map { sent in !sent.isEmpty && sent.allSatisfy { e in mine.contains { $0.mayBe(e) } } } ?? false)
+                let fitting = requests.indices.filter { r in
+                    from[r] == call.clientNumber && at[r] > call.from && at[r] < call.to
+                        && (carried[r].map { sent in !sent.isEmpty && sent.allSatisfy { e in mine.contains { $0.mayBe(e) } } } ?? false)
                 }
-                if !fitting.isEmpty, !fitting.contains(where: { delivered($0.record, by: call.to) }) {
+                if !fitting.isEmpty, !fitting.contains(where: { delivered($0, by: call.to) }) {
                     problems.append(("\(call.shown) returned true, but none of the requests it may have sent ("
-                                     + fitting.prefix(4).map { "#\($0.record.seq)" }.joined(separator: ", ") + ") was delivered when it returned "
+                                     + fitting.prefix(4).map { "#\(requests[$0].record.seq)" }.joined(separator: ", ") + ") was delivered when it returned "
                                      + "(CONTRACT.md section 3: the result reports delivery; section 5, defect 5: a /batch answered 200 with failure_count > 0 reports false)",
-                                     c.excerpt([call.from] + fitting.prefix(4).map(\.event.index) + [call.to])))
+                                     c.excerpt([call.from] + fitting.prefix(4).map { at[$0] } + [call.to])))
                     found = true
                 }
             }
@@ -911,8 +925,7 @@ enum Checks {
             }
             let options = group.map { i in
                 tracks.filter { j in
-                    requests[j].record.client.isExactly(calls[i].client) && calls[i].from < requests[j].event.index
-                        && requests[j].event.index < calls[i].to && delivered(requests[j].record, by: calls[i].to)
+                    from[j] == calls[i].clientNumber && calls[i].from < at[j] && at[j] < calls[i].to && delivered(j, by: calls[i].to)
                 }
             }
             var owner: [Int: Int] = [:]   // request index -> position in group
@@ -923,10 +936,19 @@ enum Checks {
                 }
                 return false
             }
-            let unmatched = group.indices.filter { g in var seen: Set<Int> = []; return !augment(g, &seen) }
+            // A free request first for every call (most are matched so), then augmenting paths.
+            var matched = Set<Int>()
+            for g in group.indices {
+                if let j = options[g].first(where: { owner[$0] == nil }) { owner[j] = g; matched.insert(g) }
+            }
+            let unmatched = group.indices.filter { g in
+                if matched.contains(g) { return false }
+                var seen: Set<Int> = []
+                return !augment(g, &seen)
+            }
             guard let g = unmatched.first else { continue }
             let call = calls[group[g]]
-            let sent = tracks.filter { j in requests[j].record.client.isExactly(call.client) && call.from < requests[j].event.index && requests[j].event.index < call.to }
+            let sent = tracks.filter { j in requests[j].clientNumber == call.clientNumber && call.from < requests[j].event.index && requests[j].event.index < call.to }
             problems.append(("\(call.shown) returned true, but \(group.count) calls of its event returned true and only \(group.count - unmatched.count) of them can have "
                              + "a delivered /track of their own (sent while it ran: " + sent.prefix(4).map { "#\(requests[$0].record.seq)" }.joined(separator: ", ") + ") "
                              + "(CONTRACT.md section 3: the result reports delivery; section 4: a keyed event goes out as one /track)",
