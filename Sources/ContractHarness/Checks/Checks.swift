@@ -771,14 +771,13 @@ enum Checks {
     /// `trackWithStatus`: CONTRACT.md section 8), that returned `true` had every tracking request
     /// of its own delivered before it returned (CONTRACT.md section 3: `trackWithStatus -> Bool`,
     /// `trackBatch -> Bool` report delivery): answered 2xx, whole, and a `/batch` answered with
-    /// no `failure_count` above 0 (section 5, defect 5). Its own requests are the tracking
+    /// no whole `failure_count` of 1 or more (section 5, defect 5). Its own requests are the tracking
     /// requests of its client received while it ran, except those another tracking call of the
     /// client may have sent: one begun before the request came and not finished before this one
     /// began with a tracking request of its client received while it ran (a call that returned
-    /// after its own request was seen sends no more). Such a request is this call's only when its
-    /// events (user and name, exact) are among the call's and among no other such call's; a
-    /// request or a call whose events are not known (an app action with no SDK call reported) is
-    /// anybody's. An app event's SDK call stands for the runner's `app.event` action around it.
+    /// after its own request was seen sends no more) and whose events (user and name, exact) fit
+    /// the request's: such a request is nobody's in particular, and a request or a call whose
+    /// events are not known (an app action with no SDK call reported) fits any. An app event's SDK call stands for the runner's `app.event` action around it.
     /// Before, an SDK that reported `true` at once, a closed client's batch cut short after one
     /// chunk of two or a request still held, passed every named check (an outside tester); a
     /// call that any other tracking call overlapped was not judged at all, so `true` after its
