@@ -777,7 +777,8 @@ enum Checks {
     /// began with a tracking request of its client received while it ran (a call that returned
     /// after its own request was seen sends no more) and whose events (user and name, exact) fit
     /// the request's: such a request is nobody's in particular, and a request or a call whose
-    /// events are not known (an app action with no SDK call reported) fits any. An app event's SDK call stands for the runner's `app.event` action around it.
+    /// events are not known (an app action with no SDK call reported) fits any. An app event's
+    /// SDK call stands for the runner's `app.event` action around it.
     /// Before, an SDK that reported `true` at once, a closed client's batch cut short after one
     /// chunk of two or a request still held, passed every named check (an outside tester); a
     /// call that any other tracking call overlapped was not judged at all, so `true` after its
@@ -795,7 +796,7 @@ enum Checks {
             return clientNumbers.count - 1
         }
         struct Call {
-            let client: String, clientNumber: Int, from: Int, to: Int
+            let clientNumber: Int, from: Int, to: Int
             /// Its events; `nil`: not known.
             let events: [TrackedEvent]?
             /// Judged (it reports delivery) and returned `true`.
@@ -819,7 +820,7 @@ enum Checks {
             let to = e.label.flatMap { completes[ExactKey($0)]?.index } ?? Int.max
             if e.name == "app.event", appCalls.contains(where: { $0.client.isExactly(client) && e.index < $0.start && $0.end <= to }) { continue }
             let claims = ["trackWithStatus", "trackBatch"].contains(e.name ?? "") && to < c.history.count && c.history[to].outcome?["value"] == .bool(true)
-            var call = Call(client: client, clientNumber: number(client), from: e.index, to: to, events: trackedEvents(e), claimsDelivery: claims,
+            var call = Call(clientNumber: number(client), from: e.index, to: to, events: trackedEvents(e), claimsDelivery: claims,
                             shown: "\(e.name!) '\(Attribution.show(e.label ?? ""))'")
             let given = e.name == "trackBatch" ? e.detail?.arrayValue ?? [] : e.name == "trackWithStatus" ? [e.detail ?? .null] : []
             call.mustSend = given.contains { present($0["experiment"]) != nil || present($0["flag"]) != nil }
@@ -830,7 +831,7 @@ enum Checks {
         }
         for a in appCalls {
             let claims = a.end < c.history.count && c.history[a.end].detail?["outcome"]?["value"] == .bool(true)
-            calls.append(Call(client: a.client, clientNumber: number(a.client), from: a.start, to: a.end, events: [TrackedEvent(user: exact(a.user), name: a.name.map(exact))],
+            calls.append(Call(clientNumber: number(a.client), from: a.start, to: a.end, events: [TrackedEvent(user: exact(a.user), name: a.name.map(exact))],
                               claimsDelivery: claims,
                               shown: "app call \(a.id) (app.event '\(Attribution.show(a.name ?? "?"))' as '\(Attribution.show(a.user))')"))
         }
@@ -838,12 +839,11 @@ enum Checks {
         for e in c.history where e.kind == .response { if let seq = e.request?.seq, answered[seq] == nil { answered[seq] = e.index } }
         let requests = c.requests.filter { ["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains($0.record.path) }
             .map { (event: $0.event, record: $0.record, events: sentEvents($0.record), clientNumber: number($0.record.client)) }
-        // Whether each call had a tracking request of its client received while it ran; and, per
-        // request, the calls that may have sent it by their events (client, begun before it):
-        // computed once (a thousand identical calls compared every call per request and call:
-        // 50 s).
-        // The hot loops read these plain arrays (copying the requests' history events per pair
-        // was most of the check's time).
+        // Computed once and read as plain arrays in the loops below (comparing every call per
+        // request and call, copying history events, took 50 s for a thousand identical calls):
+        // each request's history index, client and events; whether each call had a tracking
+        // request of its client received while it ran; per request, the calls that may have sent
+        // it by their events (its client, begun before it).
         let at = requests.map(\.event.index), from = requests.map(\.clientNumber), carried = requests.map(\.events)
         let sentWhileRunning = calls.map { k in
             at.indices.contains { from[$0] == k.clientNumber && k.from < at[$0] && at[$0] < k.to }
@@ -871,7 +871,6 @@ enum Checks {
         var judged: Set<Int> = []
         for (i, call) in calls.enumerated() where call.claimsDelivery {
             var found = false
-            defer { if found { judged.insert(i) } }
             for r in requests.indices where from[r] == call.clientNumber && at[r] > call.from && at[r] < call.to {
                 // Another call may have sent it (by its events; not one that had returned before
                 // this call began, its own request seen): then whose it is is not known.
@@ -906,6 +905,7 @@ enum Checks {
                     found = true
                 }
             }
+            if found { judged.insert(i) }
         }
         // Keyed status calls of one event that all returned `true` need a delivered `/track` each
         // (a keyed event goes out as one `/track`, one request serving one call: CONTRACT.md
@@ -947,11 +947,11 @@ enum Checks {
             }
             guard let g = unmatched.first else { continue }
             let call = calls[group[g]]
-            let sent = tracks.filter { j in requests[j].clientNumber == call.clientNumber && call.from < requests[j].event.index && requests[j].event.index < call.to }
+            let sent = tracks.filter { j in from[j] == call.clientNumber && call.from < at[j] && at[j] < call.to }
             problems.append(("\(call.shown) returned true, but \(group.count) calls of its event returned true and only \(group.count - unmatched.count) of them can have "
                              + "a delivered /track of their own (sent while it ran: " + sent.prefix(4).map { "#\(requests[$0].record.seq)" }.joined(separator: ", ") + ") "
                              + "(CONTRACT.md section 3: the result reports delivery; section 4: a keyed event goes out as one /track)",
-                             c.excerpt(group.map { calls[$0].from } + sent.prefix(4).map { requests[$0].event.index })))
+                             c.excerpt(group.map { calls[$0].from } + sent.prefix(4).map { at[$0] })))
         }
         return problems
     }
