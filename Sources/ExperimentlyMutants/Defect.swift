@@ -43,6 +43,9 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
     case numbersAsBooleans = "numbers-as-booleans"
     case noCacheHits = "no-cache-hits"
     case statusIgnoresTrackAnswer = "status-ignores-track-answer"
+    case remembersFailure = "remembers-failure"
+    case deadlineReportsCancelled = "deadline-reports-cancelled"
+    case cancelEndsEveryWaiter = "cancel-ends-every-waiter"
 
     /// What the broken SDK does, in one line.
     public var summary: String {
@@ -106,6 +109,12 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
             return "never serves a fresh cache entry: every lookup sends a request (and every assignment records another exposure), though answers are still cached"
         case .statusIgnoresTrackAnswer:
             return "reports true from a keyed trackWithStatus once its /track was sent, whatever the answer (a 5xx, a dropped connection)"
+        case .remembersFailure:
+            return "remembers a lookup that failed (a 404, a 5xx, a dropped connection) and throws it again without a request until clearCache(); after a failed /track, keyed status calls report false unsent"
+        case .deadlineReportsCancelled:
+            return "ends a lookup whose own deadline passed as cancelled, as an SDK that cancels its URLSession task does: the persisted value is never served"
+        case .cancelEndsEveryWaiter:
+            return "cancelling one caller of a shared request ends every caller waiting on it as cancelled (the request itself goes on)"
         }
     }
 

@@ -74,6 +74,10 @@ public final class MutantClient: @unchecked Sendable {
         var order = 0
         var ticket = 0
         var forgottenExperiments: [String] = []
+        /// `remembers-failure`: the last failure of each (kind, user, key), thrown again without a request.
+        var failures: [String: Error] = [:]
+        /// `remembers-failure`: a `/track` failed since the last clear.
+        var trackingFailed = false
     }
 
     /// Creates a variant.
@@ -186,8 +190,13 @@ public final class MutantClient: @unchecked Sendable {
             guard let body = try? encode(event) else { return false }
             // `status-ignores-track-answer`: sent is as good as delivered.
             if has(.statusIgnoresTrackAnswer) { _ = try? await send("POST", "/api/v1/tracking/track", body: body); return true }
-            guard let (status, _) = try? await send("POST", "/api/v1/tracking/track", body: body) else { return false }
-            return (200..<300).contains(status)
+            // `remembers-failure`: after a failed /track, keyed events report false unsent.
+            if has(.remembersFailure), locked({ $0.trackingFailed }) { return false }
+            guard let (status, _) = try? await send("POST", "/api/v1/tracking/track", body: body), (200..<300).contains(status) else {
+                if has(.remembersFailure) { locked { $0.trackingFailed = true } }
+                return false
+            }
+            return true
         }
         return await sendBatches(fanOut(event))
     }
@@ -247,6 +256,8 @@ public final class MutantClient: @unchecked Sendable {
             }
             s.epoch += 1
             s.entries.removeAll()
+            s.failures.removeAll()
+            s.trackingFailed = false
             if !self.has(.clearKeepsInFlight) { s.shared.removeAll() }
         }
     }
@@ -265,6 +276,8 @@ public final class MutantClient: @unchecked Sendable {
             let t = s.shared.values.map(\.task)
             s.epoch += 1
             s.entries.removeAll()
+            s.failures.removeAll()
+            s.trackingFailed = false
             s.shared.removeAll()
             return t
         }
@@ -302,6 +315,7 @@ public final class MutantClient: @unchecked Sendable {
         let now = clock.now()
         let (hit, shared, ticket, starts): (Cached?, Shared?, Int, Bool) = locked { s in
             if !has(.noCacheHits), let e = s.entries[storedKey(k)], Self.fresh(e.expires, now) { return (e.value, nil, 0, false) }
+            if has(.remembersFailure), s.failures[storedKey(k)] != nil { return (nil, nil, 0, false) }
             s.ticket += 1
             if !self.has(.noSingleFlight), let existing = s.shared[k] {
                 existing.expected += 1
@@ -313,6 +327,7 @@ public final class MutantClient: @unchecked Sendable {
             return (nil, fresh, s.ticket, true)
         }
         if let hit { return hit }
+        if let failure = locked({ s in has(.remembersFailure) ? s.failures[storedKey(k)] : nil }) { throw failure }
         guard let shared else { throw ExperimentationError.cancelled }
         if starts {
             let task = spawn { [self] in
@@ -338,6 +353,17 @@ public final class MutantClient: @unchecked Sendable {
                 if let ready { c.resume(with: ready) }
             }
         } onCancel: {
+            if self.has(.cancelEndsEveryWaiter) {
+                // Every caller waiting on the request ends with this one; the request goes on.
+                let all: [CheckedContinuation<Cached, Error>] = locked { _ in
+                    guard shared.result == nil else { return [] }
+                    if shared.waiters[ticket] == nil { shared.early.insert(ticket) }
+                    defer { shared.waiters.removeAll() }
+                    return Array(shared.waiters.values)
+                }
+                all.forEach { $0.resume(throwing: ExperimentationError.cancelled) }
+                return
+            }
             let (c, task): (CheckedContinuation<Cached, Error>?, Task<Void, Never>?) = locked { s in
                 guard shared.result == nil else { return (nil, nil) }
                 let c = shared.waiters.removeValue(forKey: ticket)
@@ -365,6 +391,9 @@ public final class MutantClient: @unchecked Sendable {
                 s.entries[storedKey(k)] = Entry(user: user, key: entryKey, value: f.value, expires: Self.expiry(now, ttl: config.cacheTTL), order: s.order)
                 evictOverSize(&s, kindOf: f.value)
                 if f.fresh { self.persist(f.value, user: user) }
+            }
+            if self.has(.remembersFailure), case .failure(let error) = result, shared.epoch == s.epoch {
+                switch error { case ExperimentationError.cancelled, is CancellationError: break; default: s.failures[storedKey(k)] = error }
             }
             shared.result = result
             defer { shared.waiters.removeAll() }
@@ -572,7 +601,7 @@ public final class MutantClient: @unchecked Sendable {
                     let clock = self.clock, due = clock.now().addingTimeInterval(config.timeout)
                     deadline = spawn {
                         guard (try? await clock.sleep(until: due)) != nil else { return }
-                        gate.finish(.failure(ExperimentationError.networkError(URLError(.timedOut))))
+                        gate.finish(.failure(self.has(.deadlineReportsCancelled) ? ExperimentationError.cancelled : ExperimentationError.networkError(URLError(.timedOut))))
                     }
                 }
                 gate.arm(c, task: task, deadline: deadline, delegateQueue: session.delegateQueue)

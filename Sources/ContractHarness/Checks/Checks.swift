@@ -9,6 +9,9 @@ struct CheckContext: Sendable {
     let port: any BackendPort
     let driver: any SDKDriver
     let app: ReferenceApp?
+    /// The history index from which the runner itself cancelled what was still running (the
+    /// end of a scenario whose operations never finished); `Int.max`: it cancelled nothing.
+    var runnerCancelledFrom = Int.max
 
     var requests: [(event: HistoryEvent, record: RequestRecord)] {
         history.compactMap { e in e.kind == .request ? e.request.map { (e, $0) } : nil }
@@ -74,7 +77,7 @@ enum Checks {
         case "fan_out":
             let appEvents = AppEventFanOut(c)   // the reference app's event calls, read once for the three
             problems = fanOut(c, sizesOnly: false, appEvents: appEvents) + duplicateKeyedTracks(c, appEvents: appEvents) + keyedTracksSent(c, appEvents: appEvents)
-                + trueBeforeDelivery(c, appEvents: appEvents)
+                + trueBeforeDelivery(c, appEvents: appEvents) + falseWithoutSending(c)
         case "batch_chunking": problems = fanOut(c, sizesOnly: true, appEvents: AppEventFanOut(c))
         case "single_flight": problems = singleFlight(c)
         case "no_fallback_on_404", "offline_fallback": problems = offlineFallback(c)
@@ -785,7 +788,8 @@ enum Checks {
     /// own `/track` got 500 passed beside another user's held event, and a `/batch` answered 200
     /// with `failure_count` 1 reported `true` passed every named check (a fifty-sixth outside
     /// tester, B and C); an app event was never judged, and an earlier finished call of the same
-    /// event excused every later one (a fifty-seventh, A and B).
+    /// event excused every later one (a fifty-seventh, A and B). A request whose every possible
+    /// sender returned `true` before it was delivered fails them, whichever was its sender.
     static func trueBeforeDelivery(_ c: CheckContext, appEvents: AppEventFanOut) -> [(String, [String])] {
         // Clients by number (names compared by scalars once, not per pair).
         var clientNumbers: [ExactKey: Int] = [:]
@@ -907,6 +911,27 @@ enum Checks {
             }
             if found { judged.insert(i) }
         }
+        // A request is some call's: when every call that may have sent it returned `true` before
+        // it was delivered, one of them lied, whichever it was (two identical `trackBatch` calls
+        // at once, one `/batch` delivered and one answered with `failure_count` 1, both `true`,
+        // told nothing apart: a fifty-seventh outside tester, D, for batches). A plain `track`
+        // among them, or one that returned `false` or never returned, may be its sender: no verdict.
+        for r in requests.indices {
+            let possible = senders[r]
+            guard !possible.isEmpty, !possible.contains(where: judged.contains),
+                  possible.allSatisfy({ calls[$0].claimsDelivery && !delivered(r, by: calls[$0].to) }) else { continue }
+            let record = requests[r].record
+            let answer = answered[record.seq]
+            let what = answer == nil || deliveredAt[r] != nil ? "had no answer yet when \(possible.count == 1 ? "it" : "they") returned"
+                : !record.succeeded ? "was answered \(record.status.map(String.init) ?? "with no status")"
+                : "was answered \(record.status.map(String.init) ?? "") with failure_count \(refused(record) ?? 0)"
+            let names = possible.prefix(4).map { calls[$0].shown }.joined(separator: ", ") + (possible.count > 4 ? " and \(possible.count - 4) more" : "")
+            problems.append(("\(names) returned true, but request #\(record.seq), which only \(possible.count == 1 ? "it" : "they") may have sent "
+                             + "(by its client, time and events), \(what) "
+                             + "(CONTRACT.md section 3: the result reports delivery; section 5, defect 5: a /batch answered 200 with failure_count > 0 reports false)",
+                             c.excerpt(possible.prefix(4).map { calls[$0].from } + [at[r]] + possible.prefix(4).map { calls[$0].to })))
+            judged.formUnion(possible)
+        }
         // Keyed status calls of one event that all returned `true` need a delivered `/track` each
         // (a keyed event goes out as one `/track`, one request serving one call: CONTRACT.md
         // section 4, as `keyedTracksSent` holds): a maximum matching of calls to the delivered
@@ -952,6 +977,46 @@ enum Checks {
                              + "a delivered /track of their own (sent while it ran: " + sent.prefix(4).map { "#\(requests[$0].record.seq)" }.joined(separator: ", ") + ") "
                              + "(CONTRACT.md section 3: the result reports delivery; section 4: a keyed event goes out as one /track)",
                              c.excerpt(group.map { calls[$0].from } + sent.prefix(4).map { at[$0] })))
+        }
+        return problems
+    }
+
+    /// A `trackWithStatus` or `trackBatch` with a keyed event that returned `false` sent a tracking
+    /// request while it ran: a keyed event goes out as one `/track` (or, in a batch, as a `/batch`
+    /// entry), whatever happened to earlier ones (CONTRACT.md section 4: keyed event -> one /track;
+    /// failures are never cached). Not judged: a call given up while it ran (a `cancel` step, a
+    /// `close()`), one begun after its client's `close()`, a client whose `base_url` is not the mock,
+    /// an event holding a number no JSON encoder writes (an SDK may refuse to encode it). Before,
+    /// an SDK that stopped sending after a failure (a circuit breaker left open) and reported
+    /// `false` passed every named check (a sibling of the fifty-ninth outside tester's F1 to F3).
+    static func falseWithoutSending(_ c: CheckContext) -> [(String, [String])] {
+        let completes = firstCompletions(c)
+        let givenUp = givenUpWhileRunning(c)
+        let reaching = Set(c.scenario.clients.filter(\.settings.reachesMock).map { ExactKey($0.name) })
+        func finite(_ v: JSONValue) -> Bool {
+            switch v {
+            case .number(let x): return x.isFinite
+            case .array(let a): return a.allSatisfy(finite)
+            case .object(let o): return o.values.allSatisfy(finite)
+            default: return true
+            }
+        }
+        let tracking = c.requests.filter { ["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains($0.record.path) }
+        var closedAt: [ExactKey: Int] = [:]
+        var problems: [(String, [String])] = []
+        for e in c.history where e.kind == .invoke {
+            guard let client = e.client else { continue }
+            if e.name == "close" { closedAt[ExactKey(client)] = closedAt[ExactKey(client)] ?? e.index; continue }
+            guard ["trackWithStatus", "trackBatch"].contains(e.name ?? ""), let label = e.label, let detail = e.detail,
+                  let done = completes[ExactKey(label)], done.outcome?["value"] == .bool(false) else { continue }
+            let events = e.name == "trackBatch" ? detail.arrayValue ?? [] : [detail]
+            guard events.contains(where: { present($0["experiment"]) != nil || present($0["flag"]) != nil }), finite(detail),
+                  reaching.contains(ExactKey(client)), (closedAt[ExactKey(client)] ?? Int.max) > e.index, !givenUp(e, done.index) else { continue }
+            let sent = tracking.contains { r in r.record.client.isExactly(client) && e.index < r.event.index && r.event.index < done.index }
+            if sent { continue }
+            problems.append(("\(e.name!) '\(Attribution.show(label))' returned false without sending any tracking request while it ran: "
+                             + "a keyed event goes out as one /track (a /batch entry in a batch), whatever happened to earlier ones "
+                             + "(CONTRACT.md section 4: keyed event -> one /track; failures are never cached)", c.excerpt([e.index, done.index])))
         }
         return problems
     }
@@ -2096,8 +2161,10 @@ enum Checks {
     /// An operation's answer may come from any request for its (client, user, key) settled while
     /// it ran (its own, or a flight it joined; after a clear a newer request for the same key can
     /// settle first): the operation passes when one of those requests explains its outcome
-    /// (issue 11 section 3), and a failure names every candidate request. Identity data is
-    /// compared by Unicode scalars.
+    /// (issue 11 section 3), and a failure names every candidate request. An error with no such
+    /// request needs one of its client for its kind, key and user in flight while it ran (failures
+    /// are never cached: section 4), and `cancelled` needs a `cancel` step of the operation or a
+    /// `close()` of its client while it ran. Identity data is compared by Unicode scalars.
     static func offlineFallback(_ c: CheckContext) -> [(String, [String])] {
         let storeOf = Dictionary(c.scenario.clients.map { ($0.name, $0.store) }, uniquingKeysWith: { a, _ in a })
         let fallbackOn = Dictionary(c.scenario.clients.map { ($0.name, $0.settings.offlineFallback) }, uniquingKeysWith: { a, _ in a })
@@ -2134,12 +2201,65 @@ enum Checks {
             guard let settings = c.scenario.appSettings(client: client) else { continue }
             appCalls[ExactKey(client)] = AppCalls(history: c.history, client: client, initialIdentity: settings.initialUser)
         }
-        /// Judges the outcome of a lookup that ran from history index `from` to `to`.
-        func judge(label: String, client: String, kind: String, user: String, key: String, from: Int, to: Int, outcome: JSONValue) {
-            if case .string("cancelled")? = outcome["error"] { return }
+        // Where each request was answered (seq -> history index), read ahead: a request still in
+        // flight when a lookup returned is answered later in the history.
+        var answerIndex: [Int: Int] = [:]
+        for e in c.history where e.kind == .response { if let seq = e.request?.seq, answerIndex[seq] == nil { answerIndex[seq] = e.index } }
+        // Lookup requests received so far, by client \0 kind \0 exact key (the user exact, `nil`
+        // when the request names none); `unread` holds those whose key the mock could not read.
+        var lookupsSent: [String: [(index: Int, seq: Int, user: String?)]] = [:]
+        var unreadLookups: [ExactKey: [(index: Int, seq: Int)]] = [:]
+        func keyID(_ client: String, _ kind: String, _ key: String) -> String { "\(exact(client))\u{0}\(kind)\u{0}\(exact(key))" }
+        let reaching = Set(c.scenario.clients.filter(\.settings.reachesMock).map { ExactKey($0.name) })
+        let givenUp = givenUpWhileRunning(c)
+        /// Whether a request that could carry the lookup's answer was in flight while it ran: one
+        /// of its client for its kind and key, for its user or naming none (or whose key the mock
+        /// could not read), received before it returned and not answered before it began.
+        func requestInFlight(client: String, kind: String, user: String, key: String, from: Int, to: Int) -> Bool {
+            func during(_ index: Int, _ seq: Int) -> Bool { index < to && (answerIndex[seq] ?? Int.max) > from }
+            let mine = exact(user)
+            return (lookupsSent[keyID(client, kind, key)] ?? []).contains { r in (r.user == nil || r.user == mine) && during(r.index, r.seq) }
+                || (unreadLookups[ExactKey(client)] ?? []).contains { during($0.index, $0.seq) }
+        }
+        /// Judges the outcome of a lookup that ran from history index `from` to `to` (`invoke`:
+        /// a runner operation's; `nil` for the reference app's calls).
+        func judge(label: String, client: String, kind: String, user: String, key: String, from: Int, to: Int, outcome: JSONValue, invoke: HistoryEvent?) {
+            let error = outcome["error"]?.stringValue
+            if error == "cancelled" {
+                // Only a caller that gave up ends `cancelled`: a `cancel` step of its own label (or
+                // `times` group) or a `close()` of its client while it ran, or the runner's own at
+                // the end (CONTRACT.md section 4: a timeout or any other failure gives the persisted
+                // value or its own error; section 5, defect 3: cancelling one waiter of a shared
+                // request leaves the others theirs). An app's calls end as its actions decide.
+                // Before, an SDK whose deadline cancelled (the persisted value lost), or whose
+                // cancel of one waiter cancelled every waiter, passed every named check (a
+                // fifty-ninth outside tester, F4 and F5).
+                guard let invoke, !givenUp(invoke, to), to < c.runnerCancelledFrom else { return }
+                problems.append(("\(label) (\(invoke.name ?? "lookup") of '\(Attribution.show(key))' for '\(Attribution.show(user))') ended cancelled, "
+                                 + "but nothing cancelled it: no cancel step of its label and no close() of its client ran while it did "
+                                 + "(CONTRACT.md section 4: a timeout or other failure gives the persisted value, else its own error; "
+                                 + "section 5, defect 3: cancelling one waiter of a shared request leaves the others their answer)",
+                                 c.excerpt([from, to])))
+                return
+            }
             // The candidates: every attempt for (client, user, key) settled while it ran.
             let candidates = (attempts[id(client, kind, user, key)] ?? []).filter { $0.index > from && $0.index < to }
-            guard !candidates.isEmpty else { return }
+            guard !candidates.isEmpty else {
+                // An error with no request that could carry it: the SDK kept a failure, or made
+                // one up (CONTRACT.md section 4: failures are never cached; any failure but a 404
+                // gives the persisted value). A client whose `base_url` is not the mock reaches no
+                // request; `invalidConfig` needs none. Before, an SDK that cached a 404 or a 500,
+                // or stayed offline after one dropped connection, passed every named check (a
+                // fifty-ninth outside tester, F1 to F3).
+                guard let error, error != "invalidConfig", reaching.contains(ExactKey(client)),
+                      !requestInFlight(client: client, kind: kind, user: user, key: key, from: from, to: to) else { return }
+                problems.append(("\(label) (\(kind == "flag" ? "evaluateFlag" : "getAssignment") of '\(Attribution.show(key))' for '\(Attribution.show(user))') "
+                                 + "threw \(error), but no request for its user and key was sent or in flight while it ran "
+                                 + "(CONTRACT.md section 4: failures are never cached; a lookup the cache cannot answer asks the backend, "
+                                 + "and any failure but a 404 gives the persisted value)",
+                                 c.excerpt([from, to])))
+                return
+            }
             let pid = (storeOf[client] ?? nil).map { id($0, kind, user, key) }
             // The most recent state first: the failure message is judged against it.
             let stored: [JSONValue?] = fallbackOn[client] == true ? (pid.map(states) ?? [nil]) : [nil]
@@ -2197,6 +2317,11 @@ enum Checks {
                 if let client = e.client { epochs[client, default: 0] += 1; clearsAt[client, default: []].append(e.index) }
             case .request:
                 if let r = e.request, let client = r.client {
+                    if let key = r.key {
+                        lookupsSent[keyID(client, key.kind, key.key), default: []].append((e.index, r.seq, r.users.first.map(exact)))
+                    } else if !["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains(r.path) {
+                        unreadLookups[ExactKey(client), default: []].append((e.index, r.seq))
+                    }
                     epochAtReceipt[r.seq] = epochs[client, default: 0]
                     receipts[r.seq] = e.index
                     // The client gave up on it (deadline, cancellation): its outcome is decided
@@ -2246,7 +2371,7 @@ enum Checks {
                     waiting[k] = n - 1   // the first completion of a label only
                 }
                 guard let label = e.label, let invoke = invokes[ExactKey(label)], let t = lookupTarget(invoke), let outcome = e.outcome else { continue }
-                judge(label: label, client: t.client, kind: t.kind, user: t.user, key: t.key, from: invoke.index, to: e.index, outcome: outcome)
+                judge(label: label, client: t.client, kind: t.kind, user: t.user, key: t.key, from: invoke.index, to: e.index, outcome: outcome, invoke: invoke)
             case .marker where e.name == "returned":
                 // A lookup of the reference app (CONTRACT.md section 8) is judged like any other:
                 // its `returned` marker carries the SDK's outcome (`AppCalls`).
@@ -2255,7 +2380,7 @@ enum Checks {
                       ["evaluateFlag", "getAssignment"].contains(call.sdk), let app = c.scenario.appSettings(client: client) else { continue }
                 let kind = call.sdk == "evaluateFlag" ? "flag" : "experiment"
                 judge(label: AppCalls.describe(call), client: client, kind: kind, user: call.identity,
-                      key: kind == "flag" ? app.flag : app.experiment, from: call.start, to: e.index, outcome: outcome)
+                      key: kind == "flag" ? app.flag : app.experiment, from: call.start, to: e.index, outcome: outcome, invoke: nil)
             default: break
             }
         }

@@ -393,6 +393,9 @@ public enum MutantRun {
         case .numbersAsBooleans: return "field-json-numbers-keep-their-kind"
         case .noCacheHits: return "field-rerendered-view-is-a-cache-hit"
         case .statusIgnoresTrackAnswer: return "field-overlapping-status-calls-each-report-their-own-delivery"
+        case .remembersFailure: return "field-failures-are-never-remembered"
+        case .deadlineReportsCancelled: return "field-own-deadline-is-a-timeout-not-a-cancel"
+        case .cancelEndsEveryWaiter: return "field-cancelling-one-view-never-cancels-the-others"
         }
     }
 

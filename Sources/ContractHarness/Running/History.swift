@@ -69,7 +69,9 @@ public struct HistoryEvent: Codable, Sendable, Equatable {
         case .complete: return "[\(index)] t=\(time) complete \(label ?? "") \(name ?? "") -> \(text(outcome))"
         case .request: return "[\(index)] t=\(time) request \(request.map { $0.receivedSummary(parked: detail?["parked"]?.stringValue) } ?? "")"
         case .response: return "[\(index)] t=\(time) response \(request?.summary ?? "")"
-        case .marker: return "[\(index)] t=\(time) \(name ?? "marker") \(text(detail))"
+        // A marker of an operation (a `cancel` step's) names it: `[4] t=0.0 cancel quitter` (a
+        // fifty-ninth outside tester: the line read `cancel ` alone).
+        case .marker: return "[\(index)] t=\(time) \(name ?? "marker")\(label.map { " \($0)" } ?? "") \(text(detail))"
         }
     }
 }

@@ -570,12 +570,14 @@ final class ScenarioExecution: @unchecked Sendable {
                 }
             }
         }
+        let runnerCancelledFrom = pending().isEmpty ? Int.max : recorder.eventCount
         cancelAll()
         await settleInterleaving()
         enrichHistory()
         if aborted == nil {
             let history = recorder.snapshot
-            let context = CheckContext(scenario: scenario, history: history, clients: clients, port: port, driver: driver, app: app)
+            var context = CheckContext(scenario: scenario, history: history, clients: clients, port: port, driver: driver, app: app)
+            context.runnerCancelledFrom = runnerCancelledFrom
             // Judged before the named checks add theirs: did any step expectation run?
             let stepsJudged = lock.withLock { !checks.isEmpty }
             for name in scenario.checks {

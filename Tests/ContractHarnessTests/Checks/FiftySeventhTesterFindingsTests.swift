@@ -104,7 +104,42 @@ final class FiftySeventhTesterFindingsTests: XCTestCase {
             {"do": "trackWithStatus", "event": {"user": "u-b", "name": "view", "experiment": "sdk_contract_ab"}, "as": "c", "async": true, "times": 2},
             {"wait_for": {"held": "h", "count": 2}},
             {"release": "h"}, {"release": "h", "transport_error": true}, {"await": "c"}
+            """), by: .statusIgnoresTrackAnswer, saying: "which only they may have sent (by its client, time and events), was answered with no status")
+        // A plain `track` of the event begun before them may have sent either dropped one; still
+        // only one `/track` was delivered for the two status calls (the matching).
+        await assertCaught(try Self.scenario("""
+            {"fault": {"match": {"path": "/api/v1/tracking/track"}, "action": {"hold": {}}}, "id": "h"},
+            {"do": "track", "event": {"user": "u-b", "name": "view", "experiment": "sdk_contract_ab"}, "as": "p", "async": true},
+            {"do": "trackWithStatus", "event": {"user": "u-b", "name": "view", "experiment": "sdk_contract_ab"}, "as": "c", "async": true, "times": 2},
+            {"wait_for": {"held": "h", "count": 3}},
+            {"release": "h", "transport_error": true}, {"release": "h"}, {"release": "h", "transport_error": true}, {"await": "c"}, {"await": "p"}
             """), by: .statusIgnoresTrackAnswer, saying: "2 calls of its event returned true and only 1 of them can have a delivered /track of their own")
+    }
+
+    /// D, for batches: two identical `trackBatch` calls at once, one `/batch` delivered and the
+    /// other answered 200 with `failure_count` 1: whichever was whose, one call's was refused, so
+    /// both cannot have returned `true`. A plain `track` of the same event beside them may have
+    /// sent the refused one: then no verdict (the correct SDKs pass both).
+    func testIdenticalBatchCallsCannotBothReportARefusedBatch() async throws {
+        let event = #"{"user": "u-a", "name": "purchase", "experiment": "sdk_contract_ab"}"#
+        let failures = #"{"status": 200, "json": {"success_count": 0, "failure_count": 1, "errors": [{"index": 0, "event_type": "purchase", "user_id": "u-a", "error": "x"}]}}"#
+        await assertCaught(try Self.scenario("""
+            {"fault": {"match": {"path": "/api/v1/tracking/batch"}, "action": {"hold": {}}}, "id": "h"},
+            {"do": "trackBatch", "events": [\(event)], "as": "buy", "async": true, "times": 2},
+            {"wait_for": {"held": "h", "count": 2}},
+            {"release": "h"}, {"release": "h", "response": \(failures)}, {"await": "buy"}
+            """), by: .batchFailuresReportTrue, saying: "which only they may have sent (by its client, time and events), was answered 200 with failure_count 1")
+        let withTrack = try Self.scenario("""
+            {"fault": {"match": {"path": "/api/v1/tracking/track"}, "action": {"hold": {}}}, "id": "h"},
+            {"do": "trackWithStatus", "event": \(event), "as": "status", "async": true},
+            {"do": "track", "event": \(event), "as": "plain", "async": true},
+            {"wait_for": {"held": "h", "count": 2}},
+            {"release": "h"}, {"release": "h", "response": {"status": 500, "json": {"detail": "x"}}}, {"await": "status"}, {"await": "plain"}
+            """)
+        for driver in [SwiftSDKDriver(), MutantRun.driver(nil), MutantRun.driver(.statusIgnoresTrackAnswer)] {
+            let r = await ScenarioRunner(driver: driver).run(withTrack)
+            XCTAssertEqual(r.status, .passed, "\(driver.sdkName): \(r.checks.filter { !$0.passed })")
+        }
     }
 
     /// E: a `failure_count` the backend never sends (0.5, 1e-300) counts neither way: the shipping

@@ -20,7 +20,8 @@ final class TwentySixthTesterFindingsTests: XCTestCase {
         XCTAssertEqual(dropping, ["field-batch-later-chunks-after-a-transport-failure", "field-connection-reset-on-release-and-after-latency",
                                   "field-network-failure-never-serves-other-users-cache", "s4-fallback-on-transport-error-serves-persisted",
                                   "s4-transport-error-without-persisted-throws", "field-identical-batch-chunk-after-a-dropped-one",
-                                  "field-app-displays-again-after-a-dropped-exposure", "field-overlapping-status-calls-each-report-their-own-delivery"])
+                                  "field-app-displays-again-after-a-dropped-exposure", "field-overlapping-status-calls-each-report-their-own-delivery",
+                                  "field-failures-are-never-remembered"])
     }
 
     /// The tester's two files pass through experimently-driver (libcurl, which resends on a reused

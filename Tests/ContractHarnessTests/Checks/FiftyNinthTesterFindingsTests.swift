@@ -1,0 +1,142 @@
+import XCTest
+import Foundation
+@testable import ContractHarness
+import ExperimentlyMock
+import ExperimentlyMutants
+
+/// Findings of the fifty-ninth outside tester (`/work/attack59/REPORT.md`: other flag SDKs' field
+/// bugs written as scenarios), each proven both ways (the correct SDKs pass, a broken variant
+/// fails the named check):
+///
+/// - F1 to F3: a lookup that threw without any request (a remembered 404 or 500, a client stuck
+///   offline) was never judged: `offline_fallback` judged only lookups with a settled request.
+/// - F4, F5: a lookup that ended `cancelled` was never judged, so an SDK whose deadline cancelled
+///   (the persisted value lost) or whose cancel of one waiter ended every waiter passed.
+/// - F6: a `cancel` step's history line did not name the operation.
+/// - The fifty-seventh tester's D for batches: two identical `trackBatch` calls, one refused.
+final class FiftyNinthTesterFindingsTests: XCTestCase {
+    private static func shipped(_ name: String) throws -> Scenario {
+        try ScenarioParser.load(path: Repository.root.appendingPathComponent("scenarios/\(name).json").path)
+    }
+
+    private static func scenario(_ steps: String, checks: String = #"["offline_fallback"]"#, config: String = "") throws -> Scenario {
+        try ScenarioParser.parse(Data("""
+        {"format": "experimently-scenario/1", "name": "t", "description": "d", "checks": \(checks), \(config)
+         "steps": [\(steps)]}
+        """.utf8), file: "t.json")
+    }
+
+    /// The correct SDKs pass `scenario`; `defect` fails its check `check` with a message holding `text`.
+    private func assertCaught(_ scenario: Scenario, by defect: Defect, check: String = "offline_fallback", saying text: String,
+                              file: StaticString = #filePath, line: UInt = #line) async {
+        for driver in [SwiftSDKDriver(), MutantRun.driver(nil)] {
+            let r = await ScenarioRunner(driver: driver).run(scenario)
+            XCTAssertEqual(r.status, .passed, "\(driver.sdkName): \(r.checks.filter { !$0.passed })", file: file, line: line)
+        }
+        let broken = await ScenarioRunner(driver: MutantRun.driver(defect)).run(scenario)
+        let messages = broken.checks.filter { !$0.passed && $0.name == check }.compactMap(\.message)
+        XCTAssertTrue(messages.contains { $0.contains(text) }, "\(defect.rawValue): \(broken.checks.filter { !$0.passed })", file: file, line: line)
+    }
+
+    /// F1 to F3: a 404, a 500 and a dropped connection, each remembered and thrown again without a
+    /// request once the backend is well.
+    func testAFailureThrownWithoutARequestFails() async throws {
+        await assertCaught(try Self.shipped("field-failures-are-never-remembered"), by: .remembersFailure,
+                           saying: "threw experimentNotFound, but no request for its user and key was sent or in flight while it ran")
+        // One at a time, each kind of failure.
+        let kinds = [
+            #"{"respond": {"status": 500, "json": {"detail": "x"}}}"#: "threw serverError",
+            #"{"drop_before_response": {}}"#: "threw networkError",
+        ]
+        for (action, text) in kinds {
+            await assertCaught(try Self.scenario("""
+                {"fault": {"match": {"path": "/api/v1/feature-flags/evaluate/sdk_contract_flag"}, "when": {"first": 1}, "action": \(action)}, "id": "f"},
+                {"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "user-1"},
+                {"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "user-1"}
+                """), by: .remembersFailure, saying: text)
+        }
+    }
+
+    /// A lookup joining a request already in flight takes its failure: the request was in flight
+    /// while it ran, so its error needs no request of its own (the correct SDKs pass, and so does
+    /// the remembering variant, which sends the same requests here).
+    func testAFailureOfAJoinedRequestNeedsNoRequestOfItsOwn() async throws {
+        let scenario = try Self.scenario("""
+            {"fault": {"match": {"path": "/api/v1/tracking/assign"}, "when": {"first": 1}, "action": {"hold": {}}}, "id": "h"},
+            {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-1", "as": "first", "async": true},
+            {"wait_for": {"held": "h", "count": 1}},
+            {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-1", "as": "joined", "async": true},
+            {"release": "h", "response": {"status": 503, "json": {"detail": "x"}}},
+            {"await": "first", "expect": {"error": "serverError"}}, {"await": "joined", "expect": {"error": "serverError"}}
+            """, checks: #"["offline_fallback", "single_flight"]"#)
+        for driver in [SwiftSDKDriver(), MutantRun.driver(nil), MutantRun.driver(.remembersFailure)] {
+            let r = await ScenarioRunner(driver: driver).run(scenario)
+            XCTAssertEqual(r.status, .passed, "\(driver.sdkName): \(r.checks.filter { !$0.passed })")
+        }
+    }
+
+    /// A client whose `base_url` no request can reach throws `networkError` with no request at
+    /// the mock: not judged (an origin elsewhere sends nothing the mock sees).
+    func testAClientThatCannotReachTheMockIsNotJudgedForItsSilence() async throws {
+        let scenario = try ScenarioParser.parse(Data("""
+            {"format": "experimently-scenario/1", "name": "t", "description": "d", "checks": ["offline_fallback"],
+             "clients": {"main": {}, "away": {"config": {"base_url": "http://127.0.0.1:notaport"}}},
+             "steps": [{"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "user-1", "client": "away"},
+                       {"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "user-1"}]}
+            """.utf8), file: "t.json")
+        for driver in [SwiftSDKDriver(), MutantRun.driver(nil)] {
+            let r = await ScenarioRunner(driver: driver).run(scenario)
+            XCTAssertEqual(r.status, .passed, "\(driver.sdkName): \(r.checks.filter { !$0.passed })")
+        }
+    }
+
+    /// F4: the SDK's own deadline is a timeout (the persisted value), never `cancelled`.
+    func testADeadlineReportedAsCancelledFails() async throws {
+        await assertCaught(try Self.shipped("field-own-deadline-is-a-timeout-not-a-cancel"), by: .deadlineReportsCancelled,
+                           saying: "fallback (getAssignment of 'sdk_contract_ab' for 'user-2') ended cancelled, but nothing cancelled it")
+    }
+
+    /// F5: cancelling one waiter of a shared request leaves the others their answer.
+    func testCancellingOneWaiterEndsNoOther() async throws {
+        await assertCaught(try Self.shipped("field-cancelling-one-view-never-cancels-the-others"), by: .cancelEndsEveryWaiter,
+                           saying: "ended cancelled, but nothing cancelled it")
+    }
+
+    /// A lookup cancelled by a `cancel` step of its `times` group, or by a `close()` of its client,
+    /// may end `cancelled`: the correct SDKs pass.
+    func testACancelStepOrACloseMayEndALookupCancelled() async throws {
+        let scenario = try Self.scenario("""
+            {"fault": {"match": {"path": "/api/v1/tracking/assign"}, "action": {"hold": {}}}, "id": "h"},
+            {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-1", "as": "a", "async": true, "times": 2},
+            {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-2", "as": "b", "async": true},
+            {"wait_for": {"held": "h", "count": 2}},
+            {"cancel": "a"}, {"await": "a", "expect": {"error": "cancelled"}},
+            {"do": "close"}, {"await": "b", "expect": {"error": "cancelled"}},
+            {"wait_for": {"requests": {"path": "/api/v1/tracking/assign", "cancelled": true}, "count": 2}}, {"release": "h", "count": 2}
+            """)
+        for driver in [SwiftSDKDriver(), MutantRun.driver(nil)] {
+            let r = await ScenarioRunner(driver: driver).run(scenario)
+            XCTAssertEqual(r.status, .passed, "\(driver.sdkName): \(r.checks.filter { !$0.passed })")
+        }
+    }
+
+    /// F6: the history line of a `cancel` step names what it cancelled.
+    func testACancelLineNamesItsOperation() async throws {
+        let r = await ScenarioRunner().run(try Self.shipped("field-cancelling-one-view-never-cancels-the-others"))
+        let lines = r.events.map(\.line)
+        XCTAssertTrue(lines.contains { $0.hasSuffix("t=0.0 cancel quitter ") }, "\(lines)")
+    }
+}
+
+extension FiftyNinthTesterFindingsTests {
+    /// The tracking sibling of F1 to F3: after one failed `/track`, a keyed status call that reports
+    /// `false` without sending fails `fan_out`; a keyed call that sent and got 500 passes.
+    func testAKeyedStatusCallThatReportsFalseUnsentFails() async throws {
+        await assertCaught(try Self.scenario("""
+            {"fault": {"match": {"path": "/api/v1/tracking/track"}, "when": {"first": 1}, "action": {"respond": {"status": 500, "json": {"detail": "x"}}}}, "id": "f"},
+            {"do": "trackWithStatus", "event": {"user": "user-1", "name": "purchase", "experiment": "sdk_contract_ab"}, "expect": {"value": false}},
+            {"do": "trackWithStatus", "event": {"user": "user-1", "name": "purchase", "experiment": "sdk_contract_ab"}, "as": "second"}
+            """, checks: #"["fan_out"]"#), by: .remembersFailure, check: "fan_out",
+            saying: "trackWithStatus 'second' returned false without sending any tracking request while it ran")
+    }
+}
