@@ -814,7 +814,7 @@ enum Checks {
         }
         func content(user: JSONValue?, name: JSONValue?, experiment: JSONValue?, flag: JSONValue?) -> String? {
             guard case .string(let u)? = user, case .string(let n)? = name else { return nil }
-            return [exact(u), exact(n), present(experiment)?.stringValue.map(exact) ?? "-", present(flag)?.stringValue.map(exact) ?? "-"].joined(separator: "\u{0}")
+            return eventContentKey(user: u, name: n, experiment: experiment, flag: flag)
         }
         let completes = firstCompletions(c)
         let appCalls = appEvents.calls.values.sorted { $0.start < $1.start }
@@ -1021,6 +1021,13 @@ enum Checks {
         return problems
     }
 
+    /// A keyed event's content as a dictionary key: its exact user, name, experiment key and flag
+    /// key (`-` for one absent, null or not text), joined by NUL, equal only when every part's
+    /// Unicode scalars are (CONTRACT.md section 4: identity is exact).
+    static func eventContentKey(user: String, name: String, experiment: JSONValue?, flag: JSONValue?) -> String {
+        [exact(user), exact(name), present(experiment)?.stringValue.map(exact) ?? "-", present(flag)?.stringValue.map(exact) ?? "-"].joined(separator: "\u{0}")
+    }
+
     /// One tracked event for attribution: its exact user and exact name (`nil`: not known).
     struct TrackedEvent {
         var user: String
@@ -1172,11 +1179,10 @@ enum Checks {
         let unjudged = Set(c.scenario.app == nil ? [] : c.scenario.appClients.map(exact).filter { client in
             events.contains { exact($0.client) == client && $0.name == nil }
         })
-        func text(_ v: JSONValue?) -> String { v?.stringValue.map(exact) ?? "-" }
         var calls: [String: (count: Int, invokes: [Int], shown: String)] = [:]
         for call in events.sorted(by: { $0.start < $1.start }) where call.keyed && !unjudged.contains(exact(call.client)) {
             guard let name = call.name, let app = c.scenario.appSettings(client: call.client) else { continue }
-            let k = [exact(call.client), exact(call.user), exact(name), exact(app.experiment), "-"].joined(separator: "\u{0}")
+            let k = exact(call.client) + "\u{0}" + eventContentKey(user: call.user, name: name, experiment: .string(app.experiment), flag: nil)
             var entry = calls[k] ?? (0, [], "event '\(Attribution.show(name))' of user '\(Attribution.show(call.user))' for experiment '\(Attribution.show(app.experiment))' on client '\(Attribution.show(call.client))' (the reference app's)")
             entry.count += 1
             entry.invokes.append(call.start)
@@ -1185,7 +1191,7 @@ enum Checks {
         for e in c.history where e.kind == .invoke && ["track", "trackWithStatus"].contains(e.name ?? "") {
             guard let client = e.client, !unjudged.contains(exact(client)), let event = e.detail, event["experiment"] != nil || event["flag"] != nil,
                   case .string(let user)? = event["user"], case .string(let name)? = event["name"] else { continue }
-            let k = [exact(client), exact(user), exact(name), text(event["experiment"]), text(event["flag"])].joined(separator: "\u{0}")
+            let k = exact(client) + "\u{0}" + eventContentKey(user: user, name: name, experiment: event["experiment"], flag: event["flag"])
             var entry = calls[k] ?? (0, [], "event '\(Attribution.show(name))' of user '\(Attribution.show(user))'"
                 + (event["experiment"]?.stringValue.map { " for experiment '\(Attribution.show($0))'" } ?? "")
                 + (event["flag"]?.stringValue.map { " for flag '\(Attribution.show($0))'" } ?? "") + " on client '\(Attribution.show(client))'")
@@ -1198,7 +1204,7 @@ enum Checks {
         for (e, r) in c.requests where r.path == "/api/v1/tracking/track" {
             guard let client = r.client, !unjudged.contains(exact(client)), let body = r.body, case .string(let user)? = body["user_id"] else { continue }
             guard case .string(let name)? = body["event_name"] ?? body["event_type"] else { continue }
-            let k = [exact(client), exact(user), exact(name), text(body["experiment_key"]), text(body["feature_flag_key"])].joined(separator: "\u{0}")
+            let k = exact(client) + "\u{0}" + eventContentKey(user: user, name: name, experiment: body["experiment_key"], flag: body["feature_flag_key"])
             sent[k, default: []].append((r.seq, e.index))
             if shownSent[k] == nil {
                 clientSent[k] = client
