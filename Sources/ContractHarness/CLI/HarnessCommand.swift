@@ -16,6 +16,7 @@ public enum HarnessCommand {
     static let usage = """
     usage: contract-harness run [PATH ...] [--verdict FILE] [--junit FILE] [--html FILE] [--mermaid FILE] [--filter TEXT] [--seed N] [--fail-fast]
                                 [--jobs N] [--watch] [--sdk-command CMD] [--skip TEXT] [--skip-from FILE] [--list] [--step-timeout-ms N]
+                                [--explore] [--history] [--mutant NAME]
            contract-harness report VERDICT [--html FILE] [--mermaid FILE]
            contract-harness schema [--out FILE]
            contract-harness scenario --from-journal JOURNAL [--out FILE] [--name NAME] [--fixtures FILE] [--clients peer|one]
