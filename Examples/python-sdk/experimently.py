@@ -37,7 +37,8 @@ BATCH_LIMIT = 100
 # 409, 422), 404-deletes-both-kinds and 404-deletes-user (a 404 deletes more than its entry),
 # cache-key-attrs and flight-key-attrs (cache or flight keyed by the attributes too),
 # store-ignores-fallback-off, clear-offline-flags-only, clear-offline-clears-memory, lru-on-hit,
-# is-control-by-name,
+# is-control-by-name, assignment-without-variant-name (a sixtieth outside tester: an assignment
+# returned without its variant passed `stickiness`),
 # query-slash-literal, both-keys-drop-flag, empty-type-as-name, track-only-200, lookup-only-200,
 # no-persist-ineligible, trailing-slash (a base URL's trailing "/" kept: "//api/v1/..."),
 # hash-nfc and hash-latin1 (the golden hash over NFC-normalized or Latin-1 text),
@@ -766,11 +767,14 @@ def _assignment_value(o, experiment_key, user_id):
         is_control = name == "control"
     if DEFECT == "nfc-variant-names":
         name = unicodedata.normalize("NFC", name)
-    return {"experiment_key": ek or experiment_key, "user_id": uid if isinstance(uid, str) and uid else user_id,
-            "variant_id": vid if isinstance(vid, str) else None, "variant_name": name,
-            "is_control": is_control if isinstance(is_control, bool) else False,
-            "configuration": config if isinstance(config, dict) else None,
-            "assigned": assigned if isinstance(assigned, bool) else True}
+    assignment = {"experiment_key": ek or experiment_key, "user_id": uid if isinstance(uid, str) and uid else user_id,
+                  "variant_id": vid if isinstance(vid, str) else None, "variant_name": name,
+                  "is_control": is_control if isinstance(is_control, bool) else False,
+                  "configuration": config if isinstance(config, dict) else None,
+                  "assigned": assigned if isinstance(assigned, bool) else True}
+    if DEFECT == "assignment-without-variant-name":
+        del assignment["variant_name"]
+    return assignment
 
 
 def _decode_object(body):

@@ -58,6 +58,12 @@ final class LoopbackListeners: Sendable {
         servers[client]?.baseURL?.absoluteString
     }
 
+    /// The clients whose listener refused a request at the HTTP level (a malformed or oversized
+    /// head or body: 400, 413, 431), which never reached the backend or its history.
+    var refusedAtTransport: [String] {
+        servers.filter { $0.value.statistics.protocolErrors > 0 }.map(\.key)
+    }
+
     /// Calls `poke` whenever a request the listeners received is recorded.
     func onRecorded(_ poke: @escaping @Sendable () -> Void) {
         recorded.withLock { $0.then = poke }

@@ -12,6 +12,27 @@ struct CheckContext: Sendable {
     /// The history index from which the runner itself cancelled what was still running (the
     /// end of a scenario whose operations never finished); `Int.max`: it cancelled nothing.
     var runnerCancelledFrom = Int.max
+    /// Clients (by exact name) whose loopback listener refused a request at the HTTP level (400,
+    /// 413, 431: `MockHTTPServer.Statistics.protocolErrors`), out of process: such a request is
+    /// in no history.
+    var refusedAtTransport: Set<ExactKey> = []
+
+    /// Whether a request of `client` for `user` and `key` may have failed before the mock
+    /// recorded it, so that its absence from the history proves nothing: its listener refused a
+    /// request at the HTTP level (`refusedAtTransport`), or an HTTP stack may refuse to send it
+    /// (RFC 9110 section 5.5: a field value holds no control characters, and stacks differ on
+    /// bytes above 0x7E; RFC 9112 section 3: a request line over 8,000 octets may be refused):
+    /// an API key with a scalar outside printable ASCII or over 8,000 bytes, or a user id and key
+    /// whose percent-encoded request line may pass 8,000 octets. Before, an out-of-process SDK
+    /// whose request the listener refused (an API key with NUL: 400) or whose HTTP stack would
+    /// not send it (libcurl and a 1 MB key) failed the rules that need a request (a sixty-first
+    /// outside tester).
+    func mayFailBeforeTheMock(client: String, user: String? = nil, key: String? = nil) -> Bool {
+        if refusedAtTransport.contains(ExactKey(client)) { return true }
+        let settings = scenario.clients.first { $0.name.isExactly(client) }?.settings ?? ClientSettings()
+        if settings.apiKey.utf8.count > 8000 || settings.apiKey.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value > 0x7E }) { return true }
+        return 3 * ((user?.utf8.count ?? 0) + (key?.utf8.count ?? 0)) > 7900
+    }
 
     var requests: [(event: HistoryEvent, record: RequestRecord)] {
         history.compactMap { e in e.kind == .request ? e.request.map { (e, $0) } : nil }
@@ -179,6 +200,16 @@ enum Checks {
         }
         /// `runsOfAnswer`: the runs a backend answer may belong to; `nil` for the SDK's outcomes.
         func observe(user: String, experiment: String, value: JSONValue, index: Int, runsOfAnswer: ClosedRange<Int>? = nil) {
+            // The SDK's assignment names its variant: an outcome `value` that is no assignment (null,
+            // `{}`, one without a text `variant_name`) is no stable variant (CONTRACT.md section 3:
+            // `getAssignment` returns an `Assignment`, `variantName` a string; a readable answer
+            // always has one, `seededReadability`). Before, an adapter that answered every lookup
+            // with `null` passed `stickiness` (a sixtieth outside tester).
+            if runsOfAnswer == nil, value["variant_name"]?.stringValue == nil {
+                problems.append(("user '\(user.unambiguous)' got an assignment in experiment '\(experiment.unambiguous)' that names no variant: \(value) "
+                                 + "(CONTRACT.md section 3: getAssignment returns an Assignment with its variantName)", c.slice(around: [index], radius: 2)))
+                return
+            }
             guard value["assigned"] != .bool(false), case .string(let variant)? = value["variant_name"] else { return }
             guard !scripted.contains("\(exact(user))\u{0}\(exact(experiment))") else { return }
             let run = runs[exact(experiment)] ?? 0
@@ -1011,7 +1042,8 @@ enum Checks {
                   let done = completes[ExactKey(label)], done.outcome?["value"] == .bool(false) else { continue }
             let events = e.name == "trackBatch" ? detail.arrayValue ?? [] : [detail]
             guard events.contains(where: { present($0["experiment"]) != nil || present($0["flag"]) != nil }), finite(detail),
-                  reaching.contains(ExactKey(client)), (closedAt[ExactKey(client)] ?? Int.max) > e.index, !givenUp(e, done.index) else { continue }
+                  reaching.contains(ExactKey(client)), !c.mayFailBeforeTheMock(client: client),
+                  (closedAt[ExactKey(client)] ?? Int.max) > e.index, !givenUp(e, done.index) else { continue }
             let sent = tracking.contains { r in r.record.client.isExactly(client) && e.index < r.event.index && r.event.index < done.index }
             if sent { continue }
             problems.append(("\(e.name!) '\(Attribution.show(label))' returned false without sending any tracking request while it ran: "
@@ -2257,7 +2289,7 @@ enum Checks {
                 // request; `invalidConfig` needs none. Before, an SDK that cached a 404 or a 500,
                 // or stayed offline after one dropped connection, passed every named check (a
                 // fifty-ninth outside tester, F1 to F3).
-                guard let error, error != "invalidConfig", reaching.contains(ExactKey(client)),
+                guard let error, error != "invalidConfig", reaching.contains(ExactKey(client)), !c.mayFailBeforeTheMock(client: client, user: user, key: key),
                       !requestInFlight(client: client, kind: kind, user: user, key: key, from: from, to: to) else { return }
                 problems.append(("\(label) (\(kind == "flag" ? "evaluateFlag" : "getAssignment") of '\(Attribution.show(key))' for '\(Attribution.show(user))') "
                                  + "threw \(error), but no request for its user and key was sent or in flight while it ran "

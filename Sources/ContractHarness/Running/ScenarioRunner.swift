@@ -578,6 +578,7 @@ final class ScenarioExecution: @unchecked Sendable {
             let history = recorder.snapshot
             var context = CheckContext(scenario: scenario, history: history, clients: clients, port: port, driver: driver, app: app)
             context.runnerCancelledFrom = runnerCancelledFrom
+            context.refusedAtTransport = Set((listeners?.refusedAtTransport ?? []).map { ExactKey($0) })
             // Judged before the named checks add theirs: did any step expectation run?
             let stepsJudged = lock.withLock { !checks.isEmpty }
             for name in scenario.checks {

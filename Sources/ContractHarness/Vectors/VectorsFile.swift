@@ -59,7 +59,11 @@ public enum VectorsFile {
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir) else {
             throw Malformed(description: "\(path): no such folder (give --vectors the golden-vectors folder of this package)")
         }
-        if !isDir.boolValue { return (try cases(in: read(path), file: path, name: (path as NSString).lastPathComponent), [path]) }
+        if !isDir.boolValue {
+            let all = try cases(in: read(path), file: path, name: (path as NSString).lastPathComponent)
+            if all.isEmpty { throw Malformed(description: "\(path): holds no vectors at all: a run would check nothing (CONTRACT.md section 6: the upstream file has 9 hash vectors and 2 rollout vectors)") }
+            return (all, [path])
+        }
         var all: [VectorCase] = []
         var files: [String] = []
         for (i, name) in fileNames.enumerated() {
@@ -71,7 +75,37 @@ public enum VectorsFile {
             all += try cases(in: read(file), file: file, name: name)
             files.append(file)
         }
+        if all.isEmpty { throw Malformed(description: "\(path): holds no vectors at all: a run would check nothing (CONTRACT.md section 6: the upstream file has 9 hash vectors and 2 rollout vectors)") }
         return (all, files)
+    }
+
+    /// Refuses a case whose own values disagree (CONTRACT.md section 6): `expected_hash` against
+    /// the `md5_hex` it comes from (its first 4 bytes little-endian over 2^32, within
+    /// ``tolerance``), `md5_mod100` against that digest (128-bit big-endian, mod 100), `bucket`
+    /// against `floor(expected_hash * 100)`, and each rollout decision against `expected_hash <
+    /// percent / 100`; a value within the tolerance of a boundary is not held against the file.
+    /// Before, a file whose `expected_hash` contradicted its own `md5_hex` blamed a correct SDK
+    /// (a sixtieth outside tester).
+    static func checkConsistent(_ c: VectorCase, file: String, at: String) throws {
+        func refuse(_ what: String) -> Malformed { Malformed(description: "\(file): at \(at): \(what) (CONTRACT.md section 6): the file contradicts itself") }
+        if let hex = c.md5Hex {
+            let bytes = stride(from: 0, to: 8, by: 2).map { UInt32(hex.dropFirst($0).prefix(2), radix: 16)! }
+            let fromDigest = Double(bytes[0] | bytes[1] << 8 | bytes[2] << 16 | bytes[3] << 24) / 4_294_967_296
+            if abs(fromDigest - c.expectedHash) > tolerance {
+                throw refuse("expected_hash \(c.expectedHash) disagrees with its md5_hex \(hex), whose first 4 bytes give \(fromDigest)")
+            }
+            if let mod = c.md5Mod100 {
+                let fromHex = hex.reduce(0) { ($0 * 16 + Int(String($1), radix: 16)!) % 100 }
+                if fromHex != mod { throw refuse("md5_mod100 \(mod) disagrees with its md5_hex \(hex), which gives \(fromHex)") }
+            }
+        }
+        let scaled = c.expectedHash * 100
+        if let bucket = c.bucket, abs(scaled - scaled.rounded()) > tolerance * 100, bucket != Int(scaled.rounded(.down)) {
+            throw refuse("bucket \(bucket) disagrees with expected_hash \(c.expectedHash), which gives bucket \(Int(scaled.rounded(.down)))")
+        }
+        for r in c.rollouts where abs(c.expectedHash - Double(r.percent) / 100) > tolerance && r.included != (c.expectedHash < Double(r.percent) / 100) {
+            throw refuse("rollout_\(r.percent)_percent \(r.included) disagrees with expected_hash \(c.expectedHash) (included when the hash is below \(r.percent)/100)")
+        }
     }
 
     static func read(_ file: String) throws -> JSONValue {
@@ -107,6 +141,7 @@ public enum VectorsFile {
                                       md5Hex: try reader.md5(o, at), rollouts: [], bucket: nil,
                                       md5Mod100: try reader.int(o, "md5_mod100", at, 0...99)))
             }
+            for c in out { try checkConsistent(c, file: file, at: "$." + c.location) }
             return out
         }
         guard object["hash_vectors"] != nil else {
@@ -138,6 +173,7 @@ public enum VectorsFile {
                                   key: try reader.string(o, "flag_key", at), expectedHash: try reader.hash(o, "expected_hash", at),
                                   md5Hex: nil, rollouts: rollouts.sorted { $0.percent < $1.percent }, bucket: nil, md5Mod100: nil))
         }
+        for c in out { try checkConsistent(c, file: file, at: "$." + c.location) }
         return out
     }
 

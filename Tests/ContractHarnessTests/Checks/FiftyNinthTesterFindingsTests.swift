@@ -140,3 +140,57 @@ extension FiftyNinthTesterFindingsTests {
             saying: "trackWithStatus 'second' returned false without sending any tracking request while it ran")
     }
 }
+
+/// Findings of the sixtieth outside tester (`/work/attack60/REPORT.md`: the harness as another
+/// language's SDK maintainer uses it) and the sixty-first (`/work/attack61/REPORT.md`: the new
+/// rules above against correct SDKs out of process).
+final class SixtiethTesterFindingsTests: XCTestCase {
+    /// An assignment without its variant is no stable variant: `stickiness` fails it (the Python
+    /// example with `assignment-without-variant-name`), and passes the correct example.
+    func testAnAssignmentThatNamesNoVariantFailsStickiness() throws {
+        let dir = try scratchDirectory("sixtieth-stickiness")
+        let file = Repository.root.appendingPathComponent("scenarios/field-stickiness-variant-names-compared-exactly.json").path
+        try TesterFixtures.assertFails(file, on: ["--sdk-command", "EXPERIMENTLY_EXAMPLE_DEFECT=assignment-without-variant-name \(TesterFixtures.python)"],
+                                       saying: ["stickiness", "that names no variant"], in: dir)
+        let (status, out) = try HarnessProcess.run(["run", file, "--sdk-command", TesterFixtures.python, "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status, 0, out)
+    }
+
+    /// A vectors file with no vectors checks nothing and is refused (exit 64), and one whose
+    /// `expected_hash` contradicts its own `md5_hex` is refused naming the vector.
+    func testAVectorsFileThatChecksNothingOrContradictsItselfIsRefused() throws {
+        let dir = try scratchDirectory("sixtieth-vectors")
+        let empty = dir.appendingPathComponent("empty.json")
+        try Data(#"{"hash_vectors": [], "rollout_vectors": []}"#.utf8).write(to: empty)
+        var (status, out) = try HarnessProcess.run(["vectors", "--vectors", empty.path, "--verdict", "v.json"], in: dir, readingStandardError: true)
+        XCTAssertEqual(status, 64, out)
+        XCTAssertTrue(out.contains("holds no vectors at all"), out)
+        let wrong = dir.appendingPathComponent("wrong.json")
+        try Data(#"{"hash_vectors": [{"user_id": "user-123", "flag_key": "my-flag", "md5_hex": "43bc57b1e81dec71c5242122ac05170f", "expected_hash": 0.5}]}"#.utf8).write(to: wrong)
+        (status, out) = try HarnessProcess.run(["vectors", "--vectors", wrong.path, "--verdict", "v.json"], in: dir, readingStandardError: true)
+        XCTAssertEqual(status, 64, out)
+        XCTAssertTrue(out.contains("at $.hash_vectors[0]: expected_hash 0.5 disagrees with its md5_hex"), out)
+        let rollout = dir.appendingPathComponent("rollout.json")
+        try Data(#"{"hash_vectors": [], "rollout_vectors": [{"user_id": "user-123", "flag_key": "my-flag", "expected_hash": 0.6927449859213084, "rollout_50_percent": true}]}"#.utf8).write(to: rollout)
+        (status, out) = try HarnessProcess.run(["vectors", "--vectors", rollout.path, "--verdict", "v.json"], in: dir, readingStandardError: true)
+        XCTAssertEqual(status, 64, out)
+        XCTAssertTrue(out.contains("rollout_50_percent true disagrees with expected_hash"), out)
+    }
+
+    /// Sixty-first: a request the SDK's HTTP stack may refuse to send, or the listener refused at
+    /// the HTTP level, is in no history: the rules that need a request are not held against it.
+    func testARequestThatMayFailBeforeTheMockIsNotRequired() throws {
+        let scenario = try ScenarioParser.parse(Data(#"""
+            {"format": "experimently-scenario/1", "name": "t", "description": "d", "checks": ["offline_fallback"],
+             "config": {"api_key": "sdk\u0000key"}, "steps": [{"advance": 1}]}
+            """#.utf8), file: "t.json")
+        let port = try MockBackendPort(fixtures: nil, clock: VirtualClock(), file: "x", clients: ["main"])
+        XCTAssertTrue(CheckContext(scenario: scenario, history: [], clients: [:], port: port, driver: SwiftSDKDriver(), app: nil).mayFailBeforeTheMock(client: "main"))
+        let plain = try ScenarioParser.parse(Data(#"{"format": "experimently-scenario/1", "name": "t", "description": "d", "checks": ["offline_fallback"], "steps": [{"advance": 1}]}"#.utf8), file: "t.json")
+        var c = CheckContext(scenario: plain, history: [], clients: [:], port: port, driver: SwiftSDKDriver(), app: nil)
+        XCTAssertFalse(c.mayFailBeforeTheMock(client: "main", user: "user-1", key: "sdk_contract_flag"))
+        XCTAssertTrue(c.mayFailBeforeTheMock(client: "main", user: String(repeating: "é", count: 1400), key: "k"))
+        c.refusedAtTransport = [ExactKey("main")]
+        XCTAssertTrue(c.mayFailBeforeTheMock(client: "main"))
+    }
+}
