@@ -136,6 +136,10 @@ final class DriverProtocolTests: XCTestCase {
         XCTAssertFalse(message.contains("broken rule"), message)
         XCTAssertEqual(DriverMessageDecoder.topLevelID(in: Data(#"{"a": {"id": 3}, "b": "\"id\": 4", "id": 7}"#.utf8)), 7)
         XCTAssertNil(DriverMessageDecoder.topLevelID(in: Data(#"{"a": {"id": 3}}"#.utf8)))
+        // A string of digits names its request too (a sixtieth outside tester); other strings do not.
+        XCTAssertEqual(DriverMessageDecoder.topLevelID(in: Data(#"{"id": "1441", "result": {}}"#.utf8)), 1441)
+        XCTAssertNil(DriverMessageDecoder.topLevelID(in: Data(#"{"id": "14x", "result": {}}"#.utf8)))
+        XCTAssertNil(DriverMessageDecoder.topLevelID(in: Data(#"{"id": "", "result": {}}"#.utf8)))
     }
 
     /// A sixth outside tester: an adapter that closed its standard output and kept running was
