@@ -724,6 +724,9 @@ public final class MockBackend: MockRequestHandler, Sendable {
     /// timeout fault over TCP are among them with action `timeout`.
     public var heldRequests: [HeldRequest] { box.withLock { $0.holds.map(\.info) } }
 
+    /// Whether ``shutdown()`` has begun: parked requests were failed and new ones get 503.
+    public var isShutDown: Bool { box.withLock { $0.isShutDown } }
+
     /// Releases a held request: the backend answers it now (natural response) unless `override`
     /// is given. Holds may be released in any order. Returns false when `hold` is not parked
     /// (never was, already released, or shut down) or is a silent timeout (action `timeout`:
