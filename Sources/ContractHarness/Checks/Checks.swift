@@ -1012,10 +1012,20 @@ enum Checks {
         return problems
     }
 
-    /// A `trackWithStatus` or `trackBatch` with a keyed event that returned `false` sent a tracking
-    /// request while it ran: a keyed event goes out as one `/track` (or, in a batch, as a `/batch`
-    /// entry), whatever happened to earlier ones (CONTRACT.md section 4: keyed event -> one /track;
-    /// failures are never cached). Not judged: a call given up while it ran (a `cancel` step, a
+    /// Whether every number in `v` is finite (a JSON encoder writes it).
+    static func allFinite(_ v: JSONValue) -> Bool {
+        switch v {
+        case .number(let x): return x.isFinite
+        case .array(let a): return a.allSatisfy(allFinite)
+        case .object(let o): return o.values.allSatisfy(allFinite)
+        default: return true
+        }
+    }
+
+    /// A `trackBatch` with a keyed event that returned `false` sent a tracking request while it
+    /// ran: a keyed event goes out as a `/batch` entry whatever happened to earlier ones (CONTRACT.md
+    /// section 4; failures are never cached). A keyed `trackWithStatus` that returned `false` is
+    /// held to a `/track` of its own by `keyedTracksSent`. Not judged: a call given up while it ran (a `cancel` step, a
     /// `close()`), one begun after its client's `close()`, a client whose `base_url` is not the mock,
     /// an event holding a number no JSON encoder writes (an SDK may refuse to encode it). Before,
     /// an SDK that stopped sending after a failure (a circuit breaker left open) and reported
@@ -1024,24 +1034,16 @@ enum Checks {
         let completes = firstCompletions(c)
         let givenUp = givenUpWhileRunning(c)
         let reaching = Set(c.scenario.clients.filter(\.settings.reachesMock).map { ExactKey($0.name) })
-        func finite(_ v: JSONValue) -> Bool {
-            switch v {
-            case .number(let x): return x.isFinite
-            case .array(let a): return a.allSatisfy(finite)
-            case .object(let o): return o.values.allSatisfy(finite)
-            default: return true
-            }
-        }
         let tracking = c.requests.filter { ["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains($0.record.path) }
         var closedAt: [ExactKey: Int] = [:]
         var problems: [(String, [String])] = []
         for e in c.history where e.kind == .invoke {
             guard let client = e.client else { continue }
             if e.name == "close" { closedAt[ExactKey(client)] = closedAt[ExactKey(client)] ?? e.index; continue }
-            guard ["trackWithStatus", "trackBatch"].contains(e.name ?? ""), let label = e.label, let detail = e.detail,
+            guard e.name == "trackBatch", let label = e.label, let detail = e.detail,
                   let done = completes[ExactKey(label)], done.outcome?["value"] == .bool(false) else { continue }
-            let events = e.name == "trackBatch" ? detail.arrayValue ?? [] : [detail]
-            guard events.contains(where: { present($0["experiment"]) != nil || present($0["flag"]) != nil }), finite(detail),
+            let events = detail.arrayValue ?? []
+            guard events.contains(where: { present($0["experiment"]) != nil || present($0["flag"]) != nil }), allFinite(detail),
                   reaching.contains(ExactKey(client)), !c.mayFailBeforeTheMock(client: client),
                   (closedAt[ExactKey(client)] ?? Int.max) > e.index, !givenUp(e, done.index) else { continue }
             let sent = tracking.contains { r in r.record.client.isExactly(client) && e.index < r.event.index && r.event.index < done.index }
@@ -1116,13 +1118,17 @@ enum Checks {
     static func givenUpWhileRunning(_ c: CheckContext) -> (_ invoke: HistoryEvent, _ to: Int) -> Bool {
         let cancels = c.history.filter { $0.kind == .marker && $0.name == "cancel" && $0.label != nil }
         let closes = c.history.filter { $0.kind == .invoke && $0.name == "close" && $0.client != nil }
+        let labels = Set(c.history.compactMap { $0.kind == .invoke ? $0.label.map { ExactKey($0) } : nil })
         return { invoke, to in
             guard let label = invoke.label else { return false }
-            // `times` copies are labelled `base#n`; a cancel names the base.
+            // `times` copies are labelled `base#n`; a cancel names the base. A group's base is
+            // no operation's own label, so `view#2` beside an operation `view` is no copy of it
+            // (a sixty-second outside tester, F1: cancelling `view` excused `view#2`).
             var base = label
             if let hash = label.unicodeScalars.lastIndex(of: "#") {
                 let digits = label.unicodeScalars[label.unicodeScalars.index(after: hash)...]
-                if !digits.isEmpty, digits.allSatisfy({ ("0"..."9").contains($0) }) { base = String(label.unicodeScalars[..<hash]) }
+                let stripped = String(label.unicodeScalars[..<hash])
+                if !digits.isEmpty, digits.allSatisfy({ ("0"..."9").contains($0) }), !labels.contains(ExactKey(stripped)) { base = stripped }
             }
             let cancelled = cancels.contains { m in
                 m.index > invoke.index && m.index < to && (m.label!.isExactly(label) || m.label!.isExactly(base))
@@ -1282,6 +1288,7 @@ enum Checks {
     /// or not at all passed every named check (a nineteenth outside tester).
     static func keyedTracksSent(_ c: CheckContext, appEvents: AppEventFanOut) -> [(String, [String])] {
         let completes = firstCompletions(c)
+        let givenUp = givenUpWhileRunning(c)
         // A client on the mock's own origin reaches it; one given a `base_url` only if some
         // request of it arrived (an origin no request can reach sends nothing, correctly).
         var reaching = Set(c.requests.compactMap { $0.record.client.map { ExactKey($0) } })
@@ -1297,7 +1304,14 @@ enum Checks {
                   event["experiment"] != nil || event["flag"] != nil, !closed.contains(ExactKey(client)),
                   reaching.contains(ExactKey(client)), let done = completes[ExactKey(label)],
                   case .object(let outcome)? = done.outcome, outcome["error"] == nil else { continue }
-            if e.name == "trackWithStatus" && outcome["value"] != .bool(true) { continue }
+            // One that reported `false` sent its `/track` too (a keyed event goes out whatever its
+            // answer: CONTRACT.md section 4), one each, unless it may never have reached the mock:
+            // given up, a request that may fail before the mock records it, a number no encoder
+            // writes (a sixty-second outside tester, F2: identical calls merged into fewer
+            // requests, all reporting `false`, passed).
+            if e.name == "trackWithStatus" && outcome["value"] != .bool(true) {
+                guard outcome["value"] == .bool(false), !givenUp(e, done.index), !c.mayFailBeforeTheMock(client: client), Self.allFinite(event) else { continue }
+            }
             calls.append((e, done.index, event, client, nil))
         }
         // The reference app's keyed events (layout_source `assignment`: a `trackWithStatus` with the

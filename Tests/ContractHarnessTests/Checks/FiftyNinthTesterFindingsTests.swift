@@ -15,6 +15,18 @@ import ExperimentlyMutants
 /// - F6: a `cancel` step's history line did not name the operation.
 /// - The fifty-seventh tester's D for batches: two identical `trackBatch` calls, one refused.
 final class FiftyNinthTesterFindingsTests: XCTestCase {
+    /// The sixty-second tester, F1: `view#2` beside an operation `view` is no copy of a `times`
+    /// group, so cancelling `view` does not excuse it ending `cancelled`.
+    func testALabelEndingInHashDigitsIsNoCopyBesideItsBase() async throws {
+        await assertCaught(try Self.scenario("""
+            {"fault": {"match": {"path": "/api/v1/tracking/assign"}, "when": {"first": 1}, "action": {"hold": {}}}, "id": "gate"},
+            {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-2", "as": "view#2", "async": true},
+            {"wait_for": {"held": "gate", "count": 1}},
+            {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-2", "as": "view", "async": true},
+            {"cancel": "view"}, {"release": "gate"}, {"await": "view#2"}
+            """), by: .cancelEndsEveryWaiter, saying: "view#2 (getAssignment of 'sdk_contract_ab' for 'user-2') ended cancelled, but nothing cancelled it")
+    }
+
     private static func shipped(_ name: String) throws -> Scenario {
         try ScenarioParser.load(path: Repository.root.appendingPathComponent("scenarios/\(name).json").path)
     }
@@ -137,7 +149,34 @@ extension FiftyNinthTesterFindingsTests {
             {"do": "trackWithStatus", "event": {"user": "user-1", "name": "purchase", "experiment": "sdk_contract_ab"}, "expect": {"value": false}},
             {"do": "trackWithStatus", "event": {"user": "user-1", "name": "purchase", "experiment": "sdk_contract_ab"}, "as": "second"}
             """, checks: #"["fan_out"]"#), by: .remembersFailure, check: "fan_out",
-            saying: "trackWithStatus 'second' returned false without sending any tracking request while it ran")
+            saying: "second")
+    }
+
+    /// Sixty-second tester, F2: identical keyed status calls merged into fewer requests, all
+    /// reporting `false`: each needs a `/track` of its own. Shown on one history both ways: as the
+    /// shipping SDK ran three calls against 503s (passes), and with two of its three `/track`
+    /// requests taken away (as an SDK that merged them sends).
+    func testIdenticalKeyedStatusCallsThatReportFalseNeedATrackEach() async throws {
+        let scenario = try FiftyNinthTesterFindingsTests.scenario("""
+            {"fault": {"match": {"path": "/api/v1/tracking/track"}, "action": {"respond": {"status": 503, "json": {"detail": "x"}}}}, "id": "f"},
+            {"do": "trackWithStatus", "event": {"user": "user-1", "name": "purchase", "experiment": "sdk_contract_ab"}, "as": "buy", "times": 3, "expect": {"value": false}}
+            """, checks: #"["fan_out"]"#)
+        let run = await ScenarioRunner().run(scenario)
+        XCTAssertEqual(run.status, .passed, "\(run.checks.filter { !$0.passed })")
+        let port = try MockBackendPort(fixtures: nil, clock: VirtualClock(), file: "x", clients: ["main"])
+        func problems(_ h: [HistoryEvent]) -> [String] {
+            let context = CheckContext(scenario: scenario, history: h, clients: [:], port: port, driver: SwiftSDKDriver(), app: nil)
+            return Checks.keyedTracksSent(context, appEvents: AppEventFanOut(context)).map(\.0)
+        }
+        XCTAssertEqual(problems(run.events), [])
+        var merged = run.events
+        let seqs = merged.filter { $0.kind == .request && $0.request?.path == "/api/v1/tracking/track" }.compactMap(\.request?.seq)
+        XCTAssertEqual(seqs.count, 3)
+        for i in merged.indices where merged[i].request.map({ seqs.dropFirst().contains($0.seq) }) ?? false {
+            merged[i].request?.client = "elsewhere"
+            merged[i].client = "elsewhere"
+        }
+        XCTAssertFalse(problems(merged).isEmpty, "two of three calls had no /track of their own")
     }
 }
 
