@@ -110,7 +110,7 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
         case .statusIgnoresTrackAnswer:
             return "reports true from a keyed trackWithStatus once its /track was sent, whatever the answer (a 5xx, a dropped connection)"
         case .remembersFailure:
-            return "remembers a lookup that failed (a 404, a 5xx, a dropped connection) and throws it again without a request until clearCache(); after a failed /track, keyed status calls report false unsent"
+            return "remembers a lookup that failed (a 404, a 5xx, a dropped connection) and throws it again without a request until clearCache(); after a failed /track or /batch, keyed status calls and batches report false unsent"
         case .deadlineReportsCancelled:
             return "ends a lookup whose own deadline passed as cancelled, as an SDK that cancels its URLSession task does: the persisted value is never served"
         case .cancelEndsEveryWaiter:

@@ -76,7 +76,7 @@ public final class MutantClient: @unchecked Sendable {
         var forgottenExperiments: [String] = []
         /// `remembers-failure`: the last failure of each (kind, user, key), thrown again without a request.
         var failures: [String: Error] = [:]
-        /// `remembers-failure`: a `/track` failed since the last clear.
+        /// `remembers-failure`: a `/track` or `/batch` failed since the last clear.
         var trackingFailed = false
     }
 
@@ -681,6 +681,8 @@ public final class MutantClient: @unchecked Sendable {
     }
 
     private func sendBatches(_ events: [TrackEvent]) async -> Bool {
+        // `remembers-failure`: after a failed /track or /batch, batches report false unsent.
+        if has(.remembersFailure), !events.isEmpty, locked({ $0.trackingFailed }) { return false }
         var ok = true
         var start = 0
         while start < events.count {
@@ -702,6 +704,7 @@ public final class MutantClient: @unchecked Sendable {
             }
             if has(.wrongBatchChunks) { break }
         }
+        if !ok, has(.remembersFailure) { locked { $0.trackingFailed = true } }
         return ok
     }
 }

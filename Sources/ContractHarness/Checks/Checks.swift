@@ -1023,13 +1023,15 @@ enum Checks {
     }
 
     /// A `trackBatch` with a keyed event that returned `false` sent a tracking request while it
-    /// ran: a keyed event goes out as a `/batch` entry whatever happened to earlier ones (CONTRACT.md
-    /// section 4; failures are never cached). A keyed `trackWithStatus` that returned `false` is
-    /// held to a `/track` of its own by `keyedTracksSent`. Not judged: a call given up while it ran (a `cancel` step, a
-    /// `close()`), one begun after its client's `close()`, a client whose `base_url` is not the mock,
-    /// an event holding a number no JSON encoder writes (an SDK may refuse to encode it). Before,
-    /// an SDK that stopped sending after a failure (a circuit breaker left open) and reported
-    /// `false` passed every named check (a sibling of the fifty-ninth outside tester's F1 to F3).
+    /// ran: a keyed event goes out as a `/batch` entry whatever happened to earlier ones
+    /// (CONTRACT.md section 4; failures are never cached). A keyed `trackWithStatus` that
+    /// returned `false` is held to a `/track` of its own by `keyedTracksSent`. Not judged: a call
+    /// given up while it ran (a `cancel` step, a `close()`), one begun after its client's
+    /// `close()`, a client whose `base_url` is not the mock, a request that may fail before the
+    /// mock records it (`CheckContext.mayFailBeforeTheMock`), an event holding a number no JSON
+    /// encoder writes. Before, an SDK that stopped sending after a failure (a circuit breaker
+    /// left open) and reported `false` passed every named check (a sibling of the fifty-ninth
+    /// outside tester's F1 to F3).
     static func falseWithoutSending(_ c: CheckContext) -> [(String, [String])] {
         let completes = firstCompletions(c)
         let givenUp = givenUpWhileRunning(c)
@@ -1048,9 +1050,9 @@ enum Checks {
                   (closedAt[ExactKey(client)] ?? Int.max) > e.index, !givenUp(e, done.index) else { continue }
             let sent = tracking.contains { r in r.record.client.isExactly(client) && e.index < r.event.index && r.event.index < done.index }
             if sent { continue }
-            problems.append(("\(e.name!) '\(Attribution.show(label))' returned false without sending any tracking request while it ran: "
-                             + "a keyed event goes out as one /track (a /batch entry in a batch), whatever happened to earlier ones "
-                             + "(CONTRACT.md section 4: keyed event -> one /track; failures are never cached)", c.excerpt([e.index, done.index])))
+            problems.append(("trackBatch '\(Attribution.show(label))' returned false without sending any tracking request while it ran: "
+                             + "its keyed events go out as /batch entries, whatever happened to earlier ones "
+                             + "(CONTRACT.md section 4: trackBatch keeps keyed events; failures are never cached)", c.excerpt([e.index, done.index])))
         }
         return problems
     }

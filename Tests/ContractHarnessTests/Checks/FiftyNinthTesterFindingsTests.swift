@@ -150,6 +150,13 @@ extension FiftyNinthTesterFindingsTests {
             {"do": "trackWithStatus", "event": {"user": "user-1", "name": "purchase", "experiment": "sdk_contract_ab"}, "as": "second"}
             """, checks: #"["fan_out"]"#), by: .remembersFailure, check: "fan_out",
             saying: "second")
+        // And a keyed batch after a failed one.
+        await assertCaught(try Self.scenario("""
+            {"fault": {"match": {"path": "/api/v1/tracking/batch"}, "when": {"first": 1}, "action": {"respond": {"status": 500, "json": {"detail": "x"}}}}, "id": "f"},
+            {"do": "trackBatch", "events": [{"user": "user-1", "name": "purchase", "experiment": "sdk_contract_ab"}], "expect": {"value": false}},
+            {"do": "trackBatch", "events": [{"user": "user-1", "name": "purchase", "experiment": "sdk_contract_ab"}], "as": "again"}
+            """, checks: #"["fan_out"]"#), by: .remembersFailure, check: "fan_out",
+            saying: "trackBatch 'again' returned false without sending any tracking request while it ran")
     }
 
     /// Sixty-second tester, F2: identical keyed status calls merged into fewer requests, all
