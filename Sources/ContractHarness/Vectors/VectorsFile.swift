@@ -1,5 +1,6 @@
 import Foundation
 import ExperimentlyMock
+import Experimently
 
 /// One golden-vector check target: an input pair with everything a file says about it.
 ///
@@ -79,8 +80,9 @@ public enum VectorsFile {
         return (all, files)
     }
 
-    /// Refuses a case whose own values disagree (CONTRACT.md section 6): `expected_hash` against
-    /// the `md5_hex` it comes from (its first 4 bytes little-endian over 2^32, within
+    /// Refuses a case whose own values disagree (CONTRACT.md section 6): `md5_hex` against the MD5
+    /// of its own `"{user_id}:{key}"` and, without one, `expected_hash` against its hash;
+    /// `expected_hash` against the `md5_hex` it comes from (its first 4 bytes little-endian over 2^32, within
     /// ``tolerance``), `md5_mod100` against that digest (128-bit big-endian, mod 100), `bucket`
     /// against `floor(expected_hash * 100)`, and each rollout decision against `expected_hash <
     /// percent / 100`; a value within the tolerance of a boundary is not held against the file.
@@ -88,6 +90,17 @@ public enum VectorsFile {
     /// (a sixtieth outside tester).
     static func checkConsistent(_ c: VectorCase, file: String, at: String) throws {
         func refuse(_ what: String) -> Malformed { Malformed(description: "\(file): at \(at): \(what) (CONTRACT.md section 6): the file contradicts itself") }
+        // Its values against its own input, by this package's MD5 (checked against the upstream
+        // file's known values): a vector whose digest or hash is not of its user id and key would
+        // blame a correct SDK (a sixty-third outside tester).
+        let digest = FeatureFlagEvaluator.md5Hex(c.userID, flagKey: c.key)
+        if let hex = c.md5Hex, hex != digest {
+            throw refuse("md5_hex \(hex) is not the MD5 of its own \"{user_id}:{key}\", which is \(digest)")
+        }
+        let own = FeatureFlagEvaluator.hashUser(c.userID, flagKey: c.key)
+        if c.md5Hex == nil, abs(own - c.expectedHash) > tolerance {
+            throw refuse("expected_hash \(c.expectedHash) is not the hash of its own user id and key, which is \(own)")
+        }
         if let hex = c.md5Hex {
             let bytes = stride(from: 0, to: 8, by: 2).map { UInt32(hex.dropFirst($0).prefix(2), radix: 16)! }
             let fromDigest = Double(bytes[0] | bytes[1] << 8 | bytes[2] << 16 | bytes[3] << 24) / 4_294_967_296

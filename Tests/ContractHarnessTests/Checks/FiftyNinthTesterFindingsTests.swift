@@ -15,6 +15,35 @@ import ExperimentlyMutants
 /// - F6: a `cancel` step's history line did not name the operation.
 /// - The fifty-seventh tester's D for batches: two identical `trackBatch` calls, one refused.
 final class FiftyNinthTesterFindingsTests: XCTestCase {
+    /// The sixty-third tester: `view#9` written as a label of its own beside a `times` group
+    /// `view` is no copy of it either, so cancelling the group does not excuse it.
+    func testALabelOfItsOwnIsNoCopyOfATimesGroup() async throws {
+        await assertCaught(try Self.scenario("""
+            {"fault": {"match": {"path": "/api/v1/tracking/assign"}, "when": {"first": 1}, "action": {"hold": {}}}, "id": "gate"},
+            {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-2", "as": "view#9", "async": true},
+            {"wait_for": {"held": "gate", "count": 1}},
+            {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-2", "as": "view", "times": 2, "async": true},
+            {"cancel": "view"}, {"release": "gate"}, {"await": "view"}, {"await": "view#9"}
+            """), by: .cancelEndsEveryWaiter, saying: "view#9 (getAssignment of 'sdk_contract_ab' for 'user-2') ended cancelled, but nothing cancelled it")
+    }
+
+    /// The sixty-third tester: a variant a `seed_store` step wrote (an older version's entry),
+    /// served as the fallback on a 503, is not the backend's assignment: the backend's later
+    /// `control` is no change of variant (the correct SDKs pass `stickiness`).
+    func testASeededVariantServedAsTheFallbackIsNoAssignment() async throws {
+        let scenario = try Self.scenario("""
+            {"seed_store": {"user": "user-1", "experiment": "sdk_contract_ab",
+                            "json": {"experiment_key": "sdk_contract_ab", "user_id": "user-1", "variant_name": "treatment", "is_control": true}}},
+            {"fault": {"match": {"path": "/api/v1/tracking/assign"}, "when": {"first": 1}, "action": {"respond": {"status": 503, "json": {"detail": "down"}}}}, "id": "down"},
+            {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-1", "expect": {"value": {"variant_name": "treatment"}}},
+            {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-1", "expect": {"value": {"variant_name": "control"}}}
+            """, checks: #"["stickiness", "offline_fallback"]"#)
+        for driver in [SwiftSDKDriver(), MutantRun.driver(nil)] {
+            let r = await ScenarioRunner(driver: driver).run(scenario)
+            XCTAssertEqual(r.status, .passed, "\(driver.sdkName): \(r.checks.filter { !$0.passed })")
+        }
+    }
+
     /// The sixty-second tester, F1: `view#2` beside an operation `view` is no copy of a `times`
     /// group, so cancelling `view` does not excuse it ending `cancelled`.
     func testALabelEndingInHashDigitsIsNoCopyBesideItsBase() async throws {
@@ -221,6 +250,17 @@ final class SixtiethTesterFindingsTests: XCTestCase {
         (status, out) = try HarnessProcess.run(["vectors", "--vectors", rollout.path, "--verdict", "v.json"], in: dir, readingStandardError: true)
         XCTAssertEqual(status, 64, out)
         XCTAssertTrue(out.contains("rollout_50_percent true disagrees with expected_hash"), out)
+        // Sixty-third: values that are not of the vector's own input.
+        let foreign = dir.appendingPathComponent("foreign.json")
+        try Data(#"{"hash_vectors": [{"user_id": "alice", "flag_key": "my-flag", "md5_hex": "43bc57b1e81dec71c5242122ac05170f", "expected_hash": 0.6927449859213084}]}"#.utf8).write(to: foreign)
+        (status, out) = try HarnessProcess.run(["vectors", "--vectors", foreign.path, "--verdict", "v.json"], in: dir, readingStandardError: true)
+        XCTAssertEqual(status, 64, out)
+        XCTAssertTrue(out.contains("is not the MD5 of its own"), out)
+        let noDigest = dir.appendingPathComponent("no-digest.json")
+        try Data(#"{"hash_vectors": [], "rollout_vectors": [{"user_id": "alice", "flag_key": "my-flag", "expected_hash": 0.6927449859213084, "rollout_50_percent": false}]}"#.utf8).write(to: noDigest)
+        (status, out) = try HarnessProcess.run(["vectors", "--vectors", noDigest.path, "--verdict", "v.json"], in: dir, readingStandardError: true)
+        XCTAssertEqual(status, 64, out)
+        XCTAssertTrue(out.contains("is not the hash of its own user id and key"), out)
     }
 
     /// Sixty-first: a request the SDK's HTTP stack may refuse to send, or the listener refused at
