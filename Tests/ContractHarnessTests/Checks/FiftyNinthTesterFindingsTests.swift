@@ -280,3 +280,21 @@ final class SixtiethTesterFindingsTests: XCTestCase {
         XCTAssertTrue(c.mayFailBeforeTheMock(client: "main"))
     }
 }
+
+extension SixtiethTesterFindingsTests {
+    /// The sixty-third tester: `mutants --list` names every variant (number, name, defect) and
+    /// runs nothing; with another option it is refused.
+    func testMutantsListNamesEveryVariant() throws {
+        let dir = try scratchDirectory("sixty-third-mutants-list")
+        var (status, out) = try HarnessProcess.run(["mutants", "--list"], in: dir)
+        XCTAssertEqual(status, 0, out)
+        let lines = out.split(separator: "\n")
+        XCTAssertEqual(lines.count, Defect.allCases.count, out)
+        XCTAssertTrue(lines.first?.hasPrefix(" 1 stale-write-after-clear: ") ?? false, out)
+        XCTAssertTrue(out.contains("\(Defect.allCases.count) \(Defect.allCases.last!.rawValue): \(Defect.allCases.last!.summary)"), out)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("mutants-verdict.json").path))
+        (status, out) = try HarnessProcess.run(["mutants", "--list", "--full"], in: dir, readingStandardError: true)
+        XCTAssertEqual(status, 64, out)
+        XCTAssertTrue(out.contains("mutants --list takes no other option"), out)
+    }
+}
