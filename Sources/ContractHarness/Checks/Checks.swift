@@ -18,8 +18,9 @@ struct CheckContext: Sendable {
     var refusedAtTransport: Set<ExactKey> = []
 
     /// Whether a request of `client` for `user` and `key` may have failed before the mock
-    /// recorded it, so that its absence from the history proves nothing: its listener refused a
-    /// request at the HTTP level (`refusedAtTransport`), or an HTTP stack may refuse to send it
+    /// recorded it, so that its absence from the history proves nothing: the client's `base_url`
+    /// is not the mock (`ClientSettings.reachesMock`), its listener refused a request at the HTTP
+    /// level (`refusedAtTransport`), or an HTTP stack may refuse to send it
     /// (RFC 9110 section 5.5: a field value holds no control characters, and stacks differ on
     /// bytes above 0x7E; RFC 9112 section 3: a request line over 8,000 octets may be refused):
     /// an API key with a scalar outside printable ASCII or over 8,000 bytes, or a user id and key
@@ -30,6 +31,7 @@ struct CheckContext: Sendable {
     func mayFailBeforeTheMock(client: String, user: String? = nil, key: String? = nil) -> Bool {
         if refusedAtTransport.contains(ExactKey(client)) { return true }
         let settings = scenario.clients.first { $0.name.isExactly(client) }?.settings ?? ClientSettings()
+        if !settings.reachesMock { return true }
         if settings.apiKey.utf8.count > 8000 || settings.apiKey.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value > 0x7E }) { return true }
         return 3 * ((user?.utf8.count ?? 0) + (key?.utf8.count ?? 0)) > 7900
     }
@@ -1048,7 +1050,6 @@ enum Checks {
     static func falseWithoutSending(_ c: CheckContext) -> [(String, [String])] {
         let completes = firstCompletions(c)
         let givenUp = givenUpWhileRunning(c)
-        let reaching = Set(c.scenario.clients.filter(\.settings.reachesMock).map { ExactKey($0.name) })
         let tracking = c.requests.filter { ["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains($0.record.path) }
         var closedAt: [ExactKey: Int] = [:]
         var problems: [(String, [String])] = []
@@ -1059,8 +1060,7 @@ enum Checks {
                   let done = completes[ExactKey(label)], done.outcome?["value"] == .bool(false) else { continue }
             let events = detail.arrayValue ?? []
             guard events.contains(where: { present($0["experiment"]) != nil || present($0["flag"]) != nil }), allFinite(detail),
-                  reaching.contains(ExactKey(client)), !c.mayFailBeforeTheMock(client: client),
-                  (closedAt[ExactKey(client)] ?? Int.max) > e.index, !givenUp(e, done.index) else { continue }
+                  !c.mayFailBeforeTheMock(client: client), (closedAt[ExactKey(client)] ?? Int.max) > e.index, !givenUp(e, done.index) else { continue }
             let sent = tracking.contains { r in r.record.client.isExactly(client) && e.index < r.event.index && r.event.index < done.index }
             if sent { continue }
             problems.append(("trackBatch '\(Attribution.show(label))' returned false without sending any tracking request while it ran: "
@@ -2278,7 +2278,6 @@ enum Checks {
         var lookupsSent: [String: [(index: Int, seq: Int, user: String?)]] = [:]
         var unreadLookups: [ExactKey: [(index: Int, seq: Int)]] = [:]
         func keyID(_ client: String, _ kind: String, _ key: String) -> String { "\(exact(client))\u{0}\(kind)\u{0}\(exact(key))" }
-        let reaching = Set(c.scenario.clients.filter(\.settings.reachesMock).map { ExactKey($0.name) })
         let givenUp = givenUpWhileRunning(c)
         /// Whether a request that could carry the lookup's answer was in flight while it ran: one
         /// of its client for its kind and key, for its user or naming none (or whose key the mock
@@ -2315,11 +2314,11 @@ enum Checks {
             guard !candidates.isEmpty else {
                 // An error with no request that could carry it: the SDK kept a failure, or made
                 // one up (CONTRACT.md section 4: failures are never cached; any failure but a 404
-                // gives the persisted value). A client whose `base_url` is not the mock reaches no
-                // request; `invalidConfig` needs none. Before, an SDK that cached a 404 or a 500,
+                // gives the persisted value). `invalidConfig` needs no request, and one that may
+                // fail before the mock records it proves nothing (`mayFailBeforeTheMock`). Before, an SDK that cached a 404 or a 500,
                 // or stayed offline after one dropped connection, passed every named check (a
                 // fifty-ninth outside tester, F1 to F3).
-                guard let error, error != "invalidConfig", reaching.contains(ExactKey(client)), !c.mayFailBeforeTheMock(client: client, user: user, key: key),
+                guard let error, error != "invalidConfig", !c.mayFailBeforeTheMock(client: client, user: user, key: key),
                       !requestInFlight(client: client, kind: kind, user: user, key: key, from: from, to: to) else { return }
                 problems.append(("\(label) (\(kind == "flag" ? "evaluateFlag" : "getAssignment") of '\(Attribution.show(key))' for '\(Attribution.show(user))') "
                                  + "threw \(error), but no request for its user and key was sent or in flight while it ran "

@@ -121,8 +121,8 @@ final class FiftyNinthTesterFindingsTests: XCTestCase {
     func testAClientThatCannotReachTheMockIsNotJudgedForItsSilence() async throws {
         let scenario = try ScenarioParser.parse(Data("""
             {"format": "experimently-scenario/1", "name": "t", "description": "d", "checks": ["offline_fallback"],
-             "clients": {"main": {}, "away": {"config": {"base_url": "http://127.0.0.1:notaport"}}},
-             "steps": [{"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "user-1", "client": "away"},
+             "clients": {"main": {}, "away": {"config": {"base_url": "http://127.0.0.1:9"}}},
+             "steps": [{"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "user-1", "client": "away", "expect": {"error": "networkError"}},
                        {"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "user-1"}]}
             """.utf8), file: "t.json")
         for driver in [SwiftSDKDriver(), MutantRun.driver(nil)] {
