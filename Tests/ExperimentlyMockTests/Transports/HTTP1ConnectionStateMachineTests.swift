@@ -90,12 +90,49 @@ final class HTTP1ConnectionStateMachineTests: XCTestCase {
         XCTAssertEqual(idle.deadlinePassed(now: 161), [.closeNow], "an idle keep-alive connection closes without a 408")
     }
 
-    func testPeerClosingWhileTheRequestIsParkedCancelsIt() {
+    func testPeerResettingWhileTheRequestIsParkedCancelsIt() {
         var m = machine()
         _ = m.received(bytes("GET /held HTTP/1.1\r\nHost: h\r\n\r\n"), now: 100)
         XCTAssertTrue(m.hasRequestInFlight)
-        XCTAssertEqual(m.peerClosed(now: 105), [.cancelRequest, .closeNow])
+        XCTAssertEqual(m.peerClosed(now: 105, reset: true), [.cancelRequest, .closeNow])
         XCTAssertEqual(m.answered(ok, now: 200), [], "a late outcome is dropped")
+    }
+
+    func testEndOfStreamWhileTheRequestIsParkedProbesAndAHalfClosedPeerIsAnswered() {
+        // A closed peer answers the probe with a reset (the owner's hangup, then the cancel); a
+        // half-closed one (`nc -N`, Go's CloseWrite) gets its answer, then the connection closes.
+        var m = machine()
+        _ = m.received(bytes("GET /held HTTP/1.1\r\nHost: h\r\n\r\n"), now: 100)
+        XCTAssertEqual(m.peerClosed(now: 105), [.write(HTTP1ConnectionStateMachine.probeBytes)])
+        XCTAssertEqual(String(decoding: HTTP1ConnectionStateMachine.probeBytes, as: UTF8.self), "HTTP/1.1 100 Continue\r\n\r\n")
+        XCTAssertTrue(m.hasRequestInFlight, "the request is not cancelled by an end of stream alone")
+        XCTAssertEqual(m.peerClosed(now: 106), [], "one probe")
+        let a = m.answered(ok, now: 200)
+        XCTAssertTrue(written(a).hasPrefix("HTTP/1.1 200 "), written(a))
+        XCTAssertTrue(written(a).contains("Connection: close"), written(a))
+        XCTAssertEqual(a.last, .lingerAfterWriting(seconds: 2))
+
+        // Pipelined requests sent before the half-close are all answered, the last one closing.
+        var p = machine()
+        _ = p.received(bytes("GET /a HTTP/1.1\r\nHost: h\r\n\r\nGET /b HTTP/1.1\r\nHost: h\r\n\r\n"), now: 100)
+        _ = p.peerClosed(now: 101)
+        let first = p.answered(ok, now: 102)
+        XCTAssertFalse(written(first).contains("Connection: close"), written(first))
+        XCTAssertTrue(first.contains { if case .dispatch = $0 { return true }; return false }, "the second request is handed on")
+        XCTAssertTrue(written(p.answered(ok, now: 103)).contains("Connection: close"))
+
+        // No 1xx to an HTTP/1.0 client (RFC 9110 section 15.2): it is answered without a probe.
+        var old = machine()
+        _ = old.received(bytes("GET /held HTTP/1.0\r\nHost: h\r\n\r\n"), now: 100)
+        XCTAssertEqual(old.peerClosed(now: 101), [])
+        let answer = written(old.answered(ok, now: 102))
+        XCTAssertTrue(answer.contains(" 200 ") && !answer.contains("100 Continue"), answer)
+
+        // A timeout outcome after the peer ended its side closes at once (nothing more can come).
+        var silent = machine()
+        _ = silent.received(bytes("GET /held HTTP/1.1\r\nHost: h\r\n\r\n"), now: 100)
+        _ = silent.peerClosed(now: 101)
+        XCTAssertEqual(silent.answered(.timeout, now: 102), [.closeNow])
     }
 
     func testPeerClosingMidRequestIs400AndBetweenRequestsIsClean() {

@@ -177,3 +177,60 @@ final class HTTPServerEventLoopTests: XCTestCase {
     }
     #endif
 }
+
+/// The end of a client's stream while its request is parked: a close cancels the request, a
+/// half-close (the client shut only its sending side) gets the answer (a sixtieth outside tester:
+/// `nc -N` and Go's `CloseWrite` got no answer while the journal said the request was answered).
+final class HTTPServerHalfCloseTests: XCTestCase {
+    private func assign(_ user: String) -> String {
+        let body = #"{"experiment_key":"sdk_contract_ab","user_id":"\#(user)"}"#
+        return "POST /api/v1/tracking/assign HTTP/1.1\r\nHost: h\r\nX-API-Key: \(Fixtures.sdkContractAPIKey)\r\nContent-Type: application/json\r\n"
+            + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+    }
+
+    func testAHalfClosedClientIsAnsweredAndTheRequestIsNotCancelled() async throws {
+        let (backend, server, port) = try serveBackend()
+        let log = BoundedEventLog(backend)
+        backend.addFault(FaultRule(match: FaultMatch(path: "/api/v1/tracking/assign"), action: .hold(label: "a")))
+        let client = try RawClient(port: port)
+        client.send(assign("u1"))
+        let parked = await log.hold(1)
+        let hold = try XCTUnwrap(parked)
+        client.shutdownWrite()
+        // The probe arrives while the request is still held, and the request stays held.
+        XCTAssertEqual(client.readResponse()?.status, 100)
+        XCTAssertTrue(backend.heldRequests.map(\.id) == [hold])
+        XCTAssertEqual(backend.history.first?.cancelled, false)
+        XCTAssertTrue(backend.release(hold))
+        let answer = client.readResponse()
+        XCTAssertEqual(answer?.status, 200)
+        XCTAssertTrue(answer?.headers.contains { $0.0.lowercased() == "connection" && $0.1 == "close" } ?? false)
+        XCTAssertEqual(client.readToEnd(), [], "then the server closes")
+        XCTAssertEqual(backend.history.first?.cancelled, false)
+        XCTAssertTrue(eventually { server.statistics.openConnections == 0 && server.statistics.cancelledRequests == 0 })
+
+        // Not held: a whole request and the half-close in one go (`printf ... | nc -N`).
+        let quick = try RawClient(port: port)
+        quick.send("GET /health HTTP/1.1\r\nHost: h\r\n\r\n")
+        quick.shutdownWrite()
+        var status = quick.readResponse()?.status
+        if status == 100 { status = quick.readResponse()?.status }
+        XCTAssertEqual(status, 200)
+        XCTAssertEqual(server.statistics.cancelledRequests, 0)
+    }
+
+    func testAClientThatClosesWhileHeldStillCancelsTheRequest() async throws {
+        let (backend, server, port) = try serveBackend()
+        let log = BoundedEventLog(backend)
+        backend.addFault(FaultRule(match: FaultMatch(path: "/api/v1/tracking/assign"), action: .hold(label: "a")))
+        var client: RawClient? = try RawClient(port: port)
+        client?.send(assign("u1"))
+        let parked = await log.hold(1)
+        _ = try XCTUnwrap(parked)
+        client = nil // close(): a FIN, then a reset in answer to the probe
+        let cancelled = await log.wait { $0 == .cancelled(seq: 1) }
+        XCTAssertEqual(cancelled, .cancelled(seq: 1))
+        XCTAssertEqual(backend.history.first?.cancelled, true)
+        XCTAssertTrue(eventually { server.statistics.openConnections == 0 && server.statistics.cancelledRequests == 1 })
+    }
+}

@@ -13,8 +13,10 @@ import Foundation
 /// section 9.3; protocol errors are answered with `Connection: close` and a lingering close
 /// (RFC 9112 section 9.6); a request that is not complete within `readTimeout` seconds of its
 /// first byte (or a new connection silent that long) gets 408; an idle keep-alive connection is
-/// closed silently after `idleTimeout` seconds. A peer that closes while its request is still
-/// with the handler cancels that request (`cancelRequest`). After `shutdown`, idle connections
+/// closed silently after `idleTimeout` seconds. A peer that leaves while its request is still
+/// with the handler cancels that request (`cancelRequest`): a reset at once, an end of stream
+/// once a `100 Continue` probe shows that the peer closed rather than half-closed (a half-closed
+/// peer is answered, see ``peerClosed(now:reset:)``). After `shutdown`, idle connections
 /// close at once and requests already received completely are still answered, the last one with
 /// `Connection: close`; when the request in flight ends without an answer after shutdown began
 /// (a hold dropped by the backend's shutdown, a timeout), the complete requests pipelined behind
@@ -80,6 +82,13 @@ struct HTTP1ConnectionStateMachine: Sendable {
     private var requestStart: Double?
     private var shuttingDown = false
     private var readingPaused = false
+    /// The peer ended its sending side while a request was in flight (end of stream, no reset):
+    /// requests already buffered are still answered, the last one closing the connection.
+    private var peerDoneSending = false
+
+    /// The interim response written when the peer's stream ends while its request is in flight
+    /// (see ``peerClosed(now:reset:)``).
+    static let probeBytes = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
 
     /// A machine for a connection accepted at `now` (monotonic seconds).
     init(limits: MockHTTPParserLimits, readTimeout: Double, idleTimeout: Double, now: Double, keepAlive: Bool = true) {
@@ -168,8 +177,13 @@ struct HTTP1ConnectionStateMachine: Sendable {
         }
     }
 
-    /// The peer closed its side (end of stream) or reset the connection.
-    mutating func peerClosed(now: Double) -> [Action] {
+    /// The peer closed its side (end of stream) or, when `reset`, reset the connection.
+    ///
+    /// With a request in flight, a reset cancels it; an end of stream writes the half-close
+    /// probe (``probeBytes``) and keeps the request: a peer that only half-closed gets its answer
+    /// (then the connection closes), while one that closed answers the probe with a reset, which
+    /// the owner reports as a hangup and turns into the cancel.
+    mutating func peerClosed(now: Double, reset: Bool = false) -> [Action] {
         switch phase {
         case .closed:
             return []
@@ -180,9 +194,23 @@ struct HTTP1ConnectionStateMachine: Sendable {
             return [.closeNow]
         case .open:
             if inFlight != nil {
-                inFlight = nil
-                phase = .closed
-                return [.cancelRequest, .closeNow]
+                // A reset is a peer that left. An end of stream may be a half-close (a client that
+                // sent its whole request and then shut its sending side, as `nc -N` or Go's
+                // `CloseWrite` do) or a close, and TCP does not say which: the probe tells them
+                // apart. An interim `100 Continue`, which every HTTP/1.1 client must accept before
+                // the final response (RFC 9110 section 15.2), reaches a half-closed client
+                // harmlessly; a closed or shut-down socket answers it with a reset, which the
+                // owner sees as a hangup (or a failed send) and cancels the request then.
+                if reset {
+                    inFlight = nil
+                    phase = .closed
+                    return [.cancelRequest, .closeNow]
+                }
+                guard !peerDoneSending else { return [] }
+                peerDoneSending = true
+                // No 1xx to an HTTP/1.0 client (RFC 9110 section 15.2): its request is answered
+                // whether it half-closed or left (a 1.0 client is a hand-typed one, `nc`).
+                return inFlight?.minorVersion == 0 ? [] : [.write(Self.probeBytes)]
             }
             phase = .closed
             if case .error(let error) = parser.finish() {
@@ -200,7 +228,7 @@ struct HTTP1ConnectionStateMachine: Sendable {
         switch outcome {
         case .respond(let response):
             let (valid, wantsClose) = MockHTTPServer.validate(response)
-            let closing = !keepAlive || !request.keepAlive || wantsClose || (shuttingDown && !hasBufferedRequest())
+            let closing = !keepAlive || !request.keepAlive || wantsClose || ((shuttingDown || peerDoneSending) && !hasBufferedRequest())
             let bytes = MockHTTPServer.serialize(valid, closing: closing, headOnly: request.request.method == "HEAD")
             if closing {
                 phase = .closing
@@ -227,6 +255,14 @@ struct HTTP1ConnectionStateMachine: Sendable {
             phase = .closing
             return behind + [.write(head), .closeAfterWriting]
         case .timeout:
+            if peerDoneSending && !shuttingDown {
+                // Silence until the peer gives up: it already ended its side, so nothing more can
+                // come from it, and its close after a half-close sends nothing the loop would see.
+                phase = .open
+                let behind = drainBufferedRequests()
+                phase = .closed
+                return behind + [.closeNow]
+            }
             phase = .silent
             var actions: [Action] = []
             if readingPaused { readingPaused = false; actions.append(.resumeReading) }

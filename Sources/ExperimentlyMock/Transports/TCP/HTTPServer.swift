@@ -23,7 +23,10 @@ import Foundation
 /// `SIGPIPE` is never raised (`MSG_NOSIGNAL` on Linux, `SO_NOSIGPIPE` on Apple platforms).
 /// A client that closes or resets its connection while its request is with the handler cancels
 /// that request's `Task` (`MockBackend` marks the request `cancelled` in history; a request a
-/// `timeout` fault keeps silent then ends). Each request reaches the handler with its
+/// `timeout` fault keeps silent then ends). A client that only half-closes (shuts its sending
+/// side after a whole request) is answered, then closed: at the end of its stream the server
+/// writes an interim `100 Continue` (RFC 9110 section 15.2), which a closed socket answers with
+/// a reset (a hangup here, and the cancel), and a half-closed one accepts. Each request reaches the handler with its
 /// ``MockConnectionInfo`` (listener, connection, place on it). A request dropped before any
 /// answer on a reused keep-alive connection arms a short trap: the complete head of the same
 /// request on another connection is a client transport's silent resend (libcurl resends the head
@@ -356,6 +359,11 @@ public final class MockHTTPServer: @unchecked Sendable { // mutable state guarde
         for fd in before.fds {
             var unread: Int32 = 0
             if ioctl(fd, UInt(FIONREAD), &unread) == 0 && unread > 0 { return false }
+            // A hangup not handled yet: the reset a closed client sends back to the half-close
+            // probe, which cancels its request when the loop reads it (the loop closes the
+            // connection then, so a handled one is no longer listed).
+            var p = pollfd(fd: fd, events: 0, revents: 0)
+            if poll(&p, 1, 0) > 0 && (p.revents & Int16(POLLHUP | POLLERR)) != 0 { return false }
         }
         // The loop did not start a pass meanwhile (what it read then may not be counted yet).
         let after = snapshot()
@@ -761,10 +769,10 @@ private final class EventLoop: @unchecked Sendable { // all state confined to th
             }
             if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
             if n < 0 && errno == EINTR { continue }
-            // End of stream or an error (reset): the peer is gone or done sending.
+            // End of stream (the peer closed or half-closed) or an error (a reset: it is gone).
             c.readEOF = true
             let now = monotonicSeconds()
-            apply(c.machine.peerClosed(now: now), to: c)
+            apply(c.machine.peerClosed(now: now, reset: n < 0), to: c)
             if c.isOpen { updateInterest(c) }
             return
         }
