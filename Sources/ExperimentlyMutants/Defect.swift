@@ -46,6 +46,8 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
     case remembersFailure = "remembers-failure"
     case deadlineReportsCancelled = "deadline-reports-cancelled"
     case cancelEndsEveryWaiter = "cancel-ends-every-waiter"
+    case cancelStarterEndsRequest = "cancel-starter-ends-request"
+    case clearEndsRequests = "clear-ends-requests"
 
     /// What the broken SDK does, in one line.
     public var summary: String {
@@ -115,6 +117,10 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
             return "ends a lookup whose own deadline passed as cancelled, as an SDK that cancels its URLSession task does: the persisted value is never served"
         case .cancelEndsEveryWaiter:
             return "cancelling one caller of a shared request ends every caller waiting on it as cancelled (the request itself goes on)"
+        case .cancelStarterEndsRequest:
+            return "cancelling the caller that started a shared request cancels the request, though others still wait on it: they get the persisted value or an error"
+        case .clearEndsRequests:
+            return "clearCache() cancels the requests in flight, so their callers get the persisted value or an error instead of their answer"
         }
     }
 

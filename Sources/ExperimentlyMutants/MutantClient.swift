@@ -78,6 +78,9 @@ public final class MutantClient: @unchecked Sendable {
         var failures: [String: Error] = [:]
         /// `remembers-failure`: a `/track` or `/batch` failed since the last clear.
         var trackingFailed = false
+        /// `clear-ends-requests`: the keyed `/track` sends in flight, by number, to cancel on a clear.
+        var trackingSends: [Int: Task<(Int, Data)?, Never>] = [:]
+        var trackingSendCount = 0
     }
 
     /// Creates a variant.
@@ -192,6 +195,15 @@ public final class MutantClient: @unchecked Sendable {
             if has(.statusIgnoresTrackAnswer) { _ = try? await send("POST", "/api/v1/tracking/track", body: body); return true }
             // `remembers-failure`: after a failed /track, keyed events report false unsent.
             if has(.remembersFailure), locked({ $0.trackingFailed }) { return false }
+            if has(.clearEndsRequests) {
+                // The send is a task of its own that a clear cancels: then the call reports false.
+                let task = Task { [self] in try? await send("POST", "/api/v1/tracking/track", body: body) }
+                let number = locked { s in s.trackingSendCount += 1; s.trackingSends[s.trackingSendCount] = task; return s.trackingSendCount }
+                let answer = await task.value
+                locked { s in s.trackingSends[number] = nil }
+                guard let (status, _) = answer, (200..<300).contains(status) else { return false }
+                return true
+            }
             guard let (status, _) = try? await send("POST", "/api/v1/tracking/track", body: body), (200..<300).contains(status) else {
                 if has(.remembersFailure) { locked { $0.trackingFailed = true } }
                 return false
@@ -246,7 +258,7 @@ public final class MutantClient: @unchecked Sendable {
 
     /// Empties the memory cache; requests in flight are detached.
     public func clearCache() {
-        locked { s in
+        locked { s -> [@Sendable () -> Void] in
             if self.has(.crashOnClearInFlight) && !s.shared.isEmpty {
                 // The deliberate crash: the harness must report it, not die of it (issue 10).
                 fatalError("MutantClient.clearCache(): \(s.shared.count) request(s) in flight")
@@ -258,8 +270,15 @@ public final class MutantClient: @unchecked Sendable {
             s.entries.removeAll()
             s.failures.removeAll()
             s.trackingFailed = false
+            // `clear-ends-requests`: every request in flight, lookups and keyed `/track` sends.
+            var inFlight: [@Sendable () -> Void] = []
+            if self.has(.clearEndsRequests) {
+                for task in s.shared.values.compactMap(\.task) { inFlight.append { @Sendable in task.cancel() } }
+                for task in s.trackingSends.values { inFlight.append { @Sendable in task.cancel() } }
+            }
             if !self.has(.clearKeepsInFlight) { s.shared.removeAll() }
-        }
+            return inFlight
+        }.forEach { $0() }
     }
 
     /// Deletes every persisted value.
@@ -369,6 +388,8 @@ public final class MutantClient: @unchecked Sendable {
                 let c = shared.waiters.removeValue(forKey: ticket)
                 if c == nil { shared.early.insert(ticket) }
                 shared.expected -= 1
+                // The request belongs to the caller that started it: its cancel ends it for all.
+                if self.has(.cancelStarterEndsRequest) && starts { return (c, shared.task) }
                 guard shared.expected == 0 else { return (c, nil) }
                 if s.shared[k] === shared { s.shared[k] = nil }
                 return (c, self.has(.cancelKeepsRequest) ? nil : shared.task)
@@ -524,7 +545,12 @@ public final class MutantClient: @unchecked Sendable {
             }
             throw error
         case ExperimentationError.cancelled, is CancellationError:
-            throw ExperimentationError.cancelled
+            // These two read their own cancelled request as a transport failure (URLSession's
+            // NSURLErrorCancelled, -999), as an SDK that owns the request does: the other callers
+            // get the persisted value or a networkError.
+            guard has(.cancelStarterEndsRequest) || has(.clearEndsRequests) else { throw ExperimentationError.cancelled }
+            if let stored = load(kind, key: key, user: persistedUser) { return stored }
+            throw ExperimentationError.networkError(URLError(.cancelled))
         case ExperimentationError.serverError(let status, _) where has(.noFallbackOn4xx) && [400, 403, 409, 422].contains(status):
             throw error
         default:

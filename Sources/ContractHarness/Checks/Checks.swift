@@ -36,6 +36,19 @@ struct CheckContext: Sendable {
         return 3 * ((user?.utf8.count ?? 0) + (key?.utf8.count ?? 0)) > 7900
     }
 
+    /// Whether a call of `client` that ran from history index `from` to `to` may have met its
+    /// SDK's own deadline (CONTRACT.md section 5, defect 6: the client's `timeout` seconds), which
+    /// ends its request (the mock marks it cancelled) and gives the persisted value or an error:
+    /// the scenario's clock moved at least `timeout` between its start and its end (a microsecond
+    /// short counts: an SDK's `Date` arithmetic decides at the edge). Always `true` for an SDK that
+    /// does not read the harness's clock (no `virtual_clock`): its deadlines run on the wall clock,
+    /// which the history does not keep.
+    func mayHaveMetItsDeadline(client: String, from: Int, to: Int) -> Bool {
+        guard driver.capabilities.contains("virtual_clock"), history.indices.contains(from), history.indices.contains(to) else { return true }
+        let timeout = scenario.clients.first { $0.name.isExactly(client) }?.settings.timeout ?? ClientSettings().timeout
+        return ((history[to].exactTime - history[from].exactTime) * 1e6).rounded() >= (timeout * 1e6).rounded() - 1
+    }
+
     var requests: [(event: HistoryEvent, record: RequestRecord)] {
         history.compactMap { e in e.kind == .request ? e.request.map { (e, $0) } : nil }
     }
@@ -718,6 +731,7 @@ enum Checks {
         for client in c.scenario.clients.map(\.name) {
             guard let driverClient = c.clients[client] else { continue }
             let model = models[client] ?? CacheModel()
+            let closedClient = c.history.contains { $0.kind == .invoke && $0.name == "close" && $0.client.isExactly(client) }
             // Entries listed over every user: `cacheSize` bounds each cache as a whole, not each
             // user's part of it (an outside tester: three users of two flags each passed a size of 2).
             var listedA = 0, listedF = 0
@@ -754,7 +768,7 @@ enum Checks {
                 listedA += gotA.count
                 listedF += gotF.count
                 if !CacheModel.consistent(gotA, entriesA) && !CacheModel.consistentListing(gotA, entriesA) {
-                    problems.append(("client '\(client)' caches assignments \(gotA) for user '\(Attribution.show(user))'; the history supports \(wantA)" + cacheRule(want: wantA, got: gotA, twins: twins),
+                    problems.append(("client '\(client)' caches assignments \(gotA) for user '\(Attribution.show(user))'; the history supports \(wantA)" + cacheRule(want: wantA, got: gotA, twins: twins, closed: closedClient),
                                      relevant(c, user: user)))
                 }
                 for wrong in CacheModel.unexplainedValues(itemsA, entriesA) {
@@ -763,7 +777,7 @@ enum Checks {
                                      relevant(c, user: user)))
                 }
                 if !CacheModel.consistent(gotF, entriesF) {
-                    problems.append(("client '\(client)' caches flags \(gotF) for user '\(Attribution.show(user))'; the history supports \(wantF)" + cacheRule(want: wantF, got: gotF, twins: twins),
+                    problems.append(("client '\(client)' caches flags \(gotF) for user '\(Attribution.show(user))'; the history supports \(wantF)" + cacheRule(want: wantF, got: gotF, twins: twins, closed: closedClient),
                                      relevant(c, user: user)))
                 }
                 // CONTRACT.md section 3: `cacheSize` bounds each in-memory cache. Whatever the
@@ -1037,35 +1051,65 @@ enum Checks {
         }
     }
 
-    /// A `trackBatch` with a keyed event that returned `false` sent a tracking request while it
-    /// ran: a keyed event goes out as a `/batch` entry whatever happened to earlier ones
-    /// (CONTRACT.md section 4; failures are never cached). A keyed `trackWithStatus` that
-    /// returned `false` is held to a `/track` of its own by `keyedTracksSent`. Not judged: a call
-    /// given up while it ran (a `cancel` step, a `close()`), one begun after its client's
-    /// `close()`, a client whose `base_url` is not the mock, a request that may fail before the
+    /// A `trackWithStatus` or `trackBatch` that returned `false` met a failure: a tracking request
+    /// of its client that failed while it ran (answered with a status other than 2xx, dropped or
+    /// cut off, or a `/batch` answered with a `failure_count` other than 0), since the result
+    /// reports delivery and failures are never cached (CONTRACT.md sections 3 and 4; section 5,
+    /// defect 5). A request still unanswered when it returned, one answered 2xx with nothing
+    /// refused, or one the SDK itself ended explains nothing. Not judged: a call given up while it
+    /// ran (a `cancel` step, a `close()`), one begun after its client's `close()`, one that may
+    /// have met its SDK's deadline (`CheckContext.mayHaveMetItsDeadline`), one the runner cancelled
+    /// at the end, a client whose `base_url` is not the mock, a request that may fail before the
     /// mock records it (`CheckContext.mayFailBeforeTheMock`), an event holding a number no JSON
-    /// encoder writes. Before, an SDK that stopped sending after a failure (a circuit breaker
-    /// left open) and reported `false` passed every named check (a sibling of the fifty-ninth
-    /// outside tester's F1 to F3).
+    /// encoder writes; a `trackBatch` holding no keyed event (its fan-out may send nothing).
+    ///
+    /// Before, an SDK that stopped sending after a failure (a circuit breaker left open) and
+    /// reported `false` passed every named check (a sibling of the fifty-ninth outside tester's F1
+    /// to F3), and so did one whose `close()` of one client ended another client's held `/track`,
+    /// which then reported `false` although the event was stored (a sixty-fifth outside tester).
     static func falseWithoutSending(_ c: CheckContext) -> [(String, [String])] {
         let completes = firstCompletions(c)
         let givenUp = givenUpWhileRunning(c)
         let tracking = c.requests.filter { ["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains($0.record.path) }
+        var answeredAt: [Int: Int] = [:]   // seq -> history index of its answer
+        for e in c.history where e.kind == .response { if let seq = e.request?.seq, answeredAt[seq] == nil { answeredAt[seq] = e.index } }
+        /// Whether `r`, answered at `at`, failed: not 2xx, no status (dropped), cut off, or a
+        /// `failure_count` other than 0 (any number that is not a plain 0 may be read as refusal).
+        func failed(_ r: RequestRecord) -> Bool {
+            if r.cancelled { return false }
+            if !r.succeeded || r.cutOff == true { return true }
+            guard r.path == "/api/v1/tracking/batch", let count = r.response?["failure_count"] else { return false }
+            return count != .number(0) && count != .null
+        }
         var closedAt: [ExactKey: Int] = [:]
         var problems: [(String, [String])] = []
         for e in c.history where e.kind == .invoke {
             guard let client = e.client else { continue }
             if e.name == "close" { closedAt[ExactKey(client)] = closedAt[ExactKey(client)] ?? e.index; continue }
-            guard e.name == "trackBatch", let label = e.label, let detail = e.detail,
+            guard let name = e.name, ["trackBatch", "trackWithStatus"].contains(name), let label = e.label, let detail = e.detail,
                   let done = completes[ExactKey(label)], done.outcome?["value"] == .bool(false) else { continue }
-            let events = detail.arrayValue ?? []
-            guard events.contains(where: { present($0["experiment"]) != nil || present($0["flag"]) != nil }), allFinite(detail),
-                  !c.mayFailBeforeTheMock(client: client), (closedAt[ExactKey(client)] ?? Int.max) > e.index, !givenUp(e, done.index) else { continue }
-            let sent = tracking.contains { r in r.record.client.isExactly(client) && e.index < r.event.index && r.event.index < done.index }
-            if sent { continue }
-            problems.append(("trackBatch '\(Attribution.show(label))' returned false without sending any tracking request while it ran: "
-                             + "its keyed events go out as /batch entries, whatever happened to earlier ones "
-                             + "(CONTRACT.md section 4: trackBatch keeps keyed events; failures are never cached)", c.excerpt([e.index, done.index])))
+            if name == "trackBatch" {
+                let events = detail.arrayValue ?? []
+                guard events.contains(where: { present($0["experiment"]) != nil || present($0["flag"]) != nil }) else { continue }
+            }
+            guard allFinite(detail), !c.mayFailBeforeTheMock(client: client), (closedAt[ExactKey(client)] ?? Int.max) > e.index,
+                  !givenUp(e, done.index), done.index < c.runnerCancelledFrom else { continue }
+            let mine = tracking.filter { r in r.record.client.isExactly(client) && e.index < r.event.index && r.event.index < done.index }
+            if mine.contains(where: { r in answeredAt[r.record.seq].map { $0 < done.index } == true && failed(r.record) }) { continue }
+            if !mine.isEmpty && c.mayHaveMetItsDeadline(client: client, from: e.index, to: done.index) { continue }
+            let what: String
+            if mine.isEmpty {
+                what = "without sending any tracking request while it ran"
+                    + (name == "trackBatch" ? ": its keyed events go out as /batch entries, whatever happened to earlier ones" : "")
+            } else {
+                let seqs = mine.prefix(4).map { "#\($0.record.seq)" }.joined(separator: ", ") + (mine.count > 4 ? " and \(mine.count - 4) more" : "")
+                what = "though no tracking request of its client failed while it ran (\(seqs): delivered, still unanswered, or ended by the SDK itself), "
+                    + "nothing gave it up and its deadline (timeout \(secondsText(c.scenario.clients.first { $0.name.isExactly(client) }?.settings.timeout ?? ClientSettings().timeout)) s) had not passed"
+            }
+            problems.append(("\(name) '\(Attribution.show(label))' returned false \(what) "
+                             + "(CONTRACT.md section 3: the result reports delivery; section 4: failures are never cached; "
+                             + "section 5.1: another client's close or a clear leaves a call its answer)",
+                             c.excerpt([e.index] + mine.prefix(4).map(\.event.index) + [done.index])))
         }
         return problems
     }
@@ -1153,6 +1197,9 @@ enum Checks {
         }
     }
 
+    /// A number of seconds as a message shows it: `10` for a whole number, `0.25` otherwise.
+    static func secondsText(_ t: Double) -> String { t == t.rounded() && abs(t) < 1e15 ? String(Int(t)) : String(t) }
+
     /// `v`, or `nil` when it is JSON `null`: a member sent as `null` is as good as absent.
     static func present(_ v: JSONValue?) -> JSONValue? { v == .null ? nil : v }
 
@@ -1180,9 +1227,18 @@ enum Checks {
 
     /// The rule a cache mismatch breaks: an entry the history does not support (CONTRACT.md
     /// section 5 defect 1, or a failure cached, section 4), or a success lost (section 4).
-    static func cacheRule(want: [String], got: [String], twins: [String] = []) -> String {
+    ///
+    /// `closed`: the client was closed; then an entry from before the `close()` is named as the
+    /// likely cause (a sixty-sixth outside tester: an SDK whose `close()` kept its memory cache
+    /// was told of TTLs, defect 1 and failures, not of `close()`).
+    static func cacheRule(want: [String], got: [String], twins: [String] = [], closed: Bool = false) -> String {
         let wanted = Set(want.map(exact))
         if got.contains(where: { !wanted.contains(exact($0)) }) {
+            if closed && twins.isEmpty {
+                return " (close() empties the memory cache, as the upstream SDK documents its close(): it clears all in-memory caches and releases resources, "
+                    + "CONTRACT.md section 3 and DriverProtocol.md; otherwise no answer the history holds leaves such an entry: one kept past its TTL, "
+                    + "section 4; a response to a request sent before a clear, section 5, defect 1; or a failure, section 4)"
+            }
             // A user whose canonically equivalent twin (NFC beside NFD) the history has: the entry
             // is most likely the twin's under a merged key (a thirty-seventh outside tester, F9:
             // such a merge was named a stale write after a clear).
@@ -2279,6 +2335,38 @@ enum Checks {
         var unreadLookups: [ExactKey: [(index: Int, seq: Int)]] = [:]
         func keyID(_ client: String, _ kind: String, _ key: String) -> String { "\(exact(client))\u{0}\(kind)\u{0}\(exact(key))" }
         let givenUp = givenUpWhileRunning(c)
+        let firstCompletes = firstCompletions(c)
+        var closesAt: [ExactKey: Int] = [:]   // the first close() of each client
+        for e in c.history where e.kind == .invoke && e.name == "close" { if let client = e.client, closesAt[ExactKey(client)] == nil { closesAt[ExactKey(client)] = e.index } }
+        func timeoutOf(_ client: String) -> Double { c.scenario.clients.first { $0.name.isExactly(client) }?.settings.timeout ?? ClientSettings().timeout }
+        /// The start of the earliest runner lookup for the same client, kind, user and key still
+        /// running when the one begun at `from` began: a request it waits on may be that call's,
+        /// sent (and its deadline started) then.
+        func earliestSender(client: String, kind: String, user: String, key: String, from: Int) -> Int {
+            var earliest = from
+            for (label, invoke) in invokes where invoke.index < earliest {
+                guard let t = lookupTarget(invoke), t.kind == kind, t.client.isExactly(client), t.user.isExactly(user), t.key.isExactly(key),
+                      (firstCompletes[label]?.index ?? Int.max) > from else { continue }
+                earliest = invoke.index
+            }
+            return earliest
+        }
+        /// Whether a lookup that returned a value may have read it from the memory cache: a
+        /// success for it was answered (and not ended by the SDK) before it began, since the last
+        /// clear of its client, less than the client's `cache_ttl` before (CONTRACT.md section 4;
+        /// on the scenario's clock, or any time before for an SDK on the wall clock). Such a call
+        /// waits on no request, whatever the SDK did to another.
+        func mayBeACacheHit(client: String, kind: String, user: String, key: String, from: Int, outcome: JSONValue) -> Bool {
+            guard outcome["value"] != nil else { return false }
+            // Memory clears only (`clearOfflineCache()` leaves the memory cache as it was).
+            let lastClear = c.history[..<from].last { $0.kind == .invoke && ($0.name == "clearCache" || $0.name == "close") && $0.client.isExactly(client) }?.index ?? -1
+            let ttl = c.scenario.clients.first { $0.name.isExactly(client) }?.settings.cacheTTL ?? ClientSettings().cacheTTL
+            let wallClock = !c.driver.capabilities.contains("virtual_clock")
+            return (attempts[id(client, kind, user, key)] ?? []).contains { a in
+                guard a.index < from, a.index > lastClear, a.record.succeeded, !a.record.cancelled else { return false }
+                return wallClock || ((c.history[from].exactTime - c.history[a.index].exactTime) * 1e6).rounded() < (ttl * 1e6).rounded()
+            }
+        }
         /// Whether a request that could carry the lookup's answer was in flight while it ran: one
         /// of its client for its kind and key, for its user or naming none (or whose key the mock
         /// could not read), received before it returned and not answered before it began.
@@ -2310,7 +2398,47 @@ enum Checks {
                 return
             }
             // The candidates: every attempt for (client, user, key) settled while it ran.
-            let candidates = (attempts[id(client, kind, user, key)] ?? []).filter { $0.index > from && $0.index < to }
+            var candidates = (attempts[id(client, kind, user, key)] ?? []).filter { $0.index > from && $0.index < to }
+            // A call nothing gave up ends with a failure (an error, or a value that is no cache
+            // hit: the persisted one) only when a request of its own failed while it ran. A request
+            // the SDK itself ended (the mock's `cancelled` mark) or one still in flight when the
+            // call returned explains nothing, unless something ended it for this call: a `cancel`
+            // step of its label or a `close()` of its client while it ran (or before: a closed
+            // client), the runner at the end, or its own deadline (`mayHaveMetItsDeadline`).
+            // Cancelling one waiter of a shared request leaves the others their answer (CONTRACT.md
+            // section 5, defect 3), and a clear or another client's close leaves a call its answer
+            // (section 5.1). Before, an SDK that ended the shared request (or its waiters) when its
+            // starter was cancelled, every client's requests on one client's close, or in-flight
+            // lookups on `clearCache()`, gave the others a `networkError` or the stale persisted
+            // value and passed every named check (a sixty-fifth outside tester, findings 1 to 3).
+            // The reference app's calls keep the rule they had (its actions decide what ends them).
+            if let invoke, !givenUp(invoke, to), to < c.runnerCancelledFrom, (closesAt[ExactKey(client)] ?? Int.max) > to,
+               !c.mayHaveMetItsDeadline(client: client, from: earliestSender(client: client, kind: kind, user: user, key: key, from: from), to: to) {
+                let ended = candidates.filter { $0.record.cancelled }
+                candidates.removeAll { $0.record.cancelled }
+                let failed = error.map { $0 != "invalidConfig" } ?? !mayBeACacheHit(client: client, kind: kind, user: user, key: key, from: from, outcome: outcome)
+                if candidates.isEmpty, failed, !c.mayFailBeforeTheMock(client: client, user: user, key: key) {
+                    let mine = exact(user)
+                    let open = (lookupsSent[keyID(client, kind, key)] ?? []).filter { r in
+                        (r.user == nil || r.user == mine) && r.index < to && (answerIndex[r.seq] ?? Int.max) > to
+                    }
+                    // An error with none sent at all is the rule below's, in its own words.
+                    if !ended.isEmpty || !open.isEmpty || error == nil {
+                        let cause = !ended.isEmpty
+                            ? "after the SDK itself ended request #\(ended.last!.record.seq)\(ended.count > 1 ? " (and \(ended.count - 1) more)" : "")"
+                            : !open.isEmpty ? "while request #\(open.last!.seq)\(open.count > 1 ? " (and \(open.count - 1) more)" : "") for its user and key was still unanswered"
+                            : "with no request for its user and key failed while it ran and no answer of its own in its memory cache "
+                                + "(none since the last clearCache() or close(), within the cache_ttl): another user's or key's entry, or the persisted value without a failure"
+                        problems.append(("\(label) (\(kind == "flag" ? "evaluateFlag" : "getAssignment") of '\(Attribution.show(key))' for '\(Attribution.show(user))') "
+                                         + "gave \(outcome) \(cause), but nothing ended it for this call: no cancel step of its label, no close() of its client, "
+                                         + "and its deadline (timeout \(secondsText(timeoutOf(client))) s) had not passed "
+                                         + "(CONTRACT.md section 4: only a failure gives the persisted value or an error; section 5, defect 3: cancelling "
+                                         + "one waiter of a shared request leaves the others their answer; section 5.1: after a clear its own caller still gets the answer)",
+                                         c.excerpt(ended.map(\.index) + open.map(\.index) + [from, to])))
+                        return
+                    }
+                }
+            }
             guard !candidates.isEmpty else {
                 // An error with no request that could carry it: the SDK kept a failure, or made
                 // one up (CONTRACT.md section 4: failures are never cached; any failure but a 404

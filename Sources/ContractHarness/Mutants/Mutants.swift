@@ -396,6 +396,8 @@ public enum MutantRun {
         case .remembersFailure: return "field-failures-are-never-remembered"
         case .deadlineReportsCancelled: return "field-own-deadline-is-a-timeout-not-a-cancel"
         case .cancelEndsEveryWaiter: return "field-cancelling-one-view-never-cancels-the-others"
+        case .cancelStarterEndsRequest: return "field-cancelling-the-first-view-leaves-the-second-its-answer"
+        case .clearEndsRequests: return "field-clear-leaves-a-call-in-flight-its-answer"
         }
     }
 

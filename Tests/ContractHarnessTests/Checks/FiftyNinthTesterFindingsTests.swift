@@ -298,3 +298,80 @@ extension SixtiethTesterFindingsTests {
         XCTAssertTrue(out.contains("mutants --list takes no other option"), out)
     }
 }
+
+// MARK: - The sixty-fifth outside tester (`/work/attack65/REPORT.md`)
+
+/// Findings 1 to 3: a call nothing gave up that ended with a failure (an error, the persisted
+/// value, `false`) while its request was still unanswered or had been ended by the SDK itself
+/// passed every named check: an SDK whose request belonged to the caller that started it, whose
+/// `close()` ended every client's requests, or whose `clearCache()` ended the requests in flight.
+extension FiftyNinthTesterFindingsTests {
+    /// Finding 1: cancelling the caller that started a shared request leaves the joiner its answer.
+    func testCancellingTheStarterLeavesTheJoinerItsAnswer() async throws {
+        await assertCaught(try Self.shipped("field-cancelling-the-first-view-leaves-the-second-its-answer"), by: .cancelStarterEndsRequest,
+                           saying: "joiner (getAssignment of 'sdk_contract_ab' for 'user-2') gave {\"value\"")
+        await assertCaught(try Self.shipped("field-cancelling-the-first-view-leaves-the-second-its-answer"), by: .cancelStarterEndsRequest,
+                           saying: "second (getAssignment of 'sdk_contract_ab' for 'user-1') gave {\"code\":-999,\"error\":\"networkError\"")
+    }
+
+    /// Finding 3: a clear leaves the calls in flight their answers: the lookup its value, the
+    /// keyed status call `true`.
+    func testAClearLeavesTheCallsInFlightTheirAnswers() async throws {
+        let scenario = try Self.shipped("field-clear-leaves-a-call-in-flight-its-answer")
+        await assertCaught(scenario, by: .clearEndsRequests, saying: "after the SDK itself ended request #2, but nothing ended it for this call")
+        await assertCaught(scenario, by: .clearEndsRequests, check: "fan_out",
+                           saying: "trackWithStatus 'buy' returned false though no tracking request of its client failed while it ran (#4")
+    }
+
+    /// The exemptions, on the correct SDKs: a lookup whose own deadline passed (the clock moved
+    /// past its `timeout`) may give the persisted value or an error, and a status call whose
+    /// deadline passed may report `false`, though the SDK ended their requests itself.
+    func testAnOwnDeadlineMayEndACallWithAFailure() async throws {
+        let scenario = try Self.scenario("""
+            {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-2"},
+            {"advance": 11},
+            {"fault": {"match": {"path": "/api/v1/tracking/assign"}, "action": {"hold": {}}}, "id": "a"},
+            {"fault": {"match": {"path": "/api/v1/tracking/track"}, "action": {"hold": {}}}, "id": "t"},
+            {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-2", "as": "persisted", "async": true},
+            {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-1", "as": "none", "async": true},
+            {"do": "trackWithStatus", "event": {"user": "user-1", "name": "buy", "experiment": "sdk_contract_ab"}, "as": "buy", "async": true},
+            {"wait_for": {"held": "a", "count": 2}}, {"wait_for": {"held": "t", "count": 1}},
+            {"advance": 3},
+            {"await": "persisted", "expect": {"value": {"variant_name": "treatment"}}},
+            {"await": "none", "expect": {"error": "networkError"}},
+            {"await": "buy", "expect": {"value": false}},
+            {"release": "a", "count": 2}, {"release": "t"}
+            """, checks: #"["offline_fallback", "fan_out"]"#, config: #""config": {"cache_ttl": 10, "timeout": 2},"#)
+        for driver in [SwiftSDKDriver(), MutantRun.driver(nil)] {
+            let r = await ScenarioRunner(driver: driver).run(scenario)
+            XCTAssertEqual(r.status, .passed, "\(driver.sdkName): \(r.checks.filter { !$0.passed }) \(r.reason ?? "")")
+        }
+    }
+}
+
+extension FiftyNinthTesterFindingsTests {
+    /// The sixty-fifth tester's finding 5: one file named twice (twice on the command line, or a
+    /// folder beside its own subfolder) runs once, not as a second scenario of the same name.
+    func testOneFileNamedTwiceRunsOnce() throws {
+        let dir = try scratchDirectory("sixty-fifth-same-file-twice")
+        let sub = dir.appendingPathComponent("more/deeper")
+        try FileManager.default.createDirectory(at: sub, withIntermediateDirectories: true)
+        let source = Repository.root.appendingPathComponent("scenarios/field-cancelling-the-first-view-leaves-the-second-its-answer.json")
+        try FileManager.default.copyItem(at: source, to: sub.appendingPathComponent("s.json"))
+        for arguments in [["run", "more/deeper/s.json", "more/deeper/s.json"], ["run", "more", "more/deeper"]] {
+            let (status, out) = try HarnessProcess.run(arguments + ["--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 0, "\(arguments): \(out)")
+            XCTAssertTrue(out.contains("1 passed, 0 failed"), out)
+        }
+    }
+
+    /// The sixty-fifth tester's finding 4: an adapter runs in a zone that is not UTC, so an SDK
+    /// writing local time as UTC shows it here too; the harness's environment may pick another.
+    func testAnAdapterRunsOutsideUTC() {
+        let environment = AdapterDescendants.environment(token: "t")
+        if ProcessInfo.processInfo.environment[AdapterDescendants.timeZoneOverride] == nil {
+            XCTAssertEqual(environment["TZ"], "Asia/Kathmandu")
+        }
+        XCTAssertEqual(environment[AdapterDescendants.variable], "t")
+    }
+}
