@@ -726,7 +726,15 @@ public enum HarnessCommand {
         // Keyed by `String`, so canonically equivalent names (NFC and NFD) collide on purpose: two
         // scenarios whose names print alike would be one line in every report.
         var names: [String: (file: String, name: String)] = [:]
+        // One file named twice (`run a.json a.json`, a folder and its own subfolder, a symbolic
+        // link beside its target) runs once: it is no second scenario of the same name (a
+        // sixty-fifth outside tester: reported malformed, exit 64).
+        var seen: Set<String> = []
         for file in files {
+            if let real = realpath(file, nil) {
+                defer { free(real) }
+                if !seen.insert(String(cString: real)).inserted { continue }
+            }
             do {
                 var data = try InputFile.contents(of: file)
                 if let text = String(data: data, encoding: .utf8), text.contains("{{seed}}") {
@@ -1061,12 +1069,16 @@ public enum HarnessCommand {
         }
         if options.verdict != "verdict.json" || arguments.contains("--verdict") {
             guard let s = try? ScenarioParser.parse(root.serialized(), file: file) else { return Exit.internalFault.rawValue }
+            // A first failure that is the SDK's crash is the scenario's crash, counted as `run`
+            // counts one (`counts.crashed`; a sixty-sixth outside tester: `failed`, crashed 0).
+            let crashed = report.firstFailure?.result.status == .crashed
             var result = ScenarioResult(name: s.name, file: file, tags: s.tags, source: s.source,
-                                        status: report.firstFailure != nil ? .failed : unjudged ? .skipped : unrunnable ? .error : .passed,
+                                        status: crashed ? .crashed : report.firstFailure != nil ? .failed : unjudged ? .skipped : unrunnable ? .error : .passed,
                                         durationMilliseconds: report.durationMilliseconds,
                                         checks: unjudged || unrunnable ? [] : [CheckResult(name: "explore", passed: report.firstFailure == nil,
                                                                                           message: report.firstFailure.map { "order \($0.order) fails '\($0.check)': \($0.result.failureMessage(of: $0.check))" })],
                                         reason: unjudged ? "\(report.skipped) of \(report.schedules.count) schedules were skipped"
+                                            : crashed ? "the SDK crashed in \(report.crashed) of \(report.schedules.count) schedules; first: order \(report.firstFailure!.order)"
                                             : report.nothingCarriedOut,
                                         smoke: nil, history: [], historyDigest: "")
             result.exploration = report.json

@@ -308,6 +308,12 @@ public struct DriverMessageDecoder: Sendable {
 
     /// Why `line` does not decode as a reply, in a few words (for a refusal naming it).
     static func whyNotAReply(_ line: Data) -> String {
+        // An `id` that is JSON but no whole number an `Int` holds (`1.5`, `1e23`) is named as such
+        // (a sixty-sixth outside tester: Foundation's decoder called the line "not valid JSON").
+        if case .object(let o)? = try? JSONValue.parse(line).value, let id = o["id"], case .number(let n) = id,
+           n != n.rounded() || abs(n) > 9_007_199_254_740_992 {
+            return "a value that is not Int at $.id: \(id.jsonText)"
+        }
         do {
             let reply = try JSONDecoder().decode(DriverReply.self, from: line)
             if let duplicate = JSONDuplicateKey.first(inValid: line) { return "it states a member twice: \(duplicate)" }

@@ -29,11 +29,31 @@ enum AdapterDescendants {
     static func newToken() -> String { "\(getpid())-\(UUID().uuidString.lowercased())" }
 
     /// The environment to start an adapter with: this process's, plus the token.
+    ///
+    /// The adapter's local time zone is `adapterTimeZone` (`TZ`), so that an SDK writing a local
+    /// time where the contract asks for UTC (an event `timestamp` with a `Z`: CONTRACT.md section 1)
+    /// shows it on a machine whose zone is UTC, as CI machines' often is (a sixty-fifth outside
+    /// tester: such an SDK passed here and failed only under `TZ=Asia/Tokyo`).
+    /// `EXPERIMENTLY_ADAPTER_TZ` in the harness's environment names another zone; set empty, the
+    /// adapter keeps the harness's own.
     static func environment(token: String) -> [String: String] {
         var e = ProcessInfo.processInfo.environment
         e[variable] = token
+        switch e[timeZoneOverride] {
+        case nil: e["TZ"] = adapterTimeZone
+        case ""?: break
+        case let zone?: e["TZ"] = zone
+        }
         return e
     }
+
+    /// The adapter's time zone unless `EXPERIMENTLY_ADAPTER_TZ` says otherwise: UTC+05:45 all year
+    /// (no daylight saving time), whose offset is no whole number of hours, so a local time cannot
+    /// pass for UTC or for another whole-hour zone.
+    static let adapterTimeZone = "Asia/Kathmandu"
+
+    /// The environment variable that overrides `adapterTimeZone`.
+    static let timeZoneOverride = "EXPERIMENTLY_ADAPTER_TZ"
 
     /// Makes this process a child subreaper (Linux, once); returns whether it is one.
     /// `prctl` is variadic in C and not callable from Swift, so it is looked up with `dlsym`.

@@ -261,4 +261,13 @@ final class DriverProtocolTests: XCTestCase {
         XCTAssertEqual(ScenarioRequirements.missing(scenario, capabilities: ["evaluateFlag"]), ["virtual_clock", "cancel"])
         XCTAssertEqual(ScenarioRequirements.missing(scenario, capabilities: ["virtual_clock", "cancel"]), ["evaluateFlag"])
     }
+
+    /// An `id` that is JSON but no `Int` is named so, not called invalid JSON (a sixty-sixth
+    /// outside tester).
+    func testAnIdThatIsNoIntIsNamed() {
+        for (line, shown) in [(#"{"id":1.5,"result":{}}"#, "1.5"), (#"{"id":99999999999999999999999,"result":{}}"#, "1e+23")] {
+            let why = DriverMessageDecoder.whyNotAReply(Data(line.utf8))
+            XCTAssertTrue(why.hasPrefix("a value that is not Int at $.id: ") && why.contains(shown), why)
+        }
+    }
 }

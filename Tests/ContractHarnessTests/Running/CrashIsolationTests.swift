@@ -81,12 +81,18 @@ final class CrashIsolationTests: XCTestCase {
     /// exploration goes on to the end and writes the shrunk schedule.
     func testACrashingScheduleIsReportedAndExploreGoesOn() throws {
         let file = Repository.root.appendingPathComponent("scenarios/race-explore-clear-vs-late-assignment.json").path
-        let r = try harness(["explore", file, "--mutant", "crash-on-clear-in-flight", "--out", "schedule.json"])
+        let r = try harness(["explore", file, "--mutant", "crash-on-clear-in-flight", "--out", "schedule.json", "--verdict", "v.json"])
         XCTAssertEqual(r.status, 1, r.out)
         XCTAssertTrue(r.out.contains("6 schedules"), r.out)
         XCTAssertTrue(r.out.contains("crashed)"), r.out)
         XCTAssertTrue(r.out.contains("fails 'crash'"), r.out)
         XCTAssertTrue(FileManager.default.fileExists(atPath: dir.appendingPathComponent("schedule.json").path))
+        // The verdict counts the crash as `run` does (a sixty-sixth outside tester: `failed`, crashed 0).
+        let entry = try XCTUnwrap(try scenarioEntries("v.json").first)
+        XCTAssertEqual(entry["status"] as? String, "crashed")
+        XCTAssertTrue((entry["reason"] as? String)?.hasPrefix("the SDK crashed in ") ?? false, "\(entry)")
+        let verdict = try JSONSerialization.jsonObject(with: Data(contentsOf: dir.appendingPathComponent("v.json"))) as? [String: Any]
+        XCTAssertEqual((verdict?["counts"] as? [String: Any])?["crashed"] as? Int, 1)
     }
 
     /// `--jobs 2` reports the same scenarios in the same order with the same statuses and history
