@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 15 section 3 ("Faster"): the four figures in one command, release build.
 #   1. explorer throughput: `explore Benchmarks/explore-three-holds-and-logout.json --exhaustive`
-#      (720 orders), schedules/s (target >= 2,000);
+#      (720 orders), schedules/s (target >= 2,000), CPU per schedule, and the floor under it:
+#      `experimently-bench session-floor` (a fresh URLSession and 4 echo requests, no SDK or mock);
 #   2. in-process round trip (URLSession -> URLProtocol -> mock -> back) against a bare echo
 #      URLProtocol in the same run: the ratio (target <= 1.2x);
 #   3. `BackendModel.respond` alone, median per flag GET (target < 3 us);
@@ -22,14 +23,29 @@ BUILDS=("$NEW")
 if [ -n "${COMPARE:-}" ]; then BUILDS+=("$COMPARE"); fi
 label() { if [ "$1" = "$NEW" ]; then echo "this build"; else echo "compare ($1)"; fi; }
 tmp="$(mktemp -d)"
+# CPU seconds (user + system) of this shell's finished children so far, from bash's `times`.
+# (`times` runs in this shell, not in a command substitution, whose children are its own.)
+cpu_seconds() { times > "$tmp/times"; sed -n 2p "$tmp/times" | awk '{ gsub(/s/, "", $1); gsub(/s/, "", $2); split($1, u, "m"); split($2, s, "m"); print u[1] * 60 + u[2] + s[1] * 60 + s[2] }'; }
 trap 'rm -rf "$tmp"' EXIT
 
 echo "== 1. explorer: 720 orders, --exhaustive (target >= 2000 schedules/s)"
 for _ in $(seq 1 "$RUNS"); do
     for b in "${BUILDS[@]}"; do
-        line="$("$b/contract-harness" explore Benchmarks/explore-three-holds-and-logout.json --exhaustive --out "$tmp/s.json" 2>/dev/null | sed -n 2p)"
-        echo "  $(label "$b"): $line"
+        cpu_seconds > "$tmp/c0"
+        "$b/contract-harness" explore Benchmarks/explore-three-holds-and-logout.json --exhaustive --out "$tmp/s.json" > "$tmp/e" 2>/dev/null || true
+        line="$(sed -n 2p "$tmp/e")"
+        cpu_seconds > "$tmp/c1"
+        cpu="$(awk -v a="$(cat "$tmp/c0")" -v b="$(cat "$tmp/c1")" 'BEGIN { printf "%.0f", (b - a) * 1e6 / 720 }')"
+        echo "  $(label "$b"): $line; $cpu us CPU per schedule (user + system, all processes)"
     done
+done
+# The transport's floor under those schedules: each gives its SDK client a fresh URLSession and
+# sends 4 requests; here the same with a bare echo URLProtocol and nothing else, in two processes
+# at once as the explorer's two workers (sessions/s of the two together is the explorer's ceiling
+# while it keeps the real URLSession transport).
+for _ in $(seq 1 "$RUNS"); do
+    "$NEW/experimently-bench" session-floor 360 4 8 > "$tmp/f1" & "$NEW/experimently-bench" session-floor 360 4 8 > "$tmp/f2"; wait
+    sed "s|^|  floor, worker 1 of 2: |" "$tmp/f1"; sed "s|^|  floor, worker 2 of 2: |" "$tmp/f2"
 done
 
 echo "== 2./3. in-process round trip vs echo URLProtocol (target <= 1.20x); BackendModel.respond alone (target < 3 us)"

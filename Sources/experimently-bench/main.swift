@@ -1,4 +1,4 @@
-// experimently-bench: release-mode benchmarks. Usage: experimently-bench sdk | mock-inprocess [mock|echo|replay] [--block N] | mock-model [N [flag|assign]] | mock-handle [N] | mock-serve [--port N]
+// experimently-bench: release-mode benchmarks. Usage: experimently-bench sdk | mock-inprocess [mock|echo|replay] [--block N] | mock-model [N [flag|assign]] | mock-handle [N] | mock-serve [--port N] | session-floor [SESSIONS [REQUESTS [CONCURRENCY]]]
 import Foundation
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -13,7 +13,8 @@ case "mock-inprocess":
 case "mock-model": MockInProcessBench.modelOnly(arguments: Array(arguments.dropFirst()))
 case "mock-handle": await MockInProcessBench.handleOnly(arguments: Array(arguments.dropFirst()))
 case "mock-serve": await MockBench.serve(arguments: Array(arguments.dropFirst()))
+case "session-floor": await SessionFloorBench.run(arguments: Array(arguments.dropFirst()))
 default:
-    FileHandle.standardError.write(Data("usage: experimently-bench sdk | mock-inprocess [mock|echo|replay] [--block N] | mock-model [N [flag|assign]] | mock-handle [N] | mock-serve [--port N]\n".utf8))
+    FileHandle.standardError.write(Data("usage: experimently-bench sdk | mock-inprocess [mock|echo|replay] [--block N] | mock-model [N [flag|assign]] | mock-handle [N] | mock-serve [--port N] | session-floor [SESSIONS [REQUESTS [CONCURRENCY]]]\n".utf8))
     exit(64)
 }
