@@ -227,6 +227,8 @@ public final class DriverServer: @unchecked Sendable {
             reply(DriverReply(id: r.id, result: .object([:])))
         case .seedStore:
             await seedStore(r)
+        case .ping:
+            reply(DriverReply(id: r.id, result: .object([:])))
         case .shutdown:
             break
         }

@@ -32,6 +32,9 @@ public struct DriverRequest: Sendable, Equatable, Codable {
         case hello, createClient = "create_client", perform, persisted, clock, cancel, closeClient = "close_client", shutdown
         case seedStore = "seed_store"
         case settle
+        /// Whether the adapter still reads and answers: sent only after it answered no
+        /// `close_client` of a scenario in time (`ProcessSDKDriver.scenarioDidEnd`).
+        case ping
     }
 
     /// The request's id; the reply carries it.

@@ -88,6 +88,31 @@ final class ThirtyFourthTesterFindingsTests: XCTestCase {
         }
     }
 
+    /// A sixty-sixth outside tester, F3: an adapter that hangs (alive, reading and writing
+    /// nothing) is given up at the end of its scenario, once it answered no `close_client` within
+    /// 2 s and no `ping` within 5 s: that scenario is `crashed` saying so, and the next one runs
+    /// on a fresh adapter. Before, every later scenario waited out its step limits.
+    func testAHungAdapterIsGivenUpAndTheNextScenarioGetsAFreshOne() throws {
+        let dir = try scratchDirectory("sixty-sixth-hung-adapter")
+        let wrapper = try Self.wrapExampleDriver(in: dir, named: "hangs.py", handle: """
+        marker = os.path.join(os.getcwd(), "started-once")
+        again = os.path.exists(marker)
+        open(marker, "a").close()
+        def handle(message):
+            if not again and message.get("type") == "perform":
+                time.sleep(120)
+            return original(message)
+        """)
+        let scenarios = ["contract-smoke", "s4-404-throws-and-removes-persisted", "s4-429-without-persisted-throws"]
+            .map { Repository.root.appendingPathComponent("scenarios/\($0).json").path }
+        let (status, out) = try HarnessProcess.run(["run"] + scenarios + ["--sdk-command", "python3 \(wrapper.path)", "--jobs", "1",
+                                                                      "--step-timeout-ms", "1000", "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status, 1, out)
+        XCTAssertTrue(out.contains("2 passed, 1 failed"), out)
+        let verdict = try String(contentsOf: dir.appendingPathComponent("v.json"), encoding: .utf8)
+        XCTAssertTrue(verdict.contains("the adapter hangs: it answered no close_client within 2 s and no ping within 5 s"), String(verdict.prefix(4000)))
+    }
+
     /// Writes a Python adapter `named` in `dir` that wraps the example SDK's driver: `handle`
     /// (Python text defining `handle(message)`, which may call `original(message)`) replaces the
     /// driver's. `os`, `sys` and `time` are imported.

@@ -17,14 +17,19 @@ final class HTTPServerEventLoopTests: XCTestCase {
             + (close ? "Connection: close\r\n" : "") + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
     }
 
-    func testClientResetWhileHeldMarksTheRequestCancelledAndTheHoldStaysReleasable() async throws {
+    /// A served backend holding every assignment, and a raw client whose assignment it holds.
+    private func heldAssignment() async throws -> (backend: MockBackend, server: MockHTTPServer, port: UInt16, log: BoundedEventLog, client: RawClient, hold: HoldID) {
         let (backend, server, port) = try serveBackend()
         let log = BoundedEventLog(backend)
         backend.addFault(FaultRule(match: FaultMatch(path: "/api/v1/tracking/assign"), action: .hold(label: "a")))
         let client = try RawClient(port: port)
         client.send(assign("u1"))
         let parked = await log.hold(1)
-        let hold = try XCTUnwrap(parked)
+        return (backend, server, port, log, client, try XCTUnwrap(parked))
+    }
+
+    func testClientResetWhileHeldMarksTheRequestCancelledAndTheHoldStaysReleasable() async throws {
+        let (backend, server, port, log, client, hold) = try await heldAssignment()
         client.reset()
         let cancelled = await log.wait { $0 == .cancelled(seq: 1) }
         XCTAssertEqual(cancelled, .cancelled(seq: 1), "the backend hears that the client left")
@@ -181,21 +186,9 @@ final class HTTPServerEventLoopTests: XCTestCase {
 /// The end of a client's stream while its request is parked: a close cancels the request, a
 /// half-close (the client shut only its sending side) gets the answer (a sixtieth outside tester:
 /// `nc -N` and Go's `CloseWrite` got no answer while the journal said the request was answered).
-final class HTTPServerHalfCloseTests: XCTestCase {
-    private func assign(_ user: String) -> String {
-        let body = #"{"experiment_key":"sdk_contract_ab","user_id":"\#(user)"}"#
-        return "POST /api/v1/tracking/assign HTTP/1.1\r\nHost: h\r\nX-API-Key: \(Fixtures.sdkContractAPIKey)\r\nContent-Type: application/json\r\n"
-            + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
-    }
-
+extension HTTPServerEventLoopTests {
     func testAHalfClosedClientIsAnsweredAndTheRequestIsNotCancelled() async throws {
-        let (backend, server, port) = try serveBackend()
-        let log = BoundedEventLog(backend)
-        backend.addFault(FaultRule(match: FaultMatch(path: "/api/v1/tracking/assign"), action: .hold(label: "a")))
-        let client = try RawClient(port: port)
-        client.send(assign("u1"))
-        let parked = await log.hold(1)
-        let hold = try XCTUnwrap(parked)
+        let (backend, server, port, _, client, hold) = try await heldAssignment()
         client.shutdownWrite()
         // The probe arrives while the request is still held, and the request stays held.
         XCTAssertEqual(client.readResponse()?.status, 100)
@@ -220,14 +213,8 @@ final class HTTPServerHalfCloseTests: XCTestCase {
     }
 
     func testAClientThatClosesWhileHeldStillCancelsTheRequest() async throws {
-        let (backend, server, port) = try serveBackend()
-        let log = BoundedEventLog(backend)
-        backend.addFault(FaultRule(match: FaultMatch(path: "/api/v1/tracking/assign"), action: .hold(label: "a")))
-        var client: RawClient? = try RawClient(port: port)
-        client?.send(assign("u1"))
-        let parked = await log.hold(1)
-        _ = try XCTUnwrap(parked)
-        client = nil // close(): a FIN, then a reset in answer to the probe
+        let (backend, server, _, log, client, _) = try await heldAssignment()
+        client.shutdownBoth() // as a close(): a FIN, then a reset in answer to the probe
         let cancelled = await log.wait { $0 == .cancelled(seq: 1) }
         XCTAssertEqual(cancelled, .cancelled(seq: 1))
         XCTAssertEqual(backend.history.first?.cancelled, true)

@@ -126,6 +126,16 @@ final class RawClient {
         }
     }
 
+    /// Shuts both directions, as `close()` does to the peer (a FIN; data that arrives later is
+    /// answered with a reset); the descriptor itself is closed at `deinit`.
+    func shutdownBoth() {
+        #if canImport(Darwin)
+        _ = Darwin.shutdown(fd, Int32(SHUT_RDWR))
+        #else
+        _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
+        #endif
+    }
+
     func shutdownWrite() {
         #if canImport(Darwin)
         _ = Darwin.shutdown(fd, Int32(SHUT_WR))
