@@ -1077,8 +1077,12 @@ enum Checks {
         /// `failure_count` other than 0 (any number that is not a plain 0 may be read as refusal).
         func failed(_ r: RequestRecord) -> Bool {
             if r.cancelled { return false }
-            if !r.succeeded || r.cutOff == true { return true }
-            guard r.path == "/api/v1/tracking/batch", let count = r.response?["failure_count"] else { return false }
+            if !r.succeeded || r.cutOff == true || r.ambiguousBody == true { return true }
+            // A 2xx body that is no JSON object (malformed, empty: a 204) may be read as a failure
+            // (CONTRACT.md section 4 counts an undecodable body as one; a sixty-seventh outside
+            // tester, F4: such a `false` failed).
+            guard case .object(let body)? = r.response else { return true }
+            guard r.path == "/api/v1/tracking/batch", let count = body["failure_count"] else { return false }
             return count != .number(0) && count != .null
         }
         var closedAt: [ExactKey: Int] = [:]
@@ -2335,21 +2339,21 @@ enum Checks {
         var unreadLookups: [ExactKey: [(index: Int, seq: Int)]] = [:]
         func keyID(_ client: String, _ kind: String, _ key: String) -> String { "\(exact(client))\u{0}\(kind)\u{0}\(exact(key))" }
         let givenUp = givenUpWhileRunning(c)
-        let firstCompletes = firstCompletions(c)
         var closesAt: [ExactKey: Int] = [:]   // the first close() of each client
         for e in c.history where e.kind == .invoke && e.name == "close" { if let client = e.client, closesAt[ExactKey(client)] == nil { closesAt[ExactKey(client)] = e.index } }
         func timeoutOf(_ client: String) -> Double { c.scenario.clients.first { $0.name.isExactly(client) }?.settings.timeout ?? ClientSettings().timeout }
-        /// The start of the earliest runner lookup for the same client, kind, user and key still
-        /// running when the one begun at `from` began: a request it waits on may be that call's,
-        /// sent (and its deadline started) then.
-        func earliestSender(client: String, kind: String, user: String, key: String, from: Int) -> Int {
-            var earliest = from
-            for (label, invoke) in invokes where invoke.index < earliest {
-                guard let t = lookupTarget(invoke), t.kind == kind, t.client.isExactly(client), t.user.isExactly(user), t.key.isExactly(key),
-                      (firstCompletes[label]?.index ?? Int.max) > from else { continue }
-                earliest = invoke.index
-            }
-            return earliest
+        /// Where the deadline of a lookup that ran from `from` to `to` may have started: at its own
+        /// start, or at the receipt of any request for its client, kind and key (its user, or
+        /// none) in flight while it ran, whoever sent it (a call it joined, the reference app's,
+        /// a chain of joiners whose first was cancelled). Before, only the runner's own lookups
+        /// pending when it began counted, and a correct SDK's joiner of an app's request, or of
+        /// a cancelled caller's, failed at that request's deadline (a sixty-seventh outside
+        /// tester, F1 and F3).
+        func earliestSender(client: String, kind: String, user: String, key: String, from: Int, to: Int) -> Int {
+            let mine = exact(user)
+            return (lookupsSent[keyID(client, kind, key)] ?? []).filter { r in
+                (r.user == nil || r.user == mine) && r.index < to && (answerIndex[r.seq] ?? Int.max) > from
+            }.map(\.index).min().map { min($0, from) } ?? from
         }
         /// Whether a lookup that returned a value may have read it from the memory cache: a
         /// success for it was answered (and not ended by the SDK) before it began, since the last
@@ -2362,9 +2366,18 @@ enum Checks {
             let lastClear = c.history[..<from].last { $0.kind == .invoke && ($0.name == "clearCache" || $0.name == "close") && $0.client.isExactly(client) }?.index ?? -1
             let ttl = c.scenario.clients.first { $0.name.isExactly(client) }?.settings.cacheTTL ?? ClientSettings().cacheTTL
             let wallClock = !c.driver.capabilities.contains("virtual_clock")
-            return (attempts[id(client, kind, user, key)] ?? []).contains { a in
+            // An answer for another key that names this one may be cached under this one (an SDK
+            // may keep the key an answer names: `naming`); a hit at exactly the TTL is a tie an
+            // SDK's `Date` or float arithmetic decides either way, as `no_stale_write` has it (a
+            // sixty-seventh outside tester, F2 and F5).
+            let field = kind == "flag" ? "key" : "experiment_key"
+            let prefix = "\(exact(client))\u{0}\(kind)\u{0}\(exact(user))\u{0}"
+            let answers = (attempts[id(client, kind, user, key)] ?? []) + attempts.filter { $0.key.hasPrefix(prefix) }.flatMap { entry in
+                entry.value.filter { $0.record.response?[field]?.stringValue.map { $0.isExactly(key) } ?? false }
+            }
+            return answers.contains { a in
                 guard a.index < from, a.index > lastClear, a.record.succeeded, !a.record.cancelled else { return false }
-                return wallClock || ((c.history[from].exactTime - c.history[a.index].exactTime) * 1e6).rounded() < (ttl * 1e6).rounded()
+                return wallClock || ((c.history[from].exactTime - c.history[a.index].exactTime) * 1e6).rounded() <= (ttl * 1e6).rounded()
             }
         }
         /// Whether a request that could carry the lookup's answer was in flight while it ran: one
@@ -2413,7 +2426,7 @@ enum Checks {
             // value and passed every named check (a sixty-fifth outside tester, findings 1 to 3).
             // The reference app's calls keep the rule they had (its actions decide what ends them).
             if let invoke, !givenUp(invoke, to), to < c.runnerCancelledFrom, (closesAt[ExactKey(client)] ?? Int.max) > to,
-               !c.mayHaveMetItsDeadline(client: client, from: earliestSender(client: client, kind: kind, user: user, key: key, from: from), to: to) {
+               !c.mayHaveMetItsDeadline(client: client, from: earliestSender(client: client, kind: kind, user: user, key: key, from: from, to: to), to: to) {
                 let ended = candidates.filter { $0.record.cancelled }
                 candidates.removeAll { $0.record.cancelled }
                 let failed = error.map { $0 != "invalidConfig" } ?? !mayBeACacheHit(client: client, kind: kind, user: user, key: key, from: from, outcome: outcome)

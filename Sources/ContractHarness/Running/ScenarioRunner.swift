@@ -1582,10 +1582,36 @@ final class ScenarioExecution: @unchecked Sendable {
     }
 
     /// Runs a cache query on a client and returns its value (`nil` on error).
+    ///
+    /// Waits at most `queryDeadlineMilliseconds` of real time: an adapter that hangs answers no
+    /// query, and a check or assertion that waited for it waited forever (a sixty-sixth outside
+    /// tester: one hung adapter held a whole run past 10 minutes at the checks of one scenario).
+    /// Then `nil`, which the callers report as no answer; the query itself is left to end with
+    /// the adapter.
     static func query(_ client: any DriverClient, _ op: SDKOperation) async -> JSONValue? {
-        if case .value(let v) = await client.perform(op) { return v }
-        return nil
+        // The waiting caller and the timer, guarded by the lock; whichever of the answer and the
+        // timer comes first resumes the caller (and stops the timer).
+        let pending = HarnessLocked<(caller: CheckedContinuation<JSONValue?, Never>?, timer: Task<Void, Never>?)>((nil, nil))
+        @Sendable func finish(_ value: JSONValue?) {
+            let (caller, timer) = pending.withLock { p in let taken = p; p = (nil, nil); return taken }
+            timer?.cancel()
+            caller?.resume(returning: value)
+        }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<JSONValue?, Never>) in
+            let timer = Task {
+                try? await Task.sleep(nanoseconds: UInt64(queryDeadlineMilliseconds) * 1_000_000)
+                finish(nil)
+            }
+            pending.withLock { $0 = (continuation, timer) }
+            Task {
+                if case .value(let v) = await client.perform(op) { finish(v) } else { finish(nil) }
+            }
+        }
     }
+
+    /// How long a query of the SDK's state (`getAssignments`, `getEvaluatedFlags`, a hash) may
+    /// take, milliseconds of real time.
+    static let queryDeadlineMilliseconds = 5000
 
     // MARK: History
 

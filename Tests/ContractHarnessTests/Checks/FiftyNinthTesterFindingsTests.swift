@@ -375,3 +375,56 @@ extension FiftyNinthTesterFindingsTests {
         XCTAssertEqual(environment[AdapterDescendants.variable], "t")
     }
 }
+
+extension FiftyNinthTesterFindingsTests {
+    /// The sixty-seventh tester (F1, F3, F5): what the new rule must leave to a correct SDK. A
+    /// joiner of an app's held request, or of a chain of joiners whose first was cancelled, meets
+    /// that request's deadline (counted from its receipt, not from the joiner's start); an answer
+    /// naming another key may be cached under that key and served from there.
+    func testJoinersMeetTheirRequestsDeadlineAndAnAnswerMayBeCachedUnderTheKeyItNames() async throws {
+        let scenarios = [
+            try Self.scenario("""
+            {"app": "login", "user": "user-2"},
+            {"fault": {"match": {"path": "/api/v1/tracking/assign"}, "when": {"first": 1}, "action": {"hold": {}}}, "id": "h"},
+            {"app": "display", "as": "view", "async": true},
+            {"wait_for": {"held": "h", "count": 1}},
+            {"advance": 6},
+            {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-2", "as": "bg", "async": true},
+            {"advance": 5},
+            {"await": "bg", "expect": {"error": "networkError"}},
+            {"await": "view", "expect": {"value": {"shown": "fallback"}}},
+            {"wait_for": {"requests": {"path": "/api/v1/tracking/assign", "cancelled": true}, "count": 1}},
+            {"release": "h"}
+            """, checks: #"["offline_fallback", "single_flight"]"#, config: #""app": {"flag": "sdk_contract_flag", "experiment": "sdk_contract_ab"},"#),
+            try Self.scenario("""
+            {"fault": {"match": {"path": "/api/v1/feature-flags/evaluate/sdk_contract_flag"}, "when": {"first": 1}, "action": {"hold": {}}}, "id": "h"},
+            {"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "user-1", "as": "A", "async": true},
+            {"wait_for": {"held": "h", "count": 1}},
+            {"advance": 3},
+            {"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "user-1", "as": "B", "async": true},
+            {"advance": 1},
+            {"cancel": "A"},
+            {"await": "A", "expect": {"error": "cancelled"}},
+            {"advance": 2},
+            {"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "user-1", "as": "C", "async": true},
+            {"advance": 4},
+            {"await": "B", "expect": {"error": "networkError", "code": -1001}},
+            {"await": "C", "expect": {"error": "networkError", "code": -1001}},
+            {"wait_for": {"requests": {"path": "/api/v1/feature-flags/evaluate/sdk_contract_flag", "cancelled": true}, "count": 1}},
+            {"release": "h"},
+            {"assert": {"requests": {"path": "/api/v1/feature-flags/evaluate/sdk_contract_flag"}, "count": 1}}
+            """, checks: #"["offline_fallback", "single_flight", "no_stale_write"]"#),
+            try Self.scenario("""
+            {"fault": {"match": {"path": "/api/v1/tracking/assign"}, "when": {"first": 1}, "action": {"respond": {"status": 200, "json": {"experiment_key": "sdk_other", "user_id": "user-1", "variant_id": "sdk_contract_ab-control", "variant_name": "control", "is_control": true, "configuration": {"color": "blue"}, "assigned": true}}}}, "id": "mis"},
+            {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-1", "expect": {"value": {"variant_name": "control"}}},
+            {"do": "getAssignment", "experiment": "sdk_other", "user": "user-1", "expect": {"any_of": [{"value": {"variant_name": "control"}}, {"error": "experimentNotFound"}]}}
+            """, checks: #"["offline_fallback", "no_stale_write", "single_flight"]"#),
+        ]
+        for scenario in scenarios {
+            for driver in [SwiftSDKDriver(), MutantRun.driver(nil)] {
+                let r = await ScenarioRunner(driver: driver).run(scenario)
+                XCTAssertEqual(r.status, .passed, "\(driver.sdkName): \(r.checks.filter { !$0.passed }) \(r.reason ?? "")")
+            }
+        }
+    }
+}

@@ -106,7 +106,11 @@ final class HTTP1ConnectionStateMachineTests: XCTestCase {
         XCTAssertEqual(m.peerClosed(now: 105), [.write(HTTP1ConnectionStateMachine.probeBytes)])
         XCTAssertEqual(String(decoding: HTTP1ConnectionStateMachine.probeBytes, as: UTF8.self), "HTTP/1.1 100 Continue\r\n\r\n")
         XCTAssertTrue(m.hasRequestInFlight, "the request is not cancelled by an end of stream alone")
-        XCTAssertEqual(m.peerClosed(now: 106), [], "one probe")
+        XCTAssertEqual(m.peerClosed(now: 106), [], "one probe per end of stream")
+        // Again every half second while the request is in flight: a later close sends nothing.
+        XCTAssertEqual(m.deadline, 105 + HTTP1ConnectionStateMachine.probeInterval)
+        XCTAssertEqual(m.deadlinePassed(now: 105.6), [.write(HTTP1ConnectionStateMachine.probeBytes)])
+        XCTAssertEqual(m.deadline, 105.6 + HTTP1ConnectionStateMachine.probeInterval)
         let a = m.answered(ok, now: 200)
         XCTAssertTrue(written(a).hasPrefix("HTTP/1.1 200 "), written(a))
         XCTAssertTrue(written(a).contains("Connection: close"), written(a))

@@ -212,6 +212,20 @@ extension HTTPServerEventLoopTests {
         XCTAssertEqual(server.statistics.cancelledRequests, 0)
     }
 
+    /// A half-closed client that closes later sends nothing; the probe written again every
+    /// half second meets the close and cancels the request (a sixty-seventh outside tester: it
+    /// was journaled answered).
+    func testAHalfClosedClientThatClosesLaterCancelsTheRequest() async throws {
+        let (backend, server, _, log, client, _) = try await heldAssignment()
+        client.shutdownWrite()
+        XCTAssertEqual(client.readResponse()?.status, 100)
+        client.shutdownBoth()
+        let cancelled = await log.wait { $0 == .cancelled(seq: 1) }
+        XCTAssertEqual(cancelled, .cancelled(seq: 1))
+        XCTAssertEqual(backend.history.first?.cancelled, true)
+        XCTAssertTrue(eventually { server.statistics.openConnections == 0 && server.statistics.cancelledRequests == 1 })
+    }
+
     func testAClientThatClosesWhileHeldStillCancelsTheRequest() async throws {
         let (backend, server, _, log, client, _) = try await heldAssignment()
         client.shutdownBoth() // as a close(): a FIN, then a reset in answer to the probe

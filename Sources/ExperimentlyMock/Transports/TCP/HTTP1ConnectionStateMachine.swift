@@ -86,9 +86,18 @@ struct HTTP1ConnectionStateMachine: Sendable {
     /// requests already buffered are still answered, the last one closing the connection.
     private var peerDoneSending = false
 
+    /// When the half-close probe was last written (monotonic seconds), while the request it
+    /// probes for is in flight; `nil` otherwise.
+    private var probedAt: Double?
+
     /// The interim response written when the peer's stream ends while its request is in flight
-    /// (see ``peerClosed(now:reset:)``).
+    /// (see ``peerClosed(now:reset:)``), and again every ``probeInterval`` seconds while it is:
+    /// a half-closed peer that closes later sends nothing, so only a write shows that it left (a
+    /// sixty-seventh outside tester: such a request was journaled answered, not cancelled).
     static let probeBytes = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+
+    /// Seconds between two half-close probes of one request in flight.
+    static let probeInterval = 0.5
 
     /// A machine for a connection accepted at `now` (monotonic seconds).
     init(limits: MockHTTPParserLimits, readTimeout: Double, idleTimeout: Double, now: Double, keepAlive: Bool = true) {
@@ -145,7 +154,7 @@ struct HTTP1ConnectionStateMachine: Sendable {
     var deadline: Double? {
         switch phase {
         case .open:
-            if inFlight != nil { return nil }
+            if inFlight != nil { return probedAt.map { $0 + Self.probeInterval } }
             if let requestStart { return requestStart + readTimeout }
             return servedAny ? idleSince + idleTimeout : idleSince + readTimeout
         case .lingering(let until, _): return until
@@ -210,7 +219,9 @@ struct HTTP1ConnectionStateMachine: Sendable {
                 peerDoneSending = true
                 // No 1xx to an HTTP/1.0 client (RFC 9110 section 15.2): its request is answered
                 // whether it half-closed or left (a 1.0 client is a hand-typed one, `nc`).
-                return inFlight?.minorVersion == 0 ? [] : [.write(Self.probeBytes)]
+                if inFlight?.minorVersion == 0 { return [] }
+                probedAt = now
+                return [.write(Self.probeBytes)]
             }
             phase = .closed
             if case .error(let error) = parser.finish() {
@@ -224,6 +235,7 @@ struct HTTP1ConnectionStateMachine: Sendable {
     mutating func answered(_ outcome: MockOutcome, now: Double) -> [Action] {
         guard let request = inFlight else { return [] }
         inFlight = nil
+        probedAt = nil
         guard phase == .open else { return [] }
         switch outcome {
         case .respond(let response):
@@ -284,6 +296,10 @@ struct HTTP1ConnectionStateMachine: Sendable {
     /// `now` is at or past `deadline`.
     mutating func deadlinePassed(now: Double) -> [Action] {
         guard let deadline, now >= deadline else { return [] }
+        if phase == .open, inFlight != nil, probedAt != nil {
+            probedAt = now
+            return [.write(Self.probeBytes)]
+        }
         switch phase {
         case .lingering:
             phase = .closed
