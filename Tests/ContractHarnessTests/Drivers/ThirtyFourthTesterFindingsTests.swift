@@ -61,10 +61,7 @@ final class ThirtyFourthTesterFindingsTests: XCTestCase {
     /// `error` naming why, not a failure of the SDK's steps, nor a run under another program (F5).
     func testARestartedAdapterMustSayHelloAsTheFirstDid() throws {
         let dir = try scratchDirectory("thirty-fourth-second-hello")
-        let wrapper = try Self.wrapExampleDriver(in: dir, named: "second-hello.py", handle: """
-        marker = os.path.join(os.getcwd(), "started-once")
-        again = os.path.exists(marker)
-        open(marker, "a").close()
+        let wrapper = try Self.wrapExampleDriver(in: dir, named: "second-hello.py", handle: Self.againOnRestart + """
         def handle(message):
             if not again and message.get("type") == "perform":
                 os._exit(3)
@@ -94,10 +91,7 @@ final class ThirtyFourthTesterFindingsTests: XCTestCase {
     /// on a fresh adapter. Before, every later scenario waited out its step limits.
     func testAHungAdapterIsGivenUpAndTheNextScenarioGetsAFreshOne() throws {
         let dir = try scratchDirectory("sixty-sixth-hung-adapter")
-        let wrapper = try Self.wrapExampleDriver(in: dir, named: "hangs.py", handle: """
-        marker = os.path.join(os.getcwd(), "started-once")
-        again = os.path.exists(marker)
-        open(marker, "a").close()
+        let wrapper = try Self.wrapExampleDriver(in: dir, named: "hangs.py", handle: Self.againOnRestart + """
         def handle(message):
             if not again and message.get("type") == "perform":
                 time.sleep(120)
@@ -112,6 +106,15 @@ final class ThirtyFourthTesterFindingsTests: XCTestCase {
         let verdict = try String(contentsOf: dir.appendingPathComponent("v.json"), encoding: .utf8)
         XCTAssertTrue(verdict.contains("the adapter hangs: it answered no close_client within 2 s and no ping within 5 s"), String(verdict.prefix(4000)))
     }
+
+    /// Python text setting `again`: `False` in the first adapter started in the working
+    /// directory, `True` in every one started after it (a marker file).
+    static let againOnRestart = """
+        marker = os.path.join(os.getcwd(), "started-once")
+        again = os.path.exists(marker)
+        open(marker, "a").close()
+
+        """
 
     /// Writes a Python adapter `named` in `dir` that wraps the example SDK's driver: `handle`
     /// (Python text defining `handle(message)`, which may call `original(message)`) replaces the

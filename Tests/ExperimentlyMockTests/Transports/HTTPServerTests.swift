@@ -128,19 +128,15 @@ final class RawClient {
 
     /// Shuts both directions, as `close()` does to the peer (a FIN; data that arrives later is
     /// answered with a reset); the descriptor itself is closed at `deinit`.
-    func shutdownBoth() {
-        #if canImport(Darwin)
-        _ = Darwin.shutdown(fd, Int32(SHUT_RDWR))
-        #else
-        _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
-        #endif
-    }
+    func shutdownBoth() { shut(Int32(SHUT_RDWR)) }
 
-    func shutdownWrite() {
+    func shutdownWrite() { shut(Int32(SHUT_WR)) }
+
+    private func shut(_ how: Int32) {
         #if canImport(Darwin)
-        _ = Darwin.shutdown(fd, Int32(SHUT_WR))
+        _ = Darwin.shutdown(fd, how)
         #else
-        _ = Glibc.shutdown(fd, Int32(SHUT_WR))
+        _ = Glibc.shutdown(fd, how)
         #endif
     }
 
