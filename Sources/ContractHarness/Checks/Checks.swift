@@ -40,12 +40,19 @@ struct CheckContext: Sendable {
     /// SDK's own deadline (CONTRACT.md section 5, defect 6: the client's `timeout` seconds), which
     /// ends its request (the mock marks it cancelled) and gives the persisted value or an error:
     /// the scenario's clock moved at least `timeout` between its start and its end (a microsecond
-    /// short counts: an SDK's `Date` arithmetic decides at the edge). Always `true` for an SDK that
-    /// does not read the harness's clock (no `virtual_clock`): its deadlines run on the wall clock,
-    /// which the history does not keep.
+    /// short counts: an SDK's `Date` arithmetic decides at the edge). For an SDK that does not read
+    /// the harness's clock (no `virtual_clock`), whose deadlines run on the wall clock: at least
+    /// `timeout` seconds of real time passed (`HistoryEvent.wallInstant`; `true` when unknown).
     func mayHaveMetItsDeadline(client: String, from: Int, to: Int) -> Bool {
-        guard driver.capabilities.contains("virtual_clock"), history.indices.contains(from), history.indices.contains(to) else { return true }
+        guard history.indices.contains(from), history.indices.contains(to) else { return true }
         let timeout = scenario.clients.first { $0.name.isExactly(client) }?.settings.timeout ?? ClientSettings().timeout
+        guard driver.capabilities.contains("virtual_clock") else {
+            // On the wall clock: as much real time must have passed (recorded with each event;
+            // a sixty-eighth outside tester: without `virtual_clock` every call was excused, and
+            // the SDKs these rules catch passed on calls of 14 ms against a timeout of 10 s).
+            guard let start = history[from].wallInstant, let end = history[to].wallInstant else { return true }
+            return end - start >= timeout - 0.001
+        }
         return ((history[to].exactTime - history[from].exactTime) * 1e6).rounded() >= (timeout * 1e6).rounded() - 1
     }
 
@@ -2349,16 +2356,24 @@ enum Checks {
         /// pending when it began counted, and a correct SDK's joiner of an app's request, or of
         /// a cancelled caller's, failed at that request's deadline (a sixty-seventh outside
         /// tester, F1 and F3).
+        ///
+        /// Not a request received before a `clearCache()`, `close()` or app logout of its client
+        /// that came before the call: a call begun after a clear joins nothing begun before it
+        /// (CONTRACT.md section 5.1; a sixty-eighth outside tester: a pre-clear request's deadline
+        /// excused an SDK that failed every request for the key when one timed out).
         func earliestSender(client: String, kind: String, user: String, key: String, from: Int, to: Int) -> Int {
             let mine = exact(user)
+            let cleared = c.history[..<from].last { e in
+                e.client.isExactly(client) && ((e.kind == .invoke && (e.name == "clearCache" || e.name == "close")) || (e.kind == .marker && e.name == "logout"))
+            }?.index ?? -1
             return (lookupsSent[keyID(client, kind, key)] ?? []).filter { r in
-                (r.user == nil || r.user == mine) && r.index < to && (answerIndex[r.seq] ?? Int.max) > from
+                (r.user == nil || r.user == mine) && r.index > cleared && r.index < to && (answerIndex[r.seq] ?? Int.max) > from
             }.map(\.index).min().map { min($0, from) } ?? from
         }
         /// Whether a lookup that returned a value may have read it from the memory cache: a
         /// success for it was answered (and not ended by the SDK) before it began, since the last
         /// clear of its client, less than the client's `cache_ttl` before (CONTRACT.md section 4;
-        /// on the scenario's clock, or any time before for an SDK on the wall clock). Such a call
+        /// on the scenario's clock, or on the wall clock for an SDK without `virtual_clock`). Such a call
         /// waits on no request, whatever the SDK did to another.
         func mayBeACacheHit(client: String, kind: String, user: String, key: String, from: Int, outcome: JSONValue) -> Bool {
             guard outcome["value"] != nil else { return false }
@@ -2377,7 +2392,13 @@ enum Checks {
             }
             return answers.contains { a in
                 guard a.index < from, a.index > lastClear, a.record.succeeded, !a.record.cancelled else { return false }
-                return wallClock || ((c.history[from].exactTime - c.history[a.index].exactTime) * 1e6).rounded() <= (ttl * 1e6).rounded()
+                if wallClock {
+                    // On the wall clock, as the SDK's entry ages: the answer is stored when the
+                    // adapter reads it, a moment after the mock recorded it (a second allowed).
+                    guard let answered = c.history[a.index].wallInstant, let began = c.history[from].wallInstant else { return true }
+                    return began - answered <= ttl + 1
+                }
+                return ((c.history[from].exactTime - c.history[a.index].exactTime) * 1e6).rounded() <= (ttl * 1e6).rounded()
             }
         }
         /// Whether a request that could carry the lookup's answer was in flight while it ran: one
@@ -2936,8 +2957,12 @@ enum Checks {
             for user in retired.keys.sorted().map(\.text) {
                 // The scenario's own lookup for X on the app's client after X's logout may cache X.
                 if runner.calls.contains(where: { $0.key != nil && $0.start > retired[ExactKey(user)]! && $0.users.contains { $0.isExactly(user) } }) { continue }
-                let a = await ScenarioExecution.query(client, .getAssignments(user: user)).map(assignmentKeys) ?? []
-                let f = await ScenarioExecution.query(client, .getEvaluatedFlags(user: user)).map(strings) ?? []
+                guard let a = await ScenarioExecution.query(client, .getAssignments(user: user)).map(assignmentKeys),
+                      let f = await ScenarioExecution.query(client, .getEvaluatedFlags(user: user)).map(strings) else {
+                    problems.append(("after logout the app's client did not report its cache for '\(user.unambiguous)' (getAssignments or getEvaluatedFlags gave no list), "
+                                     + "so whether it still holds that identity is unknown", relevant(c, user: user)))
+                    continue
+                }
                 if !a.isEmpty || !f.isEmpty {
                     problems.append(("after logout the cache still holds '\(user.unambiguous)': assignments \(a), flags \(f)", relevant(c, user: user)))
                 }

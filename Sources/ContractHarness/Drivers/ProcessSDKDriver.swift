@@ -409,6 +409,9 @@ final class ReplySlot: Sendable {
     // Sendable: mutable state lives in `box` (a HarnessLocked).
     let id: Int
     let scope: String
+    /// An `error` reply is an answer like any other, no protocol problem (`ping`: an adapter may
+    /// refuse a type it does not know).
+    let refusalIsAnAnswer: Bool
     private struct Box {
         var result: Result<JSONValue, SlotFailure>?
         var waiters: [CheckedContinuation<Result<JSONValue, SlotFailure>, Never>] = []
@@ -416,8 +419,9 @@ final class ReplySlot: Sendable {
     }
     private let box = HarnessLocked(Box())
 
-    init(id: Int, scope: String) {
+    init(id: Int, scope: String, refusalIsAnAnswer: Bool = false) {
         self.id = id
+        self.refusalIsAnAnswer = refusalIsAnAnswer
         self.scope = scope
     }
 
@@ -630,7 +634,7 @@ final class DriverConnection: Sendable {
         let (slot, death, closed) = state.withLock { s -> (ReplySlot, String?, Bool) in
             s.nextID += 1
             request.id = s.nextID
-            let slot = ReplySlot(id: s.nextID, scope: scope)
+            let slot = ReplySlot(id: s.nextID, scope: scope, refusalIsAnAnswer: request.type == .ping)
             let closed = !scope.isEmpty && request.type != .closeClient && s.closing.contains(scope)
             if s.death == nil && !closed { s.slots[s.nextID] = slot }
             return (slot, s.death, closed)
@@ -844,7 +848,7 @@ final class DriverConnection: Sendable {
             return
         }
         if let error = reply.error {
-            noteProblem("request \(reply.id) refused: \(error)")
+            if !slot.refusalIsAnAnswer { noteProblem("request \(reply.id) refused: \(error)") }
             slot.resolve(.failure(.refused(error)))
         } else {
             slot.resolve(.success(reply.result ?? .object([:])))

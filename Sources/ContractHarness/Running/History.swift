@@ -49,6 +49,11 @@ public struct HistoryEvent: Codable, Sendable, Equatable {
     /// `instant` to the microsecond when known, else `time`: the time the checks' models use.
     /// Scenario times are whole microseconds (the parser refuses finer ones), and the clock's
     /// `Date` is off by up to about 0.1 microsecond at today's dates, which the rounding undoes.
+    /// When it was recorded on the harness's monotonic wall clock (seconds since boot; not
+    /// encoded, not compared): how much real time passed between two events, for an SDK whose
+    /// deadlines run on the wall clock (no `virtual_clock`). `nil` when not known.
+    public var wallInstant: Double? = nil
+
     public var exactTime: Double { instant.map { ($0 * 1_000_000).rounded() / 1_000_000 } ?? time }
 
     enum CodingKeys: String, CodingKey { case index, step, time, kind, client, label, name, detail, outcome, request }
@@ -159,7 +164,7 @@ final class Recorder: @unchecked Sendable {
         let index: Int = lock.withLock {
             events.append(HistoryEvent(index: events.count, step: step, time: (time * 1000).rounded() / 1000, kind: kind,
                                        client: client, label: label, name: name, detail: detail, outcome: outcome, request: request,
-                                       instant: time))
+                                       instant: time, wallInstant: Double(DispatchTime.now().uptimeNanoseconds) / 1e9))
             return events.count - 1
         }
         poke()

@@ -37,13 +37,14 @@ extension ScenarioExecution {
                                present: Bool, value: JSONValue?) async -> String? {
         let what = "\(kind) '\(key.unambiguous)' of user '\(user.unambiguous)' in \(client)'s memory cache"
         let entry: JSONValue?
+        let unanswered = "\(what): the SDK gave no list (an error, or no answer within \(queryDeadlineMilliseconds) ms), so whether it holds the entry is unknown"
         if kind == "flag" {
-            let got = await query(c, .getEvaluatedFlags(user: user))
-            let keys: [String] = { if case .array(let items)? = got { return items.compactMap(\.stringValue) }; return [] }()
+            guard let got = await query(c, .getEvaluatedFlags(user: user)) else { return unanswered }
+            let keys: [String] = { if case .array(let items) = got { return items.compactMap(\.stringValue) }; return [] }()
             entry = keys.containsExactly(key) ? .string(key) : nil
         } else {
-            let got = await query(c, .getAssignments(user: user))
-            let items: [JSONValue] = { if case .array(let items)? = got { return items }; return [] }()
+            guard let got = await query(c, .getAssignments(user: user)) else { return unanswered }
+            let items: [JSONValue] = { if case .array(let items) = got { return items }; return [] }()
             entry = items.last { $0["experiment_key"]?.stringValue.map { $0.isExactly(key) } ?? false }
         }
         if present && entry == nil { return "expected the \(what), found none" }

@@ -1490,9 +1490,13 @@ final class ScenarioExecution: @unchecked Sendable {
         case .cache(let client, let user, let assignments, let flags):
             guard let c = clients[client] else { return "no client \(client)" }
             var problems: [String] = []
+            // A query with no answer (the adapter's error, or none within the query deadline) is
+            // no empty cache: said so (a sixty-eighth outside tester: an SDK keeping its cache
+            // past close() whose queries hung passed `cache: []`).
+            let unanswered = { (what: String) in "\(what) of \(user.unambiguous) on \(client): the SDK gave no list (an error, or no answer within \(Self.queryDeadlineMilliseconds) ms)" }
             if let assignments {
-                let got = await Self.query(c, .getAssignments(user: user))
-                let keys = got.flatMap { v -> [String]? in
+                guard let got = await Self.query(c, .getAssignments(user: user)) else { return unanswered("cached assignments") }
+                let keys = Optional(got).flatMap { v -> [String]? in
                     if case .array(let items) = v { return items.compactMap { if case .string(let k)? = $0["experiment_key"] { return k } else { return nil } } }
                     return nil
                 } ?? []
@@ -1501,8 +1505,8 @@ final class ScenarioExecution: @unchecked Sendable {
                 }
             }
             if let flags {
-                let got = await Self.query(c, .getEvaluatedFlags(user: user))
-                let keys: [String] = { if case .array(let items)? = got { return items.compactMap { if case .string(let s) = $0 { return s } else { return nil } } }; return [] }()
+                guard let got = await Self.query(c, .getEvaluatedFlags(user: user)) else { return unanswered("cached flags") }
+                let keys: [String] = { if case .array(let items) = got { return items.compactMap { if case .string(let s) = $0 { return s } else { return nil } } }; return [] }()
                 if !keys.elementsEqual(flags, by: { $0.isExactly($1) }) {
                     problems.append("cached flags of \(user.unambiguous) on \(client): expected \(flags.map(\.unambiguous)), got \(keys.map(\.unambiguous))")
                 }

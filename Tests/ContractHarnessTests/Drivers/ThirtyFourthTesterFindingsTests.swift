@@ -107,6 +107,37 @@ final class ThirtyFourthTesterFindingsTests: XCTestCase {
         XCTAssertTrue(verdict.contains("the adapter hangs: it answered no close_client within 2 s and no ping within 5 s"), String(verdict.prefix(4000)))
     }
 
+    /// A sixty-eighth outside tester: a healthy adapter slow to close its clients (2.5 s) that
+    /// refuses `ping` as a type it does not know (as the Python example does) passes; and a cache
+    /// query it never answers is no empty cache: `assert cache: []` fails saying so (before, an SDK
+    /// keeping its cache past `close()` whose queries hung passed).
+    func testASlowCloseWithARefusedPingPassesAndAnUnansweredQueryIsNoEmptyCache() throws {
+        let dir = try scratchDirectory("sixty-eighth-ping-and-queries")
+        let wrapper = try Self.wrapExampleDriver(in: dir, named: "slow.py", handle: """
+        import threading
+        def handle(message):
+            if message.get("type") == "close_client":
+                threading.Timer(2.5, lambda: original(message)).start()
+                return None
+            operation = (message.get("operation") or {}).get("name")
+            if os.environ.get("QUERIES") == "never" and operation in ("getAssignments", "getEvaluatedFlags"):
+                return None
+            return original(message)
+        """)
+        let file = dir.appendingPathComponent("q.json")
+        try """
+        {"format": "experimently-scenario/1", "name": "q", "description": "d", "checks": [], "steps": [
+         {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-1"},
+         {"do": "close"},
+         {"assert": {"cache": {"user": "user-1", "assignments": [], "flags": []}}}]}
+        """.write(to: file, atomically: true, encoding: .utf8)
+        var (status, out) = try HarnessProcess.run(["run", file.path, "--sdk-command", "python3 \(wrapper.path)", "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status, 0, out)
+        (status, out) = try HarnessProcess.run(["run", file.path, "--sdk-command", "QUERIES=never python3 \(wrapper.path)", "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status, 1, out)
+        XCTAssertTrue(out.contains("cached assignments of user-1 on main: the SDK gave no list (an error, or no answer within 5000 ms)"), out)
+    }
+
     /// Python text setting `again`: `False` in the first adapter started in the working
     /// directory, `True` in every one started after it (a marker file).
     static let againOnRestart = """
