@@ -123,6 +123,8 @@ final class HTTP1ConnectionStateMachineTests: XCTestCase {
         let first = p.answered(ok, now: 102)
         XCTAssertFalse(written(first).contains("Connection: close"), written(first))
         XCTAssertTrue(first.contains { if case .dispatch = $0 { return true }; return false }, "the second request is handed on")
+        XCTAssertEqual(first.last, .write(HTTP1ConnectionStateMachine.probeBytes), "and probed, as the first was")
+        XCTAssertEqual(p.deadline, 102 + HTTP1ConnectionStateMachine.probeInterval)
         XCTAssertTrue(written(p.answered(ok, now: 103)).contains("Connection: close"))
 
         // No 1xx to an HTTP/1.0 client (RFC 9110 section 15.2): it is answered without a probe.

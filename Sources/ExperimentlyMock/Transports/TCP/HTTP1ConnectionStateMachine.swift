@@ -375,6 +375,13 @@ struct HTTP1ConnectionStateMachine: Sendable {
             case .request(let parsed):
                 inFlight = parsed
                 actions.append(.dispatch(parsed))
+                // A request pipelined before the peer half-closed is probed as the first one was
+                // (a sixty-eighth outside tester: a client closing during its hold was journaled
+                // answered).
+                if peerDoneSending && parsed.minorVersion != 0 {
+                    probedAt = now
+                    actions.append(.write(Self.probeBytes))
+                }
                 return actions
             }
         }
