@@ -1060,7 +1060,8 @@ enum Checks {
 
     /// A `trackWithStatus` or `trackBatch` that returned `false` met a failure: a tracking request
     /// of its client that failed while it ran (answered with a status other than 2xx, dropped or
-    /// cut off, or a `/batch` answered with a `failure_count` other than 0), since the result
+    /// cut off, a 2xx body that is no JSON object, or a `/batch` answered with a `failure_count`
+    /// other than 0), since the result
     /// reports delivery and failures are never cached (CONTRACT.md sections 3 and 4; section 5,
     /// defect 5). A request still unanswered when it returned, one answered 2xx with nothing
     /// refused, or one the SDK itself ended explains nothing. Not judged: a call given up while it
@@ -1080,8 +1081,9 @@ enum Checks {
         let tracking = c.requests.filter { ["/api/v1/tracking/track", "/api/v1/tracking/batch"].contains($0.record.path) }
         var answeredAt: [Int: Int] = [:]   // seq -> history index of its answer
         for e in c.history where e.kind == .response { if let seq = e.request?.seq, answeredAt[seq] == nil { answeredAt[seq] = e.index } }
-        /// Whether `r`, answered at `at`, failed: not 2xx, no status (dropped), cut off, or a
-        /// `failure_count` other than 0 (any number that is not a plain 0 may be read as refusal).
+        /// Whether `r` failed as an SDK may read it: not 2xx, no status (dropped), cut off, a body
+        /// parsers read differently or no JSON object, or a `/batch` `failure_count` other than 0
+        /// (any value but a plain 0 or `null` may be read as a refusal). Never one the SDK ended.
         func failed(_ r: RequestRecord) -> Bool {
             if r.cancelled { return false }
             if !r.succeeded || r.cutOff == true || r.ambiguousBody == true { return true }
