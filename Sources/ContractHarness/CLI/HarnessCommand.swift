@@ -729,11 +729,14 @@ public enum HarnessCommand {
         // One file named twice (`run a.json a.json`, a folder and its own subfolder, a symbolic
         // link beside its target) runs once: it is no second scenario of the same name (a
         // sixty-fifth outside tester: reported malformed, exit 64).
-        var seen: Set<String> = []
+        // By the resolved path's bytes: two names that differ only in Unicode normalization
+        // (NFC and NFD `é`) are two files on Linux, and a `Set<String>` would take them for one.
+        var seen: Set<[UInt8]> = []
         for file in files {
             if let real = realpath(file, nil) {
                 defer { free(real) }
-                if !seen.insert(String(cString: real)).inserted { continue }
+                let bytes = Array(UnsafeBufferPointer(start: UnsafeRawPointer(real).assumingMemoryBound(to: UInt8.self), count: strlen(real)))
+                if !seen.insert(bytes).inserted { continue }
             }
             do {
                 var data = try InputFile.contents(of: file)

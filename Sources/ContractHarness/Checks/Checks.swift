@@ -30,10 +30,16 @@ struct CheckContext: Sendable {
     /// outside tester).
     func mayFailBeforeTheMock(client: String, user: String? = nil, key: String? = nil) -> Bool {
         if refusedAtTransport.contains(ExactKey(client)) { return true }
-        let settings = scenario.clients.first { $0.name.isExactly(client) }?.settings ?? ClientSettings()
+        let settings = settings(of: client)
         if !settings.reachesMock { return true }
         if settings.apiKey.utf8.count > 8000 || settings.apiKey.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value > 0x7E }) { return true }
         return 3 * ((user?.utf8.count ?? 0) + (key?.utf8.count ?? 0)) > 7900
+    }
+
+    /// The settings of the scenario's client named exactly `client`; the defaults for a name the
+    /// scenario does not declare (the main client's).
+    func settings(of client: String) -> ClientSettings {
+        scenario.clients.first { $0.name.isExactly(client) }?.settings ?? ClientSettings()
     }
 
     /// Whether a call of `client` that ran from history index `from` to `to` may have met its
@@ -45,7 +51,7 @@ struct CheckContext: Sendable {
     /// `timeout` seconds of real time passed (`HistoryEvent.wallInstant`; `true` when unknown).
     func mayHaveMetItsDeadline(client: String, from: Int, to: Int) -> Bool {
         guard history.indices.contains(from), history.indices.contains(to) else { return true }
-        let timeout = scenario.clients.first { $0.name.isExactly(client) }?.settings.timeout ?? ClientSettings().timeout
+        let timeout = settings(of: client).timeout
         guard driver.capabilities.contains("virtual_clock") else {
             // On the wall clock: as much real time must have passed (recorded with each event;
             // a sixty-eighth outside tester: without `virtual_clock` every call was excused, and
@@ -743,7 +749,7 @@ enum Checks {
             // user's part of it (an outside tester: three users of two flags each passed a size of 2).
             var listedA = 0, listedF = 0
             defer {
-                let size = c.scenario.clients.first { $0.name.isExactly(client) }?.settings.cacheSize ?? 1000
+                let size = c.settings(of: client).cacheSize
                 for (what, count) in [("assignments", listedA), ("flags", listedF)] where count > size {
                     problems.append(("client '\(client)' caches \(count) \(what) over its users, more than its cache_size of \(size) (CONTRACT.md section 3: cacheSize bounds the in-memory cache)", []))
                 }
@@ -790,7 +796,7 @@ enum Checks {
                 // CONTRACT.md section 3: `cacheSize` bounds each in-memory cache. Whatever the
                 // eviction order (the contract names none), no cache lists more entries of one user
                 // than that (a tenth outside tester: an SDK ignoring the size passed every check).
-                let size = c.scenario.clients.first { $0.name.isExactly(client) }?.settings.cacheSize ?? 1000
+                let size = c.settings(of: client).cacheSize
                 for (what, got) in [("assignments", gotA), ("flags", gotF)] where got.count > size {
                     problems.append(("client '\(client)' caches \(got.count) \(what) for user '\(Attribution.show(user))', more than its cache_size of \(size) (CONTRACT.md section 3: cacheSize bounds the in-memory cache)",
                                      relevant(c, user: user)))
@@ -1117,7 +1123,7 @@ enum Checks {
             } else {
                 let seqs = mine.prefix(4).map { "#\($0.record.seq)" }.joined(separator: ", ") + (mine.count > 4 ? " and \(mine.count - 4) more" : "")
                 what = "though no tracking request of its client failed while it ran (\(seqs): delivered, still unanswered, or ended by the SDK itself), "
-                    + "nothing gave it up and its deadline (timeout \(secondsText(c.scenario.clients.first { $0.name.isExactly(client) }?.settings.timeout ?? ClientSettings().timeout)) s) had not passed"
+                    + "nothing gave it up and its deadline (timeout \(secondsText(c.settings(of: client).timeout)) s) had not passed"
             }
             problems.append(("\(name) '\(Attribution.show(label))' returned false \(what) "
                              + "(CONTRACT.md section 3: the result reports delivery; section 4: failures are never cached; "
@@ -2350,7 +2356,19 @@ enum Checks {
         let givenUp = givenUpWhileRunning(c)
         var closesAt: [ExactKey: Int] = [:]   // the first close() of each client
         for e in c.history where e.kind == .invoke && e.name == "close" { if let client = e.client, closesAt[ExactKey(client)] == nil { closesAt[ExactKey(client)] = e.index } }
-        func timeoutOf(_ client: String) -> Double { c.scenario.clients.first { $0.name.isExactly(client) }?.settings.timeout ?? ClientSettings().timeout }
+        /// The lookup requests of `client` for `kind` and `key` that may carry `user`'s answer
+        /// (naming that user exactly, or none), as received so far.
+        func lookupRequests(client: String, kind: String, user: String, key: String) -> [(index: Int, seq: Int, user: String?)] {
+            let mine = exact(user)
+            return (lookupsSent[keyID(client, kind, key)] ?? []).filter { $0.user == nil || $0.user == mine }
+        }
+        /// The history index of the last memory clear of `client` before `index` (`clearCache()`,
+        /// `close()`, and with `logout` the reference app's logout), or -1.
+        func lastMemoryClear(of client: String, before index: Int, logout: Bool) -> Int {
+            c.history[..<index].last { e in
+                e.client.isExactly(client) && ((e.kind == .invoke && (e.name == "clearCache" || e.name == "close")) || (logout && e.kind == .marker && e.name == "logout"))
+            }?.index ?? -1
+        }
         /// Where the deadline of a lookup that ran from `from` to `to` may have started: at its own
         /// start, or at the receipt of any request for its client, kind and key (its user, or
         /// none) in flight while it ran, whoever sent it (a call it joined, the reference app's,
@@ -2364,12 +2382,9 @@ enum Checks {
         /// (CONTRACT.md section 5.1; a sixty-eighth outside tester: a pre-clear request's deadline
         /// excused an SDK that failed every request for the key when one timed out).
         func earliestSender(client: String, kind: String, user: String, key: String, from: Int, to: Int) -> Int {
-            let mine = exact(user)
-            let cleared = c.history[..<from].last { e in
-                e.client.isExactly(client) && ((e.kind == .invoke && (e.name == "clearCache" || e.name == "close")) || (e.kind == .marker && e.name == "logout"))
-            }?.index ?? -1
-            return (lookupsSent[keyID(client, kind, key)] ?? []).filter { r in
-                (r.user == nil || r.user == mine) && r.index > cleared && r.index < to && (answerIndex[r.seq] ?? Int.max) > from
+            let cleared = lastMemoryClear(of: client, before: from, logout: true)
+            return lookupRequests(client: client, kind: kind, user: user, key: key).filter { r in
+                r.index > cleared && r.index < to && (answerIndex[r.seq] ?? Int.max) > from
             }.map(\.index).min().map { min($0, from) } ?? from
         }
         /// Whether a lookup that returned a value may have read it from the memory cache: a
@@ -2380,8 +2395,8 @@ enum Checks {
         func mayBeACacheHit(client: String, kind: String, user: String, key: String, from: Int, outcome: JSONValue) -> Bool {
             guard outcome["value"] != nil else { return false }
             // Memory clears only (`clearOfflineCache()` leaves the memory cache as it was).
-            let lastClear = c.history[..<from].last { $0.kind == .invoke && ($0.name == "clearCache" || $0.name == "close") && $0.client.isExactly(client) }?.index ?? -1
-            let ttl = c.scenario.clients.first { $0.name.isExactly(client) }?.settings.cacheTTL ?? ClientSettings().cacheTTL
+            let lastClear = lastMemoryClear(of: client, before: from, logout: false)
+            let ttl = c.settings(of: client).cacheTTL
             let wallClock = !c.driver.capabilities.contains("virtual_clock")
             // An answer for another key that names this one may be cached under this one (an SDK
             // may keep the key an answer names: `naming`); a hit at exactly the TTL is a tie an
@@ -2408,8 +2423,7 @@ enum Checks {
         /// could not read), received before it returned and not answered before it began.
         func requestInFlight(client: String, kind: String, user: String, key: String, from: Int, to: Int) -> Bool {
             func during(_ index: Int, _ seq: Int) -> Bool { index < to && (answerIndex[seq] ?? Int.max) > from }
-            let mine = exact(user)
-            return (lookupsSent[keyID(client, kind, key)] ?? []).contains { r in (r.user == nil || r.user == mine) && during(r.index, r.seq) }
+            return lookupRequests(client: client, kind: kind, user: user, key: key).contains { during($0.index, $0.seq) }
                 || (unreadLookups[ExactKey(client)] ?? []).contains { during($0.index, $0.seq) }
         }
         /// Judges the outcome of a lookup that ran from history index `from` to `to` (`invoke`:
@@ -2454,9 +2468,8 @@ enum Checks {
                 candidates.removeAll { $0.record.cancelled }
                 let failed = error.map { $0 != "invalidConfig" } ?? !mayBeACacheHit(client: client, kind: kind, user: user, key: key, from: from, outcome: outcome)
                 if candidates.isEmpty, failed, !c.mayFailBeforeTheMock(client: client, user: user, key: key) {
-                    let mine = exact(user)
-                    let open = (lookupsSent[keyID(client, kind, key)] ?? []).filter { r in
-                        (r.user == nil || r.user == mine) && r.index < to && (answerIndex[r.seq] ?? Int.max) > to
+                    let open = lookupRequests(client: client, kind: kind, user: user, key: key).filter { r in
+                        r.index < to && (answerIndex[r.seq] ?? Int.max) > to
                     }
                     // An error with none sent at all is the rule below's, in its own words.
                     if !ended.isEmpty || !open.isEmpty || error == nil {
@@ -2467,7 +2480,7 @@ enum Checks {
                                 + "(none since the last clearCache() or close(), within the cache_ttl): another user's or key's entry, or the persisted value without a failure"
                         problems.append(("\(label) (\(kind == "flag" ? "evaluateFlag" : "getAssignment") of '\(Attribution.show(key))' for '\(Attribution.show(user))') "
                                          + "gave \(outcome) \(cause), but nothing ended it for this call: no cancel step of its label, no close() of its client, "
-                                         + "and its deadline (timeout \(secondsText(timeoutOf(client))) s) had not passed "
+                                         + "and its deadline (timeout \(secondsText(c.settings(of: client).timeout)) s) had not passed "
                                          + "(CONTRACT.md section 4: only a failure gives the persisted value or an error; section 5, defect 3: cancelling "
                                          + "one waiter of a shared request leaves the others their answer; section 5.1: after a clear its own caller still gets the answer)",
                                          c.excerpt(ended.map(\.index) + open.map(\.index) + [from, to])))

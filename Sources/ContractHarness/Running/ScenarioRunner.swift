@@ -1496,10 +1496,7 @@ final class ScenarioExecution: @unchecked Sendable {
             let unanswered = { (what: String) in "\(what) of \(user.unambiguous) on \(client): the SDK gave no list (an error, or no answer within \(Self.queryDeadlineMilliseconds) ms)" }
             if let assignments {
                 guard let got = await Self.query(c, .getAssignments(user: user)) else { return unanswered("cached assignments") }
-                let keys = Optional(got).flatMap { v -> [String]? in
-                    if case .array(let items) = v { return items.compactMap { if case .string(let k)? = $0["experiment_key"] { return k } else { return nil } } }
-                    return nil
-                } ?? []
+                let keys: [String] = { if case .array(let items) = got { return items.compactMap { if case .string(let k)? = $0["experiment_key"] { return k } else { return nil } } }; return [] }()
                 if !keys.elementsEqual(assignments, by: { $0.isExactly($1) }) {
                     problems.append("cached assignments of \(user.unambiguous) on \(client): expected \(assignments.map(\.unambiguous)), got \(keys.map(\.unambiguous))")
                 }
