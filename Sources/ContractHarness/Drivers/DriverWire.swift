@@ -168,6 +168,12 @@ public struct DriverHello: Sendable, Equatable {
     public init(json: JSONValue) throws {
         guard case .string(let version)? = json["protocol"] else { throw DriverProtocolError("hello: no \"protocol\" text in \(json.jsonText)") }
         guard case .string(let name)? = json["sdk"]?["name"] else { throw DriverProtocolError("hello: no \"sdk.name\" text in \(json.jsonText)") }
+        // The name heads every report of the run: an empty one printed "sdk:  1" (a sixty-sixth
+        // outside tester). A version, when given, is a text: a number was dropped silently.
+        guard !name.isEmpty else { throw DriverProtocolError("hello: \"sdk.name\" is empty in \(json.jsonText) (name the SDK)") }
+        if let v = json["sdk"]?["version"], v.stringValue == nil, v != .null {
+            throw DriverProtocolError("hello: \"sdk.version\" is \(v.jsonText), not a text, in \(json.jsonText)")
+        }
         guard case .array(let caps)? = json["capabilities"] else { throw DriverProtocolError("hello: no \"capabilities\" array in \(json.jsonText)") }
         // Every capability is a text: one that is not cannot be read as any (an outside tester's
         // adapter declared 5 and null beside its names, and nothing said so).

@@ -12,7 +12,9 @@ import Foundation
 ///
 /// The command runs as `/bin/sh -c CMD` in its own process group (`posix_spawn` with
 /// `POSIX_SPAWN_SETPGROUP`), so that on timeout the whole group (the shell and anything it
-/// started) is killed with `SIGKILL`; nothing is left running and the caller never hangs.
+/// started) is killed with `SIGKILL`; nothing is left running and the caller never hangs. Its
+/// environment carries a driver adapter's token and time zone (`AdapterDescendants`), so a
+/// process it started in a session of its own is killed when it ends, too (Linux).
 /// Standard input is written while the outputs are read (one `poll(2)` loop), so a program that
 /// answers before it has read everything cannot deadlock the harness.
 enum VectorsSubprocess {
@@ -53,7 +55,15 @@ enum VectorsSubprocess {
     static func run(_ command: String, input: Data, timeout: Double, outputLimit: Int = 64 << 20,
                     onSpawn: ((pid_t) -> Void)? = nil) throws -> Result {
         let started = DispatchTime.now()
-        let child = try spawn(command)
+        // Marked as a driver adapter is (`AdapterDescendants`): what the program started outside
+        // its process group (`setsid`) is found and killed when it ends, and it runs in the
+        // adapters' time zone. Before, a detached helper outlived `vectors` (a sixty-sixth
+        // outside tester, F7).
+        let token = AdapterDescendants.newToken()
+        AdapterDescendants.becomeSubreaper()
+        defer { AdapterDescendants.killAndReap(token: token) }
+        let child = try spawn(program: "/bin/sh", arguments: ["/bin/sh", "-c", command],
+                              environment: AdapterDescendants.environment(token: token))
         let pid = child.pid
         let inPipe = [-1, child.stdin], outPipe = [child.stdout, -1], errPipe = [child.stderr, -1]
         onSpawn?(pid)

@@ -131,6 +131,29 @@ final class VectorsCommandTests: XCTestCase {
         }
     }
 
+    /// A helper the program starts in a session of its own (`setsid`) is killed when the program
+    /// ends, as a driver adapter's is, and the program runs in the adapters' time zone. Before,
+    /// the helper outlived `vectors` (a sixty-sixth outside tester, F7).
+    func testADetachedHelperIsKilledAndTheProgramRunsInTheAdaptersTimeZone() throws {
+        #if os(Linux)
+        let python = try requirePython()
+        let adapter = Self.adapters.appendingPathComponent("reference_adapter.py").path
+        let marker = "\(Int.random(in: 100...999)).\(Int.random(in: 100...999))"
+        let zone = dir.appendingPathComponent("tz.txt").path
+        let r = try vectors(["--vectors", Self.vectors, "--sdk-command",
+                             "printf %s \"$TZ\" > '\(zone)'; setsid sleep \(marker) & \(python) '\(adapter)'", "--verdict", "detached.json"])
+        XCTAssertEqual(r.status, 0, r.out + r.err)
+        XCTAssertEqual(try String(contentsOfFile: zone, encoding: .utf8), "Asia/Kathmandu")
+        let left = try FileManager.default.contentsOfDirectory(atPath: "/proc").filter { pid in
+            guard Int(pid) != nil, let line = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return false }
+            return String(decoding: line, as: UTF8.self).contains(marker)
+        }
+        XCTAssertEqual(left, [], "sleep \(marker) still runs")
+        #else
+        throw XCTSkip("descendants are found through /proc (Linux)")
+        #endif
+    }
+
     func testBigEndianAdapterFailsWithTheByteOrderCause() throws {
         let python = try requirePython()
         let adapter = Self.adapters.appendingPathComponent("big_endian_adapter.py").path

@@ -270,4 +270,20 @@ final class DriverProtocolTests: XCTestCase {
             XCTAssertTrue(why.hasPrefix("a value that is not Int at $.id: ") && why.contains(shown), why)
         }
     }
+
+    /// A `hello` with an empty `sdk.name`, or an `sdk.version` that is no text, is refused naming
+    /// the field; before, "sdk:  1" headed the report and a numeric version vanished (a
+    /// sixty-sixth outside tester, F6). A missing or null version stays allowed.
+    func testAHelloWithAnEmptyNameOrANumericVersionIsRefused() throws {
+        func hello(_ sdk: String) throws -> DriverHello {
+            let text = #"{"protocol":"experimently-driver/1","capabilities":[],"sdk":"# + sdk + "}"
+            return try DriverHello(json: try JSONValue.parse(Data(text.utf8)).value)
+        }
+        for (sdk, named) in [(#"{"name":""}"#, #""sdk.name" is empty"#), (#"{"name":"go","version":1.2}"#, #""sdk.version" is 1.2, not a text"#)] {
+            XCTAssertThrowsError(try hello(sdk)) { e in XCTAssertTrue("\(e)".contains(named), "\(e)") }
+        }
+        XCTAssertEqual(try hello(#"{"name":"go"}"#).sdkVersion, "")
+        XCTAssertEqual(try hello(#"{"name":"go","version":null}"#).sdkVersion, "")
+        XCTAssertEqual(try hello(#"{"name":"go","version":"1.2"}"#).sdkVersion, "1.2")
+    }
 }
