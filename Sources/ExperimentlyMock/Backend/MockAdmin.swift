@@ -139,7 +139,9 @@ public final class MockAdmin: MockRequestHandler, Sendable {
     }
 
     private func holds(_ request: MockRequest) async -> MockResponse {
-        let query = Self.query(request)
+        let (query, repeated) = Self.query(request)
+        // A sixty-sixth outside tester: `count=1&count=2` was read as one of the two, silently.
+        if let repeated { return Self.error(400, "query parameter '\(repeated)' is given more than once") }
         guard let countText = query["count"] else {
             return redacted(Self.json(200, .object(["holds": holdsJSON()])))
         }
@@ -196,7 +198,8 @@ public final class MockAdmin: MockRequestHandler, Sendable {
             }
         }
         guard let hold = backend.heldRequests.first(where: { $0.seq == seq }) else {
-            return Self.error(404, "request \(seq) is not parked on a hold; parked: \(backend.heldRequests.map { String($0.seq) }.joined(separator: ", "))")
+            let parked = backend.heldRequests.map { String($0.seq) }
+            return Self.error(404, "request \(seq) is not parked on a hold; " + (parked.isEmpty ? "no request is parked" : "parked: " + parked.joined(separator: ", ")))
         }
         if hold.isSilentTimeout {
             return Self.error(409, "request \(seq) is silent on a timeout fault, not held: it ends when its client gives up (closes the connection) or at shutdown")
@@ -255,14 +258,18 @@ public final class MockAdmin: MockRequestHandler, Sendable {
         json(status, .object(["error": .string(text)]))
     }
 
-    private static func query(_ request: MockRequest) -> [String: String] {
+    /// The admin request's query parameters by name, and the first name given more than once
+    /// (refused by the caller: which of two counts was meant cannot be told).
+    private static func query(_ request: MockRequest) -> (values: [String: String], repeated: String?) {
         var out: [String: String] = [:]
+        var repeated: String?
         for pair in (request.rawQuery ?? "").split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = String(parts[0])
             if out[name] == nil { out[name] = parts.count > 1 ? String(parts[1]).removingPercentEncoding ?? String(parts[1]) : "" }
+            else if repeated == nil { repeated = name }
         }
-        return out
+        return (out, repeated)
     }
 
     private static func describe(_ error: DecodingError) -> String {

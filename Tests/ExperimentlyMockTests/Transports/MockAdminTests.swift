@@ -81,6 +81,15 @@ final class MockAdminTests: XCTestCase {
         XCTAssertEqual(bad.status, 400)
         let badTimeout = try await fetch(session, admin(s, "GET", "holds?count=1&timeout_ms=0"))
         XCTAssertEqual(badTimeout.status, 400)
+        // A name given twice is refused: which count was meant cannot be told (a sixty-sixth
+        // outside tester: one of the two was used, silently).
+        let twice = try await fetch(session, admin(s, "GET", "holds?count=1&count=2"))
+        XCTAssertEqual(twice.status, 400)
+        XCTAssertTrue(twice.text.contains("query parameter 'count' is given more than once"), twice.text)
+        // Releasing with nothing parked says so, not "parked: " and an empty list.
+        let nothing = try await fetch(session, admin(s, "POST", "holds/7/release"))
+        XCTAssertEqual(nothing.status, 404)
+        XCTAssertTrue(nothing.text.contains("request 7 is not parked on a hold; no request is parked"), nothing.text)
     }
 
     func testFaultsAddListDeleteAndBadRule() async throws {
