@@ -56,6 +56,8 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
         /// By scope clock: the adapter's earliest timer as its last `clock` reply wrote it (`next`, seconds
         /// since 1970, kept as written: `clockDidAdvance` compares it with the instant it sends).
         var nextTimers: [ObjectIdentifier: Double] = [:]
+        /// By scope id (`s12`, never reused): the latest `now` sent to the adapter (`create_client`, `clock`).
+        var sentNow: [String: Double] = [:]
     }
     private let state: HarnessLocked<State>
 
@@ -150,7 +152,7 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
         request.scope = info.id
         request.settings = DriverClientSettings(settings, baseURL: settings.resolvedBaseURL(mock: context.baseURL(name)))
         request.store = store.map { "\(info.id).\($0)" }
-        request.now = context.clock.now().timeIntervalSince1970
+        request.now = monotonic(scope: info.id, context.clock.now().timeIntervalSince1970)
         let created = info.connection.send(request, scope: info.id)
         return ProcessDriverClient(id: request.client!, scope: info.id, clockKey: key, connection: info.connection,
                                    created: created, cancels: capabilities.contains("cancel"), store: request.store,
@@ -173,7 +175,7 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
            clock.onGrid(Date(timeIntervalSince1970: raw)) <= clock.now() {
             now = raw
         }
-        request.now = now
+        request.now = monotonic(scope: info.id, now)
         let slot = info.connection.send(request, scope: info.id)
         info.gate?.sent()
         switch await slot.value(deadlineMilliseconds: deadlineMilliseconds) {
@@ -182,6 +184,19 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
             state.withLock { $0.nextTimers[ObjectIdentifier(clock)] = next }
             return nil
         case .failure(let f): return "the adapter did not take the clock move: \(f.message)"
+        }
+    }
+
+    /// `now`, or the latest instant already sent for `clock` when that is later: the adapter's
+    /// clock never goes back (DriverProtocol.md). A move to an adapter's `next` may send up to
+    /// half a microsecond past the harness's grid instant (above); the next move to that same
+    /// instant sent the grid's value, a hair earlier, and an adapter that turns clock moves into
+    /// durations crashed on a negative one (a sixty-ninth outside tester, F1).
+    private func monotonic(scope: String, _ now: Double) -> Double {
+        state.withLock { s in
+            let sent = max(now, s.sentNow[scope] ?? now)
+            s.sentNow[scope] = sent
+            return sent
         }
     }
 
@@ -195,7 +210,14 @@ public final class ProcessSDKDriver: SDKDriver, @unchecked Sendable {
     /// reports a crash, protocol problems and standard error seen since the scenario started.
     public func scenarioDidEnd(clients: [any DriverClient]) async -> DriverScenarioReport {
         let mine = clients.compactMap { $0 as? ProcessDriverClient }
-        guard let first = mine.first, let info = state.withLock({ $0.scopes.removeValue(forKey: first.clockKey) }) else {
+        // A clock's identifier may be reused by a later scenario's clock once this one is gone:
+        // its timer is forgotten with its scope.
+        guard let first = mine.first, let info = state.withLock({ s -> ScopeInfo? in
+            s.nextTimers[first.clockKey] = nil
+            guard let info = s.scopes.removeValue(forKey: first.clockKey) else { return nil }
+            s.sentNow[info.id] = nil
+            return info
+        }) else {
             return DriverScenarioReport()
         }
         let connection = info.connection

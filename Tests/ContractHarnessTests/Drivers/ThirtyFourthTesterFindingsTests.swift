@@ -138,6 +138,42 @@ final class ThirtyFourthTesterFindingsTests: XCTestCase {
         XCTAssertTrue(out.contains("cached assignments of user-1 on main: the SDK gave no list (an error, or no answer within 5000 ms)"), out)
     }
 
+    /// A sixty-ninth outside tester: a move to the adapter's `next` half a microsecond past the
+    /// grid, then a move to that same grid instant, sent a `now` a hair earlier; an adapter that
+    /// turns moves into durations (tokio's `advance`) crashed on the negative one, a correct SDK
+    /// reported `crashed`. `now` never goes back within a scope now: this adapter exits at once if
+    /// it does.
+    func testTheAdaptersClockNeverGoesBack() throws {
+        let dir = try scratchDirectory("sixty-ninth-clock-never-back")
+        let wrapper = try Self.wrapExampleDriver(in: dir, named: "monotonic.py", handle: """
+        latest = {}
+        def handle(message):
+            if message.get("type") in ("clock", "create_client"):
+                scope, now = message["scope"], message["now"]
+                if now < latest.get(scope, now):
+                    sys.stderr.write("clock went back from %r to %r\\n" % (latest[scope], now))
+                    os._exit(7)
+                latest[scope] = now
+            return original(message)
+        """)
+        let file = dir.appendingPathComponent("tie.json")
+        try """
+        {"format": "experimently-scenario/1", "name": "tie", "description": "an advance ending at the SDK's deadline", "config": {"timeout": 0.9},
+         "checks": ["offline_fallback"], "steps": [
+         {"advance": 0.2},
+         {"fault": {"match": {"path": "/api/v1/feature-flags/evaluate/sdk_contract_flag"}, "when": {"first": 1}, "action": {"hold": {}}}, "id": "slow"},
+         {"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "user-2", "as": "c", "async": true},
+         {"wait_for": {"held": "slow", "count": 1}},
+         {"advance": 0.9},
+         {"wait_for": {"requests": {"path": "/api/v1/feature-flags/evaluate/sdk_contract_flag", "cancelled": true}, "count": 1}},
+         {"release": "slow"},
+         {"await": "c", "expect": {"error": "networkError", "code": -1001}}]}
+        """.write(to: file, atomically: true, encoding: .utf8)
+        let (status, out) = try HarnessProcess.run(["run", file.path, "--sdk-command", "python3 \(wrapper.path)", "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status, 0, out)
+        XCTAssertTrue(out.contains("1 passed, 0 failed"), out)
+    }
+
     /// Python text setting `again`: `False` in the first adapter started in the working
     /// directory, `True` in every one started after it (a marker file).
     static let againOnRestart = """
