@@ -66,7 +66,10 @@ BATCH_LIMIT = 100
 # fanout-drops-properties (the entries of a fan-out go without the event's properties). A forty-second:
 # retry-failed-lookup (a lookup sent again once after a 5xx or its own deadline, the retry's answer
 # returned: a second exposure) and sdk-exposure-track (every getAssignment also sends a `$exposure`
-# /track of the SDK's own).
+# /track of the SDK's own). A seventieth: flight-key-no-user and flight-key-no-kind (in-flight requests
+# keyed without the user, or without the kind: another user's or the other kind's request is joined),
+# warm-up-experiments (after an assignment, the same user is assigned to every other experiment asked
+# about: exposures no view made).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _INTERNED = {}   # interned-flag, interned-variant: the first value returned, by flag or (experiment, variant)
 _LAST_CONTEXT = {}   # previous-context: the attributes a user's last getAssignment gave
@@ -388,6 +391,10 @@ class ExperimentationClient:
         fk = (kind, ck) + ((json.dumps(attributes, sort_keys=True),) if DEFECT == "flight-key-attrs" else ())
         if DEFECT == "flight-key-concat":
             fk = (kind, "%s:%s" % ck)
+        if DEFECT == "flight-key-no-user":
+            fk = (kind, key)
+        if DEFECT == "flight-key-no-kind":
+            fk = ck
         now = self.clock.now()
         with self._lock:
             entry = self._caches[kind].get(ck)
@@ -525,7 +532,7 @@ class ExperimentationClient:
                 value = _INTERNED.setdefault(("flag", flag_key), value)
         return value
 
-    def get_assignment(self, experiment_key, user_id, attributes=None, waiter_box=None):
+    def get_assignment(self, experiment_key, user_id, attributes=None, waiter_box=None, _warming=False):
         if DEFECT == "previous-context":
             with self._lock:
                 if attributes is None:
@@ -544,6 +551,17 @@ class ExperimentationClient:
                 raise ExperimentationError("serverError", body.decode("utf-8", "replace"), status=status)
             return _assignment_value(_decode_object(body), experiment_key, user_id)
         value = self._shared("experiment", user_id, experiment_key, fetch, waiter_box, attributes)
+        if DEFECT == "warm-up-experiments" and not _warming:   # "initialize for a user": every experiment asked about, for this user too
+            with self._lock:
+                asked = self.__dict__.setdefault("_asked", [])
+                if experiment_key not in asked:
+                    asked.append(experiment_key)
+                others = [k for k in asked if k != experiment_key]
+            for other in others:
+                try:
+                    self.get_assignment(other, user_id, _warming=True)
+                except ExperimentationError:
+                    pass
         if DEFECT == "sdk-exposure-track":   # an exposure /track of the SDK's own per lookup (Flagsmith python client #233)
             try:
                 self._send("POST", "/api/v1/tracking/track", body=_encode({"event_type": "$exposure", "event_name": "$exposure",

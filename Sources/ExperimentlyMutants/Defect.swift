@@ -48,6 +48,7 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
     case cancelEndsEveryWaiter = "cancel-ends-every-waiter"
     case cancelStarterEndsRequest = "cancel-starter-ends-request"
     case clearEndsRequests = "clear-ends-requests"
+    case warmsUpKnownExperiments = "warms-up-known-experiments"
 
     /// What the broken SDK does, in one line.
     public var summary: String {
@@ -121,6 +122,8 @@ public enum Defect: String, CaseIterable, Sendable, Codable {
             return "cancelling the caller that started a shared request cancels the request, though others still wait on it: they get the persisted value or an error"
         case .clearEndsRequests:
             return "clearCache() cancels the requests in flight, so their callers get the persisted value or an error instead of their answer"
+        case .warmsUpKnownExperiments:
+            return "after an assignment, assigns the same user to every other experiment the client was asked about (a warm-up): exposures no view made"
         }
     }
 

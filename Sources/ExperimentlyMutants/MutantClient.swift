@@ -74,6 +74,8 @@ public final class MutantClient: @unchecked Sendable {
         var order = 0
         var ticket = 0
         var forgottenExperiments: [String] = []
+        /// `warms-up-known-experiments`: every experiment key asked for, in order (exact, by Unicode scalars).
+        var askedExperiments: [String] = []
         /// `remembers-failure`: the last failure of each (kind, user, key), thrown again without a request.
         var failures: [String: Error] = [:]
         /// `remembers-failure`: a `/track` or `/batch` failed since the last clear.
@@ -180,7 +182,21 @@ public final class MutantClient: @unchecked Sendable {
         guard case .assignment(let a) = try await cachedOrShared("experiment", user: user.id, key: experimentKey, fetch: { [self] in
             try await fetchAssignment(experimentKey, user: user)
         }) else { throw ExperimentationError.decodingError(URLError(.cannotDecodeContentData)) }
+        try await warmUp(user: user, after: experimentKey)
         return a
+    }
+
+    /// `warms-up-known-experiments`: assigns `user` to every other experiment asked for so far
+    /// (a hit sends nothing; a miss sends an `/assign`, an exposure no caller asked for).
+    private func warmUp(user: User, after experimentKey: String) async throws {
+        guard has(.warmsUpKnownExperiments) else { return }
+        let others = locked { s -> [String] in
+            if !s.askedExperiments.contains(where: { same($0, experimentKey) }) { s.askedExperiments.append(experimentKey) }
+            return s.askedExperiments.filter { !same($0, experimentKey) }
+        }
+        for key in others {
+            _ = try? await cachedOrShared("experiment", user: user.id, key: key, fetch: { [self] in try await fetchAssignment(key, user: user) })
+        }
     }
 
     /// Records an event; never throws.

@@ -2034,7 +2034,9 @@ enum Checks {
 
     /// No request for a (client, user, key) is received while an earlier one for the same triple
     /// is still unanswered, unless the client cleared or closed in between, or gave the earlier
-    /// one up (cancelled it: its own deadline, every waiter cancelled).
+    /// one up (cancelled it: its own deadline, every waiter cancelled); and none is received that
+    /// no call asked for (`unrequested`: no lookup of that client, user and key had begun, or
+    /// every one had returned a value, nothing giving it up).
     static func singleFlight(_ c: CheckContext) -> [(String, [String])] {
         var open: [String: (seq: Int, index: Int, epoch: Int)] = [:]
         // An app call that began before a clear whose request reached the mock after it may have
@@ -2178,6 +2180,28 @@ enum Checks {
                 (before.count == 1 && before[0].invoke == call.invoke) || c.history[call.invoke].step < failureStep
             }
         }
+        let givenUp = givenUpWhileRunning(c)
+        let appClients = c.scenario.appClients
+        /// Why a lookup request for `id` of `client` received at `index` is no call's, or nil: the
+        /// SDK sends a lookup for a (user, key) only when a call asks for it (CONTRACT.md section 1:
+        /// `getAssignment(exp, user)` sends one `POST /assign` for that experiment and user; section
+        /// 2: every assign records an exposure; section 4: a hit sends nothing). No lookup of its
+        /// client for that user and key had begun, or every one that had began returned a value
+        /// before the request came, nothing gave it up (no cancel, no `close()`) and its own deadline
+        /// cannot have passed (a call that timed out may have its request arrive late). A client
+        /// the reference app drives is left to `exposure_after_display`. Before, an SDK that
+        /// assigned each new user to every experiment it had seen (a warm-up: exposures no view
+        /// made) passed every named check (a seventieth outside tester, F1).
+        func unrequested(_ id: String, client: String, at index: Int) -> String? {
+            guard !appClients.containsExactly(client) else { return nil }
+            let begun = (runnerLookups[id] ?? []).filter { $0.invoke < index }
+            guard let last = begun.map(\.complete).max() else { return "no call of client '\(client)' had asked for it" }
+            let settled = begun.allSatisfy { call in
+                call.complete < index && Self.returnedValue(c.history[call.complete])
+                    && !givenUp(c.history[call.invoke], call.complete) && !c.mayHaveMetItsDeadline(client: client, from: call.invoke, to: call.complete)
+            }
+            return settled ? "every call of client '\(client)' for it had returned a value before it came (the last at [\(last)]) and none was given up or timed out" : nil
+        }
         for e in c.history {
             switch e.kind {
             // clearOfflineCache too: a response to a request from before it is written nowhere
@@ -2192,6 +2216,11 @@ enum Checks {
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
                 let id = "\(exact(client))\u{0}\(exact(user))\u{0}\(key.kind)\u{0}\(exact(key.key))"   // identity by Unicode scalars
                 answeredBefore[r.seq] = lastAnswer[id]
+                if let why = unrequested(id, client: client, at: e.index) {
+                    problems.append(("client '\(client)' sent request #\(r.seq) for \(key.kind) '\(Attribution.show(key.key))' of user '\(Attribution.show(user))', "
+                                     + "but \(why): an SDK looks up what its callers ask for, no more (CONTRACT.md section 1; section 2: every "
+                                     + "assign records an exposure)", c.excerpt([e.index])))
+                }
                 if let start = issueStarts[r.seq], (clearIndices[exact(client)] ?? []).contains(where: { $0 > start && $0 < e.index }) { detachable.insert(r.seq) }
                 if let first = open[id], first.epoch == epochs[exact(client), default: 0], !detachable.contains(first.seq),
                    !abandoned(id, first: first.index, at: e.index) {

@@ -398,6 +398,7 @@ public enum MutantRun {
         case .cancelEndsEveryWaiter: return "field-cancelling-one-view-never-cancels-the-others"
         case .cancelStarterEndsRequest: return "field-cancelling-the-first-view-leaves-the-second-its-answer"
         case .clearEndsRequests: return "field-clear-leaves-a-call-in-flight-its-answer"
+        case .warmsUpKnownExperiments: return "field-the-sdk-looks-up-only-what-it-is-asked-for"
         }
     }
 
