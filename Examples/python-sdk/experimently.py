@@ -69,7 +69,9 @@ BATCH_LIMIT = 100
 # /track of the SDK's own). A seventieth: flight-key-no-user and flight-key-no-kind (in-flight requests
 # keyed without the user, or without the kind: another user's or the other kind's request is joined),
 # warm-up-experiments (after an assignment, the same user is assigned to every other experiment asked
-# about: exposures no view made).
+# about: exposures no view made), event-variant-id (an event with an experiment key also carries a
+# `variant_id` member of the SDK's own, which the event object does not have), assign-sdk-member (the
+# assign body also carries an `sdk` member).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _INTERNED = {}   # interned-flag, interned-variant: the first value returned, by flag or (experiment, variant)
 _LAST_CONTEXT = {}   # previous-context: the attributes a user's last getAssignment gave
@@ -542,6 +544,8 @@ class ExperimentationClient:
 
         def fetch(flight):
             fields = {"experiment_key": experiment_key, "user_id": user_id}
+            if DEFECT == "assign-sdk-member":   # a member of the SDK's own in the assign body
+                fields["sdk"] = "python-example"
             if attributes is not None:
                 fields["context"] = _nf("NFD", attributes) if DEFECT == "nfd-context" else attributes
             status, body = self._retrying(lambda: self._send("POST", "/api/v1/tracking/assign", body=_encode(fields), flight=flight), flight)
@@ -602,6 +606,8 @@ class ExperimentationClient:
             o["metadata"] = _nf("NFD", o["metadata"])
         if DEFECT == "doubled-property-names" and isinstance(o.get("metadata"), dict):
             o["metadata"] = dict(o["metadata"], **{_nf("NFC", k): v for k, v in o["metadata"].items()})
+        if DEFECT == "event-variant-id" and "experiment_key" in o:   # a member of the SDK's own
+            o["variant_id"] = "v-" + o["experiment_key"]
         return o
 
     def _fan_out(self, event):

@@ -7,7 +7,8 @@ extension Checks {
     /// object): `event_type` is the call's `eventType`, else its name; `value` and `metadata` (the
     /// properties) are there exactly when given, and equal; `timestamp` is there exactly when given,
     /// written as ISO-8601 UTC with milliseconds and `Z`, naming the given instant to the
-    /// millisecond (cut or rounded: within 1 ms). A request is judged against the calls of its
+    /// millisecond (cut or rounded: within 1 ms); and no member beyond those section 1 lists
+    /// (`eventMembers`). A request is judged against the calls of its
     /// client with that user and name running when it arrived; when none ran (the reference
     /// app's event, one nobody asked for) the other checks judge it, and while an app `event` of
     /// the client runs too, an event matching no call may be the app's. A fanned-out entry carries
@@ -49,6 +50,18 @@ extension Checks {
             var nextCandidate: [String: Int] = [:]
             var used: Set<String> = []
             for sent in wire {
+                // Only the members CONTRACT.md section 1 gives the event object: an SDK adding its
+                // own (a `variant_id` from the cached assignment) passed every named check, failing
+                // only scenarios that assert whole bodies (a seventieth outside tester, F7).
+                if case .object(let members) = sent {
+                    let extra = members.keys.filter { !Self.eventMembers.containsExactly($0) }.sorted { $0.unicodeScalars.lexicographicallyPrecedes($1.unicodeScalars) }
+                    if !extra.isEmpty {
+                        problems.append(("request #\(record.seq) sends " + extra.map { "'\(Attribution.show($0))'" }.joined(separator: ", ")
+                                         + " in an event of user \(Attribution.show(sent["user_id"]?.stringValue ?? "?")), which the event object does not have: "
+                                         + "event_type, event_name, user_id and, when set, experiment_key, feature_flag_key, value, metadata, timestamp (CONTRACT.md section 1)",
+                                         c.slice(around: [event.index], radius: 1)))
+                    }
+                }
                 if let stamp = sent["timestamp"], stamp != .null, Self.isoMillisSeconds(stamp) == nil {
                     problems.append(("request #\(record.seq) sends the timestamp \(stamp) for user \(Attribution.show(sent["user_id"]?.stringValue ?? "?")), which is no ISO-8601 UTC time with milliseconds and Z (CONTRACT.md section 1)",
                                      c.slice(around: [event.index], radius: 1)))
@@ -111,7 +124,8 @@ extension Checks {
         return problems + assignContexts(c)
     }
 
-    /// Each `/assign` request carries as `context` the attributes the `getAssignment` calls of its
+    /// Each `/assign` request carries no member but `experiment_key`, `user_id` and `context`, and
+    /// as `context` the attributes the `getAssignment` calls of its
     /// client, user and experiment pending when it arrived gave, when they all gave the same:
     /// exactly that object, or none (absent or `null`) when they gave none (CONTRACT.md section 1:
     /// `context = user.attributes`, omitted when nil); the reference app's calls give none. A
@@ -138,8 +152,18 @@ extension Checks {
         guard !calls.isEmpty else { return [] }
         var problems: [(String, [String])] = []
         for (event, record) in c.requests where record.path == "/api/v1/tracking/assign" && problems.count < 10 {
-            guard let client = record.client, let body = record.body, case .object = body,
+            guard let client = record.client, let body = record.body, case .object(let members) = body,
                   case .string(let user)? = body["user_id"], case .string(let experiment)? = body["experiment_key"] else { continue }
+            // The body has experiment_key, user_id and context only (CONTRACT.md section 1), as
+            // an event object has only its own members (`eventMembers`).
+            let extra = members.keys.filter { !["experiment_key", "user_id", "context"].containsExactly($0) }
+                .sorted { $0.unicodeScalars.lexicographicallyPrecedes($1.unicodeScalars) }
+            if !extra.isEmpty {
+                problems.append(("request #\(record.seq) for experiment '\(Attribution.show(experiment))' of user '\(Attribution.show(user))' sends "
+                                 + extra.map { "'\(Attribution.show($0))'" }.joined(separator: ", ")
+                                 + ", which the assign body does not have: experiment_key, user_id and, when there are attributes, context (CONTRACT.md section 1)",
+                                 c.slice(around: [event.index], radius: 1)))
+            }
             let pending = calls.filter { $0.client.isExactly(client) && $0.user.isExactly(user) && $0.experiment.isExactly(experiment)
                 && $0.from < event.index && event.index < $0.to }
             guard let first = pending.first, pending.allSatisfy({ $0.attributes == first.attributes }) else { continue }
@@ -176,6 +200,9 @@ extension Checks {
 
     /// How the event object `sent` differs from the event a call gave (`given`, as the history's
     /// invoke records it: `name`, `event_type`, `value`, `properties`, `timestamp` in seconds).
+    /// The members of an event object (CONTRACT.md section 1), compared by Unicode scalars.
+    static let eventMembers: [String] = ["event_type", "event_name", "user_id", "experiment_key", "feature_flag_key", "value", "metadata", "timestamp"]
+
     static func payloadDifferences(sent: JSONValue, given: JSONValue, stopAtFirst: Bool = false) -> [String] {
         var out: [String] = []
         func differs(_ text: @autoclosure () -> String) -> Bool {

@@ -13,6 +13,7 @@ import ExperimentlyMutants
 ///   `warm-up-experiments`).
 /// - F6: a call that joined another user's request, or the other kind's of one key text, failed
 ///   as a bare step timeout "not judged against a contract rule"; the hang is now named.
+/// - F7: an event member the contract does not list (`variant_id`) passed `event_payload`.
 final class SeventiethTesterFindingsTests: XCTestCase {
     private static func shipped(_ name: String) throws -> Scenario {
         try ScenarioParser.load(path: Repository.root.appendingPathComponent("scenarios/\(name).json").path)
@@ -64,6 +65,12 @@ final class SeventiethTesterFindingsTests: XCTestCase {
              ["sent no request of its own: the only request in flight for its key text is #1, a request of user 'user-1'", "CONTRACT.md section 4"]),
             ("flight-key-no-kind", shipped("s4-flag-and-experiment-of-one-key-are-distinct"),
              ["a request for flag 'checkout' (the other kind, of one key text)"]),
+            // F7: a member the event object does not have fails `event_payload` (before, only
+            // scenarios asserting whole bodies failed it).
+            ("event-variant-id", shipped("field-the-sdk-looks-up-only-what-it-is-asked-for"),
+             ["event_payload", "sends 'variant_id' in an event of user user-2, which the event object does not have"]),
+            ("assign-sdk-member", shipped("field-the-sdk-looks-up-only-what-it-is-asked-for"),
+             ["event_payload", "of user 'user-1' sends 'sdk', which the assign body does not have"]),
         ]
         for c in cases {
             try TesterFixtures.assertFails(c.file, on: ["--sdk-command", "EXPERIMENTLY_EXAMPLE_DEFECT=\(c.defect) \(TesterFixtures.python)",
