@@ -71,10 +71,12 @@ BATCH_LIMIT = 100
 # warm-up-experiments (after an assignment, the same user is assigned to every other experiment asked
 # about: exposures no view made), event-variant-id (an event with an experiment key also carries a
 # `variant_id` member of the SDK's own, which the event object does not have), assign-sdk-member (the
-# assign body also carries an `sdk` member).
+# assign body also carries an `sdk` member), flights-shared-by-clients (one in-flight table for every
+# client of the process: a call joins another client's request).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _INTERNED = {}   # interned-flag, interned-variant: the first value returned, by flag or (experiment, variant)
 _LAST_CONTEXT = {}   # previous-context: the attributes a user's last getAssignment gave
+_SHARED_FLIGHTS = {}   # flights-shared-by-clients: one in-flight table for every client of the process
 _REUSED = {}   # reuses-keyed-event-body: (user, name, keys) -> the first body sent
 
 
@@ -279,7 +281,7 @@ class ExperimentationClient:
         self.clock = clock or SystemClock()
         self._lock = threading.Lock()
         self._caches = {"flag": {}, "experiment": {}}   # (user, key) -> (value, expires_at); insertion order
-        self._flights = {}
+        self._flights = _SHARED_FLIGHTS if DEFECT == "flights-shared-by-clients" else {}
         self._tracking = set()      # live connections of tracking requests, aborted by close()
         self._epoch = 0
         self._next_waiter = 0

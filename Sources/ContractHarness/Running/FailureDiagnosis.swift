@@ -30,10 +30,11 @@ extension ScenarioExecution {
     }
 
     /// `diagnoseHang` for a lookup that sent no request of its own (none for its client, user,
-    /// kind and key unanswered, none received since it began) while its client has one for the
-    /// same key text unanswered that is another user's, or the other kind's (a flag and an
-    /// experiment sharing a key): the SDK's in-flight table merges what CONTRACT.md section 4
-    /// keeps apart (single flight is per user and key; identity is exact, by Unicode scalars).
+    /// kind and key unanswered, none received since it began) while one for the same key text is
+    /// unanswered that is another user's, the other kind's (a flag and an experiment sharing a
+    /// key) or another client's (an in-flight table shared by every client of the process): the
+    /// SDK merges what CONTRACT.md section 4 keeps apart (single flight is per client, user and
+    /// key; identity is exact, by Unicode scalars).
     /// Before, such a call was reported as a bare step timeout, "not judged against a contract
     /// rule" (a seventieth outside tester, F6).
     func sharedAcrossIdentities(_ requests: [RequestRecord]) -> String? {
@@ -42,15 +43,16 @@ extension ScenarioExecution {
             let own = requests.filter { Self.owns($0, client: op.client, user: user, key: key, after: 0) }
             guard !own.contains(where: { !$0.answered || $0.seq > op.since }) else { continue }
             let other = requests.last { r in
-                guard r.client.isExactly(op.client), !r.answered, let k = r.key, k.key.isExactly(key.key) else { return false }
-                return k.kind != key.kind || !r.users.containsExactly(user)
+                guard !r.answered, let k = r.key, k.key.isExactly(key.key) else { return false }
+                return k.kind != key.kind || !r.users.containsExactly(user) || !r.client.isExactly(op.client)
             }
             guard let other, let k = other.key else { continue }
-            let whose = k.kind != key.kind ? "a request for \(k.kind) '\(Attribution.show(k.key))' (the other kind, of one key text)"
+            let whose = !other.client.isExactly(op.client) ? "a request of client '\(other.client ?? "?")' (each client has its own requests)"
+                : k.kind != key.kind ? "a request for \(k.kind) '\(Attribution.show(k.key))' (the other kind, of one key text)"
                 : "a request of user '\(Attribution.show(other.users.first ?? ""))'"
             return "\(op.label) (\(op.name) of user '\(Attribution.show(user))', \(key.kind) '\(Attribution.show(key.key))') on client '\(op.client)' "
                 + "sent no request of its own: the only request in flight for its key text is #\(other.seq), \(whose) (\(other.summary)). "
-                + "CONTRACT.md section 4: single flight joins calls for one user and one flag or experiment key; this SDK shared another's request"
+                + "CONTRACT.md section 4: single flight joins calls of one client for one user and one flag or experiment key; this SDK shared another's request"
         }
         return nil
     }

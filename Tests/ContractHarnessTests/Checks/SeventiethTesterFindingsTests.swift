@@ -58,7 +58,7 @@ final class SeventiethTesterFindingsTests: XCTestCase {
     func testThePythonExamplesSharedFlightsAndWarmUpAreNamed() throws {
         let dir = try scratchDirectory("seventieth-defects")
         let shipped = { (name: String) in Repository.root.appendingPathComponent("scenarios/\(name).json").path }
-        let cases: [(defect: String, file: String, says: [String])] = [
+        var cases: [(defect: String, file: String, says: [String])] = [
             ("warm-up-experiments", shipped("field-the-sdk-looks-up-only-what-it-is-asked-for"),
              ["single_flight", "of user 'user-2', but no call of client 'main' had asked for it"]),
             ("flight-key-no-user", shipped("field-two-users-of-one-experiment-never-share-a-flight"),
@@ -72,6 +72,18 @@ final class SeventiethTesterFindingsTests: XCTestCase {
             ("assign-sdk-member", shipped("field-the-sdk-looks-up-only-what-it-is-asked-for"),
              ["event_payload", "of user 'user-1' sends 'sdk', which the assign body does not have"]),
         ]
+        // Another client's request, joined through an in-flight table every client shares.
+        let twoClients = dir.appendingPathComponent("two-clients.json")
+        try """
+        {"format": "experimently-scenario/1", "name": "two-clients", "description": "d", "checks": ["single_flight"],
+         "clients": {"a": {}, "b": {}}, "steps": [
+          {"fault": {"match": {"path": "/api/v1/tracking/assign"}, "when": {"first": 1}, "action": {"hold": {}}}, "id": "hold-a"},
+          {"do": "getAssignment", "client": "a", "experiment": "sdk_contract_ab", "user": "user-1", "as": "one", "async": true},
+          {"wait_for": {"held": "hold-a", "count": 1}},
+          {"do": "getAssignment", "client": "b", "experiment": "sdk_contract_ab", "user": "user-1"},
+          {"release": "hold-a"}, {"await": "one"}]}
+        """.write(to: twoClients, atomically: true, encoding: .utf8)
+        cases.append(("flights-shared-by-clients", twoClients.path, ["sent no request of its own", "a request of client 'a' (each client has its own requests)"]))
         for c in cases {
             try TesterFixtures.assertFails(c.file, on: ["--sdk-command", "EXPERIMENTLY_EXAMPLE_DEFECT=\(c.defect) \(TesterFixtures.python)",
                                                         "--step-timeout-ms", "1000"], saying: [], in: dir)
