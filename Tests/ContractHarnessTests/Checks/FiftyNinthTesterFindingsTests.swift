@@ -70,13 +70,7 @@ final class FiftyNinthTesterFindingsTests: XCTestCase {
     /// The correct SDKs pass `scenario`; `defect` fails its check `check` with a message holding `text`.
     private func assertCaught(_ scenario: Scenario, by defect: Defect, check: String = "offline_fallback", saying text: String,
                               file: StaticString = #filePath, line: UInt = #line) async {
-        for driver in [SwiftSDKDriver(), MutantRun.driver(nil)] {
-            let r = await ScenarioRunner(driver: driver).run(scenario)
-            XCTAssertEqual(r.status, .passed, "\(driver.sdkName): \(r.checks.filter { !$0.passed })", file: file, line: line)
-        }
-        let broken = await ScenarioRunner(driver: MutantRun.driver(defect)).run(scenario)
-        let messages = broken.checks.filter { !$0.passed && $0.name == check }.compactMap(\.message)
-        XCTAssertTrue(messages.contains { $0.contains(text) }, "\(defect.rawValue): \(broken.checks.filter { !$0.passed })", file: file, line: line)
+        await NamedCheckCatch.assertCaught(scenario, by: defect, check: check, saying: text, file: file, line: line)
     }
 
     /// F1 to F3: a 404, a 500 and a dropped connection, each remembered and thrown again without a

@@ -24,13 +24,7 @@ final class FiftySeventhTesterFindingsTests: XCTestCase {
     }
 
     private func assertCaught(_ scenario: Scenario, by defect: Defect, saying text: String, file: StaticString = #filePath, line: UInt = #line) async {
-        for driver in [SwiftSDKDriver(), MutantRun.driver(nil)] {
-            let r = await ScenarioRunner(driver: driver).run(scenario)
-            XCTAssertEqual(r.status, .passed, "\(driver.sdkName): \(r.checks.filter { !$0.passed })", file: file, line: line)
-        }
-        let broken = await ScenarioRunner(driver: MutantRun.driver(defect)).run(scenario)
-        let fanOut = broken.checks.filter { !$0.passed && $0.name == "fan_out" }.compactMap(\.message)
-        XCTAssertTrue(fanOut.contains { $0.contains(text) }, "\(defect.rawValue): \(fanOut)", file: file, line: line)
+        await NamedCheckCatch.assertCaught(scenario, by: defect, check: "fan_out", saying: text, file: file, line: line)
     }
 
     private static let fail500 = #"{"fault": {"match": {"path": "/api/v1/tracking/track"}, "action": {"respond": {"status": 500, "json": {"detail": "x"}}}}, "id": "f500"}"#

@@ -19,16 +19,9 @@ final class SeventiethTesterFindingsTests: XCTestCase {
         try ScenarioParser.load(path: Repository.root.appendingPathComponent("scenarios/\(name).json").path)
     }
 
-    /// The correct SDKs pass `scenario`; `defect` fails `single_flight` with a message holding `text`.
     private func assertSingleFlightCatches(_ scenario: Scenario, _ defect: Defect, saying text: String,
                                            file: StaticString = #filePath, line: UInt = #line) async {
-        for driver in [SwiftSDKDriver(), MutantRun.driver(nil)] {
-            let r = await ScenarioRunner(driver: driver).run(scenario)
-            XCTAssertEqual(r.status, .passed, "\(driver.sdkName): \(r.checks.filter { !$0.passed })", file: file, line: line)
-        }
-        let broken = await ScenarioRunner(driver: MutantRun.driver(defect)).run(scenario)
-        let messages = broken.checks.filter { !$0.passed && $0.name == "single_flight" }.compactMap(\.message)
-        XCTAssertTrue(messages.contains { $0.contains(text) }, "\(defect.rawValue): \(broken.checks.filter { !$0.passed })", file: file, line: line)
+        await NamedCheckCatch.assertCaught(scenario, by: defect, check: "single_flight", saying: text, file: file, line: line)
     }
 
     /// F1, both forms: a request for a user and key no call had asked for; and one that came
