@@ -409,12 +409,16 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
     private func parkedNow(_ s: State) -> Set<Int> {
         let now = clock.now()
         let dueUnwoken = clock.mockSleepersDue > 0
-        return Set(s.parkedUntil.compactMap { seq, until in (until.map { $0 > now || dueUnwoken } ?? true) ? seq : nil })
+        // On the clock's grid, where the mock's sleeper wakes: a delay ending off the grid (0.1 s
+        // plus 1.2 s is a hair past 1.3 s in `Date` arithmetic) was still "parked" at 1.3 s, after
+        // its sleeper was due, so the runner moved on before the mock answered and the answer
+        // came at the next instant (a seventy-first outside tester, F2: the end of the advance).
+        return Set(s.parkedUntil.compactMap { seq, until in (until.map { clock.onGrid($0) > now || dueUnwoken } ?? true) ? seq : nil })
     }
 
     func pendingDeadlines() -> [Date] {
         let now = clock.now()
-        return state.withLock { s in s.parkedUntil.values.compactMap { $0 }.filter { $0 > now } }
+        return state.withLock { s in s.parkedUntil.values.compactMap { $0 }.map(clock.onGrid).filter { $0 > now } }
     }
 
     func requests() -> [RequestRecord] {

@@ -237,7 +237,8 @@ enum Attribution {
         for r in reqs where !absorbers.contains(where: { $0.contains(r) }) {
             let runningOps = ops.filter { running($0, r) }
             if runningOps.isEmpty {
-                reasons.append(Reason(message: "batch #\(r.seq) (\(r.entries.count) entries: \(r.entries)) was sent while no tracking operation of client '\(r.client ?? "?")' ran",
+                reasons.append(Reason(message: "batch #\(r.seq) (\(r.entries.count) entries: \(r.entries)) was sent while no tracking operation of client '\(r.client ?? "?")' that sends batches ran "
+                                      + "(an unkeyed event's fan-out, or a trackBatch; a keyed track or trackWithStatus sends one /track: CONTRACT.md section 4)",
                                       indices: [r.index]))
             } else if !runningOps.contains(where: { o in o.expected.indices.contains { matches(r, o, chunk: $0, mode) } }) {
                 let what = mode == .sizes ? "\(r.entries.count) entries" : "\(r.entries)"

@@ -1883,6 +1883,15 @@ enum Checks {
                     if entry.flag != nil { flagsBegun = true }
                 }
             }
+            // Nor more entries of a kind than one cache can hold: `cacheSize` bounds each
+            // in-memory cache (CONTRACT.md section 3), whatever the eviction order. Before, past the
+            // size an SDK fanning out to its evicted keys too passed (a seventy-second outside
+            // tester, F1).
+            let size = c.settings(of: window.client ?? "").cacheSize
+            for (what, count) in [("assignment", seen.filter { $0.experiment != nil }.count), ("flag", seen.filter { $0.flag != nil }.count)] where single && count > size {
+                problems.append(("the batches sent while \(label) ran hold \(count) \(what) entries for its one event, more than the client's cache_size of \(size): "
+                                 + "fan-out goes to cached entries only, and no cache holds more (CONTRACT.md sections 3 and 4)", []))
+            }
         }
         // An app event whose fan-out the history cannot fix (`AppEventFanOut.uncertain`) may send
         // its user's live entries in any subset, but nothing else (`AppEventFanOut.Bound`), unless
@@ -2074,7 +2083,16 @@ enum Checks {
         /// duplicates ended cancelled, and one history got both verdicts (a thirty-third outside
         /// tester, F1 and F3); a correct SDK's next request after its deadline raced the mark.
         func abandoned(_ id: String, first: Int, at index: Int) -> Bool {
-            guard let ops = lookups[id] else { return false }
+            guard var ops = lookups[id] else { return false }
+            // A lookup of the runner begun before its client's last clear preceding the flight
+            // waits on a request from before that clear (detached: CONTRACT.md section 5.1), never
+            // on this flight. Before, such a call still pending kept a cancelled flight after the
+            // clear "in flight" for a later call, and a correct SDK failed (a seventy-first outside
+            // tester, F1: every SDK, every run).
+            if let clear = (clearIndices[String(id.prefix { $0 != "\u{0}" })] ?? []).filter({ $0 < first }).max() {
+                let runner = Set((runnerLookups[id] ?? []).map(\.invoke))
+                ops = ops.filter { !(runner.contains($0.invoke) && $0.invoke < clear) }
+            }
             guard let start = ops.filter({ $0.invoke < index && $0.complete > index }).map(\.invoke).min(), start > first,
                   ops.contains(where: { $0.invoke < first && $0.complete > first }) else { return false }
             return ops.allSatisfy { $0.invoke >= start || $0.complete < start }

@@ -50,9 +50,16 @@ extension ScenarioExecution {
             let whose = !other.client.isExactly(op.client) ? "a request of client '\(other.client ?? "?")' (each client has its own requests)"
                 : k.kind != key.kind ? "a request for \(k.kind) '\(Attribution.show(k.key))' (the other kind, of one key text)"
                 : "a request of user '\(Attribution.show(other.users.first ?? ""))'"
-            return "\(op.label) (\(op.name) of user '\(Attribution.show(user))', \(key.kind) '\(Attribution.show(key.key))') on client '\(op.client)' "
-                + "sent no request of its own: the only request in flight for its key text is #\(other.seq), \(whose) (\(other.summary)). "
-                + "CONTRACT.md section 4: single flight joins calls of one client for one user and one flag or experiment key; this SDK shared another's request"
+            let subject = "\(op.label) (\(op.name) of user '\(Attribution.show(user))', \(key.kind) '\(Attribution.show(key.key))') on client '\(op.client)' "
+            let rule = "CONTRACT.md section 4: single flight joins calls of one client for one user and one flag or experiment key"
+            // Stated as fact only when the run was shown stuck at the limit; else the SDK may
+            // still have been about to send (a slow transport; a seventy-first outside tester, F3).
+            guard recorder.ranOutOfTimeUnproven else {
+                return subject + "sent no request of its own: the only request in flight for its key text is #\(other.seq), \(whose) (\(other.summary)). "
+                    + rule + "; this SDK shared another's request"
+            }
+            return subject + "had sent no request of its own when the limit ran out (the run could not be shown stuck: it may still have been about to send); "
+                + "the only request in flight for its key text is #\(other.seq), \(whose) (\(other.summary)). If it waits on that one, this SDK shared another's request: " + rule
         }
         return nil
     }

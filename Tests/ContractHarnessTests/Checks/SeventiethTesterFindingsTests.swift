@@ -55,7 +55,7 @@ final class SeventiethTesterFindingsTests: XCTestCase {
             ("warm-up-experiments", shipped("field-the-sdk-looks-up-only-what-it-is-asked-for"),
              ["single_flight", "of user 'user-2', but no call of client 'main' had asked for it"]),
             ("flight-key-no-user", shipped("field-two-users-of-one-experiment-never-share-a-flight"),
-             ["sent no request of its own: the only request in flight for its key text is #1, a request of user 'user-1'", "CONTRACT.md section 4"]),
+             ["the only request in flight for its key text is #1, a request of user 'user-1'", "this SDK shared another's request", "CONTRACT.md section 4"]),
             ("flight-key-no-kind", shipped("s4-flag-and-experiment-of-one-key-are-distinct"),
              ["a request for flag 'checkout' (the other kind, of one key text)"]),
             // F7: a member the event object does not have fails `event_payload` (before, only
@@ -76,7 +76,7 @@ final class SeventiethTesterFindingsTests: XCTestCase {
           {"do": "getAssignment", "client": "b", "experiment": "sdk_contract_ab", "user": "user-1"},
           {"release": "hold-a"}, {"await": "one"}]}
         """.write(to: twoClients, atomically: true, encoding: .utf8)
-        cases.append(("flights-shared-by-clients", twoClients.path, ["sent no request of its own", "a request of client 'a' (each client has its own requests)"]))
+        cases.append(("flights-shared-by-clients", twoClients.path, ["the only request in flight for its key text is #1, a request of client 'a' (each client has its own requests)", "this SDK shared another's request"]))
         for c in cases {
             try TesterFixtures.assertFails(c.file, on: ["--sdk-command", "EXPERIMENTLY_EXAMPLE_DEFECT=\(c.defect) \(TesterFixtures.python)",
                                                         "--step-timeout-ms", "1000"], saying: [], in: dir)
