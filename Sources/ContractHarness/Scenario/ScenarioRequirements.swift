@@ -32,7 +32,9 @@ extension Scenario {
     /// Inferred: each SDK operation's name; `app` for the `app` section and app steps; `virtual_clock`
     /// for `advance` steps and `delay` or `timeout` faults (both wait on the scenario's clock);
     /// `cancel` for `cancel` steps; `offline_store` for `persisted` assertions and the
-    /// `offline_fallback` / `no_fallback_on_404` checks; `hash` for `hashUser` and the
+    /// `offline_fallback` / `no_fallback_on_404` checks; `getAssignments` and `getEvaluatedFlags`
+    /// for `cache` and `cached` assertions and the `no_stale_write` / `no_stale_after_logout`
+    /// checks, which read the memory cache through them; `hash` for `hashUser` and the
     /// `golden_vectors` check; `settle` for a lookup that may join another's shared request while
     /// a fault can park it (`sharedLookupStep`).
     public var requirements: [Requirement] {
@@ -59,6 +61,14 @@ extension Scenario {
                     need("virtual_clock", "a \(action) fault at \(at)")
                 }
             case .expect(.persisted): need("offline_store", "a persisted assertion at \(at)")
+            // The memory cache is read through the SDK's own lists: an adapter without them gets
+            // the scenario skipped, naming them (a seventy-third outside tester: it failed with
+            // "refused: unsupported getAssignments", blamed on the adapter).
+            case .expect(.cache(_, _, let assignments, let flags)):
+                if assignments != nil { need("getAssignments", "a cache assertion at \(at)") }
+                if flags != nil { need("getEvaluatedFlags", "a cache assertion at \(at)") }
+            case .expect(.cached(_, let kind, _, _, _, _)):
+                need(kind == "flag" ? "getEvaluatedFlags" : "getAssignments", "a cached assertion at \(at)")
             case .seedStore:
                 need("offline_store", "seed_store at \(at)")
                 need("seed_store", "seed_store at \(at)")
@@ -70,6 +80,9 @@ extension Scenario {
             switch check {
             case "golden_vectors": need("hash", "the golden_vectors check at $.checks[\(i)]")
             case "offline_fallback", "no_fallback_on_404": need("offline_store", "the \(check) check at $.checks[\(i)]")
+            case "no_stale_write", "no_stale_after_logout":
+                need("getAssignments", "the \(check) check at $.checks[\(i)]")
+                need("getEvaluatedFlags", "the \(check) check at $.checks[\(i)]")
             default: break
             }
         }

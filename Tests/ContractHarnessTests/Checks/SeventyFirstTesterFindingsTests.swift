@@ -28,3 +28,13 @@ final class SeventyFirstTesterFindingsTests: XCTestCase {
         XCTAssertTrue(r.history.contains { $0.line.contains("t=1.3 response #") }, "\(r.history.map(\.line))")
     }
 }
+
+/// The seventy-fourth outside tester's F1 (`Fixtures/seventy-fourth-tester`): past the cache size,
+/// two unkeyed tracking calls of one client at once were each judged by the other's batch
+/// (`fan_out`: "a second time", "no live cache entry of its user explains"), on every correct SDK.
+final class SeventyFourthTesterFindingsTests: XCTestCase {
+    func testConcurrentCallsPastTheCacheSizePassOnTheCorrectSDKs() throws {
+        let dir = try scratchDirectory("seventy-fourth-tester")
+        try TesterFixtures.assertCorrectSDKsPass("seventy-fourth-tester", count: 7, in: dir)
+    }
+}

@@ -262,6 +262,23 @@ final class DriverProtocolTests: XCTestCase {
         XCTAssertEqual(ScenarioRequirements.missing(scenario, capabilities: ["virtual_clock", "cancel"]), ["evaluateFlag"])
     }
 
+    /// The memory cache is read through `getAssignments` / `getEvaluatedFlags`: a scenario asserting
+    /// the cache, or judged by `no_stale_write`, needs them and is skipped naming them for an
+    /// adapter without them (a seventy-third outside tester: it failed as the adapter's refusal).
+    func testReadingTheCacheNeedsTheSDKsLists() throws {
+        let scenario = try ScenarioParser.parse(Data("""
+        {"format": "experimently-scenario/1", "name": "c", "description": "d", "checks": [], "steps": [
+          {"do": "evaluateFlag", "flag": "f", "user": "u"},
+          {"assert": {"cached": {"user": "u", "flag": "f"}}}]}
+        """.utf8), file: "c.json")
+        XCTAssertEqual(ScenarioRequirements.missing(scenario, capabilities: ["evaluateFlag"]), ["getEvaluatedFlags"])
+        let judged = try ScenarioParser.parse(Data("""
+        {"format": "experimently-scenario/1", "name": "j", "description": "d", "checks": ["no_stale_write"], "steps": [
+          {"do": "getAssignment", "experiment": "e", "user": "u"}]}
+        """.utf8), file: "j.json")
+        XCTAssertEqual(ScenarioRequirements.missing(judged, capabilities: ["getAssignment"]), ["getAssignments", "getEvaluatedFlags"])
+    }
+
     /// An `id` that is JSON but no `Int` is named so, not called invalid JSON (a sixty-sixth
     /// outside tester).
     func testAnIdThatIsNoIntIsNamed() {
