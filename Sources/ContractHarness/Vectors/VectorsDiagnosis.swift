@@ -117,6 +117,16 @@ public enum VectorsDiagnosis {
             (Double(be32(d, 12)) / 4_294_967_296, Cause(name: "digest bytes", detail: "the last 4 digest bytes were used, big-endian; use the first 4, little-endian")),
         ]
         for (value, cause) in readings where near(value) { return cause }
+        // The right value written with fewer decimal digits (a `%.6f`, a `round(h, 6)`): the
+        // decimal quotient of two whole numbers reads back as the same double as its text (a
+        // seventy-third outside tester: such a hash was "likely cause: unknown").
+        let right = Double(le) / 4_294_967_296
+        for digits in 1...15 {
+            let scale = (0..<digits).reduce(1.0) { p, _ in p * 10 }
+            for (how, scaled) in [("rounded", (right * scale).rounded()), ("cut", (right * scale).rounded(.towardZero))] where scaled / scale == actual {
+                return Cause(name: "rounding", detail: "the hash was \(how) to \(digits) decimal digit\(digits == 1 ? "" : "s"); write it with every digit (the shortest text that reads back as the same double)")
+            }
+        }
         for variant in inputVariants(user: user, key: key) {
             let v = digest(variant.bytes)
             if near(Double(le32(v)) / 4_294_967_296) { return variant.cause }

@@ -293,6 +293,10 @@ final class VectorsCommandTests: XCTestCase {
         XCTAssertTrue(VectorsDiagnosis.hashCause(user: "caf\u{e9}", key: "menu", actual: hash(utf16)).detail.contains("UTF-16LE"))
         XCTAssertTrue(VectorsDiagnosis.hashCause(user: "caf\u{e9}", key: "menu", actual: hash([99, 97, 102, 0xe9, 58, 109, 101, 110, 117])).detail.contains("Latin-1"))
         XCTAssertEqual(VectorsDiagnosis.hashCause(user: "user-123", key: "my-flag", actual: 0.5), VectorsDiagnosis.unknown)
+        // Written with six digits, rounded or cut (a seventy-third outside tester).
+        XCTAssertEqual(VectorsDiagnosis.hashCause(user: "user-123", key: "my-flag", actual: 0.692745).detail,
+                       "the hash was rounded to 6 decimal digits; write it with every digit (the shortest text that reads back as the same double)")
+        XCTAssertEqual(VectorsDiagnosis.hashCause(user: "user-123", key: "my-flag", actual: 0.6927449).detail.prefix(30), "the hash was cut to 7 decimal ")
         XCTAssertEqual(VectorsDiagnosis.md5Cause(user: "user-123", key: "my-flag", actualHex: "0f1705ac222124c571ec1de8b157bc43").name, "byte order")
     }
 
