@@ -244,9 +244,37 @@ struct ObjectReader {
     /// Fails on the first key that was never read.
     func finish(allowed: [String] = []) throws {
         if let unknown = members.keys.sorted().first(where: { !used.contains($0) }) {
-            let known = (Array(used) + allowed).sorted().joined(separator: ", ")
-            throw ScenarioError(file: file, path: "\(path).\(unknown)", expected: "one of the known keys (\(known))",
-                                found: "unknown key '\(unknown)'")
+            let known = (Array(used) + allowed).sorted()
+            throw ScenarioError(file: file, path: "\(path).\(unknown)", expected: "one of the known keys (\(known.joined(separator: ", ")))",
+                                found: "unknown key '\(unknown)'" + Self.didYouMean(unknown, among: known))
         }
+    }
+
+    /// ` (did you mean 'x'?)` for the known name within two edits of `name` (letters compared
+    /// case-insensitively, `-` as `_`), nearest first; empty when none is that close.
+    static func didYouMean(_ name: String, among known: [String]) -> String {
+        func folded(_ s: String) -> [Character] { Array(s.lowercased().replacingOccurrences(of: "-", with: "_")) }
+        func distance(_ a: [Character], _ b: [Character]) -> Int {
+            if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
+            var row = Array(0...b.count)
+            for i in 1...a.count {
+                var diagonal = row[0]
+                row[0] = i
+                for j in 1...b.count {
+                    let above = row[j]
+                    row[j] = min(above + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1))
+                    diagonal = above
+                }
+            }
+            return row[b.count]
+        }
+        let target = folded(name)
+        let limit = min(2, max(1, target.count / 2))
+        var best: (name: String, edits: Int)?
+        for candidate in known.sorted() {
+            let edits = distance(target, folded(candidate))
+            if edits <= limit, edits < (best?.edits ?? Int.max) { best = (candidate, edits) }
+        }
+        return best.map { " (did you mean '\($0.name)'?)" } ?? ""
     }
 }

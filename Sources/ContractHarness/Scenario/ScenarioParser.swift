@@ -195,7 +195,8 @@ struct StepContext {
         let present = ScenarioParser.verbs.filter { r.has($0) }
         guard present.count == 1, let verb = present.first else {
             throw ScenarioError(file: file, path: path, expected: "exactly one of the keys \(ScenarioParser.verbs.joined(separator: ", "))",
-                                found: present.isEmpty ? "keys \(r.keys)" : "several: \(present.joined(separator: ", "))")
+                                found: present.isEmpty ? "keys \(r.keys)" + (r.keys.lazy.map { ObjectReader.didYouMean($0, among: ScenarioParser.verbs) }.first { !$0.isEmpty } ?? "")
+                                    : "several: \(present.joined(separator: ", "))")
         }
         let step: Step
         switch verb {

@@ -34,6 +34,16 @@ final class ScenarioParserTests: XCTestCase {
         expectError("{\(head), \"steps\": [{\"do\": \"hashUser\", \"user\": \"u\", \"key\": \"k\", \"expect\": {\"value\": 0.5}}], \"stpes\": []}", path: "$.stpes", contains: "unknown key 'stpes'")
     }
 
+    /// A misspelt key names the known key it most likely means (a seventy-third outside tester);
+    /// a name far from every known key gets no guess.
+    func testAMisspeltKeyNamesTheKeyItMostLikelyMeans() {
+        expectError("{\(head), \"steps\": [{\"do\": \"hashUser\", \"user\": \"u\", \"key\": \"k\", \"expct\": {\"value\": 0.5}}]}",
+                    path: "$.steps[0].expct", contains: "unknown key 'expct' (did you mean 'expect'?)")
+        expectError("{\(head), \"steps\": [{\"asert\": {\"quiescence\": true}}]}", path: "$.steps[0]", contains: "(did you mean 'assert'?)")
+        XCTAssertEqual(ObjectReader.didYouMean("xyzzy", among: ["steps", "checks"]), "")
+        XCTAssertEqual(ObjectReader.didYouMean("wait-for", among: ["wait_for", "await"]), " (did you mean 'wait_for'?)")
+    }
+
     func testWrongFormatTag() {
         expectError(#"{"format": "experimently-scenario/2", "name": "n", "description": "d", "steps": []}"#,
                     path: "$.format", contains: "experimently-scenario/1")
