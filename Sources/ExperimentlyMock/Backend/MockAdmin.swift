@@ -86,6 +86,20 @@ public final class MockAdmin: MockRequestHandler, Sendable {
         case ("GET", ["requests"]): return requests()
         case ("POST", ["reset"]): return reset()
         default:
+            // A route that exists under other methods is 405 naming them (RFC 9110 section 15.5.6).
+            let allowed: [String] = switch segments {
+            case ["faults"]: ["GET", "POST"]
+            case let s where s.count == 2 && s[0] == "faults": ["DELETE"]
+            case ["holds"], ["requests"]: ["GET"]
+            case let s where s.count == 3 && s[0] == "holds" && s[2] == "release": ["POST"]
+            case ["reset"]: ["POST"]
+            default: []
+            }
+            if !allowed.isEmpty {
+                var response = Self.error(405, "\(method) is not allowed on \(path); allowed: \(allowed.joined(separator: ", "))")
+                response.headers.append((name: "Allow", value: allowed.joined(separator: ", ")))
+                return response
+            }
             return Self.error(404, "no admin route \(method) \(path); the routes are POST /__admin/faults, GET /__admin/faults, DELETE /__admin/faults/{id}, GET /__admin/holds[?count=N&timeout_ms=T], POST /__admin/holds/{seq}/release, GET /__admin/requests, POST /__admin/reset")
         }
     }

@@ -654,7 +654,9 @@ public final class MockBackend: MockRequestHandler, Sendable {
             if s.isShutDown { return -1 }
             guard s.inFlight == 0 else { return s.inFlight }
             s.model = BackendModel(fixtures: fixtures)
-            s.script = FaultScript(epoch: now)
+            // Fault ids go on, as sequence numbers do: a client holding an id from before the
+            // reset never deletes a rule added after it (a seventy-third outside tester).
+            s.script = FaultScript(epoch: now, firstID: s.script.nextRuleID)
             for rule in faults { s.script.add(rule) }
             // Sequence numbers go on (a streamed journal never repeats one); the history restarts.
             s.historyBase += s.history.count

@@ -44,8 +44,15 @@ public struct FaultScript: Sendable {
     private(set) var entries: [Entry] = []
     private var nextID = 1
 
-    /// Creates an empty script whose outage windows count from `epoch`.
-    public init(epoch: Date) { self.epoch = epoch }
+    /// Creates an empty script whose outage windows count from `epoch`; its first rule gets the
+    /// id `firstID` (a reset script goes on from the last one's: an id is never reused).
+    public init(epoch: Date, firstID: Int = 1) {
+        self.epoch = epoch
+        nextID = max(1, firstID)
+    }
+
+    /// The id the next rule added gets.
+    public var nextRuleID: Int { nextID }
 
     /// The active rules in the order they apply.
     public var rules: [(id: FaultID, rule: FaultRule)] { entries.map { ($0.id, $0.rule) } }

@@ -193,6 +193,14 @@ final class MockAdminTests: XCTestCase {
         XCTAssertEqual(s.backend.history.count, 0)
         XCTAssertTrue(s.backend.state.assignments.isEmpty)
         XCTAssertEqual(s.backend.faults.map(\.rule), [startFault], "the start faults, and only them")
+        // Fault ids go on: the start fault is now 3, and 1 or 2 (from before) name no rule.
+        XCTAssertEqual(s.backend.faults.map(\.id.rawValue), [3])
+        let stale = try await fetch(session, admin(s, "DELETE", "faults/1"))
+        XCTAssertEqual(stale.status, 404)
+        // A route under another method is 405 naming the allowed ones.
+        let put = try await fetch(session, admin(s, "PUT", "faults"))
+        XCTAssertEqual(put.status, 405)
+        XCTAssertTrue(put.text.contains("allowed: GET, POST"), put.text)
         // The start fault's counter is back at zero: it fires again on the first /track.
         let track = try await fetch(session, s.request("/api/v1/tracking/track", method: "POST", json: #"{"event_type":"x","user_id":"u","experiment_key":"sdk_contract_ab"}"#))
         XCTAssertEqual(track.status, 500)
