@@ -1043,7 +1043,8 @@ public enum HarnessCommand {
         say(String(format: "%d schedules (%@), %d failed, %d infeasible, %.0f schedules/s", report.schedules.count,
                    report.mode, report.failed, report.infeasible, report.schedulesPerSecond)
             + (report.crashed > 0 ? " (\(report.crashed) crashed)" : "")
-            + (report.failedOnReference > 0 ? ", \(report.failedOnReference) fail on the reference too (not counted)" : ""))
+            + (report.failedOnReference > 0 ? ", \(report.failedOnReference) fail on the reference too (not counted"
+               + (report.firstFailedOnReference.map { "; the first, order \($0.order), fails '\($0.check)' there" } ?? "") + ")" : ""))
         say("reference: " + (report.reference.map { "\($0) (a failure counts only when the reference passes the same order)" }
                              ?? "\(driver.sdkName) itself"))
         // Skipped schedules never pass: with no failure, the exploration judged nothing.

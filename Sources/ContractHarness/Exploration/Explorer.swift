@@ -78,6 +78,9 @@ public enum Explorer {
         /// order whatever the SDK (an expectation that holds only in some orders), not counted as
         /// failures.
         public var failedOnReference: Int = 0
+        /// The first of those: its order and the check the reference failed in it (a seventy-third
+        /// outside tester: neither the console nor the verdict said which orders they were).
+        public var firstFailedOnReference: ListedFailure? = nil
         /// The reference SDK's name; `nil` when the SDK under exploration is the reference.
         public var reference: String? = nil
         /// Schedules that were not judged: the driver under exploration (or the reference, for a
@@ -138,6 +141,10 @@ public enum Explorer {
                 "complete": .bool(complete), "sampled": .bool(sampled), "mode": .string(mode),
                 "duration_ms": .number(durationMilliseconds.rounded()),
             ]
+            if let f = firstFailedOnReference {
+                o["first_failed_on_reference"] = .object(["order": .array(f.order.map { .number(Double($0)) }), "check": .string(f.check),
+                                                          "message": f.message.map(JSONValue.string) ?? .null])
+            }
             if !failures.isEmpty {
                 o["failures"] = .array(failures.map { f in
                     .object(["order": .array(f.order.map { .number(Double($0)) }), "check": .string(f.check),
@@ -444,6 +451,7 @@ public enum Explorer {
         }
         let exploring = ScenarioRunner.elapsed(since: started)
         var failed = 0, infeasible = 0, failedOnReference = 0, crashed = 0, skipped = 0
+        var firstOnReference: ListedFailure?
         var firstIndex: Int?
         var listed: [ListedFailure] = []
         for i in orders.indices {
@@ -460,7 +468,15 @@ public enum Explorer {
                 // SDK failing another one in that order (a stale write beside the file's own
                 // order-dependent assertion) is the SDK's failure (an outside tester: the broken
                 // SDK passed with "2 fail on the reference too" while the correct one failed).
-                if ref.status != .passed && ownFailure(result, reference: ref) == nil { failedOnReference += 1; continue }
+                if ref.status != .passed && ownFailure(result, reference: ref) == nil {
+                    failedOnReference += 1
+                    if firstOnReference == nil {
+                        let check = ref.firstFailure
+                        firstOnReference = ListedFailure(order: orders[i], check: check?.name ?? "error",
+                                                         message: (check?.message ?? ref.reason).map { String($0.prefix(400)) }, crashed: false)
+                    }
+                    continue
+                }
             } else if result.infeasible {
                 infeasible += 1
                 continue
@@ -518,6 +534,7 @@ public enum Explorer {
                             firstFailure: first, durationMilliseconds: ScenarioRunner.elapsed(since: started),
                             exploringMilliseconds: exploring)
         report.failures = listed
+        report.firstFailedOnReference = firstOnReference
         return report
     }
 
