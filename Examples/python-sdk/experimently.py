@@ -72,7 +72,8 @@ BATCH_LIMIT = 100
 # about: exposures no view made), event-variant-id (an event with an experiment key also carries a
 # `variant_id` member of the SDK's own, which the event object does not have), assign-sdk-member (the
 # assign body also carries an `sdk` member), flights-shared-by-clients (one in-flight table for every
-# client of the process: a call joins another client's request).
+# client of the process: a call joins another client's request), falsy-event-fields (an event field that
+# is empty or zero, an experiment key "" say, is left out: Python's `if e.get(name):`).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _INTERNED = {}   # interned-flag, interned-variant: the first value returned, by flag or (experiment, variant)
 _LAST_CONTEXT = {}   # previous-context: the attributes a user's last getAssignment gave
@@ -588,7 +589,7 @@ class ExperimentationClient:
             o["event_type"] = e.get("event_type") or e["event_name"]
         for wire, name in (("experiment_key", "experiment_key"), ("feature_flag_key", "feature_flag_key"), ("value", "value"),
                            ("metadata", "properties")):
-            if e.get(name) is not None:
+            if e.get(name) is not None and (e[name] or DEFECT != "falsy-event-fields"):
                 o[wire] = e[name]
         if e.get("timestamp") is not None:
             o["timestamp"] = _timestamp(e["timestamp"] + (0.001 if DEFECT == "timestamp-a-millisecond-late" else 0))

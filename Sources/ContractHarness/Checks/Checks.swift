@@ -1317,6 +1317,10 @@ enum Checks {
             entry.invokes.append(call.start)
             calls[k] = entry
         }
+        /// The keyed calls by client, user and event name: a request whose keys no call gave is
+        /// shown beside the call of that user and name that ran (a seventy-third outside tester:
+        /// an SDK dropping an empty experiment key was told only "no call tracked it").
+        var sameEvent: [String: [(invoke: Int, shown: String)]] = [:]
         for e in c.history where e.kind == .invoke && ["track", "trackWithStatus"].contains(e.name ?? "") {
             guard let client = e.client, !unjudged.contains(exact(client)), let event = e.detail, event["experiment"] != nil || event["flag"] != nil,
                   case .string(let user)? = event["user"], case .string(let name)? = event["name"] else { continue }
@@ -1327,14 +1331,17 @@ enum Checks {
             entry.count += 1
             entry.invokes.append(e.index)
             calls[k] = entry
+            sameEvent[exact(client) + "\u{0}" + exact(user) + "\u{0}" + exact(name), default: []].append((e.index, entry.shown))
         }
         var sent: [String: [(seq: Int, index: Int)]] = [:]
         var shownSent: [String: String] = [:], clientSent: [String: String] = [:]
+        var sentEvent: [String: String] = [:]   // content key -> client, user and name key of `sameEvent`
         for (e, r) in c.requests where r.path == "/api/v1/tracking/track" {
             guard let client = r.client, !unjudged.contains(exact(client)), let body = r.body, case .string(let user)? = body["user_id"] else { continue }
             guard case .string(let name)? = body["event_name"] ?? body["event_type"] else { continue }
             let k = exact(client) + "\u{0}" + eventContentKey(user: user, name: name, experiment: body["experiment_key"], flag: body["feature_flag_key"])
             sent[k, default: []].append((r.seq, e.index))
+            sentEvent[k] = exact(client) + "\u{0}" + exact(user) + "\u{0}" + exact(name)
             if shownSent[k] == nil {
                 clientSent[k] = client
                 shownSent[k] = "event '\(Attribution.show(name))' of user '\(Attribution.show(user))'"
@@ -1353,8 +1360,15 @@ enum Checks {
             let client = clientSent[k]
             let inside = requests.filter { r in windows.contains { $0.client.isExactly(client) && $0.from < r.index && r.index < $0.to } }
             guard !inside.isEmpty else { continue }
+            // The calls of that user and name running then, whose keys differ from the request's.
+            let first = inside[0].index
+            let running = (sentEvent[k].flatMap { sameEvent[$0] } ?? []).filter { call in
+                windows.contains { $0.from == call.invoke && $0.from < first && first < $0.to }
+            }
+            let others = running.isEmpty ? "the tracking calls running then tracked other events"
+                : "the call running then tracked the " + running.map(\.shown).joined(separator: "; the ") + ": the request's keys differ from the call's"
             problems.append(("the \(shownSent[k] ?? "event") was sent in /track request(s) " + inside.map { "#\($0.seq)" }.joined(separator: ", ")
-                             + " but no call tracked it (the tracking calls running then tracked other events): an SDK sends the events it is given, "
+                             + " but no call tracked it (\(others)): an SDK sends the events it is given, "
                              + "a keyed event as one /track (CONTRACT.md section 4)", c.slice(around: inside.map(\.index), radius: 3)))
         }
         guard !calls.isEmpty else { return problems }

@@ -62,6 +62,9 @@ final class SeventiethTesterFindingsTests: XCTestCase {
             // scenarios asserting whole bodies failed it).
             ("event-variant-id", shipped("field-the-sdk-looks-up-only-what-it-is-asked-for"),
              ["event_payload", "sends 'variant_id' in an event of user user-2, which the event object does not have"]),
+            // The seventy-third tester's F3: a dropped empty key is shown beside the call that gave it.
+            ("falsy-event-fields", shipped("field-event-experiment-key-empty-is-still-keyed"),
+             ["but no call tracked it (the call running then tracked the event 'purchase' of user 'user-1' for experiment '' on client 'main': the request's keys differ from the call's)"]),
             ("assign-sdk-member", shipped("field-the-sdk-looks-up-only-what-it-is-asked-for"),
              ["event_payload", "of user 'user-1' sends 'sdk', which the assign body does not have"]),
         ]
