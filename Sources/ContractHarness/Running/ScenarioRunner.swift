@@ -762,7 +762,13 @@ final class ScenarioExecution: @unchecked Sendable {
             // (its URLSession task is over). Before, such a wait after a `release` that answered the
             // request waited out its limit and failed as a defect-3 failure that did not replay (a
             // third outside tester: 1-3 of 120 explored orders, in process too).
-            let decidable = condition != .quiescence && (!condition.awaitsCancellation || (listeners == nil && noneOpen(condition)))
+            // Nor is one on its way when nothing that cancels a request has happened yet (no
+            // cancel, close, clear, logout or clock move, and the SDK's deadlines follow the
+            // scenario's clock): a wait for a cancellation moved before its cause is then decided
+            // at once, naming the later step (a seventy-third outside tester: it waited out the
+            // step limit, and `explore` counted the order as failing on the reference too).
+            let decidable = condition != .quiescence
+                && (!condition.awaitsCancellation || (listeners == nil && noneOpen(condition)) || nothingCancelsYet())
             // Met when the wait saw it met: quiescence (and what a later answer undoes) may pass
             // again before it is read a second time (a thirty-seventh outside tester: a `wait_for`
             // quiescence that ended met was then reported as waiting for a later step, 1 run in 4
@@ -1422,6 +1428,18 @@ final class ScenarioExecution: @unchecked Sendable {
     /// Whether some request `condition` could count exists and every such request has been
     /// answered or cancelled: none can still change. (With none yet, the wait is left to its
     /// limit, as before.)
+    /// Whether no request can have been cancelled yet, nor be on its way to it: the SDK's
+    /// deadlines follow the scenario's clock (`virtual_clock`) and nothing that cancels a request
+    /// has happened (a `cancel` step, a clock move, a logout or undo of an app, a `close()` or a
+    /// clear). A request parked now then stays uncancelled until a later step acts.
+    func nothingCancelsYet() -> Bool {
+        guard driver.capabilities.contains("virtual_clock") else { return false }
+        return !recorder.snapshot.contains { e in
+            (e.kind == .marker && ["cancel", "advance", "logout", "undo"].contains(e.name ?? ""))
+                || (e.kind == .invoke && ["close", "clearCache", "clearOfflineCache"].contains(e.name ?? ""))
+        }
+    }
+
     func noneOpen(_ condition: WaitCondition) -> Bool {
         let candidates = candidates(condition)
         return !candidates.isEmpty && candidates.allSatisfy { $0.answered || $0.cancelled }

@@ -32,7 +32,8 @@ extension Scenario {
     /// Inferred: each SDK operation's name; `app` for the `app` section and app steps; `virtual_clock`
     /// for `advance` steps and `delay` or `timeout` faults (both wait on the scenario's clock);
     /// `cancel` for `cancel` steps; `offline_store` for `persisted` assertions and the
-    /// `offline_fallback` / `no_fallback_on_404` checks; `getAssignments` and `getEvaluatedFlags`
+    /// `offline_fallback` / `no_fallback_on_404` checks; `virtual_clock` for a client whose
+    /// `cache_ttl` is below the default 300 s; `getAssignments` and `getEvaluatedFlags`
     /// for `cache` and `cached` assertions and the `no_stale_write` / `no_stale_after_logout`
     /// checks, which read the memory cache through them; `hash` for `hashUser` and the
     /// `golden_vectors` check; `settle` for a lookup that may join another's shared request while
@@ -87,6 +88,13 @@ extension Scenario {
             }
         }
         // Every client has a store of its own by default; two clients naming one store are a relaunch.
+        // A cache TTL shorter than the default: the checks count it on the scenario's clock, so an
+        // SDK counting it on the wall clock (no `virtual_clock`) expires entries the checks hold
+        // fresh (a seventy-fifth outside tester: a correct wall-clock SDK failed a `cache_ttl` of
+        // 0.001 s every run, and one of 0.31 s as the machine's speed decided).
+        if let (i, client) = clients.enumerated().first(where: { $0.element.settings.cacheTTL < ClientSettings().cacheTTL }) {
+            need("virtual_clock", "a cache_ttl of \(client.settings.cacheTTL) s for client '\(client.name)' at $.clients[\(i)] (counted on the scenario's clock)")
+        }
         var seen: [[Unicode.Scalar]] = []
         for (i, client) in clients.enumerated() {
             guard let store = client.store else { continue }

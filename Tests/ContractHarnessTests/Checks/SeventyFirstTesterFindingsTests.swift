@@ -38,3 +38,25 @@ final class SeventyFourthTesterFindingsTests: XCTestCase {
         try TesterFixtures.assertCorrectSDKsPass("seventy-fourth-tester", count: 7, in: dir)
     }
 }
+
+/// The seventy-third outside tester's F2: a `wait_for` of a cancelled request moved before the
+/// `cancel` (or the clock move) that causes it is decided at once as an order no SDK can carry
+/// out, naming the later step; before, it waited out the step limit and `explore` counted the
+/// order as failing on the reference too.
+final class SeventyThirdTesterFindingsTests: XCTestCase {
+    func testAWaitForACancellationBeforeItsCauseIsInfeasibleAtOnce() async throws {
+        let scenario = try ScenarioParser.parse(Data("""
+        {"format": "experimently-scenario/1", "name": "swapped", "description": "d", "checks": ["single_flight"], "steps": [
+          {"fault": {"match": {"path": "/api/v1/tracking/assign"}, "when": {"first": 1}, "action": {"hold": {}}}, "id": "h"},
+          {"do": "getAssignment", "experiment": "sdk_contract_ab", "user": "user-1", "as": "a1", "async": true},
+          {"wait_for": {"held": "h"}},
+          {"wait_for": {"requests": {"path": "/api/v1/tracking/assign", "cancelled": true}}},
+          {"cancel": "a1"}, {"release": "h"}, {"await": "a1", "expect": {"error": "cancelled"}}]}
+        """.utf8), file: "swapped.json")
+        let r = await ScenarioRunner(driver: SwiftSDKDriver()).run(scenario)
+        XCTAssertTrue(r.infeasible, "\(r.checks.filter { !$0.passed })")
+        XCTAssertTrue(r.checks.contains { $0.message?.contains("waits for what only a later step provides (step 4 cancel a1)") == true },
+                      "\(r.checks.filter { !$0.passed })")
+        XCTAssertFalse(r.stepLimitReached, "decided at once, not at the step limit")
+    }
+}

@@ -279,6 +279,21 @@ final class DriverProtocolTests: XCTestCase {
         XCTAssertEqual(ScenarioRequirements.missing(judged, capabilities: ["getAssignment"]), ["getAssignments", "getEvaluatedFlags"])
     }
 
+    /// A short cache TTL is counted on the scenario's clock by the checks: an SDK on the wall
+    /// clock lacks it (a seventy-fifth outside tester: such an SDK failed a correct run).
+    func testAShortCacheTTLNeedsTheVirtualClock() throws {
+        let scenario = try ScenarioParser.parse(Data("""
+        {"format": "experimently-scenario/1", "name": "t", "description": "d", "checks": ["single_flight"], "config": {"cache_ttl": 0.5}, "steps": [
+          {"do": "evaluateFlag", "flag": "f", "user": "u"}]}
+        """.utf8), file: "t.json")
+        XCTAssertEqual(ScenarioRequirements.missing(scenario, capabilities: ["evaluateFlag"]), ["virtual_clock"])
+        let plain = try ScenarioParser.parse(Data("""
+        {"format": "experimently-scenario/1", "name": "p", "description": "d", "checks": ["single_flight"], "steps": [
+          {"do": "evaluateFlag", "flag": "f", "user": "u"}]}
+        """.utf8), file: "p.json")
+        XCTAssertEqual(ScenarioRequirements.missing(plain, capabilities: ["evaluateFlag"]), [])
+    }
+
     /// An `id` that is JSON but no `Int` is named so, not called invalid JSON (a sixty-sixth
     /// outside tester).
     func testAnIdThatIsNoIntIsNamed() {

@@ -49,13 +49,14 @@ final class InterruptTests: XCTestCase {
     func hangingSDKScenario() throws -> String {
         let file = dir.appendingPathComponent("hangs-sdk.json")
         try Data("""
-        {"format": "experimently-scenario/1", "name": "interrupt-hangs-sdk", "description": "waits ten minutes for a cancellation that never comes",
+        {"format": "experimently-scenario/1", "name": "interrupt-hangs-sdk", "description": "waits ten minutes for a cancellation that never comes (after a clock move, which might have caused one: so it is not decided at once)",
          "step_timeout_ms": 600000,
          "steps": [
           {"fault": {"match": {"path": "/api/v1/feature-flags/evaluate/sdk_contract_flag", "query": {"user_id": "user-a"}}, "action": {"hold": {}}}, "id": "held-a"},
           {"fault": {"match": {"path": "/api/v1/feature-flags/evaluate/sdk_contract_flag", "query": {"user_id": "user-b"}}, "action": {"hold": {}}}, "id": "held-b"},
           {"do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "user-a", "as": "a", "async": true},
           {"wait_for": {"held": "held-a", "count": 1}},
+          {"advance": 1},
           {"wait_for": {"requests": {"path": "/api/v1/feature-flags/evaluate/sdk_contract_flag", "user": "user-a", "cancelled": true}, "count": 1}}],
          "explore": {"steps": [0, 1], "exhaustive": true},
          "checks": ["no_stale_write"]}
