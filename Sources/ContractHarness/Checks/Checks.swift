@@ -2100,14 +2100,14 @@ enum Checks {
         /// whenever the SDK's cancellation arrives, so an SDK without single flight passed when its
         /// duplicates ended cancelled, and one history got both verdicts (a thirty-third outside
         /// tester, F1 and F3); a correct SDK's next request after its deadline raced the mark.
-        func abandoned(_ id: String, first: Int, at index: Int) -> Bool {
+        func abandoned(_ id: String, client: String, first: Int, at index: Int) -> Bool {
             guard var ops = lookups[id] else { return false }
             // A lookup of the runner begun before its client's last clear preceding the flight
             // waits on a request from before that clear (detached: CONTRACT.md section 5.1), never
             // on this flight. Before, such a call still pending kept a cancelled flight after the
             // clear "in flight" for a later call, and a correct SDK failed (a seventy-first outside
             // tester, F1: every SDK, every run).
-            if let clear = (clearIndices[String(id.prefix { $0 != "\u{0}" })] ?? []).filter({ $0 < first }).max() {
+            if let clear = (clearIndices[exact(client)] ?? []).filter({ $0 < first }).max() {
                 let runner = Set((runnerLookups[id] ?? []).map(\.invoke))
                 ops = ops.filter { !(runner.contains($0.invoke) && $0.invoke < clear) }
             }
@@ -2136,7 +2136,7 @@ enum Checks {
             guard let ops = lookups[id] else { return false }
             let pendingNow = ops.filter { $0.invoke < index && $0.complete > index }
             guard !pendingNow.isEmpty, pendingNow.allSatisfy({ $0.invoke < shared.index }),
-                  !abandoned(id, first: shared.first, at: index) else { return false }
+                  !abandoned(id, client: client, first: shared.first, at: index) else { return false }
             return stillCached(client: client, shared: shared, at: index)
         }
         /// Whether a request for `id` received at `index` comes only from calls begun after a call
@@ -2194,14 +2194,14 @@ enum Checks {
         /// SDK that retried a failed lookup once (a 500, its own deadline) and returned the retry's
         /// answer passed every named check, with a second exposure on `/assign` (a forty-second
         /// outside tester, F1: PostHog/posthog-js PR #260).
-        func retriedByWaiter(_ id: String, failed: (seq: Int, first: Int, index: Int, epoch: Int, how: String), at index: Int) -> Bool {
+        func retriedByWaiter(_ id: String, client: String, failed: (seq: Int, first: Int, index: Int, epoch: Int, how: String), at index: Int) -> Bool {
             guard let ops = lookups[id] else { return false }
             // The runner's calls only: a reference-app call may be queued behind the failed fetch
             // (its fetches are serialized) and issue its own request once that one ended.
             guard let runnerOps = runnerLookups[id] else { return false }
             let pendingNow = ops.filter { $0.invoke < index && $0.complete > index }
             guard !pendingNow.isEmpty, pendingNow.count == runnerOps.filter({ $0.invoke < index && $0.complete > index }).count,
-                  !abandoned(id, first: failed.first, at: index) else { return false }
+                  !abandoned(id, client: client, first: failed.first, at: index) else { return false }
             // Each pending call surely waited on the failed flight: it is the only lookup for `id`
             // invoked before that request came (so it sent it: no earlier call, given up, can have
             // sent it late), or it was invoked in an earlier step than the failure (the runner saw
@@ -2227,7 +2227,7 @@ enum Checks {
         /// SDK sends a lookup for a (user, key) only when a call asks for it (CONTRACT.md section 1:
         /// `getAssignment(exp, user)` sends one `POST /assign` for that experiment and user; section
         /// 2: every assign records an exposure; section 4: a hit sends nothing). No lookup of its
-        /// client for that user and key had begun, or every one that had began returned a value
+        /// client for that user and key had begun, or every one that had begun returned a value
         /// before the request came, nothing gave it up (no cancel, no `close()`) and its own deadline
         /// cannot have passed (a call that timed out may have its request arrive late). A client
         /// the reference app drives is left to `exposure_after_display`. Before, an SDK that
@@ -2268,7 +2268,7 @@ enum Checks {
                 }
                 if let start = issueStarts[r.seq], (clearIndices[exact(client)] ?? []).contains(where: { $0 > start && $0 < e.index }) { detachable.insert(r.seq) }
                 if let first = open[id], first.epoch == epochs[exact(client), default: 0], !detachable.contains(first.seq),
-                   !abandoned(id, first: first.index, at: e.index) {
+                   !abandoned(id, client: client, first: first.index, at: e.index) {
                     let rule: String
                     if let stale = staleAnswers[id], stale.index > first.index {
                         rule = "; request #\(stale.seq), sent before the clear, was answered in between and the SDK forgot #\(first.seq) (CONTRACT.md section 5, defect 2: finishing an old request must never remove a newer one)"
@@ -2292,7 +2292,7 @@ enum Checks {
                                      c.excerpt([shared.index, taken, e.index])))
                     open[id] = (r.seq, e.index, epochs[exact(client), default: 0])
                 } else if let failure = failed[id], failure.epoch == epochs[exact(client), default: 0], !detachable.contains(r.seq),
-                          retriedByWaiter(id, failed: failure, at: e.index) {
+                          retriedByWaiter(id, client: client, failed: failure, at: e.index) {
                     problems.append(("client '\(client)' sent request #\(r.seq) for \(key.kind) '\(Attribution.show(key.key))' of user '\(Attribution.show(user))' "
                                      + "after request #\(failure.seq) \(failure.how), while only calls that were waiting on it were pending: a call retried "
                                      + "its failed lookup (CONTRACT.md section 4: on a failure the call returns the persisted value or throws; one request, "

@@ -45,6 +45,14 @@ final class SeventiethTesterFindingsTests: XCTestCase {
                                         saying: "for experiment 'exp_a' of user 'user-1', but every call of client 'main' for it had returned a value before it came")
     }
 
+    /// The seventy-second tester's F1: one event's fan-out holds no more entries of a kind than a
+    /// cache can, whatever the eviction order. The shipped file passes on the correct SDKs and fails
+    /// an SDK ignoring `cacheSize` in `fan_out` (before, past the size only "live entries" were asked).
+    func testOneEventsFanOutHoldsNoMoreThanACache() async throws {
+        await NamedCheckCatch.assertCaught(try Self.shipped("field-fan-out-after-eviction-holds-no-more-than-a-cache"), by: .ignoresCacheSize,
+                                           check: "fan_out", saying: "hold 3 assignment entries for its one event, more than the client's cache_size of 2")
+    }
+
     /// F1 and F6 out of process, with the Python example's defects: the warm-up fails
     /// `single_flight`; a flight keyed without the user, or without the kind, is named as the
     /// request of another user or of the other kind that the call joined.
