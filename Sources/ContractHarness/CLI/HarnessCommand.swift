@@ -557,7 +557,9 @@ public enum HarnessCommand {
         let redactor = SecretRedactor(secrets: secrets)
         @Sendable func tell(_ line: String) { say(redactor.redact(line)) }
         for item in invalid {
-            tell("ERROR \(item.file): malformed: \(item.error)")
+            // The error names its file first (`FILE: at PATH: ...`); the line names it once.
+            let reason = item.error.hasPrefix(item.file + ": ") ? String(item.error.dropFirst(item.file.count + 2)) : item.error
+            tell("ERROR \(item.file): malformed: \(reason)")
             complain(redactor.redact("malformed scenario: \(item.error)"))
         }
         let selected = scenarios.filter { s in

@@ -75,10 +75,10 @@ extension JSONValue: CustomStringConvertible {
             let prefix = data.prefix(error.offset)
             let line = prefix.filter { $0 == 10 }.count + 1
             let column = prefix.count - (prefix.lastIndex(of: 10).map { $0 - prefix.startIndex + 1 } ?? 0) + 1
-            throw ScenarioError(file: file, path: "$", expected: "valid JSON",
-                                found: "\(error.message) at line \(line), column \(column)")
+            throw ScenarioError(file: file, path: "$", expected: ScenarioError.validJSON,
+                                found: "\(error.saying) at line \(line), column \(column)")
         } catch {
-            throw ScenarioError(file: file, path: "$", expected: "valid JSON", found: "\(error)")
+            throw ScenarioError(file: file, path: "$", expected: ScenarioError.validJSON, found: "\(error)")
         }
     }
 
@@ -150,8 +150,18 @@ public struct ScenarioError: Error, CustomStringConvertible, Equatable, Sendable
         self.found = found
     }
 
-    /// `FILE: at PATH: expected X, found Y`.
-    public var description: String { "\(file): at \(path): expected \(expected), found \(found)" }
+    /// What ``expected`` holds when the file is not JSON at all; `found` then says what the
+    /// parser met and where (`expected ',' or '}' in object at line 3, column 14`).
+    public static let validJSON = "valid JSON"
+
+    /// `FILE: at PATH: expected X, found Y`; for a file that is not JSON, `FILE: at $: not valid
+    /// JSON (RFC 8259): WHAT at line L, column C`; with `expected` empty, `found` states the broken
+    /// rule whole (`FILE: at PATH: 'first' must be at least 1, got 0 (a fault rule: ...)`).
+    public var description: String {
+        if expected == Self.validJSON { return "\(file): at \(path): not valid JSON (RFC 8259): \(found)" }
+        if expected.isEmpty { return "\(file): at \(path): \(found)" }
+        return "\(file): at \(path): expected \(expected), found \(found)"
+    }
 }
 
 /// Reads one JSON object field by field with path-aware errors; `finish()` rejects unknown keys.
@@ -176,7 +186,17 @@ struct ObjectReader {
     }
 
     func error(_ key: String, expected: String, found: JSONValue?) -> ScenarioError {
-        ScenarioError(file: file, path: "\(path).\(key)", expected: expected, found: found.map(Self.brief) ?? "nothing (the key is missing)")
+        ScenarioError(file: file, path: "\(path).\(key)", expected: expected, found: found.map(Self.brief) ?? missing)
+    }
+
+    /// "nothing (the key is missing)", naming the keys the object has, so a key written under
+    /// another name shows (`getAssignment` given `flag` instead of `experiment`; a 73rd outside
+    /// tester read only that `experiment` was missing).
+    private var missing: String {
+        let present = members.keys.sorted()
+        guard !present.isEmpty else { return "nothing (the key is missing; the object is empty)" }
+        let shown = present.prefix(12).map { "'\($0)'" }.joined(separator: ", ")
+        return "nothing (the key is missing; the object has \(shown)\(present.count > 12 ? ", ..." : ""))"
     }
 
     func has(_ key: String) -> Bool { members[key] != nil }

@@ -133,6 +133,12 @@ public enum ScenarioParser {
     static func validate<T: Decodable & Sendable>(_ type: T.Type, _ json: JSONValue, file: String, path: String, expected: String) throws {
         do { _ = try MockBackendPort.decoded(type, json) } catch {
             let (at, what) = MockBackendPort.locate(error)
+            // A rule the value breaks reads as that rule, not as something "found".
+            if what.contains(" must ") {
+                // "a fault rule (Documentation/...)" reads "(a fault rule: Documentation/...)" after it.
+                let context = expected.hasSuffix(")") ? expected.dropLast().replacingOccurrences(of: " (", with: ": ") : expected
+                throw ScenarioError(file: file, path: path + at, expected: "", found: "\(what) (\(context))")
+            }
             throw ScenarioError(file: file, path: path + at, expected: expected, found: what)
         }
     }

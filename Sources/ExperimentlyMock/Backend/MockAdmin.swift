@@ -206,7 +206,7 @@ public final class MockAdmin: MockRequestHandler, Sendable {
                 }
                 override = MockResponse(status: status, headers: headers.map { ($0.name, $0.value) }, body: body)
             } catch let error as DecodingError {
-                return Self.error(400, "the override is not a response {\"status\", \"headers\", \"json\" | \"body\"}: \(Self.describe(error))")
+                return Self.error(400, "the override is not a response {\"status\", \"headers\", \"json\" | \"body\"}: \(Self.describe(error, dropping: 1))")
             } catch {
                 return Self.error(400, "the override is not a response {\"status\", \"headers\", \"json\" | \"body\"}: \(error)")
             }
@@ -286,10 +286,19 @@ public final class MockAdmin: MockRequestHandler, Sendable {
         return (out, repeated)
     }
 
-    private static func describe(_ error: DecodingError) -> String {
-        func path(_ keys: [CodingKey]) -> String { "$" + keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined() }
+    /// `at PATH: what was wrong` for a body that does not decode; `dropping` leading coding keys
+    /// the body itself does not have (the release override is decoded wrapped in `{"respond": ...}`,
+    /// so its `status` is at `$.status` for the caller, not `$.respond.status`: a 73rd outside tester).
+    private static func describe(_ error: DecodingError, dropping: Int = 0) -> String {
+        func path(_ keys: [CodingKey]) -> String { "$" + keys.dropFirst(dropping).map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined() }
         switch error {
-        case .typeMismatch(let type, let c): return "at \(path(c.codingPath)): expected \(type): \(c.debugDescription)"
+        case .typeMismatch(let type, let c):
+            // Foundation words it "Expected to decode Int but found a string instead."
+            let found = c.debugDescription.range(of: "but found ").map { String(c.debugDescription[$0.upperBound...]) }
+                .map { $0.hasSuffix(" instead.") ? String($0.dropLast(" instead.".count)) : $0 }
+            let wanted = type == Int.self ? "a whole number" : type == Double.self ? "a number" : type == String.self ? "a string"
+                : type == Bool.self ? "true or false" : "\(type)"
+            return "at \(path(c.codingPath)): expected \(wanted)" + (found.map { ", found \($0)" } ?? "")
         case .valueNotFound(let type, let c): return "at \(path(c.codingPath)): expected \(type), found null"
         case .keyNotFound(let key, let c): return "at \(path(c.codingPath)): missing member \"\(key.stringValue)\""
         case .dataCorrupted(let c): return "at \(path(c.codingPath)): \(c.debugDescription)"

@@ -449,16 +449,18 @@ public enum StrictKeys {
         init?(intValue: Int) { nil }
     }
 
-    /// Throws `DecodingError.dataCorrupted` ("unknown key 'x' at a.b; expected one of: ...") when
+    /// Throws `DecodingError.dataCorrupted` ("unknown key 'x'; expected one of: ...", the key's
+    /// path in its `codingPath`) when
     /// the object being decoded has a key that `Keys` does not list.
     public static func check<Keys: CodingKey & CaseIterable>(_ decoder: Decoder, _: Keys.Type) throws {
         let c = try decoder.container(keyedBy: AnyKey.self)
         let allowed = Set(Keys.allCases.map(\.stringValue))
         for key in c.allKeys where !allowed.contains(key.stringValue) {
-            let path = (decoder.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue } + [key.stringValue]).joined(separator: ".")
+            // The path is the error's `codingPath`, which every reader prints (`at $.flags[0].rollout:`);
+            // the text naming it too read it twice (a 73rd outside tester).
             throw DecodingError.dataCorrupted(DecodingError.Context(
                 codingPath: decoder.codingPath + [key],
-                debugDescription: "unknown key '\(key.stringValue)' at \(path); expected one of: \(allowed.sorted().joined(separator: ", "))"))
+                debugDescription: "unknown key '\(key.stringValue)'; expected one of: \(allowed.sorted().joined(separator: ", "))"))
         }
     }
 }

@@ -268,10 +268,14 @@ public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertibl
 
     /// "`message` at byte `offset`", with the byte found (a printable ASCII character quoted,
     /// any other in hex) for people reading a file's error.
-    public var description: String {
-        guard let found else { return "\(message) at byte \(offset)" }
+    public var description: String { "\(saying) at byte \(offset)" }
+
+    /// ``message`` with the byte found, when known: `unexpected character ','` (a printable ASCII
+    /// character quoted, any other in hex).
+    public var saying: String {
+        guard let found else { return message }
         let shown = (0x21...0x7E).contains(found) ? "'\(Character(Unicode.Scalar(found)))'" : String(format: "0x%02X", found)
-        return "\(message) \(shown) at byte \(offset)"
+        return "\(message) \(shown)"
     }
 }
 
@@ -410,7 +414,12 @@ private struct JSONByteParser {
             path.removeLast()
             skipWhitespace()
             guard index < bytes.count else { throw error("unexpected end of JSON in object") }
-            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+                skipWhitespace()
+                if index < bytes.count, bytes[index] == UInt8(ascii: "}") { throw error("a comma before '}' (JSON allows no trailing comma)") }
+                continue
+            }
             if bytes[index] == UInt8(ascii: "}") { index += 1; return .object(object) }
             throw error("expected ',' or '}' in object")
         }
@@ -428,7 +437,12 @@ private struct JSONByteParser {
             path.removeLast()
             skipWhitespace()
             guard index < bytes.count else { throw error("unexpected end of JSON in array") }
-            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+                skipWhitespace()
+                if index < bytes.count, bytes[index] == UInt8(ascii: "]") { throw error("a comma before ']' (JSON allows no trailing comma)") }
+                continue
+            }
             if bytes[index] == UInt8(ascii: "]") { index += 1; return .array(array) }
             throw error("expected ',' or ']' in array")
         }

@@ -30,6 +30,27 @@ final class ScenarioParserTests: XCTestCase {
         expectError("{\n  \"format\": ,\n}", path: "$", contains: "line 2")
     }
 
+    /// A file that is not JSON says so and what the parser met, with no "expected ..., found
+    /// expected ..." (a 73rd outside tester); a trailing comma is named as one.
+    func testInvalidJSONReadsAsWhatWasWrong() {
+        expectError("{\n  \"format\": ,\n}", path: "$", contains: "x.json: at $: not valid JSON (RFC 8259): unexpected character ',' at line 2, column 13")
+        expectError("{\(head), \"steps\": [],\n}", path: "$", contains: "not valid JSON (RFC 8259): a comma before '}' (JSON allows no trailing comma) at line 2, column 1")
+        expectError("{\(head), \"steps\": [1, 2,]}", path: "$", contains: "a comma before ']' (JSON allows no trailing comma)")
+    }
+
+    /// A missing key names the keys the object has, so one written under another name shows.
+    func testAMissingKeyNamesTheKeysTheObjectHas() {
+        expectError("{\(head), \"steps\": [{\"do\": \"getAssignment\", \"flag\": \"e\", \"user\": \"u\"}]}", path: "$.steps[0].experiment",
+                    contains: "expected a string, found nothing (the key is missing; the object has 'do', 'flag', 'user')")
+    }
+
+    /// A value that breaks a stated rule reads as that rule.
+    func testABrokenFaultRuleReadsAsTheRule() {
+        expectError("{\(head), \"steps\": [{\"fault\": {\"match\": {\"path\": \"/a\"}, \"when\": {\"first\": 0}, \"action\": {\"hold\": {}}}}]}",
+                    path: "$.steps[0].fault.when.first",
+                    contains: "x.json: at $.steps[0].fault.when.first: 'first' must be at least 1, got 0 (a fault rule: Documentation/ScenarioFormat.md, Faults)")
+    }
+
     func testUnknownTopLevelKey() {
         expectError("{\(head), \"steps\": [{\"do\": \"hashUser\", \"user\": \"u\", \"key\": \"k\", \"expect\": {\"value\": 0.5}}], \"stpes\": []}", path: "$.stpes", contains: "unknown key 'stpes'")
     }

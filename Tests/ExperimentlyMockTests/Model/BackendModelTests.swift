@@ -272,7 +272,9 @@ final class BackendModelTests: XCTestCase {
         XCTAssertEqual(try JSONDecoder().decode(Fixtures.self, from: data), Fixtures.sdkContract)
         let bad = #"{"api_keys":[{"key":"k"}],"flags":[{"key":"f","status":"ACTIVE","rollout_percentage":5,"rollout":3}]}"#
         XCTAssertThrowsError(try JSONDecoder().decode(Fixtures.self, from: Data(bad.utf8))) { error in
-            XCTAssertTrue("\(error)".contains("unknown key 'rollout' at flags.[0].rollout"), "\(error)")
+            guard case DecodingError.dataCorrupted(let c) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(c.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }, ["flags", "0", "rollout"])
+            XCTAssertTrue(c.debugDescription.hasPrefix("unknown key 'rollout'; expected one of: "), c.debugDescription)
         }
     }
 }

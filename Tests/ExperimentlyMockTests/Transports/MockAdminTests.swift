@@ -122,6 +122,11 @@ final class MockAdminTests: XCTestCase {
         let error = try json(dup)["error"]?.stringValue ?? ""
         XCTAssertTrue(error.contains(#"duplicate key "status" at $.action.respond.status"#), error)
         XCTAssertTrue(s.backend.faults.isEmpty, "nothing was added")
+        // An unknown key is named once, with its path.
+        let extra = try await fetch(session, admin(s, "POST", "faults", json: #"{"match": {"path": "/x"}, "action": {"hold": {}}, "extra": 1}"#))
+        XCTAssertEqual(extra.status, 400)
+        XCTAssertEqual(try json(extra)["error"]?.stringValue,
+                       "the body is not a fault rule (the --faults format): at $.extra: unknown key 'extra'; expected one of: action, match, name, when")
         let top = try await fetch(session, admin(s, "POST", "faults", json: #"{"action": {"timeout": {}}, "action": {"hold": {}}}"#))
         XCTAssertEqual(top.status, 400)
         XCTAssertTrue(top.text.contains(#"at $.action"#), top.text)
@@ -133,6 +138,12 @@ final class MockAdminTests: XCTestCase {
         let badOverride = try await fetch(session, admin(s, "POST", "holds/1/release", json: #"{"status": 500, "json": {"a": 1, "a": 2}}"#))
         XCTAssertEqual(badOverride.status, 400)
         XCTAssertTrue(badOverride.text.contains(#"at $.json.a"#), badOverride.text)
+        // The override's members are named where the caller put them, not under the `respond`
+        // the mock wraps it in, and in words rather than Foundation's (a 73rd outside tester).
+        let badStatus = try await fetch(session, admin(s, "POST", "holds/1/release", json: #"{"status": "abc"}"#))
+        XCTAssertEqual(badStatus.status, 400)
+        XCTAssertEqual(try json(badStatus)["error"]?.stringValue,
+                       #"the override is not a response {"status", "headers", "json" | "body"}: at $.status: expected a whole number, found a string"#)
         XCTAssertEqual(s.backend.heldRequests.count, 1, "still held")
         let released = try await fetch(session, admin(s, "POST", "holds/1/release"))
         XCTAssertEqual(released.status, 200)
