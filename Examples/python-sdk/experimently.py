@@ -73,7 +73,11 @@ BATCH_LIMIT = 100
 # `variant_id` member of the SDK's own, which the event object does not have), assign-sdk-member (the
 # assign body also carries an `sdk` member), flights-shared-by-clients (one in-flight table for every
 # client of the process: a call joins another client's request), falsy-event-fields (an event field that
-# is empty or zero, an experiment key "" say, is left out: Python's `if e.get(name):`).
+# is empty or zero, an experiment key "" say, is left out: Python's `if e.get(name):`). A seventy-second:
+# fanout-forgets-on-evict (fan-out reads an index of keys that an eviction empties, where it meant to drop
+# the evicted key only: past the cache size an unkeyed event sends nothing though entries are cached).
+# A seventy-sixth: resent-without-body (a /track goes out with no body, as an HTTP stack
+# following a 307 re-sends a POST on Linux's FoundationNetworking).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _INTERNED = {}   # interned-flag, interned-variant: the first value returned, by flag or (experiment, variant)
 _LAST_CONTEXT = {}   # previous-context: the attributes a user's last getAssignment gave
@@ -95,7 +99,9 @@ def _nf(form, v):
 # "refresh-keeps-position" writes a key fetched again after it expired over its old entry, keeping
 # its place in insertion order (as an ordered map does; CONTRACT.md does not say which);
 # "non-object-config-undecodable" fails a call whose answer has a `config` or `configuration` that is
-# there and no object with decodingError, where the example returns it as null (the contract allows both).
+# there and no object with decodingError, where the example returns it as null (the contract allows both);
+# "evict-newest" evicts, past the cache size, the newest entry but the one just written, where the example
+# evicts the oldest (CONTRACT.md names no eviction order).
 FREEDOM = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_FREEDOM", "")
 
 # What the calling thread works for (set by a driver), recorded with each virtual deadline.
@@ -283,6 +289,7 @@ class ExperimentationClient:
         self._lock = threading.Lock()
         self._caches = {"flag": {}, "experiment": {}}   # (user, key) -> (value, expires_at); insertion order
         self._flights = _SHARED_FLIGHTS if DEFECT == "flights-shared-by-clients" else {}
+        self._fan_index = {"flag": set(), "experiment": set()}   # fanout-forgets-on-evict only
         self._tracking = set()      # live connections of tracking requests, aborted by close()
         self._epoch = 0
         self._next_waiter = 0
@@ -318,6 +325,8 @@ class ExperimentationClient:
         headers = {"X-API-Key": self.config.api_key, "Accept": "application/json", "Content-Type": "application/json"}
         if DEFECT == "batch-as-text" and path == "/api/v1/tracking/batch":
             headers["Content-Type"] = "text/plain"
+        if DEFECT == "resent-without-body" and path == "/api/v1/tracking/track":
+            body = None   # as a stack following a 307 without its body does
         try:
             conn.request(method, target, body=body, headers=headers)
             if flight is not None:
@@ -491,8 +500,15 @@ class ExperimentationClient:
                     if FREEDOM != "refresh-keeps-position":
                         cache.pop(ck, None)
                     cache[ck] = (value, now + self.config.cache_ttl)
+                    evicted = False
                     while len(cache) > max(1, self.config.cache_size):
-                        del cache[next(iter(cache))]
+                        # The contract names no eviction order: oldest first, or (a freedom) the
+                        # newest entry but the one just written.
+                        newest = [k for k in cache if k != ck][-1] if FREEDOM == "evict-newest" else None
+                        del cache[newest if newest is not None else next(iter(cache))]
+                        evicted = True
+                    if DEFECT == "fanout-forgets-on-evict":   # meant: drop the evicted key from the index
+                        self._fan_index[kind] = set() if evicted else self._fan_index[kind] | {ck}
                     if self.store is not None and not (DEFECT == "no-persist-ineligible" and value.get("assigned") is False):
                         self.store.save(kind, user_id, key, value)
                 result = outcome if persisted_first is None else ("ok", persisted_first)
@@ -618,9 +634,11 @@ class ExperimentationClient:
         with self._lock:
             def mine(u):
                 return u.startswith(event["user_id"]) if DEFECT == "fanout-prefix-user" else u == event["user_id"]
-            assignments = [k for (u, k, *_), (v, exp) in self._caches["experiment"].items()
-                           if mine(u) and now < exp and v.get("assigned", True)]
-            flags = [k for (u, k, *_), (v, exp) in self._caches["flag"].items() if mine(u) and now < exp]
+            def indexed(kind, ck):
+                return DEFECT != "fanout-forgets-on-evict" or ck in self._fan_index[kind]
+            assignments = [ck[1] for ck, (v, exp) in self._caches["experiment"].items()
+                           if mine(ck[0]) and now < exp and v.get("assigned", True) and indexed("experiment", ck)]
+            flags = [ck[1] for ck, (v, exp) in self._caches["flag"].items() if mine(ck[0]) and now < exp and indexed("flag", ck)]
         if DEFECT == "fanout-drops-properties":
             event = dict(event, properties=None)
         out = []
@@ -747,6 +765,7 @@ class ExperimentationClient:
         self._epoch += 1
         self._caches = {"flag": {}, "experiment": self._caches["experiment"] if DEFECT == "clear-keeps-assignments" else {}}
         self._flights = {}
+        self._fan_index = {"flag": set(), "experiment": set()}
 
 
 def hash_user(user_id, flag_key):

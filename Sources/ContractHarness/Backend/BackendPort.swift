@@ -49,6 +49,10 @@ public struct RequestRecord: Sendable, Equatable, Codable {
     /// `nil` when every object's names are unique. `body` keeps one member per canonical class,
     /// so such a body cannot be judged exactly (the runner fails it: `request body`).
     public var duplicateKey: String? = nil
+    /// `true` when the request came with no body at all (`nil` otherwise, and in records written
+    /// before the field existed): tells an empty body from one that is no JSON, where `body` is
+    /// `nil` for both.
+    public var bodyEmpty: Bool? = nil
 
     /// The user ids the request is about: `user_id` of the query or body, or of each batch event.
     public var users: [String] {

@@ -502,7 +502,8 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
                              body: e.json, status: e.response?.status, response: response, responseHeaders: responseHeaders,
                              fault: e.fault?.name, parked: parked, cancelled: e.cancelled, answered: e.outcome != nil,
                              cutOff: e.outcome == "drop_mid_body" ? true : nil, ambiguousBody: ambiguous ? true : nil,
-                             duplicateKey: e.json == nil ? nil : JSONDuplicateKey.first(inValid: e.body)?.description)
+                             duplicateKey: e.json == nil ? nil : JSONDuplicateKey.first(inValid: e.body)?.description,
+                             bodyEmpty: e.body.isEmpty ? true : nil)
     }
 
     func setObserver(_ observer: @escaping @Sendable (Int?, Bool) -> Void) {

@@ -39,6 +39,10 @@ extension Checks {
         }
         var problems: [(String, [String])] = []
         for (event, record) in c.requests {
+            if let wrong = Self.misshapen(record) {
+                problems.append(("request #\(record.seq) is \(record.method) \(record.path) \(wrong) (CONTRACT.md section 1)", c.slice(around: [event.index], radius: 1)))
+                continue
+            }
             let wire: [JSONValue]
             switch record.path {
             case "/api/v1/tracking/track": wire = record.body.map { [$0] } ?? []
@@ -133,6 +137,53 @@ extension Checks {
     /// Before, an SDK sending a user's previous attributes with a call that gave none (a stale
     /// context after identify: an exposure the backend's targeting must refuse) passed every
     /// named check (a thirty-seventh outside tester, F7).
+    /// Where a `Location` header sent with a 3xx answer to the request target `target` points: its
+    /// decoded path and query (the last value of a repeated name, `+` a space, as `RequestRecord`
+    /// reads them); `nil` when it is no URL. An absolute URL's origin is ignored (the mock serves
+    /// every origin it is reached at).
+    static func redirectTarget(_ location: String, from target: String) -> (path: String, query: [String: String])? {
+        guard let base = URL(string: "http://mock" + target), let url = URL(string: location, relativeTo: base),
+              let parts = URLComponents(url: url.absoluteURL, resolvingAgainstBaseURL: false) else { return nil }
+        var query: [String: String] = [:]
+        for pair in (parts.percentEncodedQuery ?? "").split(separator: "&") {
+            let kv = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            query[PercentDecoding.queryComponent(kv[0]) ?? kv[0]] = kv.count > 1 ? (PercentDecoding.queryComponent(kv[1]) ?? kv[1]) : ""
+        }
+        return (parts.path, query)
+    }
+
+    /// What is wrong with the shape of a tracking or assign request, or nil: each is a `POST` with
+    /// a JSON object body (`/track` an event object, `/batch` `{"events": [...]}`, `/assign`
+    /// `experiment_key` and `user_id` texts), CONTRACT.md section 1. Before, a `/track` with no
+    /// body passed `event_payload` (nothing to compare), and so did an HTTP stack that followed a
+    /// 307 re-sending a POST without its body or a 303 as a `GET /assign` (a seventy-sixth
+    /// outside tester, F3).
+    static func misshapen(_ record: RequestRecord) -> String? {
+        let path = record.path
+        guard ["/api/v1/tracking/track", "/api/v1/tracking/batch", "/api/v1/tracking/assign"].contains(path) else { return nil }
+        let body: String
+        switch path {
+        case "/api/v1/tracking/track": body = "an event object"
+        case "/api/v1/tracking/batch": body = "{\"events\": [...]}"
+        default: body = "{\"experiment_key\", \"user_id\", \"context\"?}"
+        }
+        guard record.method == "POST" else { return "where the SDK sends POST with \(body)" }
+        guard case .object? = record.body else {
+            // A body that is there but no JSON object (not JSON, duplicate keys) is judged elsewhere.
+            return record.body == nil && record.bodyEmpty == true ? "with no body, where the SDK sends \(body)" : nil
+        }
+        switch path {
+        case "/api/v1/tracking/batch":
+            guard case .array? = record.body?["events"] else { return "whose body has no \"events\" array, where the SDK sends \(body)" }
+        case "/api/v1/tracking/assign":
+            guard record.body?["experiment_key"]?.stringValue != nil, record.body?["user_id"]?.stringValue != nil else {
+                return "whose body lacks a text experiment_key or user_id, where the SDK sends \(body)"
+            }
+        default: break
+        }
+        return nil
+    }
+
     static func assignContexts(_ c: CheckContext) -> [(String, [String])] {
         let completes = firstCompletions(c)
         var calls: [(client: String, user: String, experiment: String, attributes: JSONValue?, from: Int, to: Int)] = []

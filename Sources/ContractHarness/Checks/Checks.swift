@@ -1973,6 +1973,108 @@ enum Checks {
             problems.append(("could not attribute \(batches.count) batches to \(operations.count) tracking operations within \(states) search states; split the scenario", []))
         }
         return sizesOnly ? problems : problems + unkeyedCallsSentTheirFields(c, unkeyedCalls) + appEventsSentTheirFields(c, appEvents: appEventsGiven)
+            + fanOutReachesProvenEntries(c)
+    }
+
+    /// An unkeyed event of a `trackWithStatus` or `trackBatch` that returned `true` has a `/batch`
+    /// entry for every cache entry of its user that the history proves was cached while it ran
+    /// (CONTRACT.md section 4: one entry per cached assignment, then per cached flag).
+    ///
+    /// Past the cache size the model cannot say which entries an SDK kept (`CacheModel.overflowed`),
+    /// so this proof is the SDK's own: an entry written before the call (a lookup of the client,
+    /// user and key answered 2xx, whose caller got the value before the call began) and served as
+    /// a hit after the call ended (a lookup that returned an object value), with no request for
+    /// that key pending between the two and no clear of the client (`clearCache`, `close`, a
+    /// logout or undo) since that request: an entry once gone comes back only through a request,
+    /// whatever the eviction order, so it was cached the whole time. Assignments answered
+    /// `assigned: false` or for another key are left out; so are the reference app's clients.
+    /// Before, an SDK that emptied its fan-out index on an eviction (sending nothing at all)
+    /// passed every named check (a seventy-second outside tester, F1).
+    static func fanOutReachesProvenEntries(_ c: CheckContext) -> [(String, [String])] {
+        func id(_ client: String, _ kind: String, _ user: String, _ key: String) -> String {
+            "\(exact(client))\u{0}\(kind)\u{0}\(exact(user))\u{0}\(exact(key))"
+        }
+        let completes = firstCompletions(c)
+        let appClients = c.scenario.appClients
+        var clears: [String: [Int]] = [:]   // exact client -> history indices of its clears
+        var receipt: [Int: Int] = [:], answeredAt: [Int: Int] = [:]   // seq -> history index
+        for e in c.history {
+            switch e.kind {
+            case .invoke where ["clearCache", "close"].contains(e.name ?? ""):
+                if let client = e.client { clears[exact(client), default: []].append(e.index) }
+            case .marker where e.name == "logout" || e.name == "undo":
+                if let client = e.client { clears[exact(client), default: []].append(e.index) }
+            case .request: if let seq = e.request?.seq { receipt[seq] = e.index }
+            case .response: if let seq = e.request?.seq, answeredAt[seq] == nil { answeredAt[seq] = e.index }
+            default: break
+            }
+        }
+        // id -> its requests: receipt, answer (`Int.max`: none) and whether the answer may be cached.
+        var spans: [String: [(from: Int, to: Int, cacheable: Bool)]] = [:]
+        for (e, r) in c.requests {
+            guard let client = r.client, let key = r.key, let user = r.users.first else { continue }
+            var cacheable = r.succeeded && !r.cancelled && r.response != nil
+            if key.kind == "experiment", let value = r.response {
+                if value["assigned"] == .bool(false) { cacheable = false }
+                if case .string(let answered)? = value["experiment_key"], !answered.isExactly(key.key) { cacheable = false }
+            }
+            spans[id(client, key.kind, user, key.key), default: []].append((e.index, answeredAt[r.seq] ?? Int.max, cacheable))
+        }
+        // id -> runner lookups: invoke and completion indices, and the value returned (nil: none).
+        var lookups: [String: [(start: Int, end: Int, value: JSONValue?)]] = [:]
+        var targets: [String: (client: String, kind: String, user: String, key: String)] = [:]
+        for invoke in c.history where invoke.kind == .invoke {
+            guard let target = lookupTarget(invoke), let label = invoke.label else { continue }
+            let done = completes[ExactKey(label)]
+            var value: JSONValue?
+            if let v = done?.outcome?["value"], case .object = v { value = v }
+            if target.kind == "experiment", let v = value {
+                if v["assigned"] == .bool(false) { value = nil }
+                if case .string(let answered)? = v["experiment_key"], !answered.isExactly(target.key) { value = nil }
+            }
+            let k = id(target.client, target.kind, target.user, target.key)
+            lookups[k, default: []].append((invoke.index, done?.index ?? Int.max, value))
+            targets[k] = target
+        }
+        let givenUp = givenUpWhileRunning(c)
+        var problems: [(String, [String])] = []
+        for invoke in c.history where invoke.kind == .invoke && ["trackWithStatus", "trackBatch"].contains(invoke.name ?? "") {
+            guard let client = invoke.client, let label = invoke.label, !appClients.containsExactly(client),
+                  let done = completes[ExactKey(label)], done.outcome?["value"] == .bool(true), !givenUp(invoke, done.index) else { continue }
+            let events: [JSONValue] = invoke.name == "trackBatch" ? (invoke.detail?.arrayValue ?? []) : [invoke.detail ?? .null]
+            let batches = c.requests.filter { $0.record.path == "/api/v1/tracking/batch" && $0.record.client.isExactly(client)
+                && invoke.index < $0.event.index && $0.event.index < done.index }
+            let sent = Set(batches.flatMap { $0.record.events.compactMap { Attribution.Entry(wire: $0) } })
+            var reported = Set<String>()
+            for event in events where event["experiment"] == nil && event["flag"] == nil {
+                guard case .string(let user)? = event["user"], case .string(let name)? = event["name"] else { continue }
+                for (k, calls) in lookups.sorted(by: { $0.key < $1.key }) {
+                    guard let target = targets[k], target.client.isExactly(client), target.user.isExactly(user) else { continue }
+                    // The hit after the call: a lookup that began after it ended and returned a value.
+                    guard let hit = calls.first(where: { $0.start > done.index && $0.value != nil && $0.end != Int.max }) else { continue }
+                    let own = spans[k] ?? []
+                    // No request for the key pending from the call's start to the hit's end.
+                    guard !own.contains(where: { $0.from < hit.end && $0.to > invoke.index }) else { continue }
+                    // The entry's write: the last request before the call, answered 2xx for the key.
+                    guard let written = own.filter({ $0.to < invoke.index }).max(by: { $0.to < $1.to }), written.cacheable else { continue }
+                    // Its caller got the value before the call began; no lookup of the key ran across the call's start.
+                    guard calls.contains(where: { $0.start < written.to && $0.end < invoke.index && $0.value != nil }),
+                          !calls.contains(where: { $0.start < invoke.index && $0.end > invoke.index }) else { continue }
+                    // No clear of the client from that request to the hit.
+                    guard !(clears[exact(client)] ?? []).contains(where: { $0 > written.from && $0 < hit.end }) else { continue }
+                    let (kind, key) = (target.kind, target.key)
+                    let entry = Attribution.Entry(user: user, name: name, experiment: kind == "experiment" ? key : nil, flag: kind == "flag" ? key : nil)
+                    guard !sent.contains(entry), reported.insert(k + "\u{0}" + exact(name)).inserted, problems.count < 10 else { continue }
+                    problems.append(("\(invoke.name!) '\(Attribution.show(label))' (unkeyed event '\(Attribution.show(name))' of user '\(Attribution.show(user))') returned true "
+                                     + "with no /batch entry for its user's cached \(kind) '\(Attribution.show(key))'" + (batches.isEmpty ? " (it sent no /batch)" : "")
+                                     + ", which was cached the whole time it ran: answered 2xx before it (#\(c.history[written.from].request?.seq ?? 0)) and served as a hit after it "
+                                     + "(\(c.history[hit.start].label.map { "'\(Attribution.show($0))'" } ?? "a lookup")), with no request for it or clear in between "
+                                     + "(CONTRACT.md section 4: an unkeyed event goes to every cached assignment and flag of its user)",
+                                     c.excerpt([written.from, invoke.index, done.index, hit.start])))
+                }
+            }
+        }
+        return problems
     }
 
     /// The ways `v`'s entries may fall into chunks of 100 (CONTRACT.md section 4: "sends chunks of
@@ -2218,10 +2320,14 @@ enum Checks {
         }
         let givenUp = givenUpWhileRunning(c)
         let appClients = c.scenario.appClients
-        var firstRedirect: [String: Int] = [:]   // exact client -> history index of its first 3xx answer
+        // exact client -> its 3xx answers with a `Location`: where each points (decoded path and
+        // query), at which history index, and whether a request has followed it yet.
+        var redirects: [String: [(index: Int, path: String, query: [String: String], body: Data?, followed: Bool)]] = [:]
         for e in c.history where e.kind == .response {
-            guard let r = e.request, let client = r.client, (300..<400).contains(r.status ?? 0), firstRedirect[exact(client)] == nil else { continue }
-            firstRedirect[exact(client)] = e.index
+            guard let r = e.request, let client = r.client, (300..<400).contains(r.status ?? 0),
+                  let location = r.responseHeaders.first(where: { $0.key.lowercased() == "location" })?.value,
+                  let target = Self.redirectTarget(location, from: r.target) else { continue }
+            redirects[exact(client), default: []].append((e.index, target.path, target.query, r.body.map { Data($0.serialized()) }, false))
         }
         /// Why a lookup request for `id` of `client` received at `index` is no call's, or nil: the
         /// SDK sends a lookup for a (user, key) only when a call asks for it (CONTRACT.md section 1:
@@ -2233,12 +2339,25 @@ enum Checks {
         /// the reference app drives is left to `exposure_after_display`. Before, an SDK that
         /// assigned each new user to every experiment it had seen (a warm-up: exposures no view
         /// made) passed every named check (a seventieth outside tester, F1).
-        func unrequested(_ id: String, client: String, at index: Int) -> String? {
+        func unrequested(_ id: String, client: String, record: RequestRecord, at index: Int) -> String? {
             guard !appClients.containsExactly(client) else { return nil }
-            // After a redirect (3xx) to its client an HTTP stack may follow the `Location` by
-            // itself (URLSession does; in process the mock's URLProtocol does not): that request
-            // is the stack's, whatever it names (a seventy-fourth outside tester, F2).
-            if let redirect = firstRedirect[exact(client)], redirect < index { return nil }
+            // A request to where an earlier 3xx answer of its client pointed may be its HTTP stack
+            // following that `Location` by itself (URLSession, requests, net/http do; in process the
+            // mock's URLProtocol does not): one such request per redirect is the stack's (a
+            // seventy-fourth outside tester, F2). Before, any 3xx excused every later request of the
+            // client, and a warm-up SDK passed after one redirect (a seventy-sixth, F2).
+            // It carries the redirected request's body (a 307 or 308 keeps it) or none (a 301 to
+            // 303 may turn a POST into a GET): a POST path names no key, so another call's body
+            // is another lookup (the seventy-sixth's warm-up after a 307 to `/assign` itself).
+            let body = record.body.map { Data($0.serialized()) }
+            if let i = redirects[exact(client)]?.firstIndex(where: { r in
+                !r.followed && r.index < index && r.path.isExactly(record.path) && r.query.count == record.query.count
+                    && r.query.allSatisfy { k, v in record.query.contains { $0.key.isExactly(k) && $0.value.isExactly(v) } }
+                    && (body == nil || body == r.body)
+            }) {
+                redirects[exact(client)]![i].followed = true
+                return nil
+            }
             let begun = (runnerLookups[id] ?? []).filter { $0.invoke < index }
             guard let last = begun.map(\.complete).max() else { return "no call of client '\(client)' had asked for it" }
             let settled = begun.allSatisfy { call in
@@ -2261,7 +2380,7 @@ enum Checks {
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
                 let id = "\(exact(client))\u{0}\(exact(user))\u{0}\(key.kind)\u{0}\(exact(key.key))"   // identity by Unicode scalars
                 answeredBefore[r.seq] = lastAnswer[id]
-                if let why = unrequested(id, client: client, at: e.index) {
+                if let why = unrequested(id, client: client, record: r, at: e.index) {
                     problems.append(("client '\(client)' sent request #\(r.seq) for \(key.kind) '\(Attribution.show(key.key))' of user '\(Attribution.show(user))', "
                                      + "but \(why): an SDK looks up what its callers ask for, no more (CONTRACT.md section 1; section 2: every "
                                      + "assign records an exposure)", c.excerpt([e.index])))

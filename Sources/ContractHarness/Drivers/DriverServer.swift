@@ -274,7 +274,15 @@ public final class DriverServer: @unchecked Sendable {
             // request held at once for one client (one host of the mock) was never sent, and a
             // correct SDK failed out of process where it passed in process (a third outside tester).
             configuration.httpMaximumConnectionsPerHost = Self.connectionsPerHost
-            return URLSession(configuration: configuration)
+            // No cookies and no redirects followed, as in process (the mock's URLProtocol hands the
+            // SDK every answer as it is): sessions are reused across scenarios, and a `Set-Cookie`
+            // of one scenario's mock went out with later scenarios' requests, so a verdict depended
+            // on the run's order; a 3xx was followed by FoundationNetworking, a 307 POST re-sent
+            // without its body (a seventy-sixth outside tester, F1, F3, F4).
+            configuration.httpCookieStorage = nil
+            configuration.httpShouldSetCookies = false
+            configuration.httpCookieAcceptPolicy = .never
+            return URLSession(configuration: configuration, delegate: RedirectRefusal.shared, delegateQueue: nil)
         }()
         let stores = state
         var context = DriverContext(makeSession: { _ in session }, clock: clock,
@@ -334,5 +342,16 @@ public final class DriverServer: @unchecked Sendable {
             await Task.yield()
         }
         return idleRounds >= 2
+    }
+}
+
+/// A session delegate that follows no redirect: the SDK gets the 3xx answer itself, as the
+/// in-process transport gives it (stateless, so `Sendable`).
+final class RedirectRefusal: NSObject, URLSessionTaskDelegate, Sendable {
+    static let shared = RedirectRefusal()
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+        completionHandler(nil)
     }
 }
