@@ -77,11 +77,14 @@ BATCH_LIMIT = 100
 # fanout-forgets-on-evict (fan-out reads an index of keys that an eviction empties, where it meant to drop
 # the evicted key only: past the cache size an unkeyed event sends nothing though entries are cached).
 # A seventy-sixth: resent-without-body (a /track goes out with no body, as an HTTP stack
-# following a 307 re-sends a POST on Linux's FoundationNetworking).
+# following a 307 re-sends a POST on Linux's FoundationNetworking), api-key-static (one API key for the
+# process, the last client's: another client's requests carry it, as a static `apiKey` overwritten by a
+# second instance).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _INTERNED = {}   # interned-flag, interned-variant: the first value returned, by flag or (experiment, variant)
 _LAST_CONTEXT = {}   # previous-context: the attributes a user's last getAssignment gave
 _SHARED_FLIGHTS = {}   # flights-shared-by-clients: one in-flight table for every client of the process
+_STATIC = {}           # api-key-static: the API key of the process, set by the last client created
 _REUSED = {}   # reuses-keyed-event-body: (user, name, keys) -> the first body sent
 
 
@@ -284,6 +287,7 @@ class Waiter:
 class ExperimentationClient:
     def __init__(self, config, offline_store=None, clock=None):
         self.config = config
+        _STATIC["api_key"] = config.api_key
         self.store = offline_store if config.enable_offline_fallback or DEFECT == "store-ignores-fallback-off" else None
         self.clock = clock or SystemClock()
         self._lock = threading.Lock()
@@ -322,7 +326,8 @@ class ExperimentationClient:
         if getattr(self.clock, "virtual", False) and not (DEFECT == "track-no-deadline" and path == "/api/v1/tracking/track"):
             deadline = self.clock.add_deadline(self.config.timeout, lambda: self._abort(flight, conn, "timeout"),
                                                owner=flight if flight is not None else getattr(CURRENT, "owner", None))
-        headers = {"X-API-Key": self.config.api_key, "Accept": "application/json", "Content-Type": "application/json"}
+        key = _STATIC["api_key"] if DEFECT == "api-key-static" else self.config.api_key
+        headers = {"X-API-Key": key, "Accept": "application/json", "Content-Type": "application/json"}
         if DEFECT == "batch-as-text" and path == "/api/v1/tracking/batch":
             headers["Content-Type"] = "text/plain"
         if DEFECT == "resent-without-body" and path == "/api/v1/tracking/track":

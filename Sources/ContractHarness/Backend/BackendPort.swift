@@ -53,6 +53,19 @@ public struct RequestRecord: Sendable, Equatable, Codable {
     /// before the field existed): tells an empty body from one that is no JSON, where `body` is
     /// `nil` for both.
     public var bodyEmpty: Bool? = nil
+    /// Which key of the fixtures' `api_keys` the request sent (its index; `-1`: a key the
+    /// fixtures lack; `nil`: none), as the mock told it before redaction.
+    public var apiKeyIndex: Int? = nil
+
+    /// The API key a request sent as messages show it: `api_keys[i]` of the fixtures, `a key the
+    /// fixtures lack`, or `no key`.
+    public var apiKeyText: String {
+        switch apiKeyIndex {
+        case nil: return "no key"
+        case let i? where i >= 0: return "api_keys[\(i)]"
+        default: return "a key the fixtures lack"
+        }
+    }
 
     /// The user ids the request is about: `user_id` of the query or body, or of each batch event.
     public var users: [String] {
@@ -105,6 +118,11 @@ public struct RequestRecord: Sendable, Equatable, Codable {
         }
         if let exact = m.bodyEquals, (body ?? .null) != exact { return false }
         if let c = m.cancelled, c != cancelled { return false }
+        switch m.apiKey {
+        case .fixture(let i)?: if apiKeyIndex != i { return false }
+        case .noneOfTheFixtures?: if let i = apiKeyIndex, i >= 0 { return false }
+        case nil: break
+        }
         if let wanted = m.responseHeaders {
             for (name, value) in wanted {
                 guard responseHeaders.first(where: { $0.key.lowercased() == name.lowercased() })?.value.isExactly(value) ?? false else { return false }

@@ -503,7 +503,7 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
                              fault: e.fault?.name, parked: parked, cancelled: e.cancelled, answered: e.outcome != nil,
                              cutOff: e.outcome == "drop_mid_body" ? true : nil, ambiguousBody: ambiguous ? true : nil,
                              duplicateKey: e.json == nil ? nil : JSONDuplicateKey.first(inValid: e.body)?.description,
-                             bodyEmpty: e.body.isEmpty ? true : nil)
+                             bodyEmpty: e.body.isEmpty ? true : nil, apiKeyIndex: e.apiKeyIndex)
     }
 
     func setObserver(_ observer: @escaping @Sendable (Int?, Bool) -> Void) {

@@ -1466,14 +1466,16 @@ final class ScenarioExecution: @unchecked Sendable {
     /// when it sent none; an API key's value is not shown). Before, a `Content-Type` with
     /// `; charset=utf-8` showed no difference at all (a sixty-ninth outside tester, F2).
     static func nearMiss(_ r: RequestRecord, _ match: RequestMatch) -> String {
-        guard let wanted = match.headers else { return r.summary }
+        // The API key a request sent, by its place in the fixtures (never its value).
+        let key = match.apiKey.map { _ in " (sent \(r.apiKeyText))" } ?? ""
+        guard let wanted = match.headers else { return r.summary + key }
         let differing = wanted.sorted { $0.key < $1.key }.compactMap { name, value -> String? in
             let sent = r.headers.first { $0.key.lowercased() == name.lowercased() }
             if let sent, sent.value.isExactly(value) { return nil }
             guard let sent else { return "\(name) absent" }
-            return name.lowercased() == "x-api-key" ? "\(sent.key): another key" : "\(sent.key): \(JSONValue.string(sent.value).jsonText)"
+            return name.lowercased() == "x-api-key" ? "\(sent.key): \(r.apiKeyText) (match API keys with api_key)" : "\(sent.key): \(JSONValue.string(sent.value).jsonText)"
         }
-        return r.summary + (differing.isEmpty ? "" : " (sent " + differing.joined(separator: ", ") + ")")
+        return r.summary + (differing.isEmpty ? "" : " (sent " + differing.joined(separator: ", ") + ")") + key
     }
 
     func nearest(_ condition: WaitCondition) -> String {
@@ -1612,6 +1614,11 @@ final class ScenarioExecution: @unchecked Sendable {
         if let v = m.headers { parts.append("headers⊇\(v.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" })") }
         if let v = m.responseHeaders { parts.append("response_headers⊇\(v.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" })") }
         if let v = m.cancelled { parts.append("cancelled=\(v)") }
+        switch m.apiKey {
+        case .fixture(let i)?: parts.append("api_key=api_keys[\(i)]")
+        case .noneOfTheFixtures?: parts.append("api_key=none of the fixtures")
+        case nil: break
+        }
         return parts.isEmpty ? "(any request)" : parts.joined(separator: " ")
     }
 

@@ -84,6 +84,17 @@ public struct RequestMatch: Sendable, Equatable {
     public var cancelled: Bool?
     /// Headers the answer must carry with these values (names case-insensitive).
     public var responseHeaders: [String: String]? = nil
+    /// Which API key the request sent, told by its place in the fixtures (the key itself is
+    /// redacted everywhere it is shown).
+    public var apiKey: APIKey? = nil
+
+    /// An `api_key` matcher.
+    public enum APIKey: Sendable, Equatable {
+        /// The key at this index of the fixtures' `api_keys`.
+        case fixture(index: Int)
+        /// No key of the fixtures: none sent, or one the fixtures lack.
+        case noneOfTheFixtures
+    }
 }
 
 /// What an operation's outcome must be.

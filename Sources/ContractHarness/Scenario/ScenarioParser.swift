@@ -76,6 +76,7 @@ public enum ScenarioParser {
         // A scenario that does nothing checks nothing, and must not pass (issue 10 section 3).
         guard !rawSteps.isEmpty else { throw r.error("steps", expected: "at least one step", found: .array([])) }
         var ctx = StepContext(file: file, clients: clientNames, hasApp: app != nil)
+        if case .array(let keys)? = fixtures?["api_keys"] { ctx.apiKeys = keys.compactMap { $0["key"]?.stringValue } }
         ctx.appClient = app?.client
         let steps = try rawSteps.enumerated().map { i, raw in try ctx.parseStep(raw, path: "$.steps[\(i)]") }
         // A `persisted` assertion or a `seed_store` step on a client without a store would check
@@ -195,6 +196,8 @@ struct StepContext {
     var faults: Set<ExactKey> = []
     /// `times` groups by label: how many copies (`label#1`..`label#N`, also in `labels`).
     var copies: [ExactKey: Int] = [:]
+    /// The keys of the fixtures' `api_keys`, in order: what a request matcher's `api_key` may name.
+    var apiKeys: [String] = Fixtures.sdkContract.apiKeys.map(\.key)
 
     mutating func parseStep(_ raw: JSONValue, path: String) throws -> Step {
         var r = try ObjectReader(raw, file: file, path: path)
@@ -399,14 +402,45 @@ struct StepContext {
         return result
     }
 
+    /// A matcher's `api_key`: a key of the fixtures' `api_keys` (compared exactly), or `null` for a
+    /// request that sent none of them (no `X-API-Key`, or a key the fixtures lack).
+    ///
+    /// - Throws: `ScenarioError` at `api_key` for a text no fixture key is (it could never match:
+    ///   the mock tells keys apart only by their place in the fixtures) or another type.
+    func apiKeyMatch(_ r: inout ObjectReader) throws -> RequestMatch.APIKey? {
+        guard r.has("api_key") else { return nil }
+        switch r.value("api_key")! {
+        case .null: return .noneOfTheFixtures
+        case .string(let key):
+            guard let i = apiKeys.firstIndex(where: { $0.isExactly(key) }) else {
+                throw r.error("api_key", expected: "a key of the fixtures' api_keys (\(apiKeys.count) of them), or null", found: .string(SecretRedactor.mask))
+            }
+            return .fixture(index: i)
+        case let other: throw r.error("api_key", expected: "a key of the fixtures' api_keys, or null", found: other)
+        }
+    }
+
     func parseMatch(_ value: JSONValue, path: String) throws -> RequestMatch {
         var r = try ObjectReader(value, file: file, path: path)
-        let m = RequestMatch(method: try r.optionalString("method"), path: try r.optionalString("path"),
+        var m = RequestMatch(method: try r.optionalString("method"), path: try r.optionalString("path"),
                              pathPrefix: try r.optionalString("path_prefix"), client: try r.optionalString("client"),
                              user: try r.optionalString("user"), body: r.value("body"), status: try r.optionalInt("status"),
                              target: try r.optionalString("target"), headers: try headers(&r), bodyEquals: r.value("body_equals"),
-                             cancelled: try r.optionalBool("cancelled"), responseHeaders: try headers(&r, key: "response_headers"))
+                             cancelled: try r.optionalBool("cancelled"), responseHeaders: try headers(&r, key: "response_headers"),
+                             apiKey: try apiKeyMatch(&r))
         try r.finish()
+        // An `X-API-Key` header written with a key of the fixtures means that key: the mock
+        // records every key as `***`, so it is matched by its place in the fixtures (a
+        // seventy-sixth outside tester: such a matcher never matched, and said "another key").
+        if let name = m.headers?.keys.first(where: { $0.lowercased() == "x-api-key" }), let value = m.headers?[name],
+           let i = apiKeys.firstIndex(where: { $0.isExactly(value) }) {
+            if let other = m.apiKey, other != .fixture(index: i) {
+                throw ScenarioError(file: file, path: path + ".api_key", expected: "the key the matcher's X-API-Key header names", found: "another")
+            }
+            m.headers?[name] = nil
+            if m.headers?.isEmpty == true { m.headers = nil }
+            m.apiKey = .fixture(index: i)
+        }
         return m
     }
 

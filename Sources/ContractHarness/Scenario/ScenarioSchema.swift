@@ -111,7 +111,8 @@ public enum ScenarioSchema {
                                  object(["error": enumeration(errorKinds), "status": type("integer"), "code": type("integer")], required: ["error"])]),
             "match": object(["method": string, "path": string, "path_prefix": string, "client": string, "user": string, "body": any,
                              "status": type("integer"), "target": string, "headers": type("object", ["additionalProperties": string]),
-                             "body_equals": any, "cancelled": boolean, "response_headers": type("object", ["additionalProperties": string])]),
+                             "body_equals": any, "cancelled": boolean, "response_headers": type("object", ["additionalProperties": string]),
+                             "api_key": .object(["type": .array([.string("string"), .string("null")])])]),
             "step": oneOf(ScenarioParser.verbs.map { ref("step_\($0)") }),
         ].merging(steps.map { ("step_\($0.key)", $0.value) }) { a, _ in a }
         var root = object([

@@ -102,10 +102,15 @@ public struct HistoryEntry: Codable, Sendable, Equatable {
     /// keep-alive connection, as curl does): it got the same drop, was not processed and did
     /// not count for any fault rule. Nil for every other request.
     public var transportRetryOf: Int? = nil
+    /// Which key of the fixtures' `api_keys` the request's `X-API-Key` is (its index there, the
+    /// key compared by Unicode scalars, revoked or not), `-1` for a key the fixtures lack, nil when
+    /// it sent no `X-API-Key`: which key a request carried, told without the key (a redacted entry
+    /// shows every key as `***`).
+    public var apiKeyIndex: Int? = nil
 
     enum CodingKeys: String, CodingKey {
         case seq, receivedAt = "received_at", answeredAt = "answered_at", method, path, query, headers, body, json, route, note, fault, hold, response, outcome, cancelled
-        case bodySize = "body_size", bodyMD5 = "body_md5", peer, transportRetryOf = "transport_retry_of"
+        case bodySize = "body_size", bodyMD5 = "body_md5", peer, transportRetryOf = "transport_retry_of", apiKeyIndex = "api_key_index"
     }
 }
 

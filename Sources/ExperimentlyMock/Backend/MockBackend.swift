@@ -287,7 +287,8 @@ public final class MockBackend: MockRequestHandler, Sendable {
                 route: nil, note: nil,
                 fault: trap?.fault ?? decision.map { AppliedFault(id: $0.id, name: $0.name, action: $0.action.kind, occurrence: $0.occurrence) },
                 hold: nil, response: nil, outcome: nil, cancelled: false, bodySize: kept?.size, bodyMD5: kept?.md5,
-                peer: request.peer, transportRetryOf: trap?.original)
+                peer: request.peer, transportRetryOf: trap?.original,
+                apiKeyIndex: request.header("X-API-Key").map { sent in s.model.fixtures.apiKeys.firstIndex { $0.key.isExactly(sent) } ?? -1 })
             // Redaction only when there are secrets (it copies the entry).
             if !redactor.isEmpty { entry = entry.redacted(by: redactor) }
             s.history.append(entry)

@@ -12,6 +12,8 @@ import Foundation
 ///   request to the `Location`, with the redirected request's body or none, per redirect.
 /// - F3: a `/track` or `/assign` sent with no body (as FoundationNetworking re-sends a POST after
 ///   a 307) passed `event_payload`.
+/// - F5: no matcher could say which API key a request sent (every key is recorded as `***`):
+///   `api_key` names a key of the fixtures, matched by its place there.
 final class SeventySixthTesterFindingsTests: XCTestCase {
     static let folder = TesterFixtures.folder("seventy-sixth-tester")
 
@@ -56,5 +58,47 @@ final class SeventySixthTesterFindingsTests: XCTestCase {
         XCTAssertEqual(status, 0, out)
         try TesterFixtures.assertFails(file, on: ["--sdk-command", "EXPERIMENTLY_EXAMPLE_DEFECT=resent-without-body \(TesterFixtures.python)"],
                                        saying: ["event_payload", "is POST /api/v1/tracking/track with no body, where the SDK sends an event object (CONTRACT.md section 1)"], in: dir)
+    }
+
+    /// F5: each client's requests carry its own key; the Python example's `api-key-static` (the
+    /// last client's key for every client) fails, and no output shows a key.
+    func testEachClientsAPIKeyIsMatchedWithoutShowingIt() async throws {
+        let file = Repository.root.appendingPathComponent("scenarios/field-each-client-sends-its-own-api-key.json").path
+        let scenario = try ScenarioParser.load(path: file)
+        for driver in [SwiftSDKDriver(), MutantRun.driver(nil)] {
+            let r = await ScenarioRunner(driver: driver).run(scenario)
+            XCTAssertEqual(r.status, .passed, "\(driver.sdkName): \(r.checks.filter { !$0.passed })")
+        }
+        let dir = try scratchDirectory("seventy-sixth-api-keys")
+        let (status, out) = try HarnessProcess.run(["run", file, "--sdk-command", TesterFixtures.python, "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status, 0, out)
+        try TesterFixtures.assertFails(file, on: ["--sdk-command", "EXPERIMENTLY_EXAMPLE_DEFECT=api-key-static \(TesterFixtures.python)"],
+                                       saying: ["matching client=a api_key=api_keys[0], saw 0", "(sent api_keys[1])"], in: dir)
+        let verdict = try String(contentsOf: dir.appendingPathComponent("v.json"), encoding: .utf8)
+        XCTAssertFalse(verdict.contains("key-one") || verdict.contains("key-two"), "a key shown in the verdict")
+    }
+
+    /// F5: an `api_key` that no fixture key is could never match: refused at its path, without
+    /// echoing it; an `X-API-Key` header naming a fixture key becomes that key's matcher.
+    func testAnAPIKeyMatcherNamesAKeyOfTheFixtures() throws {
+        let head = #""format": "experimently-scenario/1", "name": "n", "description": "d", "fixtures": {"api_keys": [{"key": "k1"}, {"key": "k2"}]}"#
+        func parse(_ match: String) throws -> Scenario {
+            try ScenarioParser.parse(Data("{\(head), \"steps\": [{\"assert\": {\"requests\": \(match), \"count\": 0}}]}".utf8), file: "x.json")
+        }
+        XCTAssertThrowsError(try parse(#"{"api_key": "secret-k9"}"#)) { error in
+            XCTAssertEqual((error as? ScenarioError)?.path, "$.steps[0].assert.requests.api_key")
+            XCTAssertFalse("\(error)".contains("secret-k9"), "\(error)")
+        }
+        guard case .expect(.requests(let m, _, _))? = try parse(#"{"headers": {"x-api-key": "k2"}}"#).steps.first else { return XCTFail("no assert") }
+        XCTAssertEqual(m.apiKey, .fixture(index: 1))
+        XCTAssertNil(m.headers)
+        var record = RequestRecord(seq: 1, client: "a", method: "GET", path: "/health", target: "/health", query: [:], headers: [:], body: nil,
+                                   status: 200, response: nil, fault: nil, parked: false, cancelled: false, answered: true)
+        XCTAssertFalse(record.matches(m))
+        record.apiKeyIndex = 1
+        XCTAssertTrue(record.matches(m))
+        XCTAssertFalse(record.matches(RequestMatch(apiKey: .noneOfTheFixtures)))
+        record.apiKeyIndex = -1
+        XCTAssertTrue(record.matches(RequestMatch(apiKey: .noneOfTheFixtures)))
     }
 }
