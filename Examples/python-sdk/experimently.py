@@ -105,6 +105,9 @@ def _nf(form, v):
 # there and no object with decodingError, where the example returns it as null (the contract allows both);
 # "evict-newest" evicts, past the cache size, the newest entry but the one just written, where the example
 # evicts the oldest (CONTRACT.md names no eviction order).
+# "follows-redirects" follows a 3xx answer's Location up to 5 times on the same connection, as Python's
+# `requests` does (307 and 308 keep the method and body; 303, and a POST's 301 or 302, become a GET
+# without a body), where the example hands the 3xx to its caller (the contract names no redirect).
 FREEDOM = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_FREEDOM", "")
 
 # What the calling thread works for (set by a driver), recorded with each virtual deadline.
@@ -347,6 +350,23 @@ class ExperimentationClient:
             finally:
                 wait.end()
             data = response.read()
+            hops = 0
+            while FREEDOM == "follows-redirects" and response.status in (301, 302, 303, 307, 308) \
+                    and response.getheader("Location") and hops < 5:
+                # As `requests` does: 307 and 308 keep the method and body; 303 (and a POST's 301
+                # or 302) become a GET without a body (RFC 9110 sections 15.4.2 to 15.4.9).
+                hops += 1
+                moved = urllib.parse.urlsplit(urllib.parse.urljoin("http://h" + target, response.getheader("Location")))
+                target = moved.path + ("?" + moved.query if moved.query else "")
+                if response.status in (301, 302, 303) and method != "GET":
+                    method, body = "GET", None
+                conn.request(method, target, body=body, headers=headers)
+                wait = conn.settle_wait = _Wait()
+                try:
+                    response = conn.getresponse()
+                finally:
+                    wait.end()
+                data = response.read()
             return response.status, data
         except socket.timeout:
             raise ExperimentationError("networkError", "The request timed out.", code=TIMED_OUT)

@@ -38,6 +38,8 @@ extension Checks {
             }
         }
         var problems: [(String, [String])] = []
+        // (A 301 to 303 followed with a GET and no body is left out of `c.requests`: the stack's
+        // copy, not a tracking or assign request of the SDK's: `CheckContext.redirectCopies`.)
         for (event, record) in c.requests {
             if let wrong = Self.misshapen(record) {
                 problems.append(("request #\(record.seq) is \(record.method) \(record.path) \(wrong) (CONTRACT.md section 1)", c.slice(around: [event.index], radius: 1)))

@@ -62,8 +62,55 @@ struct CheckContext: Sendable {
         return ((history[to].exactTime - history[from].exactTime) * 1e6).rounded() >= (timeout * 1e6).rounded() - 1
     }
 
+    /// The SDK's requests in history order, without the copies its HTTP stack made on a redirect
+    /// (`redirectCopies`).
     var requests: [(event: HistoryEvent, record: RequestRecord)] {
-        history.compactMap { e in e.kind == .request ? e.request.map { (e, $0) } : nil }
+        let all: [(event: HistoryEvent, record: RequestRecord)] = history.compactMap { e in e.kind == .request ? e.request.map { (event: e, record: $0) } : nil }
+        guard all.contains(where: { (300..<400).contains($0.record.status ?? 0) }) else { return all }
+        let copies = redirectCopies(all)
+        return all.filter { !copies.contains($0.record.seq) }
+    }
+
+    /// The requests an HTTP stack sent twice by following a redirect (3xx and a `Location`;
+    /// `followsRedirect`), counted once: when the follower repeats the request (a 307 or 308, or
+    /// a GET's 301 to 303), the answered one is the follower and the hop is left out; when it is a
+    /// GET without a body made of a POST (301 to 303), the hop is the SDK's request, carrying
+    /// its event or lookup, and the follower is left out. Before, an SDK whose stack followed a
+    /// 307 on `/track` (as `requests`, URLSession or net/http do) failed `fan_out` for sending its
+    /// event twice (a seventy-sixth outside tester), and a 303's bodyless GET failed
+    /// `event_payload` (a seventy-eighth, F3).
+    func redirectCopies(_ all: [(event: HistoryEvent, record: RequestRecord)]) -> Set<Int> {
+        var copies = Set<Int>(), followers = Set<Int>()
+        for (e, r) in all where (300..<400).contains(r.status ?? 0) {
+            guard let follower = all.first(where: { q in
+                q.event.index > e.index && !followers.contains(q.record.seq) && followsRedirect(q.record, at: q.event.index, of: r)
+            }) else { continue }
+            followers.insert(follower.record.seq)
+            copies.insert(follower.record.method == r.method ? r.seq : follower.record.seq)
+        }
+        return copies
+    }
+
+    /// Whether request `q`, received at history index `index`, may be its client's HTTP stack
+    /// following the redirect `r` was answered with (3xx and a `Location`): to that target, with
+    /// `r`'s method and body (307, 308), or as a `GET` without a body (301 to 303; RFC 9110
+    /// sections 15.4.2 to 15.4.9), while a call of the client begun before that answer still ran
+    /// (a `track` may send after it returned). Before, a request to a `Location` long after the
+    /// redirected call returned was excused too (a seventy-eighth outside tester, F6).
+    func followsRedirect(_ q: RequestRecord, at index: Int, of r: RequestRecord) -> Bool {
+        guard let status = r.status, (300..<400).contains(status), q.client.isExactly(r.client),
+              let location = r.responseHeaders.first(where: { $0.key.lowercased() == "location" })?.value,
+              let target = Checks.redirectTarget(location, from: r.target), q.path.isExactly(target.path),
+              q.query.count == target.query.count,
+              target.query.allSatisfy({ k, v in q.query.contains { $0.key.isExactly(k) && $0.value.isExactly(v) } }) else { return false }
+        let sameRequest = q.method == r.method && q.body.map { $0.serialized() } == r.body.map { $0.serialized() }
+        let turnedIntoGet = (301...303).contains(status) && q.method == "GET" && q.bodyEmpty == true
+        guard sameRequest || turnedIntoGet, let answered = responseIndex(seq: r.seq), answered < index else { return false }
+        let completions = Checks.firstCompletions(self)
+        return history.contains { e in
+            e.kind == .invoke && e.client.isExactly(r.client) && e.index < answered
+                && (e.name == "track" || (e.label.flatMap { completions[ExactKey($0)]?.index } ?? Int.max) > index)
+        }
     }
 
     func responseIndex(seq: Int) -> Int? {
@@ -1976,20 +2023,27 @@ enum Checks {
             + fanOutReachesProvenEntries(c)
     }
 
-    /// An unkeyed event of a `trackWithStatus` or `trackBatch` that returned `true` has a `/batch`
-    /// entry for every cache entry of its user that the history proves was cached while it ran
-    /// (CONTRACT.md section 4: one entry per cached assignment, then per cached flag).
+    /// An unkeyed event of a `track`, or of a `trackWithStatus` or `trackBatch` that returned
+    /// `true`, has a `/batch` entry for every cache entry of its user that the history proves was
+    /// cached while it ran (CONTRACT.md section 4: one entry per cached assignment, then per cached
+    /// flag).
     ///
     /// Past the cache size the model cannot say which entries an SDK kept (`CacheModel.overflowed`),
     /// so this proof is the SDK's own: an entry written before the call (a lookup of the client,
     /// user and key answered 2xx, whose caller got the value before the call began) and served as
     /// a hit after the call ended (a lookup that returned an object value), with no request for
-    /// that key pending between the two and no clear of the client (`clearCache`, `close`, a
-    /// logout or undo) since that request: an entry once gone comes back only through a request,
-    /// whatever the eviction order, so it was cached the whole time. Assignments answered
-    /// `assigned: false` or for another key are left out; so are the reference app's clients.
-    /// Before, an SDK that emptied its fan-out index on an eviction (sending nothing at all)
-    /// passed every named check (a seventy-second outside tester, F1).
+    /// that key pending between the two, no 2xx answer of the client naming that key in its body
+    /// (an SDK may cache an answer under the key it names), no clear of the client (`clearCache`,
+    /// `close`, a logout or undo) since that request, and the answer still fresh at the hit on the
+    /// scenario's clock (stored + TTL later than the hit): an entry once gone comes back only
+    /// through a request, whatever the eviction order, so it was cached the whole time. A hit that
+    /// may be an offline fallback for a request refused before the mock (`mayFailBeforeTheMock`)
+    /// proves nothing. A `track` may send after it returned, so any later `/batch` of its client
+    /// counts for it (it fans out what is cached when it is called). Assignments answered `assigned: false` or for another
+    /// key are left out; so are the reference app's clients (their lookups are the app's). Before,
+    /// an SDK that emptied its fan-out index on an eviction (sending nothing at all) passed every
+    /// named check (a seventy-second outside tester, F1); the TTL, a key named by another answer
+    /// and a refused request were added after a seventy-eighth.
     static func fanOutReachesProvenEntries(_ c: CheckContext) -> [(String, [String])] {
         func id(_ client: String, _ kind: String, _ user: String, _ key: String) -> String {
             "\(exact(client))\u{0}\(kind)\u{0}\(exact(user))\u{0}\(exact(key))"
@@ -2009,14 +2063,22 @@ enum Checks {
             default: break
             }
         }
-        // id -> its requests: receipt, answer (`Int.max`: none) and whether the answer may be cached.
+        // id -> its requests: receipt, answer (`Int.max`: none), whether the answer may be cached.
         var spans: [String: [(from: Int, to: Int, cacheable: Bool)]] = [:]
+        // id -> history indices of 2xx answers for another key whose body names this one.
+        var namedBy: [String: [Int]] = [:]
         for (e, r) in c.requests {
             guard let client = r.client, let key = r.key, let user = r.users.first else { continue }
             var cacheable = r.succeeded && !r.cancelled && r.response != nil
             if key.kind == "experiment", let value = r.response {
                 if value["assigned"] == .bool(false) { cacheable = false }
-                if case .string(let answered)? = value["experiment_key"], !answered.isExactly(key.key) { cacheable = false }
+                if case .string(let answered)? = value["experiment_key"], !answered.isExactly(key.key) {
+                    cacheable = false
+                    if r.succeeded { namedBy[id(client, key.kind, user, answered), default: []].append(answeredAt[r.seq] ?? e.index) }
+                }
+            }
+            if key.kind == "flag", r.succeeded, case .string(let answered)? = r.response?["key"], !answered.isExactly(key.key) {
+                namedBy[id(client, key.kind, user, answered), default: []].append(answeredAt[r.seq] ?? e.index)
             }
             spans[id(client, key.kind, user, key.key), default: []].append((e.index, answeredAt[r.seq] ?? Int.max, cacheable))
         }
@@ -2038,37 +2100,49 @@ enum Checks {
         }
         let givenUp = givenUpWhileRunning(c)
         var problems: [(String, [String])] = []
-        for invoke in c.history where invoke.kind == .invoke && ["trackWithStatus", "trackBatch"].contains(invoke.name ?? "") {
+        for invoke in c.history where invoke.kind == .invoke && ["track", "trackWithStatus", "trackBatch"].contains(invoke.name ?? "") {
             guard let client = invoke.client, let label = invoke.label, !appClients.containsExactly(client),
-                  let done = completes[ExactKey(label)], done.outcome?["value"] == .bool(true), !givenUp(invoke, done.index) else { continue }
+                  !c.mayFailBeforeTheMock(client: client), let done = completes[ExactKey(label)] else { continue }
+            // A `track` reports nothing: one that did not fail; the others: `true`. A `track` may
+            // send after it returned: any later batch of its client counts for it.
+            let plain = invoke.name == "track"
+            guard plain ? done.outcome?["error"] == nil : done.outcome?["value"] == .bool(true), !givenUp(invoke, done.index) else { continue }
             let events: [JSONValue] = invoke.name == "trackBatch" ? (invoke.detail?.arrayValue ?? []) : [invoke.detail ?? .null]
             let batches = c.requests.filter { $0.record.path == "/api/v1/tracking/batch" && $0.record.client.isExactly(client)
-                && invoke.index < $0.event.index && $0.event.index < done.index }
+                && invoke.index < $0.event.index && (plain || $0.event.index < done.index) }
             let sent = Set(batches.flatMap { $0.record.events.compactMap { Attribution.Entry(wire: $0) } })
+            let ttl = c.settings(of: client).cacheTTL
             var reported = Set<String>()
             for event in events where event["experiment"] == nil && event["flag"] == nil {
                 guard case .string(let user)? = event["user"], case .string(let name)? = event["name"] else { continue }
                 for (k, calls) in lookups.sorted(by: { $0.key < $1.key }) {
-                    guard let target = targets[k], target.client.isExactly(client), target.user.isExactly(user) else { continue }
+                    guard let target = targets[k], target.client.isExactly(client), target.user.isExactly(user),
+                          !c.mayFailBeforeTheMock(client: client, user: user, key: target.key) else { continue }
                     // The hit after the call: a lookup that began after it ended and returned a value.
                     guard let hit = calls.first(where: { $0.start > done.index && $0.value != nil && $0.end != Int.max }) else { continue }
+                    let until = hit.end
                     let own = spans[k] ?? []
-                    // No request for the key pending from the call's start to the hit's end.
-                    guard !own.contains(where: { $0.from < hit.end && $0.to > invoke.index }) else { continue }
+                    // No request for the key pending from the call's start on.
+                    guard !own.contains(where: { $0.from < until && $0.to > invoke.index }) else { continue }
                     // The entry's write: the last request before the call, answered 2xx for the key.
                     guard let written = own.filter({ $0.to < invoke.index }).max(by: { $0.to < $1.to }), written.cacheable else { continue }
+                    // Fresh at the hit on the scenario's clock, surely.
+                    guard c.history[hit.start].exactTime < c.history[written.to].exactTime + ttl - 1e-6 else { continue }
+                    // No other answer naming the key in between (it may be cached under that key).
+                    guard !(namedBy[k] ?? []).contains(where: { $0 > written.from && $0 < until }) else { continue }
                     // Its caller got the value before the call began; no lookup of the key ran across the call's start.
                     guard calls.contains(where: { $0.start < written.to && $0.end < invoke.index && $0.value != nil }),
                           !calls.contains(where: { $0.start < invoke.index && $0.end > invoke.index }) else { continue }
-                    // No clear of the client from that request to the hit.
-                    guard !(clears[exact(client)] ?? []).contains(where: { $0 > written.from && $0 < hit.end }) else { continue }
+                    // No clear of the client from that request on.
+                    guard !(clears[exact(client)] ?? []).contains(where: { $0 > written.from && $0 < until }) else { continue }
                     let (kind, key) = (target.kind, target.key)
                     let entry = Attribution.Entry(user: user, name: name, experiment: kind == "experiment" ? key : nil, flag: kind == "flag" ? key : nil)
                     guard !sent.contains(entry), reported.insert(k + "\u{0}" + exact(name)).inserted, problems.count < 10 else { continue }
-                    problems.append(("\(invoke.name!) '\(Attribution.show(label))' (unkeyed event '\(Attribution.show(name))' of user '\(Attribution.show(user))') returned true "
-                                     + "with no /batch entry for its user's cached \(kind) '\(Attribution.show(key))'" + (batches.isEmpty ? " (it sent no /batch)" : "")
+                    let how = plain ? "had" : "returned true with"
+                    problems.append(("\(invoke.name!) '\(Attribution.show(label))' (unkeyed event '\(Attribution.show(name))' of user '\(Attribution.show(user))') \(how) "
+                                     + "no /batch entry for its user's cached \(kind) '\(Attribution.show(key))'" + (batches.isEmpty ? " (it sent no /batch)" : "")
                                      + ", which was cached the whole time it ran: answered 2xx before it (#\(c.history[written.from].request?.seq ?? 0)) and served as a hit after it "
-                                     + "(\(c.history[hit.start].label.map { "'\(Attribution.show($0))'" } ?? "a lookup")), with no request for it or clear in between "
+                                     + "(\(c.history[hit.start].label.map { "'\(Attribution.show($0))'" } ?? "a lookup")), within its TTL, with no request for it or clear in between "
                                      + "(CONTRACT.md section 4: an unkeyed event goes to every cached assignment and flag of its user)",
                                      c.excerpt([written.from, invoke.index, done.index, hit.start])))
                 }
@@ -2320,14 +2394,11 @@ enum Checks {
         }
         let givenUp = givenUpWhileRunning(c)
         let appClients = c.scenario.appClients
-        // exact client -> its 3xx answers with a `Location`: where each points (decoded path and
-        // query), at which history index, and whether a request has followed it yet.
-        var redirects: [String: [(index: Int, path: String, query: [String: String], body: Data?, followed: Bool)]] = [:]
+        // Each client's requests answered with a redirect, and whether a request has followed each.
+        var redirects: [String: [(record: RequestRecord, followed: Bool)]] = [:]
         for e in c.history where e.kind == .response {
-            guard let r = e.request, let client = r.client, (300..<400).contains(r.status ?? 0),
-                  let location = r.responseHeaders.first(where: { $0.key.lowercased() == "location" })?.value,
-                  let target = Self.redirectTarget(location, from: r.target) else { continue }
-            redirects[exact(client), default: []].append((e.index, target.path, target.query, r.body.map { Data($0.serialized()) }, false))
+            guard let r = e.request, let client = r.client, (300..<400).contains(r.status ?? 0) else { continue }
+            redirects[exact(client), default: []].append((r, false))
         }
         /// Why a lookup request for `id` of `client` received at `index` is no call's, or nil: the
         /// SDK sends a lookup for a (user, key) only when a call asks for it (CONTRACT.md section 1:
@@ -2347,14 +2418,10 @@ enum Checks {
             // seventy-fourth outside tester, F2). Before, any 3xx excused every later request of the
             // client, and a warm-up SDK passed after one redirect (a seventy-sixth, F2).
             // It carries the redirected request's body (a 307 or 308 keeps it) or none (a 301 to
-            // 303 may turn a POST into a GET): a POST path names no key, so another call's body
-            // is another lookup (the seventy-sixth's warm-up after a 307 to `/assign` itself).
-            let body = record.body.map { Data($0.serialized()) }
-            if let i = redirects[exact(client)]?.firstIndex(where: { r in
-                !r.followed && r.index < index && r.path.isExactly(record.path) && r.query.count == record.query.count
-                    && r.query.allSatisfy { k, v in record.query.contains { $0.key.isExactly(k) && $0.value.isExactly(v) } }
-                    && (body == nil || body == r.body)
-            }) {
+            // 303 may turn a POST into a GET), while a call begun before the redirect still runs
+            // (`CheckContext.followsRedirect`): a POST path names no key, so another call's body is
+            // another lookup (the seventy-sixth's warm-up after a 307 to `/assign` itself).
+            if let i = redirects[exact(client)]?.firstIndex(where: { r in !r.followed && c.followsRedirect(record, at: index, of: r.record) }) {
                 redirects[exact(client)]![i].followed = true
                 return nil
             }
