@@ -79,7 +79,10 @@ BATCH_LIMIT = 100
 # A seventy-sixth: resent-without-body (a /track goes out with no body, as an HTTP stack
 # following a 307 re-sends a POST on Linux's FoundationNetworking), api-key-static (one API key for the
 # process, the last client's: another client's requests carry it, as a static `apiKey` overwritten by a
-# second instance).
+# second instance). A seventy-ninth: persist-drops-variant-id (the offline store keeps an assignment
+# without its variant_id: the fallback serves variant_id null), warm-start (a client's memory cache is
+# filled from its offline store at launch: persisted entries served as hits, no request, no exposure) and
+# init-wipes-store (the store is emptied at launch, a "migration": the fallback is lost on a relaunch).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _INTERNED = {}   # interned-flag, interned-variant: the first value returned, by flag or (experiment, variant)
 _LAST_CONTEXT = {}   # previous-context: the attributes a user's last getAssignment gave
@@ -205,6 +208,8 @@ class OfflineStore:
         return (kind, user, key)
 
     def save(self, kind, user, key, value):
+        if DEFECT == "persist-drops-variant-id" and isinstance(value, dict) and "variant_id" in value:
+            value = dict(value, variant_id=None)   # an older record type without the field
         with self._lock:
             self._values[self._k(kind, user, key)] = value
 
@@ -300,6 +305,15 @@ class ExperimentationClient:
         self._tracking = set()      # live connections of tracking requests, aborted by close()
         self._epoch = 0
         self._next_waiter = 0
+        if self.store is not None and DEFECT in ("warm-start", "init-wipes-store"):
+            with self.store._lock:
+                if DEFECT == "init-wipes-store":     # a "migration" at launch
+                    self.store._values.clear()
+                else:                                # persisted entries preloaded as fresh cache hits
+                    now = self.clock.now()
+                    for k, value in self.store._values.items():
+                        if isinstance(k, tuple) and len(k) == 3 and isinstance(value, dict):
+                            self._caches["flag" if k[0] == "flag" else "experiment"][(k[1], k[2])] = (value, now + self.config.cache_ttl)
 
     # -- HTTP (CONTRACT.md section 1) --
 

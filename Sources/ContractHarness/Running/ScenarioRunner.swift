@@ -304,7 +304,14 @@ final class ScenarioExecution: @unchecked Sendable {
     private var order: [String] = []
     private var groups: [ExactKey: [String]] = [:]
     private var checks: [CheckResult] = []
-    private(set) var clients: [String: any DriverClient] = [:]
+    /// The clients' SDK instances launched so far, by name (guarded by `lock`): every client at
+    /// the start but those `Scenario.launchedAtFirstUse` names, each created at the first step
+    /// that uses it (`launchIfDue`).
+    private var launched: [String: any DriverClient] = [:]
+    /// The clients launched so far (a snapshot).
+    var clients: [String: any DriverClient] { lock.withLock { launched } }
+    /// What a client is created with (kept for the clients launched at their first use).
+    private var clientContext: DriverContext?
     /// The `app` section's reference app (on its client), created with the clients.
     private var app: ReferenceApp?
     /// Every reference app by client (the `app` section's included), each created on first use
@@ -464,8 +471,10 @@ final class ScenarioExecution: @unchecked Sendable {
                                     memoryStore: memoryStore,
                                     baseURL: { listeners?.baseURL(client: $0) ?? port.baseURL(client: $0) })
         context.taskExecutor = sdkExecutor
-        for c in scenario.clients {
-            clients[c.name] = try driver.makeClient(name: c.name, settings: c.settings, store: c.store, context: context)
+        clientContext = context
+        for c in scenario.clients where !scenario.launchedAtFirstUse.containsExactly(c.name) {
+            let made = try driver.makeClient(name: c.name, settings: c.settings, store: c.store, context: context)
+            lock.withLock { launched[c.name] = made }
         }
         // The app's own tasks (its serialized fetches) run where the operations do, so the
         // executor's idleness covers them (exact quiescence for app operations, `appsSettled`).
@@ -665,7 +674,37 @@ final class ScenarioExecution: @unchecked Sendable {
     }
 
     /// Runs one step; returns a message when the scenario cannot go on (a hang or a bad step).
+    /// Launches `client` when it is launched at its first use and is not yet (a `launch` marker
+    /// records it): the SDK instance is created now, over its store as earlier clients left it (a
+    /// relaunch; a seventy-ninth outside tester: every client was created before the first step,
+    /// so what an SDK does at its launch was never judged). Called from the step loop only, so
+    /// two launches never race. Returns why it could not be launched, or `nil`.
+    func launchIfDue(_ client: String) -> String? {
+        guard scenario.launchedAtFirstUse.containsExactly(client), lock.withLock({ launched[client] == nil }),
+              let spec = scenario.clients.first(where: { $0.name.isExactly(client) }), let context = clientContext else { return nil }
+        do {
+            let made = try driver.makeClient(name: spec.name, settings: spec.settings, store: spec.store, context: context)
+            lock.withLock { launched[spec.name] = made }
+            recorder.record(.marker, client: spec.name, name: "launch")
+            return nil
+        } catch {
+            return "client '\(client)' could not be launched: \(error)"
+        }
+    }
+
+    /// The client a step uses the SDK instance of (an SDK call, a cache or store assertion), if any.
+    static func clientUsed(by step: Step) -> String? {
+        switch step {
+        case .sdk(let client, _, _, _, _, _): return client
+        case .expect(.cache(let client, _, _, _)), .expect(.persisted(let client, _, _, _, _, _)),
+             .expect(.cached(let client, _, _, _, _, _)):
+            return client
+        default: return nil
+        }
+    }
+
     func perform(_ step: Step, index: Int) async -> String? {
+        if let client = Self.clientUsed(by: step), let problem = launchIfDue(client) { return problem }
         let name = "step \(index) \(Self.verb(step, appClient: scenario.app?.client))"
         let begun = (ordinal: recorder.ordinal(), seen: port.requestCount)
         lock.withLock { stepStarts.append(begun) }
@@ -861,7 +900,14 @@ final class ScenarioExecution: @unchecked Sendable {
             // after its deadline (`VirtualClock.sleep(until:byMock:)`).
             clock.wakeMock()
         case .seedStore(let client, let kind, let user, let key, let json):
-            guard let c = clients[client] else { return "no client \(client)" }
+            // Through the client named, or before its launch through a launched client of its store.
+            let store = scenario.clients.first { $0.name.isExactly(client) }?.store
+            let launchedNow = clients
+            guard let c = launchedNow[client] ?? scenario.clients.first(where: { other in
+                store != nil && other.store.isExactly(store) && launchedNow[other.name] != nil
+            }).flatMap({ launchedNow[$0.name] }) else {
+                return "seed_store names client '\(client)' before its launch, and no launched client shares its store: seed through a launched client of the store"
+            }
             if let problem = await c.seedPersisted(kind: kind, user: user, key: key, json: json) { return problem }
             recorder.record(.marker, client: client, name: "seed_store",
                             detail: .object(["kind": .string(kind), "user": .string(user), "key": .string(key), "json": json]))

@@ -23,6 +23,9 @@ public struct Scenario: Sendable {
     public var settings: ClientSettings
     /// The clients by name, each with its offline store name (`nil`: none).
     public var clients: [(name: String, store: String?, settings: ClientSettings)]
+    /// Clients whose SDK instance is created at the first step that uses it (`"launch":
+    /// "at_first_use"`), not before the first step: a relaunch over a store earlier clients wrote.
+    public var launchedAtFirstUse: [String] = []
     /// The reference app (CONTRACT.md section 8), when the scenario uses one.
     public var app: AppSettings?
     /// The steps, in order.

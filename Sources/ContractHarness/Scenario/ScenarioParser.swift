@@ -40,6 +40,7 @@ public enum ScenarioParser {
         var settings = ClientSettings()
         if let config = r.value("config") { settings = try parseSettings(config, base: settings, file: file, path: "$.config") }
         var clients: [(String, String?, ClientSettings)] = []
+        var lazy: [String] = []
         if let c = r.value("clients") {
             guard case .object(let members) = c, !members.isEmpty else {
                 throw r.error("clients", expected: "an object of client names", found: c)
@@ -55,6 +56,11 @@ public enum ScenarioParser {
                     }
                 }
                 let own = try cr.value("config").map { try parseSettings($0, base: settings, file: file, path: "$.clients.\(name).config") } ?? settings
+                switch try cr.optionalString("launch") {
+                case nil, "at_start"?: break
+                case "at_first_use"?: lazy.append(name)
+                case let other?: throw cr.error("launch", expected: "\"at_start\" (the default) or \"at_first_use\"", found: .string(other))
+                }
                 try cr.finish()
                 clients.append((name, store, own))
             }
@@ -124,6 +130,12 @@ public enum ScenarioParser {
                                 settings: settings, clients: clients.map { ($0.0, $0.1, $0.2) }, app: app, steps: steps,
                                 checks: checks, stepTimeoutMilliseconds: timeout, requires: requires, explore: explore)
         scenario.interleaving = interleaving
+        scenario.launchedAtFirstUse = lazy
+        // The reference app is created with its client, before the first step.
+        if let app, lazy.containsExactly(app.client) {
+            throw ScenarioError(file: file, path: "$.clients.\(app.client).launch", expected: "\"at_start\" for the app section's client (its app is created before the first step)",
+                                found: "\"at_first_use\"")
+        }
         return scenario
     }
 
