@@ -126,6 +126,11 @@ public struct WorkloadGenerator: Sendable {
                     clientsJSON["app2"] = .object(["store": .string("s-app2")])
                 }
             }
+            // Some workloads without an app give their clients a cache of 1 to 3 entries, so
+            // evictions happen and `fan_out` judges past the cache size (its bounds and the proof
+            // of entries still cached; a seventy-eighth outside tester, F8: no generated workload
+            // set `cache_size`).
+            let cacheSize: Int? = !hasApp && random.chance(40) ? 1 + random.int(3) : nil
             let length = 8 + random.int(23)
             for _ in 0..<length { step() }
             finish()
@@ -141,7 +146,7 @@ public struct WorkloadGenerator: Sendable {
                 // tester: 3 generated files gave 2-9 digests in 12 runs, untagged).
                 "tags": .array([.string("generated")] + (steps.contains { $0["app"] != nil && ($0["times"]?.numberValue ?? 1) > 1 } ? [.string("history-varies")] : [])),
                 "fixtures": Self.fixtures,
-                "config": .object(["timeout": .number(1000)]),
+                "config": .object(["timeout": .number(1000)].merging(cacheSize.map { ["cache_size": .number(Double($0))] } ?? [:]) { a, _ in a }),
                 "clients": .object(clientsJSON),
                 "steps": .array(steps),
                 "checks": .array(checks.map(JSONValue.string)),

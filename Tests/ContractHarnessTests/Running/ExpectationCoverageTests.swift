@@ -162,7 +162,8 @@ final class ExpectationCoverageTests: XCTestCase {
             ("client", #""main""#, #""other""#),
             ("user", #""user-1""#, #""user-2""#),
             ("status", "200", "404"),
-            ("headers", #"{"X-API-Key": "***"}"#, #"{"X-API-Key": "sdk-contract-key"}"#),
+            // A key of the fixtures would be its `api_key` matcher (and right): a wrong one is none.
+            ("headers", #"{"X-API-Key": "***"}"#, #"{"X-API-Key": "not-a-fixture-key"}"#),
             ("response_headers", #"{"Content-Type": "application/json"}"#, #"{"Content-Type": "text/html"}"#),
             ("cancelled", "false", "true"),
         ]

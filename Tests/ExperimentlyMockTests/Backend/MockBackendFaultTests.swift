@@ -271,10 +271,11 @@ final class MockBackendFaultTests: XCTestCase {
             XCTAssertEqual(try JSONDecoder().decode(FaultRule.self, from: data), rule, String(decoding: data, as: UTF8.self))
         }
         let bad: [(String, String)] = [
-            (#"{"action":{"hold":{}},"whne":{"nth":1}}"#, "unknown key 'whne' at whne"),
-            (#"{"action":{"hodl":{}}}"#, "unknown key 'hodl' at action.hodl"),
-            (#"{"action":{"delay":{"secs":1}}}"#, "unknown key 'secs' at action.delay.secs"),
-            (#"{"match":{"user_id":"bob"},"action":{"hold":{}}}"#, "unknown key 'user_id' at match.user_id"),
+            // The path is the error's coding path (printed as `Path:`), not repeated in the text.
+            (#"{"action":{"hold":{}},"whne":{"nth":1}}"#, "Path: whne. Debug description: unknown key 'whne';"),
+            (#"{"action":{"hodl":{}}}"#, "Path: action.hodl. Debug description: unknown key 'hodl';"),
+            (#"{"action":{"delay":{"secs":1}}}"#, "Path: action.delay.secs. Debug description: unknown key 'secs';"),
+            (#"{"match":{"user_id":"bob"},"action":{"hold":{}}}"#, "Path: match.user_id. Debug description: unknown key 'user_id';"),
             (#"{"when":{"nth":0},"action":{"hold":{}}}"#, "'nth' must be at least 1, got 0"),
             (#"{"action":{"hold":{},"delay":{"seconds":1}}}"#, "'action' needs exactly one of"),
             (#"{"action":{"respond":{"status":700}}}"#, "status must be 200...599 (a final status), got 700"),
