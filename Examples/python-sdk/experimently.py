@@ -358,12 +358,7 @@ class ExperimentationClient:
                     starter, flight.starter = flight.starter, None
                     if starter is not None and starter[0].id in flight.waiters:
                         starter[0].wait = _Wait(starter[1])
-            wait = conn.settle_wait = _Wait()
-            try:
-                response = conn.getresponse()
-            finally:
-                wait.end()
-            data = response.read()
+            response, data = self._answer(conn)
             hops = 0
             while FREEDOM == "follows-redirects" and response.status in (301, 302, 303, 307, 308) \
                     and response.getheader("Location") and hops < 5:
@@ -375,12 +370,7 @@ class ExperimentationClient:
                 if response.status in (301, 302, 303) and method != "GET":
                     method, body = "GET", None
                 conn.request(method, target, body=body, headers=headers)
-                wait = conn.settle_wait = _Wait()
-                try:
-                    response = conn.getresponse()
-                finally:
-                    wait.end()
-                data = response.read()
+                response, data = self._answer(conn)
             return response.status, data
         except socket.timeout:
             raise ExperimentationError("networkError", "The request timed out.", code=TIMED_OUT)
@@ -399,6 +389,16 @@ class ExperimentationClient:
             with self._lock:
                 self._tracking.discard(conn)
             conn.close()
+
+    @staticmethod
+    def _answer(conn):
+        """The response to the request just sent on `conn` and its body, waited for as `settle` sees it."""
+        wait = conn.settle_wait = _Wait()
+        try:
+            response = conn.getresponse()
+        finally:
+            wait.end()
+        return response, response.read()
 
     def _retrying(self, send, flight):
         """`send()`; with the defect `retry-failed-lookup`, once more after a 5xx or the SDK's own

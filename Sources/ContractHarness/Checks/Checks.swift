@@ -674,6 +674,31 @@ enum Checks {
         return models
     }
 
+    /// The history indices of each client's clears of its memory cache, by exact client:
+    /// `clearCache` and `close` calls, an app's logout or undo.
+    static func clearIndices(_ c: CheckContext) -> [String: [Int]] {
+        var clears: [String: [Int]] = [:]
+        for e in c.history {
+            switch e.kind {
+            case .invoke where ["clearCache", "close"].contains(e.name ?? ""):
+                if let client = e.client { clears[exact(client), default: []].append(e.index) }
+            case .marker where e.name == "logout" || e.name == "undo":
+                if let client = e.client { clears[exact(client), default: []].append(e.index) }
+            default: break
+            }
+        }
+        return clears
+    }
+
+    /// The history index of each request's first answer, by sequence number.
+    static func answerIndices(_ c: CheckContext) -> [Int: Int] {
+        var answeredAt: [Int: Int] = [:]
+        for e in c.history where e.kind == .response {
+            if let seq = e.request?.seq, answeredAt[seq] == nil { answeredAt[seq] = e.index }
+        }
+        return answeredAt
+    }
+
     /// Every value a runner lookup returned from the cache is one the cache can hold then
     /// (CONTRACT.md section 4: a cache per exact (user id, key), fresh while now < stored + TTL,
     /// failures never cached; section 5.1: nothing from before a clear).
@@ -695,24 +720,19 @@ enum Checks {
         func id(_ client: String, _ kind: String, _ user: String, _ key: String) -> String {
             "\(exact(client))\u{0}\(kind)\u{0}\(exact(user))\u{0}\(exact(key))"
         }
-        var clears: [String: [Int]] = [:]   // exact client -> history indices of its clears
+        let clears = clearIndices(c)   // exact client -> history indices of its clears
+        let answeredAt = answerIndices(c)   // seq -> history index of its answer
         // id -> each request's receipt and answer (history indices; no answer: `Int.max`, as for a
         // request its client gave up on, which may have served a caller until then)
         var spans: [String: [(from: Int, to: Int)]] = [:]
         var answers: [String: [(receivedAt: Int, at: Int, time: Double, value: JSONValue)]] = [:]
         var receipt: [Int: Int] = [:]   // seq -> history index of its receipt
-        var answeredAt: [Int: Int] = [:]   // seq -> history index of its answer
         for e in c.history {
             switch e.kind {
-            case .invoke where ["clearCache", "close"].contains(e.name ?? ""):
-                if let client = e.client { clears[exact(client), default: []].append(e.index) }
-            case .marker where e.name == "logout" || e.name == "undo":
-                if let client = e.client { clears[exact(client), default: []].append(e.index) }
             case .request:
                 if let seq = e.request?.seq { receipt[seq] = e.index }
             case .response:
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
-                if answeredAt[r.seq] == nil { answeredAt[r.seq] = e.index }
                 if r.succeeded, !r.cancelled, let value = r.response, let at = receipt[r.seq] {
                     answers[id(client, key.kind, user, key.key), default: []].append((at, e.index, e.exactTime, value))
                     // An assignment answered for another experiment than asked may be cached under
@@ -2050,19 +2070,8 @@ enum Checks {
         }
         let completes = firstCompletions(c)
         let appClients = c.scenario.appClients
-        var clears: [String: [Int]] = [:]   // exact client -> history indices of its clears
-        var receipt: [Int: Int] = [:], answeredAt: [Int: Int] = [:]   // seq -> history index
-        for e in c.history {
-            switch e.kind {
-            case .invoke where ["clearCache", "close"].contains(e.name ?? ""):
-                if let client = e.client { clears[exact(client), default: []].append(e.index) }
-            case .marker where e.name == "logout" || e.name == "undo":
-                if let client = e.client { clears[exact(client), default: []].append(e.index) }
-            case .request: if let seq = e.request?.seq { receipt[seq] = e.index }
-            case .response: if let seq = e.request?.seq, answeredAt[seq] == nil { answeredAt[seq] = e.index }
-            default: break
-            }
-        }
+        let clears = clearIndices(c)
+        let answeredAt = answerIndices(c)
         // id -> its requests: receipt, answer (`Int.max`: none), whether the answer may be cached.
         var spans: [String: [(from: Int, to: Int, cacheable: Bool)]] = [:]
         // id -> history indices of 2xx answers for another key whose body names this one.
