@@ -535,9 +535,11 @@ public enum HarnessCommand {
         }
         // At once, before files are read: a run killed from here on never leaves an earlier run's
         // verdict looking current (SIGINT/SIGTERM get their handler once the scenarios are known).
-        writeInProgress(Verdict(harnessVersion: version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, seed: options.seed,
+        // `--list` runs nothing and writes nothing: it replaced the last real verdict with an
+        // in-progress stub (an eighty-first outside tester, F1).
+        if !options.list { writeInProgress(Verdict(harnessVersion: version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, seed: options.seed,
                                 startedAt: Date(), durationMilliseconds: 0, results: [], invalid: []),
-                        options: options, secrets: [], planned: files.count)
+                        options: options, secrets: [], planned: files.count) }
         var external: ProcessSDKDriver?
         // An adapter that cannot start (no `hello`, a broken one) is the SDK's failure, not the
         // harness's: every selected scenario is an `error` naming why, and the run exits 1 (an

@@ -99,7 +99,20 @@ enum VectorsCommand {
         let options: Options
         do { options = try parse(arguments) } catch let e as HarnessCommand.UsageError {
             if e.message.isEmpty { print(usage); return HarnessCommand.Exit.ok.rawValue }
-            StandardStream.error(Data("contract-harness: \(e.message)\n\n\(usage)\n".utf8))
+            // A verdict in every case, a refusal too: an earlier `ok: true` verdict stayed in place
+            // after a bad option (an eighty-first outside tester, F2); and one hint line, not the
+            // whole usage burying the error (F11).
+            var path = "vectors-verdict.json"
+            for (i, a) in arguments.enumerated() where a == "--verdict" && i + 1 < arguments.count { path = arguments[i + 1] }
+            let command = arguments.contains("--sdk-command")
+            var verdict = Verdict(harnessVersion: HarnessCommand.version, sdkName: command ? "external" : "ios",
+                                  sdkVersion: command ? "unknown" : ExperimentlySDKInfo.version, seed: 0, startedAt: Date(),
+                                  durationMilliseconds: 0, results: [], invalid: [])
+            verdict.extra["vectors"] = .object(["mode": .string(command ? "command" : "built-in"), "ok": .bool(false), "error": .string("bad usage: \(e.message)")])
+            verdict.extra["ok"] = .bool(false)
+            verdict.extra["error"] = .string("bad usage: \(e.message)")
+            if HarnessCommand.replaceableByVerdict(path) { try? verdict.write(to: path, redacting: []) }
+            StandardStream.error(Data("contract-harness: \(e.message)\n(contract-harness vectors --help lists its options)\n".utf8))
             return HarnessCommand.Exit.usage.rawValue
         } catch { return HarnessCommand.Exit.internalFault.rawValue }
         // Interrupted (SIGINT, SIGTERM): kill the adapter's process group, write the verdict, exit

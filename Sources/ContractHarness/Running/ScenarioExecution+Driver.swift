@@ -128,6 +128,11 @@ extension ScenarioExecution {
     /// Ends each failing check's message in a scenario whose adapter broke the driver protocol.
     static let protocolNote = " [may follow from the adapter's driver protocol problem: a reply the harness could not read]"
 
+    /// What every other failed check of a scenario whose adapter died ends with: it follows from
+    /// the death, and its advice ("move that step earlier") is not the scenario's to take (an
+    /// eighty-first outside tester, F4: a correct shipped file was told it deadlocks).
+    static let crashNote = " [follows from the SDK adapter's death (check crash): not a judgment of the SDK or the scenario]"
+
     /// How `crash.reason` begins when the SDK adapter died during the scenario.
     static let adapterCrashPrefix = "the SDK adapter crashed: "
 
@@ -161,6 +166,9 @@ extension ScenarioExecution {
         }
         if let crash = report.crash {
             result.status = .crashed
+            for i in result.checks.indices where !result.checks[i].passed {
+                if let m = result.checks[i].message, !m.hasSuffix(Self.crashNote) { result.checks[i].message = m + Self.crashNote }
+            }
             // The crash is the failure (its check first, as for a worker's death): what the named
             // checks say after it (a client that "did not report its cache") follows from it, and
             // `explore` named the adapter's death after them (a twenty-seventh outside tester).

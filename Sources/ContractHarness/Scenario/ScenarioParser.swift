@@ -26,6 +26,11 @@ public enum ScenarioParser {
             throw r.error("format", expected: "\"\(Scenario.format)\"", found: .string(format))
         }
         let name = try r.string("name")
+        // A name names the scenario in every output (console, JUnit, the report): an empty or
+        // blank one made an unnamed test case (an eighty-first outside tester, F5).
+        guard !name.unicodeScalars.allSatisfy({ CharacterSet.whitespacesAndNewlines.contains($0) }) else {
+            throw r.error("name", expected: "a name that is not empty or blank (kebab-case, e.g. \"field-stale-flag-after-logout\")", found: .string(name))
+        }
         let description = try r.string("description")
         let tags = try r.optionalStrings("tags") ?? []
         let source = try r.optionalString("source")

@@ -102,8 +102,10 @@ public struct Verdict: Sendable {
         // The recorded history's lines (the request numbers and indices failure slices cite);
         // the digest stays over the canonical form.
         if history { o["history"] = .array((r.events.isEmpty ? r.history : r.events).map { .string($0.line) }) }
-        // The structured history a report is drawn from: always for a failing scenario.
-        if (history || r.status == .failed), !r.events.isEmpty {
+        // The structured history a report is drawn from: always for a failing or crashed scenario
+        // (a crashed one's history up to the death is what its maintainer needs: an eighty-first
+        // outside tester, F3).
+        if (history || r.status == .failed || r.status == .crashed), !r.events.isEmpty {
             o["timeline"] = timelineJSON(r.events)
             if !r.stepSummaries.isEmpty { o["steps"] = .array(r.stepSummaries.map(JSONValue.string)) }
         }
