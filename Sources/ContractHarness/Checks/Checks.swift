@@ -629,6 +629,10 @@ enum Checks {
                 let complete = key.kind == "flag" ? value["key"]?.stringValue != nil && isBool(value["enabled"]) && objectOrAbsent(value["config"])
                     : ["experiment_key", "user_id", "variant_name"].allSatisfy { value[$0]?.stringValue != nil } && isBool(value["is_control"])
                         && objectOrAbsent(value["configuration"])
+                        // `assigned` and `variant_id` of another type than the table's (`"true"`, `1`):
+                        // an SDK may fail to decode the answer (the Swift SDK does), so it may not be
+                        // cached (an eightieth outside tester, F2: `no_stale_write` failed it).
+                        && (value["assigned"].map { isBool($0) } ?? true) && (value["variant_id"].map { $0.stringValue != nil } ?? true)
                 if !complete || r.ambiguousBody == true { entry.optional = true }
                 // Issued by an app call that began before a clear the receipt follows: the SDK may
                 // have started it before that clear (not written) or after it (written).

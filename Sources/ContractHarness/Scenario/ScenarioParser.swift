@@ -40,6 +40,14 @@ public enum ScenarioParser {
         case .object(let o)?:
             fixtures = .object(o)
             try validate(Fixtures.self, .object(o), file: file, path: "$.fixtures", expected: "mock fixtures (Documentation/ScenarioFormat.md, Fixtures)")
+            for (i, k) in (o["api_keys"]?.arrayValue ?? []).enumerated() {
+                if let key = k["key"]?.stringValue, let first = key.unicodeScalars.first, let last = key.unicodeScalars.last,
+                   [" ", "\t"].contains(first) || [" ", "\t"].contains(last) {
+                    throw ScenarioError(file: file, path: "$.fixtures.api_keys[\(i)].key",
+                                        expected: "a key without leading or trailing space or tab (an HTTP header value has none: RFC 9110 section 5.5)",
+                                        found: SecretRedactor.mask)
+                }
+            }
         case let other?: throw r.error("fixtures", expected: "\"sdk-contract\" or a fixtures object", found: other)
         }
         var settings = ClientSettings()
@@ -136,6 +144,28 @@ public enum ScenarioParser {
                                 checks: checks, stepTimeoutMilliseconds: timeout, requires: requires, explore: explore)
         scenario.interleaving = interleaving
         scenario.launchedAtFirstUse = lazy
+        // A client launched at its first use has no app (apps are made over launched clients), and
+        // a `seed_store` before its launch needs a launched client of its store to write through:
+        // refused here, in file order, not failed as the SDK's (an eightieth outside tester, F7).
+        if !lazy.isEmpty {
+            var launched = clients.map(\.0).filter { !lazy.containsExactly($0) }
+            for (i, step) in steps.enumerated() {
+                switch step {
+                case .app(_, _, _, _, let client, _) where lazy.containsExactly(client):
+                    throw ScenarioError(file: file, path: "$.steps[\(i)]", expected: "an app step on a client launched at the start (apps are made over launched clients)",
+                                        found: "client '\(client)', launched at its first use")
+                case .seedStore(let client, _, _, _, _) where lazy.containsExactly(client) && !launched.containsExactly(client):
+                    let store = clients.first { $0.0.isExactly(client) }?.1
+                    guard clients.contains(where: { store != nil && $0.1.isExactly(store) && launched.containsExactly($0.0) }) else {
+                        throw ScenarioError(file: file, path: "$.steps[\(i)].seed_store.client",
+                                            expected: "a launched client to write through: '\(client)' launches at its first use, later, and no client of its store is launched before this step",
+                                            found: "'\(client)'")
+                    }
+                default: break
+                }
+                if let used = ScenarioExecution.clientUsed(by: step), !launched.containsExactly(used) { launched.append(used) }
+            }
+        }
         // The reference app is created with its client, before the first step.
         if let app, lazy.containsExactly(app.client) {
             throw ScenarioError(file: file, path: "$.clients.\(app.client).launch", expected: "\"at_start\" for the app section's client (its app is created before the first step)",
@@ -195,6 +225,12 @@ public enum ScenarioParser {
             throw r.error("base_url", expected: "an origin, \"{{mock}}\" (the mock's origin) or \"{{mock}}/\" (with the trailing slash CONTRACT.md section 1 tolerates)", found: .string(b))
         }
         s.apiKey = try r.optionalString("api_key") ?? s.apiKey
+        // A header value has no leading or trailing SP or HTAB (RFC 9110 section 5.5): such a key
+        // arrives trimmed over TCP and in process alike, so it could never be the key meant.
+        if let first = s.apiKey.unicodeScalars.first, let last = s.apiKey.unicodeScalars.last,
+           [" ", "\t"].contains(first) || [" ", "\t"].contains(last) {
+            throw r.error("api_key", expected: "a key without leading or trailing space or tab (an HTTP header value has none: RFC 9110 section 5.5)", found: .string(SecretRedactor.mask))
+        }
         try r.finish()
         return s
     }
@@ -449,6 +485,14 @@ struct StepContext {
         // An `X-API-Key` header written with a key of the fixtures means that key: the mock
         // records every key as `***`, so it is matched by its place in the fixtures (a
         // seventy-sixth outside tester: such a matcher never matched, and said "another key").
+        // Any other value but `***` (any key) could never match: refused, not a matcher that
+        // silently counts nothing (an eightieth outside tester, F8).
+        if let name = m.headers?.keys.first(where: { $0.lowercased() == "x-api-key" }), let value = m.headers?[name],
+           value != SecretRedactor.mask, !apiKeys.contains(where: { $0.isExactly(value) }) {
+            throw ScenarioError(file: file, path: path + ".headers.\(name)",
+                                expected: "a key of the fixtures' api_keys (matched by its place there) or \"***\" (any key): every key is recorded as ***, and a request that sent a key the fixtures lack is matched with \"api_key\": null",
+                                found: SecretRedactor.mask)
+        }
         if let name = m.headers?.keys.first(where: { $0.lowercased() == "x-api-key" }), let value = m.headers?[name],
            let i = apiKeys.firstIndex(where: { $0.isExactly(value) }) {
             if let other = m.apiKey, other != .fixture(index: i) {

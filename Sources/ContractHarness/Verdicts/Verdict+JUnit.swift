@@ -71,7 +71,9 @@ extension Verdict {
             xml += "  <testcase classname=\"contract-harness\" name=\"run\" time=\"0\"><error message=\"\(esc(error))\"/></testcase>\n"
         }
         xml += "</testsuite>\n"
-        return Data(redactor.redact(xml).utf8)
+        // Every text went through `esc`, which redacts before it escapes; a pass over the whole
+        // document replaced markup (`version="1.0"` with a key "1": an eightieth outside tester, F3).
+        return Data(xml.utf8)
     }
 
     /// A scenario's group for JUnit's `classname`: its file name's prefix before the first `-`

@@ -139,8 +139,20 @@ public struct Verdict: Sendable {
     public func data(redacting secrets: [String]) -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        let text = String(decoding: (try? encoder.encode(json)) ?? Data(), as: UTF8.self)
-        return Data((SecretRedactor(secrets: secrets).redact(text) + "\n").utf8)
+        // Secrets are taken out of the string values before encoding, never out of the encoded
+        // text: an API key "1" or "true" replaced in the text made a verdict that was no JSON
+        // (`"passed" : ***`), and "sdk" renamed its member `sdk` (an eightieth outside tester, F3).
+        let redactor = SecretRedactor(secrets: secrets)
+        func clean(_ v: JSONValue) -> JSONValue {
+            switch v {
+            case .string(let s): return .string(redactor.redact(s))
+            case .array(let a): return .array(a.map(clean))
+            case .object(let o): return .object(o.mapValues(clean))
+            default: return v
+            }
+        }
+        let value = redactor.isEmpty ? json : clean(json)
+        return (try? encoder.encode(value)).map { $0 + Data("\n".utf8) } ?? Data("\n".utf8)
     }
 
     /// Writes the verdict atomically (a temporary file renamed over `path`), so a reader never

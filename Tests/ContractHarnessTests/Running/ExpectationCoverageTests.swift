@@ -162,8 +162,8 @@ final class ExpectationCoverageTests: XCTestCase {
             ("client", #""main""#, #""other""#),
             ("user", #""user-1""#, #""user-2""#),
             ("status", "200", "404"),
-            // A key of the fixtures would be its `api_key` matcher (and right): a wrong one is none.
-            ("headers", #"{"X-API-Key": "***"}"#, #"{"X-API-Key": "not-a-fixture-key"}"#),
+            // An X-API-Key header names a fixture key or `***` (anything else is refused at parse).
+            ("headers", #"{"X-API-Key": "***"}"#, #"{"X-API-Key": "***", "Accept": "text/plain"}"#),
             ("response_headers", #"{"Content-Type": "application/json"}"#, #"{"Content-Type": "text/html"}"#),
             ("cancelled", "false", "true"),
         ]

@@ -254,6 +254,16 @@ public final class MockURLProtocol: URLProtocol {
 
     /// Builds the transport-independent request: raw target, headers sorted by name (the
     /// loading system keeps them in a dictionary), body from `httpBody` or `httpBodyStream`.
+    /// `value` without leading and trailing optional whitespace (SP, HTAB; RFC 9110 section 5.6.3).
+    static func withoutOWS(_ value: String) -> String {
+        let ows: (Unicode.Scalar) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = value.unicodeScalars.first, let last = value.unicodeScalars.last, ows(first) || ows(last) else { return value }
+        let scalars = value.unicodeScalars.drop(while: ows).reversed().drop(while: ows).reversed()
+        var out = String.UnicodeScalarView()
+        out.append(contentsOf: scalars)
+        return String(out)
+    }
+
     static func mockRequest(from request: URLRequest) -> MockRequest {
         mockRequest(from: request, url: request.url, host: request.url?.host, fields: request.allHTTPHeaderFields ?? [:])
     }
@@ -268,7 +278,10 @@ public final class MockURLProtocol: URLProtocol {
         for (name, value) in fields {
             if name.equalsIgnoringASCIICase("Host") { hasHost = true }
             // Lower-cased once per field, not once per comparison.
-            if !name.equalsIgnoringASCIICase(MockBackend.routingHeader) { rows.append((name.lowercased(), name, value)) }
+            // The field value without leading and trailing SP and HTAB, as HTTP/1.1 carries it (RFC
+            // 9110 section 5.5) and the TCP server reads it: an API key " k" was a 401 over TCP and
+            // accepted in process (an eightieth outside tester, F5).
+            if !name.equalsIgnoringASCIICase(MockBackend.routingHeader) { rows.append((name.lowercased(), name, Self.withoutOWS(value))) }
         }
         // An HTTP/1.1 client always sends Host (RFC 9112 section 3.2); the loading system does not
         // pass it to custom protocols, so it is rebuilt from the URL as a socket client would send it.
