@@ -239,7 +239,7 @@ public struct ScenarioRunner: Sendable {
 
 /// One run of one scenario: its clock, mock, clients, operations and history.
 final class ScenarioExecution: @unchecked Sendable {
-    // @unchecked Sendable: `ops`, `groups`, `deferred` and `checks` are guarded by `lock`; the rest is `let`
+    // @unchecked Sendable: `ops`, `groups`, `deferred`, `checks` and `launched` are guarded by `lock`; the rest is `let`
     // or only used from the runner's task.
     struct Op {
         let label: String
@@ -673,7 +673,6 @@ final class ScenarioExecution: @unchecked Sendable {
         }
     }
 
-    /// Runs one step; returns a message when the scenario cannot go on (a hang or a bad step).
     /// Launches `client` when it is launched at its first use and is not yet (a `launch` marker
     /// records it): the SDK instance is created now, over its store as earlier clients left it (a
     /// relaunch; a seventy-ninth outside tester: every client was created before the first step,
@@ -703,6 +702,7 @@ final class ScenarioExecution: @unchecked Sendable {
         }
     }
 
+    /// Runs one step; returns a message when the scenario cannot go on (a hang or a bad step).
     func perform(_ step: Step, index: Int) async -> String? {
         if let client = Self.clientUsed(by: step), let problem = launchIfDue(client) { return problem }
         let name = "step \(index) \(Self.verb(step, appClient: scenario.app?.client))"
