@@ -67,6 +67,19 @@ public struct RequestRecord: Sendable, Equatable, Codable {
         }
     }
 
+    /// A raw query string (`a=1&b=x%20y`) as the backend reads it: names and values
+    /// percent-decoded, `+` a space, the last value of a repeated name, a name without `=` given
+    /// `""`; empty for `nil`. Shared by the mock's records and the redirect targets the checks
+    /// compare with them.
+    static func decodedQuery(_ raw: String?) -> [String: String] {
+        var query: [String: String] = [:]
+        for pair in (raw ?? "").split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            query[PercentDecoding.queryComponent(parts[0]) ?? parts[0]] = parts.count > 1 ? (PercentDecoding.queryComponent(parts[1]) ?? parts[1]) : ""
+        }
+        return query
+    }
+
     /// The user ids the request is about: `user_id` of the query or body, or of each batch event.
     public var users: [String] {
         if let u = query["user_id"] { return [u] }

@@ -487,12 +487,7 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
         // The query as the backend reads it (`+` is a space: a literal `+` in `user_id=a+b` is
         // user "a b" there, so it is here; a sixth outside tester: the checks and matchers took
         // it for user "a+b" while the mock served "a b"), the last value of a repeated name.
-        var query: [String: String] = [:]
-        for pair in (e.query ?? "").split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
-            let name = PercentDecoding.queryComponent(parts[0]) ?? parts[0]
-            query[name] = parts.count > 1 ? (PercentDecoding.queryComponent(parts[1]) ?? parts[1]) : ""
-        }
+        let query = RequestRecord.decodedQuery(e.query)
         var response = e.response.flatMap { try? JSONValue.parse($0.body).value }
         let ambiguous = e.response.map { Self.ambiguous($0.body, strict: &response) || Self.labelledOtherwise($0.headers) } ?? false
         var responseHeaders: [String: String] = [:]

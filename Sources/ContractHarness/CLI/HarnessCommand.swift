@@ -359,9 +359,9 @@ public enum HarnessCommand {
     static let lastComplaint = HarnessLocked<String?>(nil)
 
     /// Where a verdict goes when the arguments could not be read: the last `--verdict` value, if
-    /// any, else `verdict.json`.
-    static func verdictPath(in arguments: [String]) -> String {
-        var path = "verdict.json"
+    /// any, else `fallback` (`verdict.json`; `vectors` gives its own default).
+    static func verdictPath(in arguments: [String], default fallback: String = "verdict.json") -> String {
+        var path = fallback
         for (i, a) in arguments.enumerated() where a == "--verdict" && i + 1 < arguments.count { path = arguments[i + 1] }
         return path
     }

@@ -72,7 +72,9 @@ enum ScenarioCommand {
         // The skeleton must be a scenario the harness runs: the strict parser is the judge.
         do { _ = try ScenarioParser.parse(Data(text.utf8), file: out ?? "<skeleton>") } catch let e as ScenarioError where fixturesFile != nil && e.path.hasPrefix("$.fixtures") {
             // The fixtures file, not the journal, is what is wrong: name it with its own path.
-            let inner = ScenarioError(file: fixturesFile!, path: "$" + e.path.dropFirst("$.fixtures".count), expected: e.expected, found: e.found)
+            var inner = e   // its wording kept (a stated rule too), renamed to the fixtures file
+            inner.file = fixturesFile!
+            inner.path = "$" + e.path.dropFirst("$.fixtures".count)
             HarnessCommand.complain("\(inner)")
             return HarnessCommand.Exit.usage.rawValue
         } catch {

@@ -102,15 +102,9 @@ enum VectorsCommand {
             // A verdict in every case, a refusal too: an earlier `ok: true` verdict stayed in place
             // after a bad option (an eighty-first outside tester, F2); and one hint line, not the
             // whole usage burying the error (F11).
-            var path = "vectors-verdict.json"
-            for (i, a) in arguments.enumerated() where a == "--verdict" && i + 1 < arguments.count { path = arguments[i + 1] }
-            let command = arguments.contains("--sdk-command")
-            var verdict = Verdict(harnessVersion: HarnessCommand.version, sdkName: command ? "external" : "ios",
-                                  sdkVersion: command ? "unknown" : ExperimentlySDKInfo.version, seed: 0, startedAt: Date(),
-                                  durationMilliseconds: 0, results: [], invalid: [])
-            verdict.extra["vectors"] = .object(["mode": .string(command ? "command" : "built-in"), "ok": .bool(false), "error": .string("bad usage: \(e.message)")])
-            verdict.extra["ok"] = .bool(false)
-            verdict.extra["error"] = .string("bad usage: \(e.message)")
+            let path = HarnessCommand.verdictPath(in: arguments, default: Options().verdict)
+            let verdict = failedVerdict("bad usage: \(e.message)", command: HarnessCommand.rawValue(of: "--sdk-command", in: arguments),
+                                        sdkName: HarnessCommand.rawValue(of: "--sdk-name", in: arguments), vectors: nil)
             if HarnessCommand.replaceableByVerdict(path) { try? verdict.write(to: path, redacting: []) }
             StandardStream.error(Data("contract-harness: \(e.message)\n(contract-harness vectors --help lists its options)\n".utf8))
             return HarnessCommand.Exit.usage.rawValue
@@ -123,16 +117,8 @@ enum VectorsCommand {
             if let group = interruption.group { kill(-group, SIGKILL) }
             let name = sig == SIGINT ? "SIGINT" : "SIGTERM"
             let message = "interrupted by \(name) before it finished" + (interruption.group != nil ? "; the SDK program's process group was killed" : "")
-            var section: [String: JSONValue] = ["mode": .string(options.command == nil ? "built-in" : "command"), "vectors": .string(options.vectors),
-                                                "ok": .bool(false), "error": .string(message)]
-            if let command = options.command { section["command"] = .string(command) }
-            var verdict = Verdict(harnessVersion: HarnessCommand.version, sdkName: options.sdkName ?? (options.command == nil ? "ios" : "external"),
-                                  sdkVersion: options.command == nil ? ExperimentlySDKInfo.version : "unknown", seed: 0, startedAt: Date(),
-                                  durationMilliseconds: 0, results: [], invalid: [])
-            verdict.extra["vectors"] = .object(section)
-            verdict.extra["ok"] = .bool(false)
+            var verdict = failedVerdict(message, command: options.command, sdkName: options.sdkName, vectors: options.vectors)
             verdict.extra["interrupted"] = .bool(true)
-            verdict.extra["error"] = .string(message)
             do { try verdict.write(to: options.verdict, redacting: []) } catch {
                 complain("cannot write the verdict to \(options.verdict): \(error.localizedDescription)")
             }
@@ -140,6 +126,22 @@ enum VectorsCommand {
         }
         defer { sources.forEach { $0.cancel() } }
         return run(options, interruption: interruption)
+    }
+
+    /// A verdict of a `vectors` run that checked nothing: `ok` false and `error` `message`, at the
+    /// top and in its `vectors` section (`mode`, and `command` and `vectors` when known), for an
+    /// interruption or a refused command line.
+    static func failedVerdict(_ message: String, command: String?, sdkName: String?, vectors: String?) -> Verdict {
+        var section: [String: JSONValue] = ["mode": .string(command == nil ? "built-in" : "command"), "ok": .bool(false), "error": .string(message)]
+        if let command { section["command"] = .string(command) }
+        if let vectors { section["vectors"] = .string(vectors) }
+        var verdict = Verdict(harnessVersion: HarnessCommand.version, sdkName: sdkName ?? (command == nil ? "ios" : "external"),
+                              sdkVersion: command == nil ? ExperimentlySDKInfo.version : "unknown", seed: 0, startedAt: Date(),
+                              durationMilliseconds: 0, results: [], invalid: [])
+        verdict.extra["vectors"] = .object(section)
+        verdict.extra["ok"] = .bool(false)
+        verdict.extra["error"] = .string(message)
+        return verdict
     }
 
     static func say(_ line: String) { StandardStream.output(Data((TerminalText.escape(line) + "\n").utf8)) }

@@ -130,15 +130,6 @@ extension Checks {
         return problems + assignContexts(c)
     }
 
-    /// Each `/assign` request carries no member but `experiment_key`, `user_id` and `context`, and
-    /// as `context` the attributes the `getAssignment` calls of its
-    /// client, user and experiment pending when it arrived gave, when they all gave the same:
-    /// exactly that object, or none (absent or `null`) when they gave none (CONTRACT.md section 1:
-    /// `context = user.attributes`, omitted when nil); the reference app's calls give none. A
-    /// request while no such call ran is judged by the other checks.
-    /// Before, an SDK sending a user's previous attributes with a call that gave none (a stale
-    /// context after identify: an exposure the backend's targeting must refuse) passed every
-    /// named check (a thirty-seventh outside tester, F7).
     /// Where a `Location` header sent with a 3xx answer to the request target `target` points: its
     /// decoded path and query (the last value of a repeated name, `+` a space, as `RequestRecord`
     /// reads them); `nil` when it is no URL. An absolute URL's origin is ignored (the mock serves
@@ -146,20 +137,16 @@ extension Checks {
     static func redirectTarget(_ location: String, from target: String) -> (path: String, query: [String: String])? {
         guard let base = URL(string: "http://mock" + target), let url = URL(string: location, relativeTo: base),
               let parts = URLComponents(url: url.absoluteURL, resolvingAgainstBaseURL: false) else { return nil }
-        var query: [String: String] = [:]
-        for pair in (parts.percentEncodedQuery ?? "").split(separator: "&") {
-            let kv = pair.split(separator: "=", maxSplits: 1).map(String.init)
-            query[PercentDecoding.queryComponent(kv[0]) ?? kv[0]] = kv.count > 1 ? (PercentDecoding.queryComponent(kv[1]) ?? kv[1]) : ""
-        }
-        return (parts.path, query)
+        return (parts.path, RequestRecord.decodedQuery(parts.percentEncodedQuery))
     }
 
     /// What is wrong with the shape of a tracking or assign request, or nil: each is a `POST` with
     /// a JSON object body (`/track` an event object, `/batch` `{"events": [...]}`, `/assign`
     /// `experiment_key` and `user_id` texts), CONTRACT.md section 1. Before, a `/track` with no
     /// body passed `event_payload` (nothing to compare), and so did an HTTP stack that followed a
-    /// 307 re-sending a POST without its body or a 303 as a `GET /assign` (a seventy-sixth
-    /// outside tester, F3).
+    /// 307 re-sending a POST without its body (a seventy-sixth outside tester, F3). A 301 to 303
+    /// followed as a bodyless GET is the stack's copy and never reaches here
+    /// (`CheckContext.redirectCopies`).
     static func misshapen(_ record: RequestRecord) -> String? {
         let path = record.path
         guard ["/api/v1/tracking/track", "/api/v1/tracking/batch", "/api/v1/tracking/assign"].contains(path) else { return nil }
@@ -186,6 +173,15 @@ extension Checks {
         return nil
     }
 
+    /// Each `/assign` request carries no member but `experiment_key`, `user_id` and `context`, and
+    /// as `context` the attributes the `getAssignment` calls of its
+    /// client, user and experiment pending when it arrived gave, when they all gave the same:
+    /// exactly that object, or none (absent or `null`) when they gave none (CONTRACT.md section 1:
+    /// `context = user.attributes`, omitted when nil); the reference app's calls give none. A
+    /// request while no such call ran is judged by the other checks.
+    /// Before, an SDK sending a user's previous attributes with a call that gave none (a stale
+    /// context after identify: an exposure the backend's targeting must refuse) passed every
+    /// named check (a thirty-seventh outside tester, F7).
     static func assignContexts(_ c: CheckContext) -> [(String, [String])] {
         let completes = firstCompletions(c)
         var calls: [(client: String, user: String, experiment: String, attributes: JSONValue?, from: Int, to: Int)] = []
@@ -251,11 +247,11 @@ extension Checks {
         return writes(seconds) || writes(Date(timeIntervalSince1970: seconds).timeIntervalSince1970)
     }
 
-    /// How the event object `sent` differs from the event a call gave (`given`, as the history's
-    /// invoke records it: `name`, `event_type`, `value`, `properties`, `timestamp` in seconds).
     /// The members of an event object (CONTRACT.md section 1), compared by Unicode scalars.
     static let eventMembers: [String] = ["event_type", "event_name", "user_id", "experiment_key", "feature_flag_key", "value", "metadata", "timestamp"]
 
+    /// How the event object `sent` differs from the event a call gave (`given`, as the history's
+    /// invoke records it: `name`, `event_type`, `value`, `properties`, `timestamp` in seconds).
     static func payloadDifferences(sent: JSONValue, given: JSONValue, stopAtFirst: Bool = false) -> [String] {
         var out: [String] = []
         func differs(_ text: @autoclosure () -> String) -> Bool {

@@ -9,6 +9,12 @@ struct CheckContext: Sendable {
     let port: any BackendPort
     let driver: any SDKDriver
     let app: ReferenceApp?
+    /// The SDK's requests in history order, without the copies its HTTP stack made on a redirect
+    /// (`redirectCopies`); worked out once, as every check reads them.
+    private(set) var requests: [(event: HistoryEvent, record: RequestRecord)]
+    /// The history index of each operation's first completion, by exact label (for
+    /// `followsRedirect`, which the checks ask per request).
+    private let completionIndex: [ExactKey: Int]
     /// The history index from which the runner itself cancelled what was still running (the
     /// end of a scenario whose operations never finished); `Int.max`: it cancelled nothing.
     var runnerCancelledFrom = Int.max
@@ -62,13 +68,25 @@ struct CheckContext: Sendable {
         return ((history[to].exactTime - history[from].exactTime) * 1e6).rounded() >= (timeout * 1e6).rounded() - 1
     }
 
-    /// The SDK's requests in history order, without the copies its HTTP stack made on a redirect
-    /// (`redirectCopies`).
-    var requests: [(event: HistoryEvent, record: RequestRecord)] {
+    init(scenario: Scenario, history: [HistoryEvent], clients: [String: any DriverClient], port: any BackendPort,
+         driver: any SDKDriver, app: ReferenceApp?) {
+        self.scenario = scenario
+        self.history = history
+        self.clients = clients
+        self.port = port
+        self.driver = driver
+        self.app = app
+        var completions: [ExactKey: Int] = [:]
+        for e in history where e.kind == .complete {
+            if let label = e.label, completions[ExactKey(label)] == nil { completions[ExactKey(label)] = e.index }
+        }
+        completionIndex = completions
         let all: [(event: HistoryEvent, record: RequestRecord)] = history.compactMap { e in e.kind == .request ? e.request.map { (event: e, record: $0) } : nil }
-        guard all.contains(where: { (300..<400).contains($0.record.status ?? 0) }) else { return all }
-        let copies = redirectCopies(all)
-        return all.filter { !copies.contains($0.record.seq) }
+        requests = all
+        if all.contains(where: { (300..<400).contains($0.record.status ?? 0) }) {
+            let copies = redirectCopies(all)
+            requests = all.filter { !copies.contains($0.record.seq) }
+        }
     }
 
     /// The requests an HTTP stack sent twice by following a redirect (3xx and a `Location`;
@@ -106,10 +124,9 @@ struct CheckContext: Sendable {
         let sameRequest = q.method == r.method && q.body.map { $0.serialized() } == r.body.map { $0.serialized() }
         let turnedIntoGet = (301...303).contains(status) && q.method == "GET" && q.bodyEmpty == true
         guard sameRequest || turnedIntoGet, let answered = responseIndex(seq: r.seq), answered < index else { return false }
-        let completions = Checks.firstCompletions(self)
         return history.contains { e in
             e.kind == .invoke && e.client.isExactly(r.client) && e.index < answered
-                && (e.name == "track" || (e.label.flatMap { completions[ExactKey($0)]?.index } ?? Int.max) > index)
+                && (e.name == "track" || (e.label.flatMap { completionIndex[ExactKey($0)] } ?? Int.max) > index)
         }
     }
 
@@ -678,6 +695,12 @@ enum Checks {
         return models
     }
 
+    /// One cache entry's identity as a dictionary key: client, kind (`flag`, `experiment`), user
+    /// and key, each compared by Unicode scalars (`exact`).
+    static func entryID(_ client: String, _ kind: String, _ user: String, _ key: String) -> String {
+        "\(exact(client))\u{0}\(kind)\u{0}\(exact(user))\u{0}\(exact(key))"
+    }
+
     /// The history indices of each client's clears of its memory cache, by exact client:
     /// `clearCache` and `close` calls, an app's logout or undo.
     static func clearIndices(_ c: CheckContext) -> [String: [Int]] {
@@ -721,9 +744,7 @@ enum Checks {
     /// named check (a fifteenth outside tester).
     static func cacheHits(_ c: CheckContext) -> [(String, [String])] {
         let ttl = Dictionary(c.scenario.clients.map { (exact($0.name), $0.settings.cacheTTL) }, uniquingKeysWith: { a, _ in a })
-        func id(_ client: String, _ kind: String, _ user: String, _ key: String) -> String {
-            "\(exact(client))\u{0}\(kind)\u{0}\(exact(user))\u{0}\(exact(key))"
-        }
+        let id = entryID
         let clears = clearIndices(c)   // exact client -> history indices of its clears
         let answeredAt = answerIndices(c)   // seq -> history index of its answer
         // id -> each request's receipt and answer (history indices; no answer: `Int.max`, as for a
@@ -2069,9 +2090,7 @@ enum Checks {
     /// named check (a seventy-second outside tester, F1); the TTL, a key named by another answer
     /// and a refused request were added after a seventy-eighth.
     static func fanOutReachesProvenEntries(_ c: CheckContext) -> [(String, [String])] {
-        func id(_ client: String, _ kind: String, _ user: String, _ key: String) -> String {
-            "\(exact(client))\u{0}\(kind)\u{0}\(exact(user))\u{0}\(exact(key))"
-        }
+        let id = entryID
         let completes = firstCompletions(c)
         let appClients = c.scenario.appClients
         let clears = clearIndices(c)

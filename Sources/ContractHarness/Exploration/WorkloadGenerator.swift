@@ -136,6 +136,8 @@ public struct WorkloadGenerator: Sendable {
             finish()
             var checks = ["fan_out", "batch_chunking", "single_flight", "no_stale_write", "stickiness", "offline_fallback", "event_payload"]
             if hasApp { checks += ["exposure_after_display", "no_stale_after_logout"] }
+            var config: [String: JSONValue] = ["timeout": .number(1000)]
+            if let cacheSize { config["cache_size"] = .number(Double(cacheSize)) }
             var top: [String: JSONValue] = [
                 "format": .string("experimently-scenario/1"),
                 "name": .string(name),
@@ -146,7 +148,7 @@ public struct WorkloadGenerator: Sendable {
                 // tester: 3 generated files gave 2-9 digests in 12 runs, untagged).
                 "tags": .array([.string("generated")] + (steps.contains { $0["app"] != nil && ($0["times"]?.numberValue ?? 1) > 1 } ? [.string("history-varies")] : [])),
                 "fixtures": Self.fixtures,
-                "config": .object(["timeout": .number(1000)].merging(cacheSize.map { ["cache_size": .number(Double($0))] } ?? [:]) { a, _ in a }),
+                "config": .object(config),
                 "clients": .object(clientsJSON),
                 "steps": .array(steps),
                 "checks": .array(checks.map(JSONValue.string)),

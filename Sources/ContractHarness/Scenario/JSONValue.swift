@@ -75,10 +75,9 @@ extension JSONValue: CustomStringConvertible {
             let prefix = data.prefix(error.offset)
             let line = prefix.filter { $0 == 10 }.count + 1
             let column = prefix.count - (prefix.lastIndex(of: 10).map { $0 - prefix.startIndex + 1 } ?? 0) + 1
-            throw ScenarioError(file: file, path: "$", expected: ScenarioError.validJSON,
-                                found: "\(error.saying) at line \(line), column \(column)")
+            throw ScenarioError(file: file, path: "$", statement: "not valid JSON (RFC 8259): \(error.saying) at line \(line), column \(column)")
         } catch {
-            throw ScenarioError(file: file, path: "$", expected: ScenarioError.validJSON, found: "\(error)")
+            throw ScenarioError(file: file, path: "$", statement: "not valid JSON (RFC 8259): \(error)")
         }
     }
 
@@ -142,7 +141,11 @@ public struct ScenarioError: Error, CustomStringConvertible, Equatable, Sendable
     /// What the file has there.
     public var found: String
 
-    /// Creates an error.
+    /// The whole sentence after `at PATH:` when the error is no "expected X, found Y" (a file
+    /// that is not JSON, a value that breaks a stated rule); `nil` otherwise.
+    public var statement: String?
+
+    /// Creates an error: at `path`, `expected` was wanted and `found` is there.
     public init(file: String, path: String, expected: String, found: String) {
         self.file = file
         self.path = path
@@ -150,16 +153,21 @@ public struct ScenarioError: Error, CustomStringConvertible, Equatable, Sendable
         self.found = found
     }
 
-    /// What ``expected`` holds when the file is not JSON at all; `found` then says what the
-    /// parser met and where (`expected ',' or '}' in object at line 3, column 14`).
-    public static let validJSON = "valid JSON"
+    /// Creates an error stated whole (`statement`), e.g. "'first' must be at least 1, got 0 (a
+    /// fault rule: ...)"; `expected` and `found` are empty.
+    public init(file: String, path: String, statement: String) {
+        self.init(file: file, path: path, expected: "", found: "")
+        self.statement = statement
+    }
 
-    /// `FILE: at PATH: expected X, found Y`; for a file that is not JSON, `FILE: at $: not valid
-    /// JSON (RFC 8259): WHAT at line L, column C`; with `expected` empty, `found` states the broken
-    /// rule whole (`FILE: at PATH: 'first' must be at least 1, got 0 (a fault rule: ...)`).
+    /// Adds `note` to what the error says (its `statement`, else its `found`).
+    public mutating func append(_ note: String) {
+        if statement != nil { statement! += note } else { found += note }
+    }
+
+    /// `FILE: at PATH: expected X, found Y`, or `FILE: at PATH: STATEMENT`.
     public var description: String {
-        if expected == Self.validJSON { return "\(file): at \(path): not valid JSON (RFC 8259): \(found)" }
-        if expected.isEmpty { return "\(file): at \(path): \(found)" }
+        if let statement { return "\(file): at \(path): \(statement)" }
         return "\(file): at \(path): expected \(expected), found \(found)"
     }
 }

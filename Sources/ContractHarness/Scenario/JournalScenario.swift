@@ -117,7 +117,7 @@ public enum JournalScenario {
             root = try JSONValue.parse(data, file: file, keepingNonFinite: { huge.append($0) }, keepingDuplicate: inAnEntry)
         } catch var error as ScenarioError {
             if error.path == "$", String(decoding: data.prefix(64), as: UTF8.self).contains("experimently-journal/1") {
-                error.found += " (an unfinished journal: serve completes it when it exits on SIGINT or SIGTERM)"
+                error.append(" (an unfinished journal: serve completes it when it exits on SIGINT or SIGTERM)")
             }
             throw error
         }

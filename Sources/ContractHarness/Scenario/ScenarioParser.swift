@@ -41,11 +41,8 @@ public enum ScenarioParser {
             fixtures = .object(o)
             try validate(Fixtures.self, .object(o), file: file, path: "$.fixtures", expected: "mock fixtures (Documentation/ScenarioFormat.md, Fixtures)")
             for (i, k) in (o["api_keys"]?.arrayValue ?? []).enumerated() {
-                if let key = k["key"]?.stringValue, let first = key.unicodeScalars.first, let last = key.unicodeScalars.last,
-                   [" ", "\t"].contains(first) || [" ", "\t"].contains(last) {
-                    throw ScenarioError(file: file, path: "$.fixtures.api_keys[\(i)].key",
-                                        expected: "a key without leading or trailing space or tab (an HTTP header value has none: RFC 9110 section 5.5)",
-                                        found: SecretRedactor.mask)
+                if let key = k["key"]?.stringValue, hasEdgeWhitespace(key) {
+                    throw ScenarioError(file: file, path: "$.fixtures.api_keys[\(i)].key", expected: keyWithoutEdgeWhitespace, found: SecretRedactor.mask)
                 }
             }
         case let other?: throw r.error("fixtures", expected: "\"sdk-contract\" or a fixtures object", found: other)
@@ -185,7 +182,7 @@ public enum ScenarioParser {
             if what.contains(" must ") {
                 // "a fault rule (Documentation/...)" reads "(a fault rule: Documentation/...)" after it.
                 let context = expected.hasSuffix(")") ? expected.dropLast().replacingOccurrences(of: " (", with: ": ") : expected
-                throw ScenarioError(file: file, path: path + at, expected: "", found: "\(what) (\(context))")
+                throw ScenarioError(file: file, path: path + at, statement: "\(what) (\(context))")
             }
             throw ScenarioError(file: file, path: path + at, expected: expected, found: what)
         }
@@ -202,6 +199,16 @@ public enum ScenarioParser {
         // Within a thousandth of a microsecond, or a few units in the last place for large values.
         return abs(micros - micros.rounded()) <= max(1e-3, micros.magnitude.ulp * 4)
     }
+
+    /// Whether `key` begins or ends with SP or HTAB. A header value has neither (RFC 9110 section
+    /// 5.5): such an API key arrives trimmed over TCP and in process alike, so it could never be
+    /// the key meant (an eightieth outside tester, F5); refused in fixtures and configs.
+    static func hasEdgeWhitespace(_ key: String) -> Bool {
+        !MockURLProtocol.withoutOWS(key).unicodeScalars.elementsEqual(key.unicodeScalars)
+    }
+
+    /// What an API key with edge whitespace is refused with (`hasEdgeWhitespace`).
+    static let keyWithoutEdgeWhitespace = "a key without leading or trailing space or tab (an HTTP header value has none: RFC 9110 section 5.5)"
 
     static func parseSettings(_ value: JSONValue, base: ClientSettings, file: String, path: String) throws -> ClientSettings {
         var r = try ObjectReader(value, file: file, path: path)
@@ -225,12 +232,7 @@ public enum ScenarioParser {
             throw r.error("base_url", expected: "an origin, \"{{mock}}\" (the mock's origin) or \"{{mock}}/\" (with the trailing slash CONTRACT.md section 1 tolerates)", found: .string(b))
         }
         s.apiKey = try r.optionalString("api_key") ?? s.apiKey
-        // A header value has no leading or trailing SP or HTAB (RFC 9110 section 5.5): such a key
-        // arrives trimmed over TCP and in process alike, so it could never be the key meant.
-        if let first = s.apiKey.unicodeScalars.first, let last = s.apiKey.unicodeScalars.last,
-           [" ", "\t"].contains(first) || [" ", "\t"].contains(last) {
-            throw r.error("api_key", expected: "a key without leading or trailing space or tab (an HTTP header value has none: RFC 9110 section 5.5)", found: .string(SecretRedactor.mask))
-        }
+        if hasEdgeWhitespace(s.apiKey) { throw r.error("api_key", expected: keyWithoutEdgeWhitespace, found: .string(SecretRedactor.mask)) }
         try r.finish()
         return s
     }
@@ -487,14 +489,12 @@ struct StepContext {
         // seventy-sixth outside tester: such a matcher never matched, and said "another key").
         // Any other value but `***` (any key) could never match: refused, not a matcher that
         // silently counts nothing (an eightieth outside tester, F8).
-        if let name = m.headers?.keys.first(where: { $0.lowercased() == "x-api-key" }), let value = m.headers?[name],
-           value != SecretRedactor.mask, !apiKeys.contains(where: { $0.isExactly(value) }) {
-            throw ScenarioError(file: file, path: path + ".headers.\(name)",
-                                expected: "a key of the fixtures' api_keys (matched by its place there) or \"***\" (any key): every key is recorded as ***, and a request that sent a key the fixtures lack is matched with \"api_key\": null",
-                                found: SecretRedactor.mask)
-        }
-        if let name = m.headers?.keys.first(where: { $0.lowercased() == "x-api-key" }), let value = m.headers?[name],
-           let i = apiKeys.firstIndex(where: { $0.isExactly(value) }) {
+        if let name = m.headers?.keys.first(where: { $0.lowercased() == "x-api-key" }), let value = m.headers?[name], value != SecretRedactor.mask {
+            guard let i = apiKeys.firstIndex(where: { $0.isExactly(value) }) else {
+                throw ScenarioError(file: file, path: path + ".headers.\(name)",
+                                    expected: "a key of the fixtures' api_keys (matched by its place there) or \"***\" (any key): every key is recorded as ***, and a request that sent a key the fixtures lack is matched with \"api_key\": null",
+                                    found: SecretRedactor.mask)
+            }
             if let other = m.apiKey, other != .fixture(index: i) {
                 throw ScenarioError(file: file, path: path + ".api_key", expected: "the key the matcher's X-API-Key header names", found: "another")
             }

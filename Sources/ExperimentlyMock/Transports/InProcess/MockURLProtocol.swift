@@ -254,8 +254,9 @@ public final class MockURLProtocol: URLProtocol {
 
     /// Builds the transport-independent request: raw target, headers sorted by name (the
     /// loading system keeps them in a dictionary), body from `httpBody` or `httpBodyStream`.
-    /// `value` without leading and trailing optional whitespace (SP, HTAB; RFC 9110 section 5.6.3).
-    static func withoutOWS(_ value: String) -> String {
+    /// `value` without leading and trailing optional whitespace (SP, HTAB; RFC 9110 section 5.6.3),
+    /// as a header field value travels (the TCP server trims the same bytes).
+    public static func withoutOWS(_ value: String) -> String {
         let ows: (Unicode.Scalar) -> Bool = { $0 == " " || $0 == "\t" }
         guard let first = value.unicodeScalars.first, let last = value.unicodeScalars.last, ows(first) || ows(last) else { return value }
         let scalars = value.unicodeScalars.drop(while: ows).reversed().drop(while: ows).reversed()
