@@ -39,10 +39,25 @@ for _ in $(seq 1 "$RUNS"); do
         echo "  $(label "$b"): $line; $cpu us CPU per schedule (user + system, all processes)"
     done
 done
-# The transport's floor under those schedules: each gives its SDK client a fresh URLSession and
-# sends 4 requests; here the same with a bare echo URLProtocol and nothing else, in two processes
-# at once as the explorer's two workers (sessions/s of the two together is the explorer's ceiling
-# while it keeps the real URLSession transport).
+# Where a schedule's CPU goes: the same checks over six explored clock advances followed by one
+# flag lookup, then by four lookups one after another (720 schedules each). The first is the
+# runner's cost of a schedule (worker protocol, fresh mock, clients, quiescence, checks) with a
+# single request; the difference between the two, divided by three, is one request step's cost
+# (SDK, URLSession, mock, recording, waiting for quiescence).
+for _ in $(seq 1 "$RUNS"); do
+    for f in one-request four-requests; do
+        cpu_seconds > "$tmp/c0"
+        "$NEW/contract-harness" explore "Benchmarks/explore-floor-$f.json" --exhaustive --out "$tmp/s.json" > "$tmp/e" 2>/dev/null || true
+        line="$(sed -n 2p "$tmp/e")"
+        cpu_seconds > "$tmp/c1"
+        cpu="$(awk -v a="$(cat "$tmp/c0")" -v b="$(cat "$tmp/c1")" 'BEGIN { printf "%.0f", (b - a) * 1e6 / 720 }')"
+        echo "  floor, $f: $line; $cpu us CPU per schedule"
+    done
+done
+# The transport's floor: a fresh URLSession and 4 requests to a bare echo URLProtocol, nothing
+# else, in two processes at once as the explorer's two workers. (The explorer itself takes its
+# sessions from a pool, `InProcessSessions`, so a schedule pays the requests, not the session: read
+# the 0-request figure of `experimently-bench session-floor 720 0 8` as the session's share.)
 for _ in $(seq 1 "$RUNS"); do
     "$NEW/experimently-bench" session-floor 360 4 8 > "$tmp/f1" & "$NEW/experimently-bench" session-floor 360 4 8 > "$tmp/f2"; wait
     sed "s|^|  floor, worker 1 of 2: |" "$tmp/f1"; sed "s|^|  floor, worker 2 of 2: |" "$tmp/f2"

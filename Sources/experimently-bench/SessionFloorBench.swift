@@ -6,10 +6,11 @@ import FoundationNetworking
 /// The toolchain's floor under one explored schedule: a fresh `URLSession` and a few requests
 /// answered at once by a bare echo `URLProtocol`, with no SDK, mock, runner or checks.
 ///
-/// Each schedule of `Benchmarks/explore-three-holds-and-logout.json` gives its SDK client a
-/// session of its own and sends 4 requests through it; this measures what those cost alone, so
-/// the explorer's CPU time per schedule can be read against what the transport takes anyway
-/// (issue 15 section 3). Prints CPU time per session (user + system, microseconds, from
+/// Each schedule of `Benchmarks/explore-three-holds-and-logout.json` sends 4 requests through a
+/// session its client takes from the runner's pool (`InProcessSessions`); this measures what a
+/// session and those requests cost alone (`0` requests: the session's own share), so the
+/// explorer's CPU time per schedule can be read against what the transport takes anyway (issue 15
+/// section 3). Prints CPU time per session (user + system, microseconds, from
 /// `getrusage`) and sessions per second of wall time.
 enum SessionFloorBench {
     /// CPU time this process has used, seconds (user + system).
