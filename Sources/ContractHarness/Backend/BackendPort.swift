@@ -126,7 +126,8 @@ public struct RequestRecord: Sendable, Equatable, Codable {
            !PercentDecoding.normalizedTarget(t).isExactly(PercentDecoding.normalizedTarget(target)) { return false }
         if let wanted = m.headers {
             for (name, value) in wanted {
-                guard headers.first(where: { $0.key.lowercased() == name.lowercased() })?.value.isExactly(value) ?? false else { return false }
+                guard let sent = headers.first(where: { $0.key.lowercased() == name.lowercased() })?.value,
+                      Self.headerValue(sent, matches: value, name: name) else { return false }
             }
         }
         if let exact = m.bodyEquals, (body ?? .null) != exact { return false }
@@ -142,6 +143,27 @@ public struct RequestRecord: Sendable, Equatable, Codable {
             }
         }
         return true
+    }
+
+    /// Whether a request header's value `sent` is the value `wanted` a matcher names: exactly, or
+    /// for `Content-Type` the same media type (type and subtype compared case-insensitively, RFC
+    /// 9110 section 8.3.1) where `wanted` has no parameters and `sent` has none but `charset=utf-8`
+    /// (any case, quoted or not). RFC 8259 section 11: a charset parameter on `application/json`
+    /// "has no effect on compliant recipients", and OkHttp and .NET's `StringContent` add it to
+    /// every JSON body (an eighty-second outside tester, F9: a Kotlin or C# SDK failed
+    /// `s4-request-headers-on-every-call` on a header the backend reads alike).
+    static func headerValue(_ sent: String, matches wanted: String, name: String) -> Bool {
+        if sent.isExactly(wanted) { return true }
+        guard name.lowercased() == "content-type", !wanted.contains(";") else { return false }
+        let parts = sent.split(separator: ";", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: CharacterSet(charactersIn: " \t")) }
+        guard let type = parts.first, type.lowercased() == wanted.trimmingCharacters(in: CharacterSet(charactersIn: " \t")).lowercased() else { return false }
+        return parts.dropFirst().allSatisfy { parameter in
+            let pair = parameter.split(separator: "=", maxSplits: 1).map(String.init)
+            guard pair.count == 2, pair[0].lowercased() == "charset" else { return false }
+            var value = pair[1]
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+            return value.lowercased() == "utf-8"
+        }
     }
 
     /// A one-line summary for failure messages.
