@@ -125,7 +125,8 @@ public enum Explorer {
         public var nothingCarriedOut: String? {
             guard firstFailure == nil, skipped == 0, !schedules.isEmpty,
                   schedules.count - infeasible - failedOnReference <= 0 else { return nil }
-            return "no order of the movable steps could be carried out (\(infeasible) infeasible, \(failedOnReference) failing on the reference too)"
+            let which = complete ? "no order of the movable steps" : "none of the \(schedules.count) orders tried (\(mode); the file's own order may not be among them)"
+            return "\(which) could be carried out (\(infeasible) infeasible, \(failedOnReference) failing on the reference too)"
         }
 
         /// Schedules per second while exploring (shrinking excluded).
@@ -436,7 +437,7 @@ public enum Explorer {
         if let reference {
             progress?.phase("confirming on the reference")
             let suspicious = orders.indices.filter { i in
-                guard let r = outcomes[i] else { return false }
+                guard let r = outcomes[i], !r.infeasibleByChoice else { return false }
                 return r.infeasible || r.status == .failed || r.status == .error || r.status == .crashed
             }
             let confirmed: [ScenarioResult?]
@@ -460,6 +461,9 @@ public enum Explorer {
             if result.status == .skipped { skipped += 1; continue }
             let fails = result.infeasible || result.status == .failed || result.status == .error || result.status == .crashed
             guard fails else { continue }
+            // Deadlocked by a choice the contract leaves to the SDK (close cancels or not): not
+            // carried out, whatever the reference, which may have chosen otherwise, does with it.
+            if result.infeasible && result.infeasibleByChoice { infeasible += 1; continue }
             if reference != nil {
                 guard let ref = onReference[i] else { infeasible += 1; continue }
                 if ref.status == .skipped { skipped += 1; continue }
@@ -499,12 +503,19 @@ public enum Explorer {
             let own = reference == nil ? result.firstFailure : onReference[i].flatMap { ownFailure(result, reference: $0) } ?? result.firstFailure
             let check = own?.name ?? "error"
             let referenceName = (reference ?? runner).driver.sdkName
+            // The reference passes the order, or fails only checks the SDK's failure is not one of
+            // (its own failure then is another): said as it is (an eighty-third outside tester, F7:
+            // such a file said "passes on ios" while ios failed it, on another check).
+            let referenceFails = reference == nil ? [] : (onReference[i].map(failedChecks) ?? [])
+            let passesOnReference = reference != nil && referenceFails.isEmpty && onReference[i]?.status == .passed
             func note(_ named: String) -> String {
                 // The check as the written file names it (its replay reports that name), and as the
                 // explored order named it when shrinking moved the step.
                 let was = named.unicodeScalars.elementsEqual(check.unicodeScalars) ? "" : " ('\(check)' in the explored order)"
+                let onReference = reference == nil ? "." : passesOnReference ? ", passes on \(referenceName)."
+                    : ", which \(referenceName) does not fail there (it fails \(referenceFails.isEmpty ? "the order otherwise" : referenceFails.map { "'\($0)'" }.joined(separator: ", ")) instead)."
                 return "Found by contract-harness explore (seed \(seed), order \(order.map(String.init).joined(separator: ",")) of steps \(settings.steps.map(String.init).joined(separator: ","))), shrunk; fails '\(named)'\(was) on \(runner.driver.sdkName)"
-                    + (reference == nil ? "." : ", passes on \(referenceName).")
+                    + onReference
             }
             let fixedJSON = fixed(root, settings: settings, order: order, suffix: "-schedule", note: note(check))
             var (shrunk, shrunkCheck) = await shrink(fixedJSON, file: file, check: check, reason: own?.message, runner: runner,
@@ -518,14 +529,18 @@ public enum Explorer {
                     "check": .string(shrunkCheck), "fails_on": .string(runner.driver.sdkName),
                 ]
                 if !shrunkCheck.unicodeScalars.elementsEqual(check.unicodeScalars) { explored["check_in_explored_order"] = .string(check) }
-                explored["passes_on"] = reference == nil ? .null : .string(referenceName)
+                explored["passes_on"] = passesOnReference ? .string(referenceName) : .null
+                if reference != nil && !passesOnReference {
+                    explored["reference"] = .string(referenceName)
+                    explored["reference_fails"] = .array(referenceFails.map(JSONValue.string))
+                }
                 o["explored"] = .object(explored)
                 shrunk = .object(o)
             }
             first = Failure(order: order, result: result, scenarioJSON: shrunk,
                             stepsBefore: fixedJSON["steps"]?.arrayValue?.count ?? 0,
                             stepsAfter: shrunk["steps"]?.arrayValue?.count ?? 0, check: check,
-                            reference: reference == nil ? nil : referenceName)
+                            reference: passesOnReference ? referenceName : nil)
         }
         let total = (1...Swift.max(1, settings.steps.count)).reduce(1.0) { $0 * Double($1) }
         var report = Report(scenario: name, seed: seed, schedules: orders, failed: failed, crashed: crashed, infeasible: infeasible,
