@@ -83,11 +83,18 @@ BATCH_LIMIT = 100
 # without its variant_id: the fallback serves variant_id null), warm-start (a client's memory cache is
 # filled from its offline store at launch: persisted entries served as hits, no request, no exposure) and
 # init-wipes-store (the store is emptied at launch, a "migration": the fallback is lost on a relaunch).
+# An eighty-second: cache-ttl-static, timeout-static and cache-size-static (the setting is process-wide, the
+# last client's: as a static configuration overwritten by a second instance), timer-int32-ms (a cache
+# TTL or timeout above 2^31 - 1 milliseconds fires at once, as Node's setTimeout clamps it to 1 ms),
+# timer-uint32-ms (the same kept in an unsigned 32-bit count of milliseconds: it wraps), fanout-one-
+# entry-per-key (a flag whose key is also a cached experiment's is left out of the fan-out: one set of
+# key strings), flag-key-casefold (flag keys case-folded in the cache, as SDKs with case-insensitive
+# gate names do) and hash-strips-id (hashUser trims the id's surrounding whitespace first).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _INTERNED = {}   # interned-flag, interned-variant: the first value returned, by flag or (experiment, variant)
 _LAST_CONTEXT = {}   # previous-context: the attributes a user's last getAssignment gave
 _SHARED_FLIGHTS = {}   # flights-shared-by-clients: one in-flight table for every client of the process
-_STATIC = {}           # api-key-static: the API key of the process, set by the last client created
+_STATIC = {}           # api-key-static, *-static: the setting of the process, set by the last client created
 _REUSED = {}   # reuses-keyed-event-body: (user, name, keys) -> the first body sent
 
 
@@ -111,6 +118,14 @@ def _nf(form, v):
 # "follows-redirects" follows a 3xx answer's Location up to 5 times on the same connection, as Python's
 # `requests` does (307 and 308 keep the method and body; 303, and a POST's 301 or 302, become a GET
 # without a body), where the example hands the 3xx to its caller (the contract names no redirect).
+# "store-snapshot" reads its offline store once, when the client is made, into a copy of its own,
+# and writes every change through to the store (as SDKs over localStorage or one file often do): a
+# running client does not see what another one writes later (CONTRACT.md section 4 asks for a value
+# persisted before a relaunch, not for instances sharing one live store).
+# "close-lets-finish" makes close() forget the caches and in-flight requests without cancelling them:
+# each pending caller gets its own answer when it comes (CONTRACT.md section 5.1), and nothing of it is
+# cached or persisted (the example cancels them, each caller ending with `cancelled`; the contract
+# does not say which).
 FREEDOM = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_FREEDOM", "")
 
 # What the calling thread works for (set by a driver), recorded with each virtual deadline.
@@ -245,6 +260,45 @@ class OfflineStore:
             self._values.clear()
 
 
+class _SnapshotStore:
+    """Freedom "store-snapshot": a client's own copy of its offline store, read when the client is
+    made; `save`, `remove` and `clear_all` change the copy and write through to the store."""
+
+    def __init__(self, store):
+        self._store = store
+        self._lock = threading.Lock()
+        with store._lock:
+            self._values = dict(store._values)
+
+    def save(self, kind, user, key, value):
+        self._store.save(kind, user, key, value)
+        with self._lock:
+            self._values[self._store._k(kind, user, key)] = value
+
+    def save_raw(self, kind, user, key, value):
+        self.save(kind, user, key, value)
+
+    def load(self, kind, user, key):
+        with self._lock:
+            entry = self._values.get(self._store._k(kind, user, key))
+        if entry is None:
+            return None
+        try:
+            return _flag_value(entry, key) if kind == "flag" else _assignment_value(entry, key, user)
+        except ExperimentationError:
+            return None
+
+    def remove(self, kind, user, key):
+        self._store.remove(kind, user, key)
+        with self._lock:
+            self._values.pop(self._store._k(kind, user, key), None)
+
+    def clear_all(self):
+        self._store.clear_all()
+        with self._lock:
+            self._values.clear()
+
+
 def _quote(text, query=False):
     # Only RFC 3986 unreserved characters stay literal (CONTRACT.md section 1).
     return urllib.parse.quote(text, safe="/" if query and DEFECT == "query-slash-literal" else "")
@@ -296,7 +350,10 @@ class ExperimentationClient:
     def __init__(self, config, offline_store=None, clock=None):
         self.config = config
         _STATIC["api_key"] = config.api_key
+        _STATIC["cache_ttl"], _STATIC["timeout"], _STATIC["cache_size"] = config.cache_ttl, config.timeout, config.cache_size
         self.store = offline_store if config.enable_offline_fallback or DEFECT == "store-ignores-fallback-off" else None
+        if self.store is not None and FREEDOM == "store-snapshot":
+            self.store = _SnapshotStore(self.store)
         self.clock = clock or SystemClock()
         self._lock = threading.Lock()
         self._caches = {"flag": {}, "experiment": {}}   # (user, key) -> (value, expires_at); insertion order
@@ -315,6 +372,17 @@ class ExperimentationClient:
                         if isinstance(k, tuple) and len(k) == 3 and isinstance(value, dict):
                             self._caches["flag" if k[0] == "flag" else "experiment"][(k[1], k[2])] = (value, now + self.config.cache_ttl)
 
+    def _setting(self, name):
+        """The client's `cache_ttl`, `timeout` or `cache_size`, as the defects read it."""
+        value = _STATIC[name] if DEFECT == name.replace("_", "-") + "-static" else getattr(self.config, name)
+        if name != "cache_size" and DEFECT in ("timer-int32-ms", "timer-uint32-ms"):
+            ms = int(value * 1000)
+            if DEFECT == "timer-int32-ms" and ms > 2**31 - 1:
+                value = 0.001
+            elif DEFECT == "timer-uint32-ms":
+                value = (ms % 2**32) / 1000.0
+        return value
+
     # -- HTTP (CONTRACT.md section 1) --
 
     def _send(self, method, path, query=None, body=None, flight=None):
@@ -328,7 +396,7 @@ class ExperimentationClient:
         target = (parsed.path or "") + path
         if query:
             target += "?" + "&".join("%s=%s" % (_quote(k, True), _quote(v, True)) for k, v in sorted(query))
-        timeout = None if getattr(self.clock, "virtual", False) else self.config.timeout
+        timeout = None if getattr(self.clock, "virtual", False) else self._setting("timeout")
         cls = http.client.HTTPSConnection if parsed.scheme == "https" else http.client.HTTPConnection
         conn = cls(parsed.hostname, port, timeout=timeout)
         deadline = None
@@ -341,7 +409,7 @@ class ExperimentationClient:
             with self._lock:
                 self._tracking.add(conn)
         if getattr(self.clock, "virtual", False) and not (DEFECT == "track-no-deadline" and path == "/api/v1/tracking/track"):
-            deadline = self.clock.add_deadline(self.config.timeout, lambda: self._abort(flight, conn, "timeout"),
+            deadline = self.clock.add_deadline(self._setting("timeout"), lambda: self._abort(flight, conn, "timeout"),
                                                owner=flight if flight is not None else getattr(CURRENT, "owner", None))
         key = _STATIC["api_key"] if DEFECT == "api-key-static" else self.config.api_key
         headers = {"X-API-Key": key, "Accept": "application/json", "Content-Type": "application/json"}
@@ -441,6 +509,8 @@ class ExperimentationClient:
 
     def _shared(self, kind, user_id, key, fetch, waiter_box=None, attributes=None):
         ck = (user_id, key) + ((json.dumps(attributes, sort_keys=True),) if DEFECT == "cache-key-attrs" else ())
+        if DEFECT == "flag-key-casefold" and kind == "flag":
+            ck = (user_id, key.casefold())
         fk = (kind, ck) + ((json.dumps(attributes, sort_keys=True),) if DEFECT == "flight-key-attrs" else ())
         if DEFECT == "flight-key-concat":
             fk = (kind, "%s:%s" % ck)
@@ -538,9 +608,9 @@ class ExperimentationClient:
                     cache = self._caches[kind]
                     if FREEDOM != "refresh-keeps-position":
                         cache.pop(ck, None)
-                    cache[ck] = (value, now + self.config.cache_ttl)
+                    cache[ck] = (value, now + self._setting("cache_ttl"))
                     evicted = False
-                    while len(cache) > max(1, self.config.cache_size):
+                    while len(cache) > max(1, self._setting("cache_size")):
                         # The contract names no eviction order: oldest first, or (a freedom) the
                         # newest entry but the one just written.
                         newest = [k for k in cache if k != ck][-1] if FREEDOM == "evict-newest" else None
@@ -678,6 +748,8 @@ class ExperimentationClient:
             assignments = [ck[1] for ck, (v, exp) in self._caches["experiment"].items()
                            if mine(ck[0]) and now < exp and v.get("assigned", True) and indexed("experiment", ck)]
             flags = [ck[1] for ck, (v, exp) in self._caches["flag"].items() if mine(ck[0]) and now < exp and indexed("flag", ck)]
+            if DEFECT == "fanout-one-entry-per-key":
+                flags = [k for k in flags if k not in assignments]
         if DEFECT == "fanout-drops-properties":
             event = dict(event, properties=None)
         out = []
@@ -783,6 +855,8 @@ class ExperimentationClient:
             flights = list(self._flights.values())
             tracking = list(self._tracking)
             self._detach()
+        if FREEDOM == "close-lets-finish":
+            return
         # Tracking requests in flight are cancelled too (CONTRACT.md section 5: close cancels every
         # request): their callers report failure (trackWithStatus false), never a silent success.
         for conn in tracking:
@@ -810,6 +884,8 @@ class ExperimentationClient:
 def hash_user(user_id, flag_key):
     """CONTRACT.md section 6: LE uint32 of the first 4 bytes of MD5("{u}:{k}") / 2^32."""
     import hashlib
+    if DEFECT == "hash-strips-id":
+        user_id = user_id.strip()
     text = "%s:%s" % (user_id, flag_key)
     if DEFECT == "hash-nfc":
         text = unicodedata.normalize("NFC", text)

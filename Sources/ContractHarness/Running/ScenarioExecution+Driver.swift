@@ -141,7 +141,7 @@ extension ScenarioExecution {
     /// `crash` object (`reason`, `stderr`), each protocol problem a failed `driver protocol` check, and the
     /// adapter's standard error is kept when the scenario did not pass.
     func finishDriver(_ result: inout ScenarioResult) async {
-        let report = await driver.scenarioDidEnd(clients: Array(clients.values))
+        let report = await driver.scenarioDidEnd(clients: instances)
         await listeners?.shutdown()
         // The first 20 problems as checks, then one that counts the rest. They come first, and
         // the reason names them: a reply the harness could not read became the operation's

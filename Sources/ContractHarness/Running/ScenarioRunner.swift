@@ -65,6 +65,11 @@ public struct ScenarioResult: Sendable, Codable {
     /// `true` when a step could not be carried out as written in this order (a release with
     /// nothing held, an await of an operation never started): the explorer skips such schedules.
     public var infeasible = false
+    /// `true` with `infeasible` when the order deadlocks only by a choice the contract leaves to
+    /// the SDK: an operation its client's `close()` did not end (the SDK may cancel on close or
+    /// not, DriverProtocol.md) is awaited before the release of its parked request. The explorer
+    /// counts such an order infeasible even when its reference, making the other choice, passes it.
+    public var infeasibleByChoice = false
     /// What an exploration found (`run --explore`), for the verdict.
     public var exploration: JSONValue?
     /// For `crashed`: how the worker ended (`CrashReport.json`: signal or exit status, deadline,
@@ -119,6 +124,7 @@ extension ScenarioResult {
                   smoke: try c.decodeIfPresent(JSONValue.self, forKey: .smoke), history: try c.decode([HistoryEvent].self, forKey: .history),
                   historyDigest: try c.decode(String.self, forKey: .historyDigest))
         infeasible = try c.decodeIfPresent(Bool.self, forKey: .infeasible) ?? false
+        infeasibleByChoice = try c.decodeIfPresent(Bool.self, forKey: .infeasibleByChoice) ?? false
         exploration = try c.decodeIfPresent(JSONValue.self, forKey: .exploration)
         crash = try c.decodeIfPresent(JSONValue.self, forKey: .crash)
         adapterStderr = try c.decodeIfPresent([String].self, forKey: .adapterStderr) ?? []
@@ -183,6 +189,7 @@ public struct ScenarioRunner: Sendable {
         await execution.finishDriver(&result)
         result.durationMilliseconds = Self.elapsed(since: started)
         result.infeasible = execution.infeasible
+        result.infeasibleByChoice = execution.infeasible && execution.infeasibleByChoice
         result.stepLimitReached = execution.recorder.ranOutOfTime
         result.stepLimitUnproven = execution.recorder.ranOutOfTimeUnproven
         if result.stepLimitUnproven { Self.nameTheTimeLimit(&result, limit: scenario.stepTimeoutMilliseconds, fileLimit: fileLimit) }
@@ -264,10 +271,21 @@ final class ScenarioExecution: @unchecked Sendable {
         /// How many `advance` steps had run when the operation started: an out-of-process SDK's
         /// timers sleep on its own copy of the clock, which `wakeups` cannot count.
         var advances = 0
-        /// A step asked for its cancellation (a `cancel` of it, `close()` of its client, an app
-        /// action on its client): the cancellation travels through the SDK and URLSession where
-        /// quiescence cannot see it, so the operation is never judged inert.
+        /// A step asked for its cancellation (a `cancel` of it): the cancellation travels through
+        /// the SDK and URLSession where quiescence cannot see it, so the operation is never judged
+        /// inert.
         var cancelRequested = false
+        /// Its client's `close()` ran while it was pending. Whether close cancels is the SDK's
+        /// choice (DriverProtocol.md; CONTRACT.md section 5.1 only says the caller still gets the
+        /// answer), so it is judged as after an app action (`appActionRaced`): in process, where a
+        /// cancellation the SDK began is seen, and out of process when the adapter answers
+        /// `settle`. An operation close did not end that then waits on its parked request waits
+        /// for the release, and an order that awaits it first is infeasible by the SDK's choice
+        /// (`ScenarioResult.infeasibleByChoice`). Before, close marked it `cancelRequested`: an
+        /// SDK that lets requests finish on close waited out the step limit there, and explore
+        /// failed it in every such order because the Swift SDK, which cancels, passes them (an
+        /// eighty-third outside tester, F6).
+        var closedWhilePending = false
         /// The mock's request count and the history's event count when it started.
         var since = 0
         var startEvent = 0
@@ -310,6 +328,12 @@ final class ScenarioExecution: @unchecked Sendable {
     private var launched: [String: any DriverClient] = [:]
     /// The clients launched so far (a snapshot).
     var clients: [String: any DriverClient] { lock.withLock { launched } }
+    /// SDK instances made to write a `seed_store` before any client of its store launched, by
+    /// exact store id (`seeder(for:)`; guarded by `lock`). Not scenario clients: no check reads
+    /// them; they are released with the clients.
+    private var seeders: [ExactKey: any DriverClient] = [:]
+    /// Every SDK instance the scenario made: its launched clients and its seeders (a snapshot).
+    var instances: [any DriverClient] { lock.withLock { Array(launched.values) + Array(seeders.values) } }
     /// What a client is created with (kept for the clients launched at their first use).
     private var clientContext: DriverContext?
     /// The `app` section's reference app (on its client), created with the clients.
@@ -408,6 +432,9 @@ final class ScenarioExecution: @unchecked Sendable {
     private var deferred: [ExactKey: (index: Int, step: String, expect: OutcomeExpectation)] = [:]   // by exact group label
     /// Set when a step could not be carried out in this order (see `ScenarioResult.infeasible`).
     private(set) var infeasible = false
+    /// Set with `infeasible` when the order deadlocks only by a choice the contract leaves to the
+    /// SDK (see `ScenarioResult.infeasibleByChoice`).
+    private(set) var infeasibleByChoice = false
 
     let keepsHistory: Bool
 
@@ -691,20 +718,56 @@ final class ScenarioExecution: @unchecked Sendable {
         }
     }
 
-    /// The client a step uses the SDK instance of (an SDK call, a cache or store assertion), if any.
-    static func clientUsed(by step: Step) -> String? {
+    /// A message a step ends the scenario with (an `Error` only to travel in a `Result`).
+    struct StepProblem: Error {
+        /// The message.
+        let text: String
+    }
+
+    /// The SDK instance that writes a `seed_store` naming `client` (launched at its first use, not
+    /// yet) while no client of its store is launched: made over the client's store with its
+    /// settings, requests and sessions counted as the client's, used for seeding only, and
+    /// released with the clients when the scenario ends (`seeders`). One per store: a later seed
+    /// of the same store writes through the same instance. Called from the step loop only.
+    func seeder(for client: String) -> Result<any DriverClient, StepProblem> {
+        guard let spec = scenario.clients.first(where: { $0.name.isExactly(client) }), let store = spec.store,
+              let context = clientContext else {
+            return .failure(StepProblem(text: "seed_store names client '\(client)', which has no offline store"))
+        }
+        if let made = lock.withLock({ seeders[ExactKey(store)] }) { return .success(made) }
+        let base = context.baseURL, session = context.makeSession, owner = spec.name
+        var own = DriverContext(makeSession: { _ in session(owner) }, clock: context.clock, storeSuite: context.storeSuite,
+                                memoryStore: context.memoryStore, baseURL: { _ in base(owner) })
+        own.taskExecutor = context.taskExecutor
+        // A name no scenario client has (each adapter keeps its clients by name).
+        var name = "seed_store of \(store)"
+        while scenario.clients.contains(where: { $0.name.isExactly(name) }) { name += "'" }
+        do {
+            let made = try driver.makeClient(name: name, settings: spec.settings, store: store, context: own)
+            lock.withLock { seeders[ExactKey(store)] = made }
+            return .success(made)
+        } catch {
+            return .failure(StepProblem(text: "an instance to seed store '\(store)' through could not be made: \(error)"))
+        }
+    }
+
+    /// The client a step uses the SDK instance of (an SDK call, an app step or assertion, a
+    /// cache or store assertion), if any; `appClient` is the `app` section's client (what an app
+    /// assertion naming none uses).
+    static func clientUsed(by step: Step, appClient: String?) -> String? {
         switch step {
-        case .sdk(let client, _, _, _, _, _): return client
+        case .sdk(let client, _, _, _, _, _), .app(_, _, _, _, let client, _): return client
         case .expect(.cache(let client, _, _, _)), .expect(.persisted(let client, _, _, _, _, _)),
              .expect(.cached(let client, _, _, _, _, _)):
             return client
+        case .expect(.app(_, _, _, let client)), .expect(.reported(_, _, let client)): return client ?? appClient
         default: return nil
         }
     }
 
     /// Runs one step; returns a message when the scenario cannot go on (a hang or a bad step).
     func perform(_ step: Step, index: Int) async -> String? {
-        if let client = Self.clientUsed(by: step), let problem = launchIfDue(client) { return problem }
+        if let client = Self.clientUsed(by: step, appClient: scenario.app?.client), let problem = launchIfDue(client) { return problem }
         let name = "step \(index) \(Self.verb(step, appClient: scenario.app?.client))"
         let begun = (ordinal: recorder.ordinal(), seen: port.requestCount)
         lock.withLock { stepStarts.append(begun) }
@@ -728,7 +791,7 @@ final class ScenarioExecution: @unchecked Sendable {
                     clearSteps[ExactKey(client), default: []].append((ordinal: ordinal, seen: seen))
                 }
             }
-            if op == .close { requestCancellation { $0.client.unicodeScalars.elementsEqual(client.unicodeScalars) } }
+            if op == .close { requestCancellation(byClose: true) { $0.client.unicodeScalars.elementsEqual(client.unicodeScalars) } }
             let key = op.cacheKey.map { (kind: $0.kind == "flag" ? "flag" : "experiment", key: $0.key) }
             let launches = labels.map { l in
                 start(label: l, client: client, name: op.name, user: Self.user(of: op), key: key, detail: Self.arguments(op)) { [self] in
@@ -900,15 +963,26 @@ final class ScenarioExecution: @unchecked Sendable {
             // after its deadline (`VirtualClock.sleep(until:byMock:)`).
             clock.wakeMock()
         case .seedStore(let client, let kind, let user, let key, let json):
-            // Through the client named, or before its launch through a launched client of its store.
+            // Through the client named, or before its launch through a launched client of its
+            // store, or when none is launched, through an instance made over the store for
+            // seeding alone (`seeder(for:)`): what an earlier version left is in the store before
+            // this version's first launch, as an SDK that reads its store once at construction
+            // needs (an eighty-second outside tester, F8).
             let store = scenario.clients.first { $0.name.isExactly(client) }?.store
             let launchedNow = clients
-            guard let c = launchedNow[client] ?? scenario.clients.first(where: { other in
+            let through = launchedNow[client] ?? scenario.clients.first(where: { other in
                 store != nil && other.store.isExactly(store) && launchedNow[other.name] != nil
-            }).flatMap({ launchedNow[$0.name] }) else {
-                return "seed_store names client '\(client)' before its launch, and no launched client shares its store: seed through a launched client of the store"
+            }).flatMap { launchedNow[$0.name] }
+            let writer: any DriverClient
+            if let through {
+                writer = through
+            } else {
+                switch seeder(for: client) {
+                case .success(let made): writer = made
+                case .failure(let problem): return problem.text
+                }
             }
-            if let problem = await c.seedPersisted(kind: kind, user: user, key: key, json: json) { return problem }
+            if let problem = await writer.seedPersisted(kind: kind, user: user, key: key, json: json) { return problem }
             recorder.record(.marker, client: client, name: "seed_store",
                             detail: .object(["kind": .string(kind), "user": .string(user), "key": .string(key), "json": json]))
         case .fixtures(let change):
@@ -977,7 +1051,7 @@ final class ScenarioExecution: @unchecked Sendable {
             // out of process only when the adapter answers `settle`: then quiescence has seen every
             // SDK call of the app at its wait (a cancellation an SDK's clear started would have
             // woken one), as in process.
-            if op.appActionRaced && listeners != nil && !adapterSettles { return false }
+            if op.appActionRaced || op.closedWhilePending, listeners != nil, !adapterSettles { return false }
             if op.name.hasPrefix("app.") { return appInert(client: op.client, requests: requests, cancelling: cancelling, processed: processed, answeredAt: answeredAt) }
             // An operation that sends nothing (a clear, close, a cache listing, a hash) waits on
             // no request: still pending, it is slow, not waiting for a step (under load a
@@ -1020,12 +1094,13 @@ final class ScenarioExecution: @unchecked Sendable {
     }
 
     /// Marks the pending operations that `affects` picks as having a cancellation on its way (see
-    /// `Op.cancelRequested`), or, `byApp`, as raced by an app action (`Op.appActionRaced`).
-    func requestCancellation(byApp: Bool = false, _ affects: (Op) -> Bool) {
+    /// `Op.cancelRequested`), or, `byApp`, as raced by an app action (`Op.appActionRaced`), or,
+    /// `byClose`, as pending when their client closed (`Op.closedWhilePending`).
+    func requestCancellation(byApp: Bool = false, byClose: Bool = false, _ affects: (Op) -> Bool) {
         lock.withLock {
             for label in order.map({ ExactKey($0) }) where ops[label]?.outcome == nil {
                 guard let op = ops[label], affects(op) else { continue }
-                if byApp { ops[label]?.appActionRaced = true } else { ops[label]?.cancelRequested = true }
+                if byApp { ops[label]?.appActionRaced = true } else if byClose { ops[label]?.closedWhilePending = true } else { ops[label]?.cancelRequested = true }
             }
         }
     }
@@ -1079,8 +1154,15 @@ final class ScenarioExecution: @unchecked Sendable {
             return "\(what) can never finish: it waits on parked requests and no later step can release them"
         }
         infeasible = true
+        // Every operation waited for was pending when its client closed, and close did not end it:
+        // the order deadlocks because of a choice the contract leaves to the SDK (to cancel on
+        // close or not), so no reference's passing it makes it this SDK's failure.
+        let closed = labels.map { ls in pending().filter { op in ls.contains { same($0, op.label) } } } ?? []
+        let byChoice = !closed.isEmpty && closed.allSatisfy(\.closedWhilePending)
+        if byChoice { infeasibleByChoice = true }
         return "\(what) waits for what only a later step provides (step \(provider) \(Self.verb(scenario.steps[provider], appClient: scenario.app?.client))): "
             + "the scenario deadlocks in this order of its steps (explore counts such an order infeasible; in a file, move that step earlier)"
+            + (byChoice ? "; its client's close() did not end it, which is the SDK's choice (an SDK that cancels on close ends it there)" : "")
     }
 
     /// Why one of the operations `labels` can only be the SDK's fault, when it is: an SDK

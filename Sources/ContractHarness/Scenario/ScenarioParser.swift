@@ -141,33 +141,6 @@ public enum ScenarioParser {
                                 checks: checks, stepTimeoutMilliseconds: timeout, requires: requires, explore: explore)
         scenario.interleaving = interleaving
         scenario.launchedAtFirstUse = lazy
-        // A client launched at its first use has no app (apps are made over launched clients), and
-        // a `seed_store` before its launch needs a launched client of its store to write through:
-        // refused here, in file order, not failed as the SDK's (an eightieth outside tester, F7).
-        if !lazy.isEmpty {
-            var launched = clients.map(\.0).filter { !lazy.containsExactly($0) }
-            for (i, step) in steps.enumerated() {
-                switch step {
-                case .app(_, _, _, _, let client, _) where lazy.containsExactly(client):
-                    throw ScenarioError(file: file, path: "$.steps[\(i)]", expected: "an app step on a client launched at the start (apps are made over launched clients)",
-                                        found: "client '\(client)', launched at its first use")
-                case .seedStore(let client, _, _, _, _) where lazy.containsExactly(client) && !launched.containsExactly(client):
-                    let store = clients.first { $0.0.isExactly(client) }?.1
-                    guard clients.contains(where: { store != nil && $0.1.isExactly(store) && launched.containsExactly($0.0) }) else {
-                        throw ScenarioError(file: file, path: "$.steps[\(i)].seed_store.client",
-                                            expected: "a launched client to write through: '\(client)' launches at its first use, later, and no client of its store is launched before this step",
-                                            found: "'\(client)'")
-                    }
-                default: break
-                }
-                if let used = ScenarioExecution.clientUsed(by: step), !launched.containsExactly(used) { launched.append(used) }
-            }
-        }
-        // The reference app is created with its client, before the first step.
-        if let app, lazy.containsExactly(app.client) {
-            throw ScenarioError(file: file, path: "$.clients.\(app.client).launch", expected: "\"at_start\" for the app section's client (its app is created before the first step)",
-                                found: "\"at_first_use\"")
-        }
         return scenario
     }
 

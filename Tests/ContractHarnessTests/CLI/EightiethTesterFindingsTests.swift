@@ -46,15 +46,14 @@ final class EightiethTesterFindingsTests: XCTestCase {
         }
     }
 
-    /// F5, F7, F8: each mistake is refused at its path.
+    /// F5, F8: each mistake is refused at its path. (F7's `seed_store` before any launch of its
+    /// store is no mistake since the eighty-second tester's F8: it writes through a seeder.)
     func testFileMistakesAreRefusedAtTheirPath() {
         let head = #""format": "experimently-scenario/1", "name": "n", "description": "d""#
         let cases: [(String, String)] = [
             (#""fixtures": {"api_keys": [{"key": "k "}]}, "steps": [{"do": "evaluateFlag", "flag": "f", "user": "u", "expect": {"value": {}}}]"#,
              "$.fixtures.api_keys[0].key"),
             (#""config": {"api_key": " k"}, "steps": [{"do": "evaluateFlag", "flag": "f", "user": "u", "expect": {"value": {}}}]"#, "$.config.api_key"),
-            (#""clients": {"a": {"store": "s"}, "b": {"store": "s2", "launch": "at_first_use"}}, "steps": [{"seed_store": {"client": "b", "user": "u", "flag": "f", "json": {}}}, {"do": "evaluateFlag", "client": "b", "flag": "f", "user": "u", "expect": {"value": {}}}]"#,
-             "$.steps[0].seed_store.client"),
             (#""steps": [{"do": "evaluateFlag", "flag": "f", "user": "u"}, {"assert": {"requests": {"headers": {"X-API-Key": "zzz"}}, "count": 0}}]"#,
              "$.steps[1].assert.requests.headers.X-API-Key"),
         ]

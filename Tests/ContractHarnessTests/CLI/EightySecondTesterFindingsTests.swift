@@ -1,0 +1,136 @@
+import XCTest
+import Foundation
+@testable import ContractHarness
+
+/// An eighty-second outside tester wrote 58 variants of the Python example after other flag SDKs'
+/// bugs; 8 realistic ones passed the whole suite, and one legal design failed 7 files:
+///
+/// - F1, F2: `cache_ttl`, `cache_size` and `timeout` kept process-wide (the last client's): no file
+///   gave two clients different values. Files `field-cache-ttl-is-each-clients-own`,
+///   `field-cache-size-is-each-clients-own`, `field-timeout-is-each-clients-own`.
+/// - F3, F4: a TTL or timeout above 2^31 - 1 ms firing at once (Node's setTimeout), and its
+///   sibling, kept in an unsigned 32-bit count of milliseconds (it wraps). Files
+///   `field-cache-ttl-beyond-what-32-bit-millisecond-timers-hold`,
+///   `field-timeouts-beyond-what-32-bit-millisecond-timers-hold`.
+/// - F5: a flag whose key is also a cached experiment's left out of the fan-out.
+/// - F6: flag keys case-folded in the cache. F7: hashUser trimming the id.
+/// - F8: an SDK that reads its offline store once when it is made failed 7 files that wrote a
+///   relaunch as two clients launched at the start (two instances running at once), or seeded a
+///   store after its only client launched. Those files now launch the later client at its first
+///   use; a `seed_store` before any client of its store launched writes through an instance made
+///   for it (`ScenarioExecution.seeder(for:)`); an app may run on a client launched at first use.
+///   Python example freedom `store-snapshot`.
+/// - F9: `Content-Type: application/json; charset=utf-8` (OkHttp, .NET) failed a header matcher.
+final class EightySecondTesterFindingsTests: XCTestCase {
+    static let python = TesterFixtures.python
+
+    static func scenario(_ name: String) -> String {
+        Repository.root.appendingPathComponent("scenarios/\(name).json").path
+    }
+
+    static let relaunches = ["field-app-offline-relaunch-shows-persisted-assignment", "field-app-seeded-store-offline-event",
+                             "field-network-failure-never-serves-other-users-cache", "field-offline-store-from-earlier-sdk-version",
+                             "field-persisted-fallback-never-served-to-other-user-after-relaunch", "field-revoked-api-key-401",
+                             "field-two-users-in-flight-persist-under-their-own-ids"]
+
+    /// F1 to F7: each bug fails its file (and only the correct SDKs pass them all).
+    func testEachBugFailsItsFile() throws {
+        let dir = try scratchDirectory("eighty-second")
+        let cases: [(defect: String, file: String, says: String)] = [
+            ("cache-ttl-static", "field-cache-ttl-is-each-clients-own", "expected 2 request(s)"),
+            ("cache-size-static", "field-cache-size-is-each-clients-own", "step 4 assert"),
+            ("timeout-static", "field-timeout-is-each-clients-own", "step 8 await p"),
+            ("timer-int32-ms", "field-cache-ttl-beyond-what-32-bit-millisecond-timers-hold", "step 7 assert"),
+            ("timer-int32-ms", "field-timeouts-beyond-what-32-bit-millisecond-timers-hold", "step 6 await m"),
+            ("timer-uint32-ms", "field-cache-ttl-beyond-what-32-bit-millisecond-timers-hold", "step 14 assert"),
+            ("timer-uint32-ms", "field-timeouts-beyond-what-32-bit-millisecond-timers-hold", "step 11 await s"),
+            ("fanout-one-entry-per-key", "field-fan-out-keeps-a-flag-and-an-experiment-of-one-key-apart", "step 3 assert"),
+            ("flag-key-casefold", "field-keys-differing-only-in-letter-case-are-two-keys", "step 1"),
+            ("hash-strips-id", "field-hash-user-keeps-surrounding-whitespace", "step 0"),
+        ]
+        for c in cases {
+            try TesterFixtures.assertFails(Self.scenario(c.file), on: ["--sdk-command", "EXPERIMENTLY_EXAMPLE_DEFECT=\(c.defect) \(Self.python)"],
+                                           saying: [c.says], in: dir)
+        }
+        let files = Set(cases.map(\.file)).sorted().map(Self.scenario)
+        for sdk in [[], ["--mutant", "none"], ["--sdk-command", Self.python]] {
+            let (status, out) = try HarnessProcess.run(["run"] + files + sdk + ["--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 0, "\(sdk): \(out)")
+            XCTAssertTrue(out.contains("\(files.count) passed, 0 failed"), "\(sdk): \(out)")
+        }
+    }
+
+    /// F8: an SDK that reads its store once when it is made passes the relaunches, as written now.
+    func testAnSDKReadingItsStoreOnceAtLaunchPassesTheRelaunches() throws {
+        let dir = try scratchDirectory("eighty-second")
+        let files = Self.relaunches.map(Self.scenario)
+        for freedom in ["store-snapshot", ""] {
+            let (status, out) = try HarnessProcess.run(["run"] + files + ["--sdk-command", "EXPERIMENTLY_EXAMPLE_FREEDOM=\(freedom) \(Self.python)",
+                                                                           "--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 0, "\(freedom): \(out)")
+            XCTAssertTrue(out.contains("\(files.count) passed, 0 failed"), "\(freedom): \(out)")
+        }
+    }
+
+    /// F8: a `seed_store` before any client of its store launched writes through an instance made
+    /// for it, and the client launched later reads it; in process and through both adapters. The
+    /// seeder is no scenario client: the history names the seeded client.
+    func testASeedBeforeAnyLaunchIsReadByTheClientLaunchedLater() throws {
+        let text = #"""
+        {"format": "experimently-scenario/1", "name": "seed-before-launch", "description": "d",
+         "clients": {"later": {"store": "s", "launch": "at_first_use"}},
+         "steps": [
+          {"seed_store": {"client": "later", "user": "user-2", "experiment": "sdk_contract_ab",
+            "json": {"experiment_key": "sdk_contract_ab", "user_id": "user-2", "variant_id": "t", "variant_name": "treatment", "is_control": false}}},
+          {"fault": {"action": {"respond": {"status": 503, "json": {"detail": "down"}}}}, "id": "down"},
+          {"do": "getAssignment", "client": "later", "experiment": "sdk_contract_ab", "user": "user-2", "expect": {"value": {"variant_name": "treatment"}}}
+         ]}
+        """#
+        let dir = try scratchDirectory("eighty-second")
+        let file = dir.appendingPathComponent("seed-before-launch.json")
+        try Data(text.utf8).write(to: file)
+        XCTAssertNoThrow(try ScenarioParser.parse(Data(text.utf8), file: file.path))
+        let driver = Repository.root.appendingPathComponent(".build/debug/experimently-driver").path
+        var sdks: [[String]] = [[], ["--sdk-command", Self.python], ["--sdk-command", "EXPERIMENTLY_EXAMPLE_FREEDOM=store-snapshot \(Self.python)"]]
+        if FileManager.default.isExecutableFile(atPath: driver) { sdks.append(["--sdk-command", driver]) }
+        for sdk in sdks {
+            let (status, out) = try HarnessProcess.run(["run", file.path] + sdk + ["--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 0, "\(sdk): \(out)")
+            let verdict = try String(contentsOf: dir.appendingPathComponent("v.json"), encoding: .utf8)
+            XCTAssertFalse(verdict.contains("seed_store of s"), "the seeder is no scenario client: \(sdk)")
+        }
+    }
+
+    /// F9: `Content-Type` compares as a media type with at most `charset=utf-8`; every other header exactly.
+    func testContentTypeComparesAsAMediaType() {
+        let yes = ["application/json", "application/json; charset=utf-8", "Application/JSON;charset=UTF-8", "application/json; charset=\"utf-8\""]
+        let no = ["application/json; charset=latin-1", "text/json", "application/json; v=2", "application/jsonx", "application/json, text/plain"]
+        for sent in yes { XCTAssertTrue(RequestRecord.headerValue(sent, matches: "application/json", name: "Content-Type"), sent) }
+        for sent in no { XCTAssertFalse(RequestRecord.headerValue(sent, matches: "application/json", name: "content-type"), sent) }
+        XCTAssertFalse(RequestRecord.headerValue("application/json; charset=utf-8", matches: "application/json", name: "Accept"))
+        XCTAssertFalse(RequestRecord.headerValue("application/json", matches: "application/json; charset=utf-8", name: "Content-Type"))
+    }
+}
+
+/// An eighty-third outside tester wrote a clean-room JavaScript SDK (238 of 238, no flake) and
+/// found explore failing an SDK that lets requests finish on `close()`:
+///
+/// - F6: after a close the runner never judged a pending operation inert (`cancelRequested`), so an
+///   await placed between the close and the release waited out the step limit, and explore failed
+///   every such order because the Swift SDK, which cancels on close, passes it. A close now marks
+///   `closedWhilePending` (judged as after an app action), and the order is infeasible by the SDK's
+///   choice (`ScenarioResult.infeasibleByChoice`), whatever the reference does with it.
+/// - F7: a shrunk failure said "passes on ios" where ios failed another check.
+final class EightyThirdTesterFindingsTests: XCTestCase {
+    static let file = TesterFixtures.folder("eighty-third-tester").appendingPathComponent("close-then-await-explored.json").path
+
+    func testExploreJudgesClosingWithOrWithoutCancellationAlike() throws {
+        let dir = try scratchDirectory("eighty-second")
+        for sdk in [[], ["--sdk-command", TesterFixtures.python],
+                    ["--sdk-command", "EXPERIMENTLY_EXAMPLE_FREEDOM=close-lets-finish \(TesterFixtures.python)"]] {
+            let (status, out) = try HarnessProcess.run(["explore", Self.file, "--out", "s.json"] + sdk + ["--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 0, "\(sdk): \(out)")
+            XCTAssertTrue(out.contains("6 schedules (every order (6)), 0 failed"), "\(sdk): \(out)")
+        }
+    }
+}
