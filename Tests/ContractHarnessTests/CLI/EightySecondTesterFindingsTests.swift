@@ -121,7 +121,18 @@ final class EightySecondTesterFindingsTests: XCTestCase {
 ///   `closedWhilePending` (judged as after an app action), and the order is infeasible by the SDK's
 ///   choice (`ScenarioResult.infeasibleByChoice`), whatever the reference does with it.
 /// - F7: a shrunk failure said "passes on ios" where ios failed another check.
+/// - F8: a sample of 40 of 5,040 orders, every one infeasible, judged nothing of a file `run`
+///   passes: a sample now begins with the order as written.
 final class EightyThirdTesterFindingsTests: XCTestCase {
+    func testASampleBeginsWithTheOrderAsWritten() {
+        for seed: UInt64 in [0, 42, 43] {
+            let (orders, complete) = Explorer.schedules(of: [3, 4, 5, 6, 7, 8, 9], max: 40, exhaustive: false, seed: seed)
+            XCTAssertFalse(complete)
+            XCTAssertEqual(orders.first, [3, 4, 5, 6, 7, 8, 9])
+            XCTAssertEqual(Set(orders).count, 40)
+        }
+    }
+
     static let file = TesterFixtures.folder("eighty-third-tester").appendingPathComponent("close-then-await-explored.json").path
 
     func testExploreJudgesClosingWithOrWithoutCancellationAlike() throws {
