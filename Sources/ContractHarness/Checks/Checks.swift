@@ -2615,6 +2615,25 @@ enum Checks {
         // body that is not an answer (`decodingError`, a failure: section 4).
         var persisted: [String: [JSONValue?]] = [:]
         func states(_ pid: String) -> [JSONValue?] { persisted[pid] ?? [nil] }
+        // Each launched client's own view of its store (by exact client name, then pid): what the
+        // store held when the client launched, then its own writes, deletes and clears. An SDK may
+        // read its store once when a client is made and write through (a copy of its own), so a
+        // client's fallback may give what its view holds as well as what the store holds now: two
+        // instances running at once need not see each other's later writes (CONTRACT.md section 4
+        // asks a value persisted before a relaunch; an eighty-second outside tester, F8: such an
+        // SDK failed generated workloads with two clients of one store).
+        var views: [ExactKey: [String: [JSONValue?]]] = [:]
+        func storePrefix(_ store: String) -> String { exact(store) + "\u{0}" }
+        func launch(_ client: String) {
+            guard let store = storeOf[client] ?? nil else { return }
+            views[ExactKey(client)] = persisted.filter { $0.key.hasPrefix(storePrefix(store)) }
+        }
+        for client in c.scenario.clients where !c.scenario.launchedAtFirstUse.containsExactly(client.name) { launch(client.name) }
+        /// The client's own view of `pid` is the store's now (after its own write, delete or seed).
+        func follow(_ client: String, _ pid: String) {
+            guard views[ExactKey(client)] != nil else { return }
+            views[ExactKey(client)]![pid] = persisted[pid]
+        }
         func allow(_ pid: String, _ state: JSONValue?) {
             let now = states(pid)
             if !now.contains(where: { $0 == state }) { persisted[pid] = now + [state] }
@@ -2798,7 +2817,11 @@ enum Checks {
             }
             let pid = (storeOf[client] ?? nil).map { id($0, kind, user, key) }
             // The most recent state first: the failure message is judged against it.
-            let stored: [JSONValue?] = fallbackOn[client] == true ? (pid.map(states) ?? [nil]) : [nil]
+            var stored: [JSONValue?] = fallbackOn[client] == true ? (pid.map(states) ?? [nil]) : [nil]
+            // Then what the client's own view holds (`views`), where it differs.
+            if fallbackOn[client] == true, let pid, let view = views[ExactKey(client)] {
+                for state in view[pid] ?? [nil] where !stored.contains(where: { $0 == state }) { stored.append(state) }
+            }
             let explanations = stored.map { state in
                 candidates.map { attempt in
                     fallbackProblem(label: label, kind: kind, user: user, key: key, record: attempt.record, outcome: outcome, stored: state)
@@ -2830,9 +2853,12 @@ enum Checks {
                     epochs[client, default: 0] += 1
                     clearsAt[client, default: []].append(e.index)
                     if e.name == "clearOfflineCache", let store = storeOf[client] ?? nil {
-                        persisted = persisted.filter { !$0.key.hasPrefix(exact(store) + "\u{0}") }
+                        persisted = persisted.filter { !$0.key.hasPrefix(storePrefix(store)) }
+                        if views[ExactKey(client)] != nil { views[ExactKey(client)] = [:] }
                     }
                 }
+            case .marker where e.name == "launch":
+                if let client = e.client { launch(client) }
             case .marker where e.name == "seed_store":
                 // An entry written into the store as given (seed_store step): persisted from now.
                 if let client = e.client, let store = storeOf[client] ?? nil, case .string(let kind)? = e.detail?["kind"],
@@ -2848,6 +2874,7 @@ enum Checks {
                     case .readable: persisted[pid] = [json]
                     case .doubtful: persisted[pid] = [json, nil]
                     }
+                    follow(client, pid)
                 }
             case .marker where e.name == "logout" || e.name == "undo":
                 if let client = e.client { epochs[client, default: 0] += 1; clearsAt[client, default: []].append(e.index) }
@@ -2896,10 +2923,15 @@ enum Checks {
                         allow(pid, value)
                         if other != nil { allow(pid, Self.naming(key.key, kind: key.kind, value)) }
                     }
-                    if let other, readability != .unreadable { allow(id(store, key.kind, user, other), value) }
+                    if let other, readability != .unreadable {
+                        allow(id(store, key.kind, user, other), value)
+                        follow(client, id(store, key.kind, user, other))
+                    }
+                    if readability != .unreadable { follow(client, pid) }
                 }
                 if r.status == 404 {
                     if on && current && !unread { persisted[pid] = [nil] } else { allow(pid, nil) }
+                    follow(client, pid)
                 }
             case .complete:
                 if let label = e.label, let invoke = invokes[ExactKey(label)], let k = lookup(invoke), let n = waiting[k], n > 0,

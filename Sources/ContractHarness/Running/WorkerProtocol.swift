@@ -109,7 +109,7 @@ enum WorkerProtocol {
     /// exploration's CPU time, most of it on these records); `nil` when `result` has anything more
     /// or the worker retires (then a `result` record carries it whole).
     static func passedLine(id: Int, _ result: ScenarioResult, retire: Bool?) -> Data? {
-        guard retire == nil, result.status == .passed, !result.infeasible, result.checks.isEmpty, result.history.isEmpty,
+        guard retire == nil, result.status == .passed, !result.infeasible, !result.infeasibleByChoice, result.checks.isEmpty, result.history.isEmpty,
               result.events.isEmpty, result.stepSummaries.isEmpty, result.tags.isEmpty, result.source == nil, result.reason == nil,
               result.smoke == nil, result.exploration == nil, result.crash == nil, result.adapterStderr.isEmpty,
               result.interleaving == nil, !result.stepLimitReached, !result.stepLimitUnproven,

@@ -151,7 +151,7 @@ final class SpeedPathTests: XCTestCase {
                                reason: nil, smoke: nil, history: [], historyDigest: "d")
         let fields = Set(Mirror(reflecting: r).children.compactMap(\.label))
         let carried: Set = ["name", "file", "durationMilliseconds", "historyDigest"]
-        let guarded: Set = ["status", "infeasible", "checks", "history", "events", "stepSummaries", "tags", "source", "reason", "smoke",
+        let guarded: Set = ["status", "infeasible", "infeasibleByChoice", "checks", "history", "events", "stepSummaries", "tags", "source", "reason", "smoke",
                             "exploration", "crash", "adapterStderr", "interleaving", "stepLimitReached", "stepLimitUnproven"]
         XCTAssertEqual(fields, carried.union(guarded),
                        "a field of ScenarioResult not carried by a passed record must be in WorkerProtocol.passedLine's guard, and here")
