@@ -239,10 +239,7 @@ class OfflineStore:
         if DEFECT == "strict-offline-entries" and isinstance(entry, dict) \
                 and not all(f in entry for f in (("key", "enabled", "config") if kind == "flag" else ("assigned", "configuration"))):
             return None
-        try:
-            return _flag_value(entry, key) if kind == "flag" else _assignment_value(entry, key, user)
-        except ExperimentationError:
-            return None
+        return _read_entry(entry, kind, user, key)
 
     def remove(self, kind, user, key):
         with self._lock:
@@ -258,6 +255,14 @@ class OfflineStore:
                     del self._values[k]
                 return
             self._values.clear()
+
+
+def _read_entry(entry, kind, user, key):
+    """A persisted entry read as the client reads an answer (OfflineStore.load); None when it cannot be."""
+    try:
+        return _flag_value(entry, key) if kind == "flag" else _assignment_value(entry, key, user)
+    except ExperimentationError:
+        return None
 
 
 class _SnapshotStore:
@@ -281,12 +286,7 @@ class _SnapshotStore:
     def load(self, kind, user, key):
         with self._lock:
             entry = self._values.get(self._store._k(kind, user, key))
-        if entry is None:
-            return None
-        try:
-            return _flag_value(entry, key) if kind == "flag" else _assignment_value(entry, key, user)
-        except ExperimentationError:
-            return None
+        return None if entry is None else _read_entry(entry, kind, user, key)
 
     def remove(self, kind, user, key):
         self._store.remove(kind, user, key)
