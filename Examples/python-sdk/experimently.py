@@ -89,7 +89,11 @@ BATCH_LIMIT = 100
 # timer-uint32-ms (the same kept in an unsigned 32-bit count of milliseconds: it wraps), fanout-one-
 # entry-per-key (a flag whose key is also a cached experiment's is left out of the fan-out: one set of
 # key strings), flag-key-casefold (flag keys case-folded in the cache, as SDKs with case-insensitive
-# gate names do) and hash-strips-id (hashUser trims the id's surrounding whitespace first).
+# gate names do), flight-key-casefold (the in-flight table keyed by the case-folded key: concurrent
+# lookups of two keys differing in case share one request), hash-strips-id and hash-strips-key (hashUser
+# trims the id's, or the key's, surrounding whitespace first). An eighty-fourth, with freedom
+# store-snapshot: snapshot-delete-not-written and snapshot-clear-not-written (a 404's delete or
+# clearOfflineCache changes the client's copy only: the entry is served again after a relaunch).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _INTERNED = {}   # interned-flag, interned-variant: the first value returned, by flag or (experiment, variant)
 _LAST_CONTEXT = {}   # previous-context: the attributes a user's last getAssignment gave
@@ -121,7 +125,8 @@ def _nf(form, v):
 # "store-snapshot" reads its offline store once, when the client is made, into a copy of its own,
 # and writes every change through to the store (as SDKs over localStorage or one file often do): a
 # running client does not see what another one writes later (CONTRACT.md section 4 asks for a value
-# persisted before a relaunch, not for instances sharing one live store).
+# persisted before a relaunch, not for instances sharing one live store); "store-snapshot-lazy" makes
+# that copy at the client's first use of its store rather than when the client is made.
 # "close-lets-finish" makes close() forget the caches and in-flight requests without cancelling them:
 # each pending caller gets its own answer when it comes (CONTRACT.md section 5.1), and nothing of it is
 # cached or persisted (the example cancels them, each caller ending with `cancelled`; the contract
@@ -266,37 +271,55 @@ def _read_entry(entry, kind, user, key):
 
 
 class _SnapshotStore:
-    """Freedom "store-snapshot": a client's own copy of its offline store, read when the client is
-    made; `save`, `remove` and `clear_all` change the copy and write through to the store."""
+    """Freedoms "store-snapshot" and "store-snapshot-lazy": a client's own copy of its offline store,
+    read when the client is made (or, lazily, at its first use of the store); `save`, `remove` and
+    `clear_all` change the copy and write through to the store (defects snapshot-delete-not-written
+    and snapshot-clear-not-written keep a delete or a clear in the copy: the entry comes back at the
+    next launch)."""
 
-    def __init__(self, store):
+    def __init__(self, store, lazy=False):
         self._store = store
         self._lock = threading.Lock()
-        with store._lock:
-            self._values = dict(store._values)
+        self._values = None if lazy else self._read()
+
+    def _read(self):
+        with self._store._lock:
+            return dict(self._store._values)
+
+    def _copy(self):
+        """The copy, read now if it has not been (called with `_lock` held)."""
+        if self._values is None:
+            self._values = self._read()
+        return self._values
 
     def save(self, kind, user, key, value):
+        with self._lock:
+            self._copy()
         self._store.save(kind, user, key, value)
         with self._lock:
-            self._values[self._store._k(kind, user, key)] = value
+            self._copy()[self._store._k(kind, user, key)] = value
 
     def save_raw(self, kind, user, key, value):
         self.save(kind, user, key, value)
 
     def load(self, kind, user, key):
         with self._lock:
-            entry = self._values.get(self._store._k(kind, user, key))
+            entry = self._copy().get(self._store._k(kind, user, key))
         return None if entry is None else _read_entry(entry, kind, user, key)
 
     def remove(self, kind, user, key):
-        self._store.remove(kind, user, key)
         with self._lock:
-            self._values.pop(self._store._k(kind, user, key), None)
+            self._copy()
+        if DEFECT != "snapshot-delete-not-written":
+            self._store.remove(kind, user, key)
+        with self._lock:
+            self._copy().pop(self._store._k(kind, user, key), None)
 
     def clear_all(self):
-        self._store.clear_all()
+        if DEFECT != "snapshot-clear-not-written":
+            self._store.clear_all()
         with self._lock:
-            self._values.clear()
+            self._values = {}
 
 
 def _quote(text, query=False):
@@ -352,8 +375,8 @@ class ExperimentationClient:
         _STATIC["api_key"] = config.api_key
         _STATIC["cache_ttl"], _STATIC["timeout"], _STATIC["cache_size"] = config.cache_ttl, config.timeout, config.cache_size
         self.store = offline_store if config.enable_offline_fallback or DEFECT == "store-ignores-fallback-off" else None
-        if self.store is not None and FREEDOM == "store-snapshot":
-            self.store = _SnapshotStore(self.store)
+        if self.store is not None and FREEDOM in ("store-snapshot", "store-snapshot-lazy"):
+            self.store = _SnapshotStore(self.store, lazy=FREEDOM == "store-snapshot-lazy")
         self.clock = clock or SystemClock()
         self._lock = threading.Lock()
         self._caches = {"flag": {}, "experiment": {}}   # (user, key) -> (value, expires_at); insertion order
@@ -512,6 +535,8 @@ class ExperimentationClient:
         if DEFECT == "flag-key-casefold" and kind == "flag":
             ck = (user_id, key.casefold())
         fk = (kind, ck) + ((json.dumps(attributes, sort_keys=True),) if DEFECT == "flight-key-attrs" else ())
+        if DEFECT == "flight-key-casefold":
+            fk = (kind, (user_id, key.casefold()))
         if DEFECT == "flight-key-concat":
             fk = (kind, "%s:%s" % ck)
         if DEFECT == "flight-key-no-user":
@@ -886,6 +911,8 @@ def hash_user(user_id, flag_key):
     import hashlib
     if DEFECT == "hash-strips-id":
         user_id = user_id.strip()
+    if DEFECT == "hash-strips-key":
+        flag_key = flag_key.strip()
     text = "%s:%s" % (user_id, flag_key)
     if DEFECT == "hash-nfc":
         text = unicodedata.normalize("NFC", text)

@@ -2616,24 +2616,45 @@ enum Checks {
         var persisted: [String: [JSONValue?]] = [:]
         func states(_ pid: String) -> [JSONValue?] { persisted[pid] ?? [nil] }
         // Each launched client's own view of its store (by exact client name, then pid): what the
-        // store held when the client launched, then its own writes, deletes and clears. An SDK may
-        // read its store once when a client is made and write through (a copy of its own), so a
-        // client's fallback may give what its view holds as well as what the store holds now: two
-        // instances running at once need not see each other's later writes (CONTRACT.md section 4
-        // asks a value persisted before a relaunch; an eighty-second outside tester, F8: such an
-        // SDK failed generated workloads with two clients of one store).
+        // store held when the client read it, then its own writes, deletes and clears. An SDK may
+        // read its store once per client and write through (a copy of its own), so a client's
+        // fallback may give what its view holds as well as what the store holds now: two instances
+        // running at once need not see each other's later writes (CONTRACT.md section 4 asks a
+        // value persisted before a relaunch; an eighty-second outside tester, F8: such an SDK
+        // failed generated workloads with two clients of one store). The copy may be made at the
+        // launch or at the client's first use of its store (a lazy read of a file): until that
+        // use the view takes in every state the store passes through (`floating`; an
+        // eighty-fourth outside tester, F4). A `seed_store` goes to the store, never through a
+        // running instance's copy (out of process it names a store; the same tester's F1).
         var views: [ExactKey: [String: [JSONValue?]]] = [:]
+        var floating: Set<ExactKey> = []
         func storePrefix(_ store: String) -> String { exact(store) + "\u{0}" }
         func launch(_ client: String) {
             guard let store = storeOf[client] ?? nil else { return }
             views[ExactKey(client)] = persisted.filter { $0.key.hasPrefix(storePrefix(store)) }
+            floating.insert(ExactKey(client))
         }
         for client in c.scenario.clients where !c.scenario.launchedAtFirstUse.containsExactly(client.name) { launch(client.name) }
-        /// The client's own view of `pid` is the store's now (after its own write, delete or seed).
+        /// The client's own view of `pid` is the store's now (after its own write or delete).
         func follow(_ client: String, _ pid: String) {
             guard views[ExactKey(client)] != nil else { return }
             views[ExactKey(client)]![pid] = persisted[pid]
         }
+        /// A floating view takes in the store's states now (after any event that may change them).
+        func drift() {
+            for key in floating {
+                guard let store = storeOf[key.text] ?? nil, var view = views[key] else { continue }
+                let prefix = storePrefix(store)
+                for pid in Set(persisted.keys.filter { $0.hasPrefix(prefix) }).union(view.keys) {
+                    var held = view[pid] ?? [nil]
+                    for state in persisted[pid] ?? [nil] where !held.contains(where: { $0 == state }) { held.append(state) }
+                    view[pid] = held
+                }
+                views[key] = view
+            }
+        }
+        /// The client uses its store now (a lookup's answer or failure, a clear): its copy is made.
+        func pin(_ client: String) { floating.remove(ExactKey(client)) }
         func allow(_ pid: String, _ state: JSONValue?) {
             let now = states(pid)
             if !now.contains(where: { $0 == state }) { persisted[pid] = now + [state] }
@@ -2845,6 +2866,8 @@ enum Checks {
         var completed: Set<ExactKey> = []
         func lookup(_ invoke: HistoryEvent) -> String? { lookupTarget(invoke).map { id($0.client, $0.kind, $0.user, $0.key) } }
         for e in c.history {
+            // Floating views take in what the events before this one left in the store.
+            if !floating.isEmpty { drift() }
             switch e.kind {
             case .invoke:
                 if let label = e.label { invokes[ExactKey(label)] = e }
@@ -2854,6 +2877,7 @@ enum Checks {
                     clearsAt[client, default: []].append(e.index)
                     if e.name == "clearOfflineCache", let store = storeOf[client] ?? nil {
                         persisted = persisted.filter { !$0.key.hasPrefix(storePrefix(store)) }
+                        pin(client)
                         if views[ExactKey(client)] != nil { views[ExactKey(client)] = [:] }
                     }
                 }
@@ -2874,7 +2898,6 @@ enum Checks {
                     case .readable: persisted[pid] = [json]
                     case .doubtful: persisted[pid] = [json, nil]
                     }
-                    follow(client, pid)
                 }
             case .marker where e.name == "logout" || e.name == "undo":
                 if let client = e.client { epochs[client, default: 0] += 1; clearsAt[client, default: []].append(e.index) }
@@ -2898,6 +2921,7 @@ enum Checks {
                 attempts[id(client, key.kind, user, key.key), default: []].append((r, e.index))
                 // An answer the client gave up on before it came (its deadline, a cancellation) was never read.
                 guard let store = storeOf[client] ?? nil, !r.cancelled else { continue }
+                pin(client)
                 let pid = id(store, key.kind, user, key.key)
                 let on = fallbackOn[client] == true
                 let current = epochAtReceipt[r.seq] == epochs[client, default: 0]

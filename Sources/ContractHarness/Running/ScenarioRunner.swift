@@ -190,6 +190,15 @@ public struct ScenarioRunner: Sendable {
         result.durationMilliseconds = Self.elapsed(since: started)
         result.infeasible = execution.infeasible
         result.infeasibleByChoice = execution.infeasible && execution.infeasibleByChoice
+        // The file's own order deadlocks only by a choice the contract leaves to the SDK (an await
+        // after its client's close() and before the release of its request, on an SDK that lets
+        // the call finish): an error of the file, not a failure of the SDK (an eighty-fourth
+        // outside tester, F5: `run` failed such an SDK where explore calls the order infeasible).
+        if result.infeasibleByChoice && result.status == .failed {
+            result.status = .error
+            result.reason = "this order deadlocks only by a choice the contract leaves to the SDK: its client's close() did not end a call the file awaits "
+                + "before releasing its request (an SDK may let it finish, CONTRACT.md section 5.1); await the call after the release"
+        }
         result.stepLimitReached = execution.recorder.ranOutOfTime
         result.stepLimitUnproven = execution.recorder.ranOutOfTimeUnproven
         if result.stepLimitUnproven { Self.nameTheTimeLimit(&result, limit: scenario.stepTimeoutMilliseconds, fileLimit: fileLimit) }
