@@ -150,20 +150,21 @@ public struct RequestRecord: Sendable, Equatable, Codable {
     /// 9110 section 8.3.1) where `wanted` has no parameters and `sent` has none but `charset=utf-8`
     /// (any case, quoted or not, or spelled `utf8`) and empty ones. RFC 8259 section 11: a charset
     /// parameter on `application/json` "has no effect on compliant recipients", and OkHttp and
-    /// .NET's `StringContent` add it to every JSON body (an eighty-second outside tester, F9: a Kotlin or C# SDK failed
-    /// `s4-request-headers-on-every-call` on a header the backend reads alike).
+    /// .NET's `StringContent` add it to every JSON body (an eighty-second outside tester, F9: a
+    /// Kotlin or C# SDK failed `s4-request-headers-on-every-call` on a header the backend reads
+    /// alike). Whitespace around each part is OWS, trimmed as the transport trims header values.
     static func headerValue(_ sent: String, matches wanted: String, name: String) -> Bool {
         if sent.isExactly(wanted) { return true }
         guard name.lowercased() == "content-type", !wanted.contains(";") else { return false }
-        let parts = sent.split(separator: ";", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: CharacterSet(charactersIn: " \t")) }
-        guard let type = parts.first, type.lowercased() == wanted.trimmingCharacters(in: CharacterSet(charactersIn: " \t")).lowercased() else { return false }
+        let parts = sent.split(separator: ";", omittingEmptySubsequences: false).map { MockURLProtocol.withoutOWS(String($0)) }
+        guard let type = parts.first, type.lowercased() == MockURLProtocol.withoutOWS(wanted).lowercased() else { return false }
         // RFC 9110 section 5.6.6 allows an empty parameter (`; charset=utf-8;`); `utf8` is the
         // common misspelling the backend reads alike (an eighty-fourth outside tester, F6).
         return parts.dropFirst().allSatisfy { parameter in
             if parameter.isEmpty { return true }
             let pair = parameter.split(separator: "=", maxSplits: 1).map(String.init)
-            guard pair.count == 2, pair[0].trimmingCharacters(in: CharacterSet(charactersIn: " \t")).lowercased() == "charset" else { return false }
-            var value = pair[1].trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
+            guard pair.count == 2, MockURLProtocol.withoutOWS(pair[0]).lowercased() == "charset" else { return false }
+            var value = MockURLProtocol.withoutOWS(pair[1])
             if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
             return ["utf-8", "utf8"].contains(value.lowercased())
         }

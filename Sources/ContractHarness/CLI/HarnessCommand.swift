@@ -896,7 +896,7 @@ public enum HarnessCommand {
                                     status: report.firstFailure != nil ? .failed : unjudged ? .skipped : unrunnable != nil ? .error : .passed,
                                     durationMilliseconds: report.durationMilliseconds, checks: unjudged || unrunnable != nil ? [] : [check],
                                     reason: unjudged ? "\(report.skipped) of \(report.schedules.count) schedules were skipped (the driver lacks a capability the scenario needs)"
-                                        : unrunnable.map { "\($0): " + (report.complete ? "the scenario cannot pass as written" : "the exploration judged nothing (raise max_schedules or use --exhaustive)") },
+                                        : unrunnable,
                                     smoke: nil, history: [], historyDigest: "")
         result.exploration = report.json
         // The report shows the shrunk file and a replay's timeline (Report+Exploration.swift).
@@ -1058,10 +1058,7 @@ public enum HarnessCommand {
         // reference too): the scenario cannot pass as written, an error of the file (a sixteenth
         // outside tester: a second release of one fault made 24 of 24 orders infeasible, passed).
         let unrunnable = report.nothingCarriedOut != nil
-        if let why = report.nothingCarriedOut {
-            say("\(why): " + (report.complete ? "the scenario cannot pass as written" : "the exploration judged nothing (raise max_schedules or use --exhaustive)")
-                + "; contract-harness run \(shellWord(file)) says why")
-        }
+        if let why = report.nothingCarriedOut { say("\(why); contract-harness run \(shellWord(file)) says why") }
         if let f = report.firstFailure {
             let out = options.out ?? Self.defaultOutput(report.scenario, suffix: "-schedule")
             let encoder = JSONEncoder()

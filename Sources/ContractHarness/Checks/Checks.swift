@@ -2601,8 +2601,9 @@ enum Checks {
     /// are never cached: section 4), and `cancelled` needs a `cancel` step of the operation or a
     /// `close()` of its client while it ran. Identity data is compared by Unicode scalars.
     static func offlineFallback(_ c: CheckContext) -> [(String, [String])] {
-        let storeOf = Dictionary(c.scenario.clients.map { ($0.name, $0.store) }, uniquingKeysWith: { a, _ in a })
-        let fallbackOn = Dictionary(c.scenario.clients.map { ($0.name, $0.settings.offlineFallback) }, uniquingKeysWith: { a, _ in a })
+        // By exact client name (NFC and NFD names are two clients).
+        let storeOf = Dictionary(c.scenario.clients.map { (ExactKey($0.name), $0.store) }, uniquingKeysWith: { a, _ in a })
+        let fallbackOn = Dictionary(c.scenario.clients.map { (ExactKey($0.name), $0.settings.offlineFallback) }, uniquingKeysWith: { a, _ in a })
         // Every state the contract leaves an entry in, by store \0 kind \0 exact user \0 exact key:
         // `nil` is absent, and an entry not listed is absent only. Where CONTRACT.md allows more
         // than one behaviour, the entry may be in either state afterwards, and a fallback is
@@ -2630,7 +2631,7 @@ enum Checks {
         var floating: Set<ExactKey> = []
         func storePrefix(_ store: String) -> String { exact(store) + "\u{0}" }
         func launch(_ client: String) {
-            guard let store = storeOf[client] ?? nil else { return }
+            guard let store = storeOf[ExactKey(client)] ?? nil else { return }
             views[ExactKey(client)] = persisted.filter { $0.key.hasPrefix(storePrefix(store)) }
             floating.insert(ExactKey(client))
         }
@@ -2643,7 +2644,7 @@ enum Checks {
         /// A floating view takes in the store's states now (after any event that may change them).
         func drift() {
             for key in floating {
-                guard let store = storeOf[key.text] ?? nil, var view = views[key] else { continue }
+                guard let store = storeOf[key] ?? nil, var view = views[key] else { continue }
                 let prefix = storePrefix(store)
                 for pid in Set(persisted.keys.filter { $0.hasPrefix(prefix) }).union(view.keys) {
                     var held = view[pid] ?? [nil]
@@ -2836,11 +2837,11 @@ enum Checks {
                                  c.excerpt([from, to])))
                 return
             }
-            let pid = (storeOf[client] ?? nil).map { id($0, kind, user, key) }
+            let pid = (storeOf[ExactKey(client)] ?? nil).map { id($0, kind, user, key) }
             // The most recent state first: the failure message is judged against it.
-            var stored: [JSONValue?] = fallbackOn[client] == true ? (pid.map(states) ?? [nil]) : [nil]
+            var stored: [JSONValue?] = fallbackOn[ExactKey(client)] == true ? (pid.map(states) ?? [nil]) : [nil]
             // Then what the client's own view holds (`views`), where it differs.
-            if fallbackOn[client] == true, let pid, let view = views[ExactKey(client)] {
+            if fallbackOn[ExactKey(client)] == true, let pid, let view = views[ExactKey(client)] {
                 for state in view[pid] ?? [nil] where !stored.contains(where: { $0 == state }) { stored.append(state) }
             }
             let explanations = stored.map { state in
@@ -2875,7 +2876,7 @@ enum Checks {
                 if let client = e.client, ["clearCache", "close", "clearOfflineCache"].contains(e.name ?? "") {
                     epochs[client, default: 0] += 1
                     clearsAt[client, default: []].append(e.index)
-                    if e.name == "clearOfflineCache", let store = storeOf[client] ?? nil {
+                    if e.name == "clearOfflineCache", let store = storeOf[ExactKey(client)] ?? nil {
                         persisted = persisted.filter { !$0.key.hasPrefix(storePrefix(store)) }
                         pin(client)
                         if views[ExactKey(client)] != nil { views[ExactKey(client)] = [:] }
@@ -2885,7 +2886,7 @@ enum Checks {
                 if let client = e.client { launch(client) }
             case .marker where e.name == "seed_store":
                 // An entry written into the store as given (seed_store step): persisted from now.
-                if let client = e.client, let store = storeOf[client] ?? nil, case .string(let kind)? = e.detail?["kind"],
+                if let client = e.client, let store = storeOf[ExactKey(client)] ?? nil, case .string(let kind)? = e.detail?["kind"],
                    case .string(let user)? = e.detail?["user"], case .string(let key)? = e.detail?["key"], let json = e.detail?["json"] {
                     // An entry the SDK cannot read is as good as absent (DriverProtocol.md,
                     // seed_store): an assignment without a text `variant_name` replaces what was
@@ -2920,10 +2921,10 @@ enum Checks {
                 guard let r = e.request, let client = r.client, let key = r.key, let user = r.users.first else { continue }
                 attempts[id(client, key.kind, user, key.key), default: []].append((r, e.index))
                 // An answer the client gave up on before it came (its deadline, a cancellation) was never read.
-                guard let store = storeOf[client] ?? nil, !r.cancelled else { continue }
+                guard let store = storeOf[ExactKey(client)] ?? nil, !r.cancelled else { continue }
                 pin(client)
                 let pid = id(store, key.kind, user, key.key)
-                let on = fallbackOn[client] == true
+                let on = fallbackOn[ExactKey(client)] == true
                 let current = epochAtReceipt[r.seq] == epochs[client, default: 0]
                 // Sent by an app call begun before a clear its receipt follows: the SDK may have
                 // started it before that clear (never written) or after it (written), as the

@@ -118,15 +118,18 @@ public enum Explorer {
         public let exploringMilliseconds: Double
 
         /// Why the exploration judged nothing when no schedule could be carried out (each
-        /// infeasible, or failing on the reference too) and none failed: the scenario cannot pass as
-        /// written, an error of the file, never a pass (a sixteenth outside tester: a second
-        /// release of one fault made 24 of 24 orders infeasible, and explore passed it). `nil`
-        /// otherwise (skipped schedules are reported as skipped).
+        /// infeasible, or failing on the reference too) and none failed, as a sentence ending in
+        /// its conclusion: with every order tried the scenario cannot pass as written, an error of
+        /// the file, never a pass (a sixteenth outside tester: a second release of one fault made
+        /// 24 of 24 orders infeasible, and explore passed it); with a sample, the exploration
+        /// judged nothing (an eighty-third, F8). `nil` otherwise (skipped schedules are reported
+        /// as skipped).
         public var nothingCarriedOut: String? {
             guard firstFailure == nil, skipped == 0, !schedules.isEmpty,
                   schedules.count - infeasible - failedOnReference <= 0 else { return nil }
-            let which = complete ? "no order of the movable steps" : "none of the \(schedules.count) orders tried (\(mode); the file's own order may not be among them)"
-            return "\(which) could be carried out (\(infeasible) infeasible, \(failedOnReference) failing on the reference too)"
+            let which = complete ? "no order of the movable steps" : "none of the \(schedules.count) orders tried (\(mode))"
+            return "\(which) could be carried out (\(infeasible) infeasible, \(failedOnReference) failing on the reference too): "
+                + (complete ? "the scenario cannot pass as written" : "the exploration judged nothing (raise max_schedules or use --exhaustive)")
         }
 
         /// Schedules per second while exploring (shrinking excluded).
@@ -467,7 +470,7 @@ public enum Explorer {
             guard fails else { continue }
             // Deadlocked by a choice the contract leaves to the SDK (close cancels or not): not
             // carried out, whatever the reference, which may have chosen otherwise, does with it.
-            if result.infeasible && result.infeasibleByChoice { infeasible += 1; continue }
+            if result.infeasibleByChoice { infeasible += 1; continue }
             if reference != nil {
                 guard let ref = onReference[i] else { infeasible += 1; continue }
                 if ref.status == .skipped { skipped += 1; continue }

@@ -189,7 +189,7 @@ public struct ScenarioRunner: Sendable {
         await execution.finishDriver(&result)
         result.durationMilliseconds = Self.elapsed(since: started)
         result.infeasible = execution.infeasible
-        result.infeasibleByChoice = execution.infeasible && execution.infeasibleByChoice
+        result.infeasibleByChoice = execution.infeasibleByChoice
         // The file's own order deadlocks only by a choice the contract leaves to the SDK (an await
         // after its client's close() and before the release of its request, on an SDK that lets
         // the call finish): an error of the file, not a failure of the SDK (an eighty-fourth
@@ -302,8 +302,8 @@ final class ScenarioExecution: @unchecked Sendable {
         var ordinal = 0
         /// The history's event count once its completion was recorded (`nil`: pending).
         var endEvent: Int?
-        /// An app action on its client started while it was pending (`requestCancellation` with
-        /// `byApp`): an app action cancels nothing itself, but its logout or undo clears the
+        /// An app action on its client started while it was pending (`mark(.appActionRaced)`):
+        /// an app action cancels nothing itself, but its logout or undo clears the
         /// cache, which another SDK may answer by cancelling requests. In process that is seen
         /// (the idle executor, and a request whose task is being cancelled is not inert:
         /// `BackendPort.cancellationsOnTheirWay`); out of process, when the adapter answers
@@ -800,7 +800,7 @@ final class ScenarioExecution: @unchecked Sendable {
                     clearSteps[ExactKey(client), default: []].append((ordinal: ordinal, seen: seen))
                 }
             }
-            if op == .close { requestCancellation(byClose: true) { $0.client.unicodeScalars.elementsEqual(client.unicodeScalars) } }
+            if op == .close { mark(.closedWhilePending) { $0.client.unicodeScalars.elementsEqual(client.unicodeScalars) } }
             let key = op.cacheKey.map { (kind: $0.kind == "flag" ? "flag" : "experiment", key: $0.key) }
             let launches = labels.map { l in
                 start(label: l, client: client, name: op.name, user: Self.user(of: op), key: key, detail: Self.arguments(op)) { [self] in
@@ -820,7 +820,7 @@ final class ScenarioExecution: @unchecked Sendable {
             let labels = count == 1 ? [base] : (1...count).map { "\(base)#\($0)" }
             lock.withLock { registerGroup(base, labels) }
             guard let app = appInstance(on: client) else { return "no reference app can run on client '\(client)'" }
-            requestCancellation(byApp: true) { $0.client.unicodeScalars.elementsEqual(client.unicodeScalars) }
+            mark(.appActionRaced) { $0.client.unicodeScalars.elementsEqual(client.unicodeScalars) }
             let launches = labels.map { l in
                 start(label: l, client: client, name: "app.\(Self.appName(action))", user: nil,
                       detail: Self.appArguments(action)) { await app.perform(action) }
@@ -840,7 +840,7 @@ final class ScenarioExecution: @unchecked Sendable {
                 return "operation '\(label)' was never started"
             }
             let tasks = lock.withLock { members.compactMap { ops[ExactKey($0)]?.task } }
-            requestCancellation { op in members.contains { $0.unicodeScalars.elementsEqual(op.label.unicodeScalars) } }
+            mark(.cancelRequested) { op in members.contains { $0.unicodeScalars.elementsEqual(op.label.unicodeScalars) } }
             let seen = port.requestCount
             let marker = recorder.record(.marker, label: label, name: "cancel")
             lock.withLock { cancelSteps.append((event: marker, seen: seen)) }
@@ -1102,14 +1102,26 @@ final class ScenarioExecution: @unchecked Sendable {
         return processed ? own.contains(where: waiting) : !own.isEmpty && own.allSatisfy(waiting)
     }
 
-    /// Marks the pending operations that `affects` picks as having a cancellation on its way (see
-    /// `Op.cancelRequested`), or, `byApp`, as raced by an app action (`Op.appActionRaced`), or,
-    /// `byClose`, as pending when their client closed (`Op.closedWhilePending`).
-    func requestCancellation(byApp: Bool = false, byClose: Bool = false, _ affects: (Op) -> Bool) {
+    /// What a step did to the operations pending when it began (`mark`): each names the `Op` flag it sets.
+    enum PendingMark {
+        /// A `cancel` of it: `Op.cancelRequested`.
+        case cancelRequested
+        /// An app action on its client: `Op.appActionRaced`.
+        case appActionRaced
+        /// Its client's `close()`: `Op.closedWhilePending`.
+        case closedWhilePending
+    }
+
+    /// Sets `how`'s flag on every pending operation that `affects` picks.
+    func mark(_ how: PendingMark, _ affects: (Op) -> Bool) {
         lock.withLock {
             for label in order.map({ ExactKey($0) }) where ops[label]?.outcome == nil {
                 guard let op = ops[label], affects(op) else { continue }
-                if byApp { ops[label]?.appActionRaced = true } else if byClose { ops[label]?.closedWhilePending = true } else { ops[label]?.cancelRequested = true }
+                switch how {
+                case .cancelRequested: ops[label]?.cancelRequested = true
+                case .appActionRaced: ops[label]?.appActionRaced = true
+                case .closedWhilePending: ops[label]?.closedWhilePending = true
+                }
             }
         }
     }
