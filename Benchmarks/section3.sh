@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issue 15 section 3 ("Faster"): the four figures in one command, release build.
 #   1. explorer throughput: `explore Benchmarks/explore-three-holds-and-logout.json --exhaustive`
-#      (720 orders), schedules/s (target >= 2,000), CPU per schedule, and the floor under it:
-#      `experimently-bench session-floor` (a fresh URLSession and 4 echo requests, no SDK or mock);
+#      (720 orders), schedules/s (target >= 2,000), CPU per schedule, and the floors under it:
+#      `experimently-bench session-floor` (a fresh URLSession and 4 echo requests, no SDK or mock)
+#      and `experimently-bench sdk-floor` (the SDK's own work of a schedule, no mock or runner);
 #   2. in-process round trip (URLSession -> URLProtocol -> mock -> back) against a bare echo
 #      URLProtocol in the same run: the ratio (target <= 1.2x);
 #   3. `BackendModel.respond` alone, median per flag GET (target < 3 us);
@@ -61,6 +62,15 @@ done
 for _ in $(seq 1 "$RUNS"); do
     "$NEW/experimently-bench" session-floor 360 4 8 > "$tmp/f1" & "$NEW/experimently-bench" session-floor 360 4 8 > "$tmp/f2"; wait
     sed "s|^|  floor, worker 1 of 2: |" "$tmp/f1"; sed "s|^|  floor, worker 2 of 2: |" "$tmp/f2"
+done
+# The SDK's floor: the shipping client doing one schedule's work of the 720-order file (three
+# lookups started together, clearCache, another user's flag: four requests) against a protocol that
+# answers at once, with an in-memory offline store, and nothing of the mock or the runner; two
+# processes at once, as the explorer's two workers. Their sum of schedules/s is what the SDK and
+# the transport alone allow on this machine.
+for _ in $(seq 1 "$RUNS"); do
+    "$NEW/experimently-bench" sdk-floor 360 8 > "$tmp/f1" & "$NEW/experimently-bench" sdk-floor 360 8 > "$tmp/f2"; wait
+    sed "s|^|  SDK floor, worker 1 of 2: |" "$tmp/f1"; sed "s|^|  SDK floor, worker 2 of 2: |" "$tmp/f2"
 done
 
 echo "== 2./3. in-process round trip vs echo URLProtocol (target <= 1.20x); BackendModel.respond alone (target < 3 us)"

@@ -1,4 +1,4 @@
-// experimently-bench: release-mode benchmarks. Usage: experimently-bench sdk | mock-inprocess [mock|echo|replay] [--block N] | mock-model [N [flag|assign]] | mock-handle [N] | mock-serve [--port N] | session-floor [SESSIONS [REQUESTS [CONCURRENCY]]]
+// experimently-bench: release-mode benchmarks. Usage: experimently-bench sdk | mock-inprocess [mock|echo|replay] [--block N] | mock-model [N [flag|assign]] | mock-handle [N] | mock-serve [--port N] | session-floor [SESSIONS [REQUESTS [CONCURRENCY]]] | sdk-floor [SCHEDULES [CONCURRENCY]] [--no-store]
 import Foundation
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -14,7 +14,8 @@ case "mock-model": MockInProcessBench.modelOnly(arguments: Array(arguments.dropF
 case "mock-handle": await MockInProcessBench.handleOnly(arguments: Array(arguments.dropFirst()))
 case "mock-serve": await MockBench.serve(arguments: Array(arguments.dropFirst()))
 case "session-floor": await SessionFloorBench.run(arguments: Array(arguments.dropFirst()))
+case "sdk-floor": await SDKFloorBench.run(arguments: Array(arguments.dropFirst()))
 default:
-    FileHandle.standardError.write(Data("usage: experimently-bench sdk | mock-inprocess [mock|echo|replay] [--block N] | mock-model [N [flag|assign]] | mock-handle [N] | mock-serve [--port N] | session-floor [SESSIONS [REQUESTS [CONCURRENCY]]]\n".utf8))
+    FileHandle.standardError.write(Data("usage: experimently-bench sdk | mock-inprocess [mock|echo|replay] [--block N] | mock-model [N [flag|assign]] | mock-handle [N] | mock-serve [--port N] | session-floor [SESSIONS [REQUESTS [CONCURRENCY]]] | sdk-floor [SCHEDULES [CONCURRENCY]] [--no-store]\n".utf8))
     exit(64)
 }
