@@ -94,12 +94,24 @@ BATCH_LIMIT = 100
 # trims the id's, or the key's, surrounding whitespace first). An eighty-fourth, with freedom
 # store-snapshot: snapshot-delete-not-written and snapshot-clear-not-written (a 404's delete or
 # clearOfflineCache changes the client's copy only: the entry is served again after a relaunch).
+# An eighty-sixth: event-name-strip (an event's name and type trimmed), truncate-event-type (cut to the
+# backend's 100 characters rather than refused), numeric-user-id (an id of digits sent as a JSON number),
+# props-limit-20 (properties past the first 20 dropped), context-lowercase-keys (attribute names
+# lower-cased), merge-traits (each assign sends every attribute the user's calls ever gave),
+# fanout-event-type-name (a fanned-out entry's type replaced by the event's name), store-ttl-7d
+# (persisted entries older than a week not served), store-bounded (the store bounded by cache_size),
+# fanout-includes-fallback (an unkeyed event also fans out to keys served from the store),
+# batch-drop-invalid (trackBatch drops the events the backend would refuse and sends the rest),
+# batch-4xx-true (a /batch answered 4xx reported delivered), chunk-by-bytes (batches also cut at 32 KB)
+# and reject-long-user (a user id past 255 UTF-16 units refused locally with invalidConfig).
 DEFECT = __import__("os").environ.get("EXPERIMENTLY_EXAMPLE_DEFECT", "")
 _INTERNED = {}   # interned-flag, interned-variant: the first value returned, by flag or (experiment, variant)
 _LAST_CONTEXT = {}   # previous-context: the attributes a user's last getAssignment gave
 _SHARED_FLIGHTS = {}   # flights-shared-by-clients: one in-flight table for every client of the process
 _STATIC = {}           # api-key-static, *-static: the setting of the process, set by the last client created
 _REUSED = {}   # reuses-keyed-event-body: (user, name, keys) -> the first body sent
+_SAVED_AT = {}   # store-ttl-7d: (id of the store's values, kind, user, key) -> when it was persisted
+_TRAITS = {}   # merge-traits: every attribute a user's getAssignment calls gave
 
 
 def _nf(form, v):
@@ -227,11 +239,14 @@ class OfflineStore:
             return (kind, key)
         return (kind, user, key)
 
-    def save(self, kind, user, key, value):
+    def save(self, kind, user, key, value, bound=None):
         if DEFECT == "persist-drops-variant-id" and isinstance(value, dict) and "variant_id" in value:
             value = dict(value, variant_id=None)   # an older record type without the field
         with self._lock:
             self._values[self._k(kind, user, key)] = value
+            if DEFECT == "store-bounded" and bound is not None:   # a store as big as the memory cache
+                while len(self._values) > bound:
+                    del self._values[next(iter(self._values))]
 
     def save_raw(self, kind, user, key, value):
         self.save(kind, user, key, value)
@@ -644,7 +659,11 @@ class ExperimentationClient:
                     if DEFECT == "fanout-forgets-on-evict":   # meant: drop the evicted key from the index
                         self._fan_index[kind] = set() if evicted else self._fan_index[kind] | {ck}
                     if self.store is not None and not (DEFECT == "no-persist-ineligible" and value.get("assigned") is False):
-                        self.store.save(kind, user_id, key, value)
+                        if DEFECT == "store-bounded":
+                            self.store.save(kind, user_id, key, value, bound=max(1, self._setting("cache_size")))
+                        else:
+                            self.store.save(kind, user_id, key, value)
+                        _SAVED_AT[(id(getattr(self.store, "_store", self.store)), kind, user_id, key)] = now
                 result = outcome if persisted_first is None else ("ok", persisted_first)
             elif value.kind in ("flagNotFound", "experimentNotFound"):
                 if self.store is not None:
@@ -658,9 +677,14 @@ class ExperimentationClient:
                 result = outcome
             elif DEFECT == "no-fallback-4xx" and value.kind == "serverError" and value.status in (400, 403, 409, 422):
                 result = outcome
+            elif DEFECT == "store-ttl-7d" and self.store is not None \
+                    and now - _SAVED_AT.get((id(getattr(self.store, "_store", self.store)), kind, user_id, key), now) >= 7 * 86400:
+                result = outcome   # persisted entries expire after a week
             elif value.kind not in ("cancelled", "invalidConfig") and self.store is not None \
                     and self.store.load(kind, user_id, key) is not None:
                 result = ("ok", self.store.load(kind, user_id, key))
+                if DEFECT == "fanout-includes-fallback" and current:   # the served key counted in the fan-out
+                    self.__dict__.setdefault("_served", []).append((kind, user_id, key))
             else:
                 result = outcome
             flight.result = result
@@ -671,6 +695,7 @@ class ExperimentationClient:
             w.event.set()
 
     def evaluate_flag(self, flag_key, user_id, attributes=None, waiter_box=None):
+        _check_user_length(user_id)
         def fetch(flight):
             query = [("user_id", user_id)]
             if DEFECT == "evaluate-sends-context" and attributes is not None:
@@ -688,6 +713,7 @@ class ExperimentationClient:
         return value
 
     def get_assignment(self, experiment_key, user_id, attributes=None, waiter_box=None, _warming=False):
+        _check_user_length(user_id)
         if DEFECT == "previous-context":
             with self._lock:
                 if attributes is None:
@@ -696,11 +722,16 @@ class ExperimentationClient:
                     _LAST_CONTEXT[user_id] = attributes
 
         def fetch(flight):
-            fields = {"experiment_key": experiment_key, "user_id": user_id}
+            fields = {"experiment_key": experiment_key, "user_id": int(user_id) if DEFECT == "numeric-user-id" and user_id.isdigit() else user_id}
             if DEFECT == "assign-sdk-member":   # a member of the SDK's own in the assign body
                 fields["sdk"] = "python-example"
             if attributes is not None:
                 fields["context"] = _nf("NFD", attributes) if DEFECT == "nfd-context" else attributes
+                if DEFECT == "context-lowercase-keys":
+                    fields["context"] = {k.lower(): v for k, v in attributes.items()}
+                if DEFECT == "merge-traits":
+                    with self._lock:
+                        fields["context"] = _TRAITS[user_id] = dict(_TRAITS.get(user_id, {}), **attributes)
             status, body = self._retrying(lambda: self._send("POST", "/api/v1/tracking/assign", body=_encode(fields), flight=flight), flight)
             if status == 404:
                 raise ExperimentationError("experimentNotFound", "Experiment not found: %s" % experiment_key, status=404)
@@ -761,6 +792,14 @@ class ExperimentationClient:
             o["metadata"] = dict(o["metadata"], **{_nf("NFC", k): v for k, v in o["metadata"].items()})
         if DEFECT == "event-variant-id" and "experiment_key" in o:   # a member of the SDK's own
             o["variant_id"] = "v-" + o["experiment_key"]
+        if DEFECT == "event-name-strip":
+            o["event_name"], o["event_type"] = o["event_name"].strip(), o["event_type"].strip()
+        if DEFECT == "truncate-event-type":   # cut to the backend's limit rather than refused
+            o["event_name"], o["event_type"] = o["event_name"][:100], o["event_type"][:100]
+        if DEFECT == "props-limit-20" and isinstance(o.get("metadata"), dict):
+            o["metadata"] = dict(list(o["metadata"].items())[:20])
+        if DEFECT == "numeric-user-id" and o["user_id"].isdigit():
+            o["user_id"] = int(o["user_id"])
         return o
 
     def _fan_out(self, event):
@@ -775,8 +814,14 @@ class ExperimentationClient:
             flags = [ck[1] for ck, (v, exp) in self._caches["flag"].items() if mine(ck[0]) and now < exp and indexed("flag", ck)]
             if DEFECT == "fanout-one-entry-per-key":
                 flags = [k for k in flags if k not in assignments]
+            for kind, user, key in self.__dict__.get("_served", []):
+                keys = assignments if kind == "experiment" else flags
+                if user == event["user_id"] and key not in keys:
+                    keys.append(key)
         if DEFECT == "fanout-drops-properties":
             event = dict(event, properties=None)
+        if DEFECT == "fanout-event-type-name":
+            event = dict(event, event_type=None)
         out = []
         for k in assignments:
             e = dict(event, experiment_key=k, feature_flag_key=None)
@@ -825,17 +870,35 @@ class ExperimentationClient:
                 o = _REUSED.setdefault(key, o)
         return o
 
+    def _chunks(self, events):
+        if DEFECT == "chunk-by-bytes":   # also cut at 32 KB of body, as some analytics SDKs do
+            chunk, size = [], 0
+            for e in events:
+                n = len(_encode(self._event_json(e)))
+                if chunk and (len(chunk) >= BATCH_LIMIT or size + n > 32768):
+                    yield chunk
+                    chunk, size = [], 0
+                chunk.append(e)
+                size += n
+            if chunk:
+                yield chunk
+            return
+        for start in range(0, len(events), BATCH_LIMIT):
+            yield events[start:start + BATCH_LIMIT]
+
     def _send_batches(self, events):
         ok = True
-        for start in range(0, len(events), BATCH_LIMIT):
-            chunk = events[start:start + BATCH_LIMIT]
+        if DEFECT == "batch-drop-invalid":   # what the backend would refuse is dropped, the rest sent
+            events = [e for e in events if 1 <= len(e["event_name"] if e.get("event_type") is None else e["event_type"]) <= 100
+                      and 1 <= len(e.get("user_id") or "") <= 255]
+        for chunk in self._chunks(events):
             try:
                 status, body = self._send("POST", "/api/v1/tracking/batch",
                                           body=_encode({"events": [self._batch_json(e) for e in chunk]}))
             except ExperimentationError:
                 ok = False
                 continue
-            if not 200 <= status < 300:
+            if not 200 <= status < 300 and not (DEFECT == "batch-4xx-true" and 400 <= status < 500):
                 ok = False
                 continue
             try:
@@ -918,6 +981,13 @@ def hash_user(user_id, flag_key):
         text = unicodedata.normalize("NFC", text)
     digest = hashlib.md5(text.encode("latin-1", "replace") if DEFECT == "hash-latin1" else text.encode("utf-8")).digest()
     return int.from_bytes(digest[:4], "little") / 4294967296.0
+
+
+def _check_user_length(user_id):
+    """Defect reject-long-user: a user id longer than 255 UTF-16 units (JavaScript's `length`)
+    refused locally, where the backend counts code points and answers 422 past 255."""
+    if DEFECT == "reject-long-user" and len(user_id.encode("utf-16-le")) // 2 > 255:
+        raise ExperimentationError("invalidConfig", "user id longer than 255 characters")
 
 
 def _encode(value):

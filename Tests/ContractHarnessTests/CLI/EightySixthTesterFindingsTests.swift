@@ -1,0 +1,57 @@
+import XCTest
+import Foundation
+@testable import ContractHarness
+
+/// An eighty-sixth outside tester wrote about 110 variants of the Python example after other flag
+/// SDKs' bugs; 14 realistic ones passed the whole suite. The named checks caught each once its
+/// situation occurred, and no shipped file made it occur. Each now fails a new `field-` file, which
+/// the shipping SDK, the faithful mutant and the Python example (with every freedom) pass:
+///
+/// - what an event or an assign body carries, sent exactly: names and types with edge whitespace,
+///   an id of digits sent as a number, a fanned-out entry's own type, properties past 20, attribute
+///   names lower-cased or merged across calls;
+/// - the backend's limits applied by the backend, counted in code points: an SDK cutting a type to
+///   100, or refusing an id by its UTF-16 length;
+/// - the offline store with no TTL and no bound, and a value served from it no cached entry for the
+///   fan-out;
+/// - a batch holding an event the backend refuses, sent whole and reported false; chunks of 100
+///   events whatever their bytes.
+final class EightySixthTesterFindingsTests: XCTestCase {
+    static let cases: [(defect: String, file: String, says: String)] = [
+        ("event-name-strip", "field-event-names-types-and-digit-user-ids-are-sent-exactly", "step 12 assert"),
+        ("numeric-user-id", "field-event-names-types-and-digit-user-ids-are-sent-exactly", "step 0 do getAssignment expect"),
+        ("fanout-event-type-name", "field-event-names-types-and-digit-user-ids-are-sent-exactly", "where the call gave \"view_type\""),
+        ("truncate-event-type", "field-length-limits-are-the-backends-counted-in-code-points", "step 6 do trackWithStatus expect"),
+        ("reject-long-user", "field-length-limits-are-the-backends-counted-in-code-points", "got error invalidConfig"),
+        ("props-limit-20", "field-event-properties-and-assign-attributes-are-sent-whole", "event_payload: request #5"),
+        ("context-lowercase-keys", "field-event-properties-and-assign-attributes-are-sent-whole", "step 1 assert"),
+        ("merge-traits", "field-event-properties-and-assign-attributes-are-sent-whole", "sends the context"),
+        ("store-ttl-7d", "field-offline-store-serves-entries-of-any-age", "step 4 do getAssignment expect"),
+        ("store-bounded", "field-offline-store-keeps-more-entries-than-the-cache-holds", "step 122 do evaluateFlag expect"),
+        ("fanout-includes-fallback", "field-fan-out-never-reaches-values-served-from-the-offline-store", "step 9 assert"),
+        ("batch-drop-invalid", "field-batch-with-an-invalid-event-is-sent-whole-and-reports-false", "step 0 do trackBatch expect"),
+        ("batch-4xx-true", "field-batch-with-an-invalid-event-is-sent-whole-and-reports-false", "step 0 do trackBatch expect"),
+        ("chunk-by-bytes", "field-batch-chunks-are-100-events-whatever-their-bytes", "step 1 assert"),
+    ]
+
+    func testEachBugFailsItsFile() throws {
+        let dir = try scratchDirectory("eighty-sixth-bugs")
+        for c in Self.cases {
+            try TesterFixtures.assertFails(EightySecondTesterFindingsTests.scenario(c.file),
+                                           on: ["--sdk-command", "EXPERIMENTLY_EXAMPLE_DEFECT=\(c.defect) \(TesterFixtures.python)"],
+                                           saying: [c.says], in: dir)
+        }
+    }
+
+    func testTheCorrectSDKsPassTheNewFiles() throws {
+        let dir = try scratchDirectory("eighty-sixth-correct")
+        let files = Set(Self.cases.map(\.file)).sorted().map(EightySecondTesterFindingsTests.scenario)
+        XCTAssertEqual(files.count, 8)
+        for sdk in [[], ["--mutant", "none"], ["--sdk-command", TesterFixtures.python],
+                    ["--sdk-command", "EXPERIMENTLY_EXAMPLE_FREEDOM=store-snapshot \(TesterFixtures.python)"]] {
+            let (status, out) = try HarnessProcess.run(["run"] + files + sdk + ["--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 0, "\(sdk): \(out)")
+            XCTAssertTrue(out.contains("\(files.count) passed, 0 failed"), "\(sdk): \(out)")
+        }
+    }
+}
