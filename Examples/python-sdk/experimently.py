@@ -139,6 +139,9 @@ def _nf(form, v):
 # running client does not see what another one writes later (CONTRACT.md section 4 asks for a value
 # persisted before a relaunch, not for instances sharing one live store); "store-snapshot-lazy" makes
 # that copy at the client's first use of its store rather than when the client is made.
+# "store-by-base-url" keeps persisted entries under the client's base URL too (as GrowthBook keys its
+# cache by API host and client key): a relaunch talks to the origin its first launch did
+# (Documentation/ScenarioFormat.md, `launch`), so it finds them (not combined with store-snapshot).
 # "close-lets-finish" makes close() forget the caches and in-flight requests without cancelling them:
 # each pending caller gets its own answer when it comes (CONTRACT.md section 5.1), and nothing of it is
 # cached or persisted (the example cancels them, each caller ending with `cancelled`; the contract
@@ -285,6 +288,37 @@ def _read_entry(entry, kind, user, key):
         return None
 
 
+class _ScopedStore:
+    """Freedom "store-by-base-url": persisted entries kept under the client's base URL as well as
+    (kind, user, key), as GrowthBook keys its cache by API host and client key; an entry written
+    without a scope (an earlier version's, the driver's `seed_store`) is still read. A relaunch talks
+    to the backend it talked to before, so it finds what it persisted."""
+
+    def __init__(self, store, scope):
+        self._store, self._scope = store, scope
+        self._lock = store._lock
+
+    def _user(self, user):
+        return self._scope + "\u0000" + user
+
+    def save(self, kind, user, key, value, bound=None):
+        self._store.save(kind, self._user(user), key, value, bound)
+
+    def save_raw(self, kind, user, key, value):
+        self._store.save_raw(kind, user, key, value)
+
+    def load(self, kind, user, key):
+        value = self._store.load(kind, self._user(user), key)
+        return value if value is not None else self._store.load(kind, user, key)
+
+    def remove(self, kind, user, key):
+        self._store.remove(kind, self._user(user), key)
+        self._store.remove(kind, user, key)
+
+    def clear_all(self):
+        self._store.clear_all()
+
+
 class _SnapshotStore:
     """Freedoms "store-snapshot" and "store-snapshot-lazy": a client's own copy of its offline store,
     read when the client is made (or, lazily, at its first use of the store); `save`, `remove` and
@@ -390,6 +424,8 @@ class ExperimentationClient:
         _STATIC["api_key"] = config.api_key
         _STATIC["cache_ttl"], _STATIC["timeout"], _STATIC["cache_size"] = config.cache_ttl, config.timeout, config.cache_size
         self.store = offline_store if config.enable_offline_fallback or DEFECT == "store-ignores-fallback-off" else None
+        if self.store is not None and FREEDOM == "store-by-base-url":
+            self.store = _ScopedStore(self.store, config.base_url.rstrip("/"))
         if self.store is not None and FREEDOM in ("store-snapshot", "store-snapshot-lazy"):
             self.store = _SnapshotStore(self.store, lazy=FREEDOM == "store-snapshot-lazy")
         self.clock = clock or SystemClock()

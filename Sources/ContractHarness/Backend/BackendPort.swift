@@ -234,11 +234,17 @@ protocol BackendPort: AnyObject, Sendable {
     var delegateQueuesIdle: Bool { get }
     /// When the delays and timeouts the mock has parked end (virtual time), those still ahead.
     func pendingDeadlines() -> [Date]
+    /// Marks the launch of `client` where it is relaunched on an earlier client's origin: the
+    /// port's requests on that origin are its own from now on (`Scenario.originOwners`).
+    func handOver(to client: String)
 }
 
 extension BackendPort {
     /// None known (a port that cannot tell).
     func parkedAtReceipt() -> [Int: String] { [:] }
+
+    /// An origin per client: nothing to hand over.
+    func handOver(to client: String) {}
 
     /// Why fault `id` has not fired yet when it never matched a request (the nearest request and
     /// what differed), or `nil` when it matched, is unknown, or the port cannot tell.

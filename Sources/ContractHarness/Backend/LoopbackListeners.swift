@@ -8,6 +8,8 @@ import ExperimentlyMock
 /// attribution, history and checks are the same as in process.
 final class LoopbackListeners: Sendable {
     private let servers: [String: MockHTTPServer]
+    /// Relaunched clients and the client whose listener each uses (`Scenario.originOwners`).
+    private let origins: [ExactKey: String]
     /// Requests the listeners handed to the backend that it has recorded, and what to call
     /// then (`onRecorded`: the recorder's poke, so quiescence is checked again).
     private let recorded = HarnessLocked<(count: Int, then: (@Sendable () -> Void)?)>((0, nil))
@@ -22,12 +24,15 @@ final class LoopbackListeners: Sendable {
     /// Starts one listener per client in `clients`.
     ///
     /// - Parameters:
+    ///   - origins: relaunched clients (not in `clients`) and the client whose listener each
+    ///     uses: a relaunch talks to the origin its first launch did.
     ///   - canonicalHost: the `Host` value (`host:port`) the in-process transport would send for
     ///     a client.
     ///   - keepAlive: whether a connection carries more than one request
     ///     (`MockHTTPServer.Configuration.keepAlive`).
     /// - Throws: `MockHTTPServerError` when a socket cannot be bound (those started are shut down).
-    init(backend: MockBackend, clients: [String], keepAlive: Bool = true, canonicalHost: (String) -> String) throws {
+    init(backend: MockBackend, clients: [String], origins: [ExactKey: String] = [:], keepAlive: Bool = true,
+         canonicalHost: (String) -> String) throws {
         var servers: [String: MockHTTPServer] = [:]
         let recorded = self.recorded
         let counted: @Sendable () -> Void = {
@@ -46,6 +51,7 @@ final class LoopbackListeners: Sendable {
             throw error
         }
         self.servers = servers
+        self.origins = origins
     }
 
     /// A scenario that could not start still frees its ports.
@@ -55,7 +61,7 @@ final class LoopbackListeners: Sendable {
 
     /// The origin (`http://127.0.0.1:PORT`) of `client`'s listener.
     func baseURL(client: String) -> String? {
-        servers[client]?.baseURL?.absoluteString
+        servers[origins[ExactKey(client)] ?? client]?.baseURL?.absoluteString
     }
 
     /// The clients whose listener refused a request at the HTTP level (a malformed or oversized

@@ -16,6 +16,12 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
 
     let backend: MockBackend
     let clients: [String]
+    /// Relaunched clients and the client whose origin each takes (`Scenario.originOwners`).
+    let originOwners: [ExactKey: String]
+    /// Per origin owner: the clients relaunched on its origin, each with the number of requests
+    /// the mock had received when it launched (later requests to the origin are its own).
+    /// Behind a `HarnessLocked`, apart from `state`: `record` reads it while building records.
+    private let handovers = HarnessLocked<[ExactKey: [(after: Int, client: String)]]>([:])
     let clock: VirtualClock
     /// Requests SDK sessions created and not yet completed; `nil` where sessions cannot count.
     let counter: TaskCounter
@@ -48,8 +54,9 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
     /// Creates the backend over the scenario's fixtures (`nil`: the reference `sdk-contract` set).
     ///
     /// - Throws: `ScenarioError` at `$.fixtures` when the fixtures do not decode.
-    init(fixtures: JSONValue?, clock: VirtualClock, file: String, clients: [String]) throws {
+    init(fixtures: JSONValue?, clock: VirtualClock, file: String, clients: [String], originOwners: [ExactKey: String] = [:]) throws {
         self.clients = clients
+        self.originOwners = originOwners
         self.clock = clock
         let state = HarnessLocked(State())
         self.state = state
@@ -210,7 +217,8 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
     }
 
     func baseURL(client: String) -> String {
-        let index = clients.firstIndex(of: client) ?? clients.count
+        let owner = originOwners[ExactKey(client)] ?? client
+        let index = clients.firstIndex(where: { $0.isExactly(owner) }) ?? clients.count
         return "http://\(backend.baseURL.host ?? "localhost"):\(Self.firstClientPort + index)"
     }
 
@@ -476,7 +484,13 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
                 // left out of the record so equal runs give equal histories.
                 if let colon = h.value.lastIndex(of: ":"), let port = Int(h.value[h.value.index(after: colon)...]),
                    clients.indices.contains(port - Self.firstClientPort) {
-                    client = clients[port - Self.firstClientPort]
+                    let owner = clients[port - Self.firstClientPort]
+                    client = owner
+                    // An origin a relaunched client took: the client launched last before it came.
+                    if !originOwners.isEmpty, let relaunched = handovers.withLock({ $0[ExactKey(owner)] }),
+                       let last = relaunched.last(where: { e.seq > $0.after }) {
+                        client = last.client
+                    }
                 }
                 continue
             }
@@ -499,6 +513,15 @@ final class MockBackendPort: BackendPort, @unchecked Sendable {
                              cutOff: e.outcome == "drop_mid_body" ? true : nil, ambiguousBody: ambiguous ? true : nil,
                              duplicateKey: e.json == nil ? nil : JSONDuplicateKey.first(inValid: e.body)?.description,
                              bodyEmpty: e.body.isEmpty ? true : nil, apiKeyIndex: e.apiKeyIndex)
+    }
+
+    /// Marks the launch of `client`, relaunched on an earlier client's origin: requests the mock
+    /// receives on that origin from now on are its own (`Scenario.originOwners`). Called before
+    /// its SDK instance is made, so a request sent at construction counts as its.
+    func handOver(to client: String) {
+        guard let owner = originOwners[ExactKey(client)] else { return }
+        let seen = backend.history.count
+        handovers.withLock { $0[ExactKey(owner), default: []].append((seen, client)) }
     }
 
     func setObserver(_ observer: @escaping @Sendable (Int?, Bool) -> Void) {

@@ -5,9 +5,10 @@ extension ScenarioExecution {
     /// The mock's loopback listeners when `driver` reaches the mock over TCP, else `nil`.
     ///
     /// - Throws: `MockHTTPServerError` when a listener cannot be bound.
-    static func listeners(for driver: any SDKDriver, port: any BackendPort, clients: [String], keepAlive: Bool = true) throws -> LoopbackListeners? {
+    static func listeners(for driver: any SDKDriver, port: any BackendPort, clients: [String], origins: [ExactKey: String] = [:],
+                          keepAlive: Bool = true) throws -> LoopbackListeners? {
         guard driver.transport == .loopbackTCP, let mock = port as? MockBackendPort else { return nil }
-        return try LoopbackListeners(backend: mock.backend, clients: clients, keepAlive: keepAlive) { client in
+        return try LoopbackListeners(backend: mock.backend, clients: clients, origins: origins, keepAlive: keepAlive) { client in
             let origin = URL(string: port.baseURL(client: client))
             return "\(origin?.host ?? "localhost"):\(origin?.port ?? 80)"
         }

@@ -457,8 +457,9 @@ final class ScenarioExecution: @unchecked Sendable {
         let recorder = Recorder(clock: clock)
         recorderBox.recorder = recorder
         self.recorder = recorder
+        let originOwners = scenario.originOwners
         let port = try MockBackendPort(fixtures: scenario.fixtures, clock: clock, file: scenario.file,
-                                       clients: scenario.clients.map(\.name))
+                                       clients: scenario.clients.map(\.name), originOwners: originOwners)
         self.port = port
         var sdkExecutor: (any Sendable)?
         if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let interleaving {
@@ -495,8 +496,8 @@ final class ScenarioExecution: @unchecked Sendable {
         if !keepsHistory {
             memoryStore = { @Sendable name in memoryStores[ExactKey(name)] ?? SharedDefaults(defaults: MemoryDefaults()) }
         }
-        let listeners = try Self.listeners(for: driver, port: port, clients: scenario.clients.map(\.name),
-                                           keepAlive: !Self.canDropBeforeAnswer(scenario))
+        let listeners = try Self.listeners(for: driver, port: port, clients: scenario.clients.map(\.name).filter { originOwners[ExactKey($0)] == nil },
+                                           origins: originOwners, keepAlive: !Self.canDropBeforeAnswer(scenario))
         self.listeners = listeners
         // A request recorded after the listeners read it: quiescence (`transportIdle`) is checked again.
         listeners?.onRecorded { [recorder] in recorder.poke() }
@@ -718,6 +719,7 @@ final class ScenarioExecution: @unchecked Sendable {
         guard scenario.launchedAtFirstUse.containsExactly(client), lock.withLock({ launched[client] == nil }),
               let spec = scenario.clients.first(where: { $0.name.isExactly(client) }), let context = clientContext else { return nil }
         do {
+            port.handOver(to: spec.name)
             let made = try driver.makeClient(name: spec.name, settings: spec.settings, store: spec.store, context: context)
             lock.withLock { launched[spec.name] = made }
             recorder.record(.marker, client: spec.name, name: "launch")

@@ -16,6 +16,11 @@ import Foundation
 ///   fan-out;
 /// - a batch holding an event the backend refuses, sent whole and reported false; chunks of 100
 ///   events whatever their bytes.
+///
+/// And one legal design that failed 7 files out of process (B1): an SDK keeping its offline store
+/// under its base URL (as GrowthBook) found nothing after a relaunch, which had an origin of its own.
+/// A relaunch now talks to its first launch's origin (`Scenario.originOwners`); Python example
+/// freedom `store-by-base-url`.
 final class EightySixthTesterFindingsTests: XCTestCase {
     static let cases: [(defect: String, file: String, says: String)] = [
         ("event-name-strip", "field-event-names-types-and-digit-user-ids-are-sent-exactly", "step 12 assert"),
@@ -53,5 +58,44 @@ final class EightySixthTesterFindingsTests: XCTestCase {
             XCTAssertEqual(status, 0, "\(sdk): \(out)")
             XCTAssertTrue(out.contains("\(files.count) passed, 0 failed"), "\(sdk): \(out)")
         }
+    }
+
+    /// B1: an SDK keeping its store under its base URL passes every file, the relaunches among
+    /// them, in process (the harness's attribution) and out of process (the example).
+    func testAnSDKKeepingItsStoreUnderItsBaseURLPassesTheRelaunches() throws {
+        let dir = try scratchDirectory("eighty-sixth-origins")
+        let relaunches = ["field-relaunch-keeps-the-assignment-fallback", "field-relaunch-reads-the-store-only-as-a-fallback",
+                          "field-persisted-fallback-never-served-to-other-user-after-relaunch", "field-network-failure-never-serves-other-users-cache",
+                          "field-revoked-api-key-401", "field-two-users-in-flight-persist-under-their-own-ids",
+                          "field-app-offline-relaunch-shows-persisted-assignment", "field-offline-store-serves-entries-of-any-age"]
+        let files = relaunches.map(EightySecondTesterFindingsTests.scenario)
+        for sdk in [[], ["--sdk-command", "EXPERIMENTLY_EXAMPLE_FREEDOM=store-by-base-url \(TesterFixtures.python)"]] {
+            let (status, out) = try HarnessProcess.run(["run"] + files + sdk + ["--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 0, "\(sdk): \(out)")
+            XCTAssertTrue(out.contains("\(files.count) passed, 0 failed"), "\(sdk): \(out)")
+        }
+    }
+
+    /// Which clients are relaunches: an earlier client of the store that sends nothing from the
+    /// later one's first use on (closed or not; a `persisted` assertion may follow); not one still
+    /// called after, nor one whose asynchronous call is awaited only after; a chain shares its
+    /// first launch's origin.
+    func testARelaunchTakesTheOriginOfAnEarlierClientThatSendsNoMore() throws {
+        func owners(_ clients: String, _ steps: String) throws -> [String: String] {
+            let text = #"{"format": "experimently-scenario/1", "name": "n", "description": "d", "clients": "# + clients + #", "steps": "# + steps + #"}"#
+            let scenario = try ScenarioParser.parse(Data(text.utf8), file: "relaunch.json")
+            return Dictionary(uniqueKeysWithValues: scenario.originOwners.map { ($0.key.text, $0.value) })
+        }
+        let flag = #""do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "u", "expect": {"value": {"enabled": true}}"#
+        let three = #"{"a": {"store": "s"}, "b": {"store": "s", "launch": "at_first_use"}, "c": {"store": "s", "launch": "at_first_use"}}"#
+        XCTAssertEqual(try owners(three, "[{\(flag), \"client\": \"a\"}, {\"do\": \"close\", \"client\": \"a\"}, {\(flag), \"client\": \"b\"}, {\(flag), \"client\": \"c\"}]"),
+                       ["b": "a", "c": "a"])
+        XCTAssertEqual(try owners(three, "[{\(flag), \"client\": \"a\"}, {\(flag), \"client\": \"b\"}, {\"assert\": {\"persisted\": {\"client\": \"a\", \"user\": \"u\", \"flag\": \"sdk_contract_flag\"}}}]"),
+                       ["b": "a"])
+        XCTAssertEqual(try owners(three, "[{\(flag), \"client\": \"a\"}, {\(flag), \"client\": \"b\"}, {\(flag), \"client\": \"a\"}]"), [:])
+        XCTAssertEqual(try owners(three, "[{\(flag), \"client\": \"a\", \"as\": \"x\", \"async\": true}, {\(flag), \"client\": \"b\"}, {\"await\": \"x\"}]"), [:])
+        XCTAssertEqual(try owners(three, "[{\(flag), \"client\": \"a\", \"as\": \"x\", \"async\": true}, {\"await\": \"x\"}, {\(flag), \"client\": \"b\"}]"), ["b": "a"])
+        let otherStore = #"{"a": {"store": "s"}, "b": {"store": "t", "launch": "at_first_use"}}"#
+        XCTAssertEqual(try owners(otherStore, "[{\(flag), \"client\": \"a\"}, {\(flag), \"client\": \"b\"}]"), [:])
     }
 }
