@@ -2513,8 +2513,9 @@ enum Checks {
                           retriedByWaiter(id, client: client, failed: failure, at: e.index) {
                     problems.append(("client '\(client)' sent request #\(r.seq) for \(key.kind) '\(Attribution.show(key.key))' of user '\(Attribution.show(user))' "
                                      + "after request #\(failure.seq) \(failure.how), while only calls that were waiting on it were pending: a call retried "
-                                     + "its failed lookup (CONTRACT.md section 4: on a failure the call returns the persisted value or throws; one request, "
-                                     + "so one exposure, per flight)", c.excerpt([failure.first, failure.index, e.index])))
+                                     + "its failed lookup (CONTRACT.md section 4: on a failure the call returns the persisted value or throws; one request "
+                                     + (key.kind == "experiment" ? "per flight, so one exposure" : "per flight; a transport's own resend of a request on a reused connection is not the SDK's")
+                                     + ")", c.excerpt([failure.first, failure.index, e.index])))
                     open[id] = (r.seq, e.index, epochs[exact(client), default: 0])
                 } else {
                     open[id] = (r.seq, e.index, epochs[exact(client), default: 0])
