@@ -30,11 +30,35 @@ extension HarnessCommand {
     /// the working folder, the name's characters other than letters, digits, `.`, `_` and `-`
     /// replaced by `_` (a name is data: `../x` wrote outside the folder, and a NUL or U+202E made
     /// the printed replay command name a file that does not exist).
+    ///
+    /// A name whose file name would pass 200 bytes of UTF-8 (file systems allow 255) is cut at a
+    /// character to fit, with 16 hex digits of the whole name's FNV-1a hash after it, so two long
+    /// names sharing a beginning still name two files (an eighty-seventh outside tester: a
+    /// 300-character name failed with "File name too long" once the exploration was done).
     static func defaultOutput(_ name: String, suffix: String) -> String {
         let safe = String(String.UnicodeScalarView(name.unicodeScalars.map { c in
             (c.properties.isAlphabetic || c.properties.numericType != nil) && !c.properties.isBidiControl || "._-".unicodeScalars.contains(c) ? c : "_"
         }))
-        let base = safe.drop { $0 == "." }
-        return (base.isEmpty ? "scenario" : String(base)) + "\(suffix).json"
+        var base = String(safe.drop { $0 == "." })
+        if base.isEmpty { base = "scenario" }
+        let tail = "\(suffix).json"
+        if base.utf8.count + tail.utf8.count > 200 {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in name.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+            let mark = "-" + String(hash, radix: 16).leftPadded(to: 16)
+            var cut = "", bytes = 0
+            for c in base.unicodeScalars {
+                bytes += String(c).utf8.count
+                if bytes > 200 - tail.utf8.count - mark.utf8.count { break }
+                cut.unicodeScalars.append(c)
+            }
+            base = cut + mark
+        }
+        return base + tail
     }
+}
+
+private extension String {
+    /// The string with `0`s before it up to `width` characters.
+    func leftPadded(to width: Int) -> String { count >= width ? self : String(repeating: "0", count: width - count) + self }
 }

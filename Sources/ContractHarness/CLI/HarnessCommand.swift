@@ -1059,6 +1059,7 @@ public enum HarnessCommand {
         // outside tester: a second release of one fault made 24 of 24 orders infeasible, passed).
         let unrunnable = report.nothingCarriedOut != nil
         if let why = report.nothingCarriedOut { say("\(why); contract-harness run \(shellWord(file)) says why") }
+        var scheduleUnwritten: String?
         if let f = report.firstFailure {
             let out = options.out ?? Self.defaultOutput(report.scenario, suffix: "-schedule")
             let encoder = JSONEncoder()
@@ -1069,11 +1070,17 @@ public enum HarnessCommand {
             // Which order failed is said first: a file that cannot be written loses nothing else.
             say(redactor.redact("first failing schedule: order \(f.order) fails '\(f.check)': \(f.result.failureMessage(of: f.check))"
                 + (f.reference.map { " (passes on \($0))" } ?? "")))
-            do { try (encoder.encode(f.scenarioJSON) + Data("\n".utf8)).writeOutput(to: out, mayReplaceScenario: true) } catch {
+            // A schedule file that cannot be written loses neither the verdict nor the order: both
+            // are still written and said, and the exit is an internal fault (an eighty-seventh
+            // outside tester: a full disk or a name too long for the file system ended the run
+            // with exit 70 before the verdict, and no verdict at all).
+            do {
+                try (encoder.encode(f.scenarioJSON) + Data("\n".utf8)).writeOutput(to: out, mayReplaceScenario: true)
+                say("written to \(out) (shrunk from \(f.stepsBefore) to \(f.stepsAfter) steps); replay: \(replayCommand(out, options))")
+            } catch {
                 StandardStream.error(Data("contract-harness: cannot write \(out): \(error)\n".utf8))
-                return Exit.internalFault.rawValue
+                scheduleUnwritten = "the failing schedule could not be written to \(out): \(error.localizedDescription)"
             }
-            say("written to \(out) (shrunk from \(f.stepsBefore) to \(f.stepsAfter) steps); replay: \(replayCommand(out, options))")
         }
         if options.verdict != "verdict.json" || arguments.contains("--verdict") {
             guard let s = try? ScenarioParser.parse(root.serialized(), file: file) else { return Exit.internalFault.rawValue }
@@ -1096,10 +1103,12 @@ public enum HarnessCommand {
             var verdict = Verdict(harnessVersion: version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion, seed: options.seed,
                                   startedAt: Date(), durationMilliseconds: report.durationMilliseconds, results: [result], invalid: [])
             if unjudged { verdict.extra["ok"] = .bool(false); verdict.extra["error"] = .string("nothing passed: all 1 scenario(s) were skipped") }
+            if let scheduleUnwritten { verdict.extra["ok"] = .bool(false); verdict.extra["error"] = .string(scheduleUnwritten) }
             // A verdict that cannot be written is an internal fault, said (it was dropped silently,
             // exit 0, the old file left in place: a twenty-seventh outside tester).
             if let failure = writeFinal(verdict, to: options.verdict, secrets: secrets) { return failure }
         }
+        if scheduleUnwritten != nil { return Exit.internalFault.rawValue }
         if unjudged {
             say("0 passed, 0 failed, 1 skipped: nothing passed: all 1 scenario(s) were skipped")
             return Exit.failed.rawValue

@@ -115,6 +115,7 @@ enum InterleaveCommand {
         if !report.failingOnReference.isEmpty {
             HarnessCommand.say(redactor.redact("the reference fails the file in its own order (\(report.failingOnReference.joined(separator: ", "))): not counted as the SDK's"))
         }
+        var scheduleUnwritten: String?
         if let f = report.firstFailure {
             let out = options.out ?? HarnessCommand.defaultOutput(report.scenario, suffix: "-interleaving")
             let encoder = JSONEncoder()
@@ -125,11 +126,14 @@ enum InterleaveCommand {
                 // passed its own failing schedule: a fourteenth outside tester). Console and verdict hide them.
                 try (encoder.encode(f.scenarioJSON) + Data("\n".utf8)).writeOutput(to: out, mayReplaceScenario: true)
             } catch {
+                // Neither the choices nor the verdict are lost (the same as `explore`'s schedule file).
                 StandardStream.error(Data("contract-harness: cannot write \(out): \(error)\n".utf8))
-                return HarnessCommand.Exit.internalFault.rawValue
+                scheduleUnwritten = "the failing interleaving could not be written to \(out): \(error.localizedDescription)"
             }
             HarnessCommand.say(redactor.redact("first failing interleaving: choices \(f.choices) fails '\(f.check)': \(f.result.failureMessage(of: f.check))"))
-            HarnessCommand.say("written to \(out) (shrunk from \(f.stepsBefore) to \(f.stepsAfter) steps); replay: \(HarnessCommand.replayCommand(out, options))")
+            if scheduleUnwritten == nil {
+                HarnessCommand.say("written to \(out) (shrunk from \(f.stepsBefore) to \(f.stepsAfter) steps); replay: \(HarnessCommand.replayCommand(out, options))")
+            }
         }
         // A skipped probe (a capability the driver lacks) judged nothing: never a pass.
         let unjudged = report.firstFailure == nil && report.skipped != nil
@@ -158,8 +162,10 @@ enum InterleaveCommand {
             var verdict = Verdict(harnessVersion: HarnessCommand.version, sdkName: driver.sdkName, sdkVersion: driver.sdkVersion,
                                   seed: seed, startedAt: Date(), durationMilliseconds: report.durationMilliseconds, results: [result], invalid: [])
             if unjudged { verdict.extra["ok"] = .bool(false); verdict.extra["error"] = .string("nothing passed: all 1 scenario(s) were skipped") }
+            if let scheduleUnwritten { verdict.extra["ok"] = .bool(false); verdict.extra["error"] = .string(scheduleUnwritten) }
             if let failure = HarnessCommand.writeFinal(verdict, to: options.verdict, secrets: secrets) { return failure }
         }
+        if scheduleUnwritten != nil { return HarnessCommand.Exit.internalFault.rawValue }
         if unjudged {
             HarnessCommand.say("0 passed, 0 failed, 1 skipped: nothing passed: all 1 scenario(s) were skipped")
             return HarnessCommand.Exit.failed.rawValue

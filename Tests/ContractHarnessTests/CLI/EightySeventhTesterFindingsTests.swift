@@ -1,0 +1,45 @@
+import XCTest
+import Foundation
+@testable import ContractHarness
+import ExperimentlyMock
+
+/// An eighty-seventh outside tester tried to make the judge lose its verdict:
+///
+/// - F1: `explore` of a scenario with a 300-character name found its failing order, then could not
+///   write the default schedule file ("File name too long") and exited 70 with no verdict at all;
+///   the same with `--out` on a full file system. Default file names now fit in 200 bytes (cut,
+///   with the name's hash), and a schedule file that cannot be written loses neither the verdict
+///   (written, `ok` false, the error named) nor the order (said on the console).
+final class EightySeventhTesterFindingsTests: XCTestCase {
+    func testDefaultScheduleFilesFitTheFileSystemAndStayApart() {
+        let long = String(repeating: "L", count: 300)
+        let a = HarnessCommand.defaultOutput(long, suffix: "-schedule")
+        let b = HarnessCommand.defaultOutput(long + "x", suffix: "-schedule")
+        XCTAssertLessThanOrEqual(a.utf8.count, 200, a)
+        XCTAssertTrue(a.hasSuffix("-schedule.json") && a.hasPrefix("LLLL"), a)
+        XCTAssertNotEqual(a, b)
+        let wide = HarnessCommand.defaultOutput(String(repeating: "\u{00E9}", count: 150), suffix: "-interleaving")
+        XCTAssertLessThanOrEqual(wide.utf8.count, 200, wide)
+        XCTAssertTrue(wide.hasSuffix("-interleaving.json"), wide)
+        XCTAssertEqual(HarnessCommand.defaultOutput("short-name", suffix: "-schedule"), "short-name-schedule.json")
+    }
+
+    func testALongNamedExplorationWritesItsScheduleAndVerdict() throws {
+        let dir = try scratchDirectory("eighty-seventh-long-name")
+        var root = try JSONValue.parse(Data(contentsOf: Repository.root.appendingPathComponent("scenarios/race-explore-clear-vs-late-assignment.json"))).value
+        let name = String(repeating: "L", count: 300)
+        guard case .object(var members) = root else { return XCTFail("not an object") }
+        members["name"] = .string(name)
+        root = .object(members)
+        let file = dir.appendingPathComponent("long.json")
+        try root.serialized().write(to: file)
+        let (status, out) = try HarnessProcess.run(["explore", file.path, "--mutant", "stale-write-after-clear", "--jobs", "2",
+                                                    "--verdict", "v.json"], in: dir)
+        XCTAssertEqual(status, 1, out)
+        let written = HarnessCommand.defaultOutput(name, suffix: "-schedule")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: dir.appendingPathComponent(written).path), out)
+        XCTAssertTrue(out.contains("written to \(written)"), out)
+        let verdict = try JSONValue.parse(Data(contentsOf: dir.appendingPathComponent("v.json"))).value
+        XCTAssertEqual(verdict["scenarios"]?.arrayValue?.first?["status"]?.stringValue, "failed")
+    }
+}
