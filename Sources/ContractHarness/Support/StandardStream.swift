@@ -25,10 +25,16 @@ public enum StandardStream {
 
     /// Writes all of `data` to `fd` (retrying on EINTR and short writes): `nil` when everything was
     /// written, else the `errno` of the failed write (0 when a write wrote nothing).
-    static func writeAll(_ data: Data, to fd: Int32) -> Int32? {
+    ///
+    /// - Parameter whenBlocked: for a non-blocking `fd`, called when a write would block, with the
+    ///   nanoseconds since the last byte went out (`DispatchTime`); it waits for the descriptor and
+    ///   returns `true` to try again, `false` to give up (the result is then `EAGAIN`). `nil`: a
+    ///   write that would block fails as any other.
+    static func writeAll(_ data: Data, to fd: Int32, whenBlocked: ((UInt64) -> Bool)? = nil) -> Int32? {
         data.withUnsafeBytes { raw -> Int32? in
             guard var base = raw.baseAddress else { return nil }
             var left = raw.count
+            var lastProgress = DispatchTime.now().uptimeNanoseconds
             while left > 0 {
                 #if canImport(Glibc)
                 let n = Glibc.write(fd, base, left)
@@ -36,10 +42,15 @@ public enum StandardStream {
                 let n = Darwin.write(fd, base, left)
                 #endif
                 if n < 0 && errno == EINTR { continue }
+                if n < 0, errno == EAGAIN || errno == EWOULDBLOCK, let whenBlocked {
+                    if whenBlocked(DispatchTime.now().uptimeNanoseconds - lastProgress) { continue }
+                    return EAGAIN
+                }
                 if n < 0 { return errno }
                 if n == 0 { return 0 }
                 base += n
                 left -= n
+                lastProgress = DispatchTime.now().uptimeNanoseconds
             }
             return nil
         }
@@ -137,35 +148,17 @@ private func writeToFIFO(_ data: Data, _ path: String) throws {
     // the FIFO open and takes nothing for `fifoStallSeconds` ends the write with an error, never a
     // harness blocked for good (an eighty-seventh outside tester: a verdict past the pipe's 64 KiB
     // to such a reader hung the run, and SIGTERM's own verdict write hung behind it).
-    let stalled = try data.withUnsafeBytes { raw -> Bool in
-        guard var base = raw.baseAddress else { return false }
-        var left = raw.count
-        var idleSince = DispatchTime.now().uptimeNanoseconds
-        while left > 0 {
-            #if canImport(Glibc)
-            let n = Glibc.write(fd, base, left)
-            #else
-            let n = Darwin.write(fd, base, left)
-            #endif
-            if n > 0 {
-                base += n
-                left -= n
-                idleSince = DispatchTime.now().uptimeNanoseconds
-                continue
-            }
-            let code = errno
-            if n < 0 && code == EINTR { continue }
-            guard n < 0, code == EAGAIN || code == EWOULDBLOCK else {
-                throw OutputFIFOError(path: path, reason: "cannot write to the FIFO (\(String(cString: strerror(n == 0 ? EIO : code))))")
-            }
-            if DispatchTime.now().uptimeNanoseconds - idleSince > UInt64(fifoStallSeconds * 1e9) { return true }
-            var ready = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-            _ = poll(&ready, 1, 200)
-        }
-        return false
+    let failed = StandardStream.writeAll(data, to: fd) { idle in
+        guard idle <= UInt64(fifoStallSeconds * 1e9) else { return false }
+        var ready = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+        _ = poll(&ready, 1, 200)
+        return true
     }
-    if stalled {
+    if failed == EAGAIN {
         throw OutputFIFOError(path: path, reason: "the FIFO's reader took nothing for \(Int(fifoStallSeconds)) s; gave up writing to")
+    }
+    if let code = failed {
+        throw OutputFIFOError(path: path, reason: "cannot write to the FIFO (\(String(cString: strerror(code == 0 ? EIO : code))))")
     }
 }
 
