@@ -148,11 +148,25 @@ public struct SecretRedactor: Sendable {
             out.append(jsonEscaped(secret, upper: upper, escapeSlash: false))
             out.append(jsonEscaped(secret, upper: upper, escapeSlash: true))
         }
-        // As a JSON encoder writes it inside a string, non-ASCII left as is: only `"` and `\`
-        // escaped (an eightieth outside tester, F4: a key with a quote showed in a verdict line).
-        // Scalar by scalar (a `"` before a combining mark is one Character).
-        out.append(raw.flatMap { b -> [UInt8] in b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") ? [UInt8(ascii: "\\"), b] : [b] })
+        // As a JSON encoder writes it inside a string (an eightieth outside tester, F4: a key with
+        // a quote showed in a verdict line).
+        out.append(quoted(raw))
+        // JSON text quoted in a JSON string, once or twice more (an adapter's standard error that
+        // logged its JSON request, quoted in a crashed outcome, written in a history line): each
+        // escaped spelling with its `\` and `"` escaped again (an eighty-seventh outside tester: a
+        // key with a quote or a non-ASCII letter showed in a verdict's history lines and HTML).
+        var level = out.filter { $0.contains(UInt8(ascii: "\\")) }
+        for _ in 0..<2 {
+            level = level.map(quoted)
+            out.append(contentsOf: level)
+        }
         return out
+    }
+
+    /// `bytes` as a JSON encoder writes them inside a string, non-ASCII left as is: only `"` and
+    /// `\` escaped (scalar by scalar: a `"` before a combining mark is one Character).
+    private static func quoted(_ bytes: [UInt8]) -> [UInt8] {
+        bytes.flatMap { b -> [UInt8] in b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") ? [UInt8(ascii: "\\"), b] : [b] }
     }
 
     private static func hex(_ value: UInt32, digits: Int, upper: Bool) -> [UInt8] {

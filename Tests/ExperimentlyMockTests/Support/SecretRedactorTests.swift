@@ -28,4 +28,15 @@ final class SecretRedactorTests: XCTestCase {
         XCTAssertTrue(SecretRedactor(secrets: ["", ""]).isEmpty)
         XCTAssertEqual(SecretRedactor(secrets: []).redact("key"), "key")
     }
+
+    /// A key in JSON text quoted in JSON text (an adapter's logged request in a crashed outcome in a
+    /// history line): escaped twice or three times, it is found too (an eighty-seventh outside tester).
+    func testJSONQuotedInJSONIsFound() {
+        let r = SecretRedactor(secrets: [#"sec\ret"42"#, "cl\u{E9}-secr\u{E8}te-42"])
+        XCTAssertEqual(r.redact(#"{\"api_key\": \"sec\\\\ret\\\"42\"}"#), #"{\"api_key\": \"***\"}"#)
+        XCTAssertEqual(r.redact(#"a sec\\\\\\\\ret\\\\\\\"42 b"#), "a *** b")
+        XCTAssertEqual(r.redact(#"k: cl\\u00e9-secr\\u00e8te-42"#), "k: ***")
+        XCTAssertEqual(r.redact(#"k: cl\\\\u00E9-secr\\\\u00E8te-42"#), "k: ***")
+    }
 }
+
