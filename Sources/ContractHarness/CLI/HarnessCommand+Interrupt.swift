@@ -24,8 +24,12 @@ extension HarnessCommand {
         let wrote = InterruptSignals.finalWrite({
             do { try verdict.write(to: path, redacting: secrets) } catch { failure = error }
         }, rewrite: { sig in
-            try? verdict.interruptedAfterFinishing(sig).write(to: path, redacting: secrets)
-            say("interrupted as it finished; verdict written to \(path)")
+            do {
+                try verdict.interruptedAfterFinishing(sig).write(to: path, redacting: secrets)
+                say("interrupted as it finished; verdict written to \(path)")
+            } catch {
+                StandardStream.error(Data("contract-harness: interrupted as it finished; cannot write the verdict to \(path): \(error.localizedDescription)\n".utf8))
+            }
         })
         if !wrote { return Exit.failed.rawValue }
         if let failure {
