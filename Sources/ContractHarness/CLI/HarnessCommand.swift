@@ -675,7 +675,9 @@ public enum HarnessCommand {
         await external?.shutdown()
         // Interrupted: the handler writes the verdict and exits; what its kills did is no result.
         await ChildProcessGroups.parkIfInterrupted()
-        var final = verdict(workerResults ?? progress.snapshot)
+        let confirmed = await Self.deadlocksOfTheFile(workerResults ?? progress.snapshot, selected: selected, options: options,
+                                                      driver: originalDriver, tell: tell)
+        var final = verdict(confirmed)
         var problem: String?
         let counts = final.counts
         if counts.passed == 0 && counts.failed + counts.error + final.crashedCount == 0 {
@@ -918,6 +920,31 @@ public enum HarnessCommand {
     /// was its own reference, and an order no SDK can carry out (a clock advance moved before the
     /// operation it was to wake, a wait for a cancellation moved before the cancel, a one-shot
     /// fault a cache hit leaves unused) failed it (a twenty-seventh outside tester).
+    /// `results` with each failure that is the file's own deadlock made an `error` of the file: a
+    /// scenario that failed because a step could not be carried out in the file's order (it waits
+    /// for what only a later step provides, releases a hold with nothing held: `infeasible`) is
+    /// run on the reference SDK (`referenceRunner`), and when the reference cannot carry it out
+    /// either, no SDK can pass it as written. Before, `run` counted such a file the SDK's failure
+    /// (an eighty-seventh outside tester, M3), as `explore` had counted such orders (the guide:
+    /// deadlocks of a scenario reported as SDK failures). A failure the reference does not share
+    /// stays the SDK's (it sent a request a correct SDK does not, and a hold caught it).
+    static func deadlocksOfTheFile(_ results: [ScenarioResult], selected: [Scenario], options: RunOptions, driver: any SDKDriver,
+                                   tell: (String) -> Void) async -> [ScenarioResult] {
+        guard results.contains(where: { $0.status == .failed && $0.infeasible && !$0.infeasibleByChoice }),
+              let reference = referenceRunner(options: options, driver: driver) else { return results }
+        var out = results
+        for (i, r) in results.enumerated() where r.status == .failed && r.infeasible && !r.infeasibleByChoice {
+            guard let s = selected.first(where: { $0.file == r.file && $0.name.isExactly(r.name) }) else { continue }
+            let shared = await reference.run(s)
+            guard shared.infeasible, shared.status != .passed else { continue }
+            out[i].status = .error
+            out[i].reason = "the scenario cannot be carried out as written: the reference SDK (\(reference.driver.sdkName)) cannot carry it out "
+                + "in this order either, so no SDK can pass it (an error of the file, not of the SDK): \(r.reason ?? r.checks.first(where: { !$0.passed }).map { r.failureMessage(of: $0.name) } ?? "")"
+            tell("ERROR \(r.name): counted an error of the file: the reference SDK cannot carry it out in this order either")
+        }
+        return out
+    }
+
     static func referenceRunner(options: RunOptions, driver: any SDKDriver) -> ScenarioRunner? {
         let shipping = SwiftSDKDriver()
         let faithful = MutantRun.driver(nil)

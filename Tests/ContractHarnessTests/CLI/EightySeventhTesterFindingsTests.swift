@@ -10,6 +10,9 @@ import ExperimentlyMock
 ///   the same with `--out` on a full file system. Default file names now fit in 200 bytes (cut,
 ///   with the name's hash), and a schedule file that cannot be written loses neither the verdict
 ///   (written, `ok` false, the error named) nor the order (said on the console).
+/// - M3: `run` counted a file that deadlocks in its own order (an await before the release that
+///   frees it) the SDK's failure; it is an error of the file when the reference cannot carry it
+///   out either (`HarnessCommand.deadlocksOfTheFile`).
 final class EightySeventhTesterFindingsTests: XCTestCase {
     func testDefaultScheduleFilesFitTheFileSystemAndStayApart() {
         let long = String(repeating: "L", count: 300)
@@ -42,4 +45,18 @@ final class EightySeventhTesterFindingsTests: XCTestCase {
         let verdict = try JSONValue.parse(Data(contentsOf: dir.appendingPathComponent("v.json"))).value
         XCTAssertEqual(verdict["scenarios"]?.arrayValue?.first?["status"]?.stringValue, "failed")
     }
+
+    func testAFileThatDeadlocksInItsOwnOrderIsAnErrorOfTheFile() throws {
+        let dir = try scratchDirectory("eighty-seventh-deadlock")
+        let file = TesterFixtures.folder("eighty-seventh-tester").appendingPathComponent("await-before-release.json").path
+        for sdk in [[], ["--sdk-command", TesterFixtures.python]] {
+            let (status, out) = try HarnessProcess.run(["run", file] + sdk + ["--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 1, out)
+            XCTAssertTrue(out.contains("counted an error of the file"), out)
+            let verdict = try JSONValue.parse(Data(contentsOf: dir.appendingPathComponent("v.json"))).value
+            XCTAssertEqual(verdict["counts"]?["error"], .number(1), "\(sdk)")
+            XCTAssertEqual(verdict["counts"]?["failed"], .number(0), "\(sdk)")
+        }
+    }
 }
+
