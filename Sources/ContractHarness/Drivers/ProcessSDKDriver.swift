@@ -835,8 +835,25 @@ final class DriverConnection: Sendable {
         }
     }
 
+    /// Whether an adapter's output line is blank: only spaces, tabs, carriage returns and UTF-8
+    /// byte order marks (EF BB BF).
+    static func isBlank(_ line: Data) -> Bool {
+        var i = line.startIndex
+        while i < line.endIndex {
+            switch line[i] {
+            case 0x20, 0x09, 0x0D: i += 1
+            case 0xEF where line.index(i, offsetBy: 2, limitedBy: line.endIndex - 1) != nil && line[i + 1] == 0xBB && line[i + 2] == 0xBF: i += 3
+            default: return false
+            }
+        }
+        return true
+    }
+
     private func received(_ line: Data) {
-        if line.allSatisfy({ $0 == 0x20 || $0 == 0x0D }) { return }
+        // A blank line is skipped: spaces, tabs, a `\r` and UTF-8 byte order marks are white
+        // space (DriverProtocol.md; an eighty-seventh outside tester: a line of a lone BOM or a
+        // tab was refused as "not the protocol" and made the adapter unusable).
+        if Self.isBlank(line) { return }
         let reply: DriverReply
         do { reply = try DriverMessageDecoder().reply(line) } catch {
             // Why, when the line is JSON at all (an id sent as a string: an eleventh outside tester

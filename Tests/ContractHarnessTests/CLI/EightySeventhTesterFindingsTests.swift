@@ -13,6 +13,7 @@ import ExperimentlyMock
 /// - M3: `run` counted a file that deadlocks in its own order (an await before the release that
 ///   frees it) the SDK's failure; it is an error of the file when the reference cannot carry it
 ///   out either (`HarnessCommand.deadlocksOfTheFile`).
+/// - M2: an adapter's line of a lone byte order mark, or a tab, was "not the protocol"; it is blank.
 final class EightySeventhTesterFindingsTests: XCTestCase {
     func testDefaultScheduleFilesFitTheFileSystemAndStayApart() {
         let long = String(repeating: "L", count: 300)
@@ -57,6 +58,15 @@ final class EightySeventhTesterFindingsTests: XCTestCase {
             XCTAssertEqual(verdict["counts"]?["error"], .number(1), "\(sdk)")
             XCTAssertEqual(verdict["counts"]?["failed"], .number(0), "\(sdk)")
         }
+    }
+
+    func testALineOfByteOrderMarksTabsAndSpacesIsBlank() {
+        XCTAssertTrue(ProcessSDKDriver.isBlank(Data([0xEF, 0xBB, 0xBF])))
+        XCTAssertTrue(ProcessSDKDriver.isBlank(Data([0x09, 0x20, 0x0D, 0xEF, 0xBB, 0xBF, 0x20])))
+        XCTAssertTrue(ProcessSDKDriver.isBlank(Data()))
+        XCTAssertFalse(ProcessSDKDriver.isBlank(Data([0xEF, 0xBB])))
+        XCTAssertFalse(ProcessSDKDriver.isBlank(Data([0xEF, 0xBB, 0xBF, UInt8(ascii: "{")])))
+        XCTAssertFalse(ProcessSDKDriver.isBlank(Data("x".utf8)))
     }
 }
 
