@@ -61,12 +61,12 @@ final class EightySeventhTesterFindingsTests: XCTestCase {
     }
 
     func testALineOfByteOrderMarksTabsAndSpacesIsBlank() {
-        XCTAssertTrue(ProcessSDKDriver.isBlank(Data([0xEF, 0xBB, 0xBF])))
-        XCTAssertTrue(ProcessSDKDriver.isBlank(Data([0x09, 0x20, 0x0D, 0xEF, 0xBB, 0xBF, 0x20])))
-        XCTAssertTrue(ProcessSDKDriver.isBlank(Data()))
-        XCTAssertFalse(ProcessSDKDriver.isBlank(Data([0xEF, 0xBB])))
-        XCTAssertFalse(ProcessSDKDriver.isBlank(Data([0xEF, 0xBB, 0xBF, UInt8(ascii: "{")])))
-        XCTAssertFalse(ProcessSDKDriver.isBlank(Data("x".utf8)))
+        XCTAssertTrue(DriverConnection.isBlank(Data([0xEF, 0xBB, 0xBF])))
+        XCTAssertTrue(DriverConnection.isBlank(Data([0x09, 0x20, 0x0D, 0xEF, 0xBB, 0xBF, 0x20])))
+        XCTAssertTrue(DriverConnection.isBlank(Data()))
+        XCTAssertFalse(DriverConnection.isBlank(Data([0xEF, 0xBB])))
+        XCTAssertFalse(DriverConnection.isBlank(Data([0xEF, 0xBB, 0xBF, UInt8(ascii: "{")])))
+        XCTAssertFalse(DriverConnection.isBlank(Data("x".utf8)))
     }
 }
 
