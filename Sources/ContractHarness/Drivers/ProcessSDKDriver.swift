@@ -508,6 +508,8 @@ final class DriverConnection: Sendable {
         var problems: [String] = []
         /// Problems dropped from the front of `problems` (it keeps the last 200).
         var problemsDropped = 0
+        /// The first problem dropped and its position among all noted (what a flood began with).
+        var firstDropped: (position: Int, text: String)?
         var stdinOpen = true
         /// Why a write to its standard input failed (the adapter closed it, or is exiting), once
         /// one did: the adapter is dead or as good as dead (`confirmDeath`).
@@ -634,7 +636,10 @@ final class DriverConnection: Sendable {
             let start = max(0, mark - s.problemsDropped)
             let dropped = max(0, s.problemsDropped - mark)
             let kept = start < s.problems.count ? Array(s.problems[start...]) : []
-            return dropped > 0 ? ["\(dropped) earlier protocol problem(s) not kept"] + kept : kept
+            // The first of them is named when it is this mark's (an eighty-seventh outside tester: a
+            // flood of 2,000,000 stray lines named only the count, never what was printed).
+            let first = s.firstDropped.flatMap { $0.position >= mark ? "; the first: \($0.text)" : nil } ?? ""
+            return dropped > 0 ? ["\(dropped) earlier protocol problem(s) not kept\(first)"] + kept : kept
         }
     }
 
@@ -644,7 +649,11 @@ final class DriverConnection: Sendable {
         // stray replies made as many verdict checks (80 MB; a thirty-fourth outside tester, F3).
         state.withLock { s in
             s.problems.append(text)
-            if s.problems.count > 200 { s.problems.removeFirst(); s.problemsDropped += 1 }
+            if s.problems.count > 200 {
+                let text = s.problems.removeFirst()
+                if s.firstDropped == nil { s.firstDropped = (s.problemsDropped, text) }
+                s.problemsDropped += 1
+            }
         }
     }
 
