@@ -74,7 +74,7 @@ enum ReportCommand {
             return HarnessCommand.usageError("\(error)")
         }
         let path = verdictPath!
-        let verdict: Verdict
+        var verdict: Verdict
         do {
             verdict = try Verdict(parsing: InputFile.contents(of: path), file: path)
         } catch let e as ScenarioError {
@@ -83,6 +83,15 @@ enum ReportCommand {
         } catch {
             HarnessCommand.complain("cannot read the verdict \(path): \(error.localizedDescription)")
             return HarnessCommand.Exit.usage.rawValue
+        }
+        // The verdict of a run that never finished (still going, or killed: `in_progress`) says so
+        // in every output, with how many of the planned scenarios have a result (an eighty-seventh
+        // outside tester, M5: the page said "0 passed · 0 failed" and nothing of the run's end).
+        var unfinished: String?
+        if verdict.extra["in_progress"] != nil {
+            let planned = verdict.extra["scenarios_planned"]?.numberValue.map { " of \(Int($0)) planned" } ?? ""
+            unfinished = "the run never finished (in_progress: still running, or killed): \(verdict.results.count)\(planned) scenario(s) have a result"
+            verdict.extra["error"] = .string(unfinished! + (verdict.extra["error"]?.stringValue.map { "; \($0)" } ?? ""))
         }
         // A saved verdict is already redacted; nothing more is known to hide.
         if let failure = outputs.write(verdict, redacting: []) {
@@ -94,7 +103,8 @@ enum ReportCommand {
         let drawn = verdict.results.filter(page.hasTimeline).count
         let count = verdict.results.count
         HarnessCommand.say("report: \(count) scenario\(count == 1 ? "" : "s"), \(failing.count) failing (\(drawn) with a timeline)"
-                           + (outputs.html.map { "; HTML \($0)" } ?? "") + (outputs.mermaid.map { "; Mermaid \($0)" } ?? ""))
+                           + (outputs.html.map { "; HTML \($0)" } ?? "") + (outputs.mermaid.map { "; Mermaid \($0)" } ?? "")
+                           + (unfinished.map { "; \($0)" } ?? ""))
         return HarnessCommand.Exit.ok.rawValue
     }
 }

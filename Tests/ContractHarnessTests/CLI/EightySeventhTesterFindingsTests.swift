@@ -13,6 +13,9 @@ import ExperimentlyMock
 /// - M3: `run` counted a file that deadlocks in its own order (an await before the release that
 ///   frees it) the SDK's failure; it is an error of the file when the reference cannot carry it
 ///   out either (`HarnessCommand.deadlocksOfTheFile`).
+/// - M5: `report` on the verdict of a killed run (`in_progress`) said nothing of its end; now
+///   the console, the HTML and the Mermaid say the run never finished and how many scenarios of
+///   those planned have a result.
 /// - M2: an adapter's line of a lone byte order mark, or a tab, was "not the protocol"; it is blank.
 final class EightySeventhTesterFindingsTests: XCTestCase {
     func testDefaultScheduleFilesFitTheFileSystemAndStayApart() {
@@ -67,6 +70,19 @@ final class EightySeventhTesterFindingsTests: XCTestCase {
         XCTAssertFalse(DriverConnection.isBlank(Data([0xEF, 0xBB])))
         XCTAssertFalse(DriverConnection.isBlank(Data([0xEF, 0xBB, 0xBF, UInt8(ascii: "{")])))
         XCTAssertFalse(DriverConnection.isBlank(Data("x".utf8)))
+    }
+
+    func testTheReportOfAKilledRunSaysItNeverFinished() throws {
+        let dir = try scratchDirectory("eighty-seventh-killed")
+        let verdict = TesterFixtures.folder("eighty-seventh-tester").appendingPathComponent("killed-run-verdict.json").path
+        let (status, out) = try HarnessProcess.run(["report", verdict, "--html", "r.html", "--mermaid", "r.md"], in: dir)
+        XCTAssertEqual(status, 0, out)
+        XCTAssertTrue(out.contains("the run never finished"), out)
+        XCTAssertTrue(out.contains("0 of 257 planned"), out)
+        for page in ["r.html", "r.md"] {
+            let text = try String(contentsOf: dir.appendingPathComponent(page), encoding: .utf8)
+            XCTAssertTrue(text.contains("the run never finished"), page)
+        }
     }
 }
 
