@@ -751,11 +751,7 @@ public enum HarnessCommand {
                 if !seen.insert(bytes).inserted { continue }
             }
             do {
-                var data = try InputFile.contents(of: file)
-                if let text = String(data: data, encoding: .utf8), text.contains("{{seed}}") {
-                    data = Data(text.replacingOccurrences(of: "{{seed}}", with: String(seed)).utf8)
-                }
-                let s = try ScenarioParser.parse(data, file: file)
+                let s = try SeedSubstitution.parsing(try InputFile.contents(of: file), seed: seed) { try ScenarioParser.parse($0, file: file) }
                 if let other = names[s.name] {
                     let spelled = JSONValue.string(s.name).unambiguousJSONText
                     let same = other.name.unicodeScalars.elementsEqual(s.name.unicodeScalars)
@@ -1002,11 +998,9 @@ public enum HarnessCommand {
         let settings: Explorer.Settings
         var secrets: [String] = []
         do {
-            var data = try InputFile.contents(of: file)
-            if let text = String(data: data, encoding: .utf8), text.contains("{{seed}}") {
-                data = Data(text.replacingOccurrences(of: "{{seed}}", with: String(options.seed)).utf8)
-            }
-            root = try JSONValue.parse(data, file: file)
+            let original = try InputFile.contents(of: file)
+            let data = SeedSubstitution.apply(original, seed: options.seed)
+            root = try SeedSubstitution.parsing(original, seed: options.seed) { try JSONValue.parse($0, file: file) }
             secrets = ConfiguredSecrets.keys(of: try ScenarioParser.parse(data, file: file)) + ConfiguredSecrets.keys(in: root)
             guard var s = try Explorer.settings(of: root, file: file) else {
                 throw ScenarioError(file: file, path: "$.explore", expected: "an \"explore\" section listing the steps that may move", found: "none")

@@ -66,11 +66,9 @@ enum InterleaveCommand {
         let scenario: Scenario
         var secrets: [String] = []
         do {
-            var data = try InputFile.contents(of: file)
-            if let text = String(data: data, encoding: .utf8), text.contains("{{seed}}") {
-                data = Data(text.replacingOccurrences(of: "{{seed}}", with: String(options.seed)).utf8)
-            }
-            root = try JSONValue.parse(data, file: file)
+            let original = try InputFile.contents(of: file)
+            let data = SeedSubstitution.apply(original, seed: options.seed)
+            root = try SeedSubstitution.parsing(original, seed: options.seed) { try JSONValue.parse($0, file: file) }
             scenario = try ScenarioParser.parse(data, file: file)
             secrets = ConfiguredSecrets.keys(of: scenario) + ConfiguredSecrets.keys(in: root)
         } catch {

@@ -16,6 +16,7 @@ import ExperimentlyMock
 /// - M5: `report` on the verdict of a killed run (`in_progress`) said nothing of its end; now
 ///   the console, the HTML and the Mermaid say the run never finished and how many scenarios of
 ///   those planned have a result.
+/// - M8: a JSON error after a `{{seed}}` on its line named the column of the replaced text.
 /// - M2: an adapter's line of a lone byte order mark, or a tab, was "not the protocol"; it is blank.
 final class EightySeventhTesterFindingsTests: XCTestCase {
     func testDefaultScheduleFilesFitTheFileSystemAndStayApart() {
@@ -83,6 +84,19 @@ final class EightySeventhTesterFindingsTests: XCTestCase {
             let text = try String(contentsOf: dir.appendingPathComponent(page), encoding: .utf8)
             XCTAssertTrue(text.contains("the run never finished"), page)
         }
+    }
+
+    func testAJSONErrorAfterASeedNamesTheColumnAsWritten() throws {
+        let text = #"{"format": "experimently-scenario/1", "name": "s-{{seed}}-{{seed}}-{{seed}}", "steps": [}"#
+        let column = text.utf8.count   // the stray `}` is the last byte
+        for seed: UInt64 in [0, 123_456_789_012_345] {
+            XCTAssertThrowsError(try SeedSubstitution.parsing(Data(text.utf8), seed: seed) { try ScenarioParser.parse($0, file: "f.json") }) { error in
+                XCTAssertTrue("\(error)".contains("at line 1, column \(column)"), "\(seed): \(error)")
+            }
+        }
+        // An error inside a replaced seed is placed at its placeholder.
+        XCTAssertEqual(SeedSubstitution.remap("x at line 1, column 5", original: Data("ab{{seed}}c".utf8), seedText: "123456"), "x at line 1, column 3")
+        XCTAssertEqual(SeedSubstitution.remap("no position", original: Data(), seedText: "0"), "no position")
     }
 }
 
