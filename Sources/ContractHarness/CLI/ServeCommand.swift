@@ -276,6 +276,7 @@ enum ServeCommand {
         } else {
             journal = nil
         }
+        journal?.onWriteFailure { StandardStream.error(Data("contract-harness serve: \($0)\n".utf8)) }
         // Always streamed, so memory stays bounded also without --journal (then nothing is kept).
         backend.streamHistory(HistoryRetention(bodyPrefixBytes: options.journalBodyBytes), to: { journal?.append($0) })
         HarnessCommand.say("EXPERIMENTLY_API_URL=\(url)")
