@@ -9,7 +9,7 @@ extension Verdict {
         var v = self
         v.extra["interrupted"] = .bool(true)
         v.extra["ok"] = .bool(false)
-        let note = "interrupted by \(sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "signal \(sig)") as it finished: the results are complete"
+        let note = "interrupted by \(sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "signal \(sig)") as it finished: the results are complete"
         v.extra["error"] = .string(v.extra["error"]?.stringValue.map { $0 + "; " + note } ?? note)
         return v
     }
@@ -113,7 +113,9 @@ enum InterruptSignals {
             }
             thread.name = "contract-harness.interrupt"
             thread.start()
-            for sig in [SIGINT, SIGTERM] {
+            // SIGHUP too (a closed terminal, a CI runner hanging up): it killed `run` outright and
+            // left the verdict `in_progress` (an eighty-seventh outside tester, L11).
+            for sig in [SIGINT, SIGTERM, SIGHUP] {
                 signal(sig) { received in
                     interruptSignalReceived = received   // async-signal-safe (a plain store)
                     var byte = UInt8(truncatingIfNeeded: received)
@@ -189,7 +191,7 @@ enum InterruptSignals {
         } else {
             StandardStream.error(Data("contract-harness: interrupted by signal \(sig); the processes it started were killed\n".utf8))
         }
-        exit(sig == SIGINT ? 130 : 143)
+        exit(128 + sig)
     }
 
     /// Installs the handlers if needed and makes `handler` the one that runs on a signal (the
