@@ -171,6 +171,11 @@ public struct DriverHello: Sendable, Equatable {
         // The name heads every report of the run: an empty one printed "sdk:  1" (a sixty-sixth
         // outside tester). A version, when given, is a text: a number was dropped silently.
         guard !name.isEmpty else { throw DriverProtocolError("hello: \"sdk.name\" is empty in \(json.jsonText) (name the SDK)") }
+        // Nor one that shows nothing: white space, format and bidi controls alone (an eighty-seventh
+        // outside tester, L3: three spaces, or U+202E U+200B, were taken as a name).
+        guard name.unicodeScalars.contains(where: { !$0.properties.isWhitespace && $0.properties.generalCategory != .format && !$0.properties.isBidiControl }) else {
+            throw DriverProtocolError("hello: \"sdk.name\" \(JSONValue.string(name).unambiguousJSONText) shows nothing (white space or invisible characters alone; name the SDK)")
+        }
         if let v = json["sdk"]?["version"], v.stringValue == nil, v != .null {
             throw DriverProtocolError("hello: \"sdk.version\" is \(v.jsonText), not a text, in \(json.jsonText)")
         }
