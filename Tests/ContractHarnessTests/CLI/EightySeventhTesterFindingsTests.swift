@@ -98,5 +98,19 @@ final class EightySeventhTesterFindingsTests: XCTestCase {
         XCTAssertEqual(SeedSubstitution.remap("x at line 1, column 5", original: Data("ab{{seed}}c".utf8), seedText: "123456"), "x at line 1, column 3")
         XCTAssertEqual(SeedSubstitution.remap("no position", original: Data(), seedText: "0"), "no position")
     }
+
+    /// An eighty-eighth outside tester: a stale write asserted before the file's own deadlock is
+    /// the broken SDK's failure, not hidden as an error of the file; the shipping SDK, which fails
+    /// only where the reference does, gets the file's error.
+    func testAWrongValueBeforeTheFilesDeadlockStaysTheSDKsFailure() throws {
+        let dir = try scratchDirectory("eighty-eighth-deadlock")
+        let file = TesterFixtures.folder("eighty-eighth-tester").appendingPathComponent("stale-write-then-deadlock.json").path
+        for (sdk, counted) in [(["--mutant", "stale-write-after-clear"], "failed"), ([], "error")] {
+            let (status, out) = try HarnessProcess.run(["run", file] + sdk + ["--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 1, out)
+            let verdict = try JSONValue.parse(Data(contentsOf: dir.appendingPathComponent("v.json"))).value
+            XCTAssertEqual(verdict["counts"]?[counted], .number(1), "\(sdk): \(out)")
+        }
+    }
 }
 
