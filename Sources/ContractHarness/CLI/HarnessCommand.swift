@@ -941,7 +941,7 @@ public enum HarnessCommand {
             guard shared.infeasible, shared.status != .passed, failing(r).isSubset(of: failing(shared)) else { continue }
             out[i].status = .error
             out[i].reason = "the scenario cannot be carried out as written: the reference SDK (\(reference.driver.sdkName)) cannot carry it out "
-                + "in this order either, so no SDK can pass it (an error of the file, not of the SDK): \(r.reason ?? r.checks.first(where: { !$0.passed }).map { r.failureMessage(of: $0.name) } ?? "")"
+                + "in this order either, and fails every check this SDK fails (an error of the file, not of the SDK): \(r.reason ?? r.checks.first(where: { !$0.passed }).map { r.failureMessage(of: $0.name) } ?? "")"
             tell("ERROR \(r.name): counted an error of the file: the reference SDK cannot carry it out in this order either")
         }
         return out

@@ -88,8 +88,10 @@ enum ReportCommand {
         // in every output, with how many of the planned scenarios have a result (an eighty-seventh
         // outside tester, M5: the page said "0 passed · 0 failed" and nothing of the run's end).
         var unfinished: String?
-        if verdict.extra["in_progress"] != nil {
-            let planned = verdict.extra["scenarios_planned"]?.numberValue.map { " of \(Int($0)) planned" } ?? ""
+        if verdict.extra["in_progress"] == .bool(true) {
+            // A count as a verdict writes it; anything else (a hand-edited 1e300, -1) is not shown
+            // (an eighty-eighth outside tester: 1e300 crashed the conversion).
+            let planned = verdict.extra["scenarios_planned"]?.numberValue.flatMap { Int(exactly: $0) }.flatMap { $0 >= 0 ? " of \($0) planned" : nil } ?? ""
             unfinished = "the run never finished (in_progress: still running, or killed): \(verdict.results.count)\(planned) scenario(s) have a result"
             verdict.extra["error"] = .string(unfinished! + (verdict.extra["error"]?.stringValue.map { "; \($0)" } ?? ""))
         }

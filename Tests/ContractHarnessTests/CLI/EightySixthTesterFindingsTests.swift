@@ -98,4 +98,29 @@ final class EightySixthTesterFindingsTests: XCTestCase {
         let otherStore = #"{"a": {"store": "s"}, "b": {"store": "t", "launch": "at_first_use"}}"#
         XCTAssertEqual(try owners(otherStore, "[{\(flag), \"client\": \"a\"}, {\(flag), \"client\": \"b\"}]"), [:])
     }
+
+    /// An eighty-eighth outside tester: an earlier client with a copy of a `times` group still
+    /// running (`await t#1` awaits copy 1 alone) is no relaunch's origin; a `close` of it after the
+    /// relaunch, or a `seed_store` naming the later client before it, leaves the relaunch one.
+    func testARunningCopyCloseAfterAndSeedsDecideTheRelaunchRight() throws {
+        func owners(_ clients: String, _ steps: String) throws -> [String: String] {
+            let text = #"{"format": "experimently-scenario/1", "name": "n", "description": "d", "clients": "# + clients + #", "steps": "# + steps + #"}"#
+            return Dictionary(uniqueKeysWithValues: try ScenarioParser.parse(Data(text.utf8), file: "r.json").originOwners.map { ($0.key.text, $0.value) })
+        }
+        let flag = #""do": "evaluateFlag", "flag": "sdk_contract_flag", "user": "u", "expect": {"value": {"enabled": true}}"#
+        let two = #"{"a": {"store": "s"}, "b": {"store": "s", "launch": "at_first_use"}}"#
+        XCTAssertEqual(try owners(two, "[{\(flag), \"client\": \"a\", \"as\": \"t\", \"async\": true, \"times\": 2}, {\"await\": \"t#1\"}, {\(flag), \"client\": \"b\"}]"), [:])
+        XCTAssertEqual(try owners(two, "[{\(flag), \"client\": \"a\", \"as\": \"t\", \"async\": true, \"times\": 2}, {\"await\": \"t\"}, {\(flag), \"client\": \"b\"}]"), ["b": "a"])
+        XCTAssertEqual(try owners(two, "[{\(flag), \"client\": \"a\"}, {\(flag), \"client\": \"b\"}, {\"do\": \"close\", \"client\": \"a\"}]"), ["b": "a"])
+        let seed = #"{"seed_store": {"client": "b", "user": "u", "flag": "sdk_contract_flag", "json": {"key": "sdk_contract_flag", "enabled": true, "config": null}}}"#
+        XCTAssertEqual(try owners(two, "[\(seed), {\(flag), \"client\": \"a\"}, {\"do\": \"close\", \"client\": \"a\"}, {\(flag), \"client\": \"b\"}]"), ["b": "a"])
+        // End to end: the copy still running keeps its own client's origin, so its chunk is its own.
+        let dir = try scratchDirectory("eighty-eighth-copies")
+        let file = TesterFixtures.folder("eighty-eighth-tester").appendingPathComponent("times-copy-still-running.json").path
+        for sdk in [[], ["--sdk-command", TesterFixtures.python]] {
+            let (status, out) = try HarnessProcess.run(["run", file] + sdk + ["--verdict", "v.json"], in: dir)
+            XCTAssertEqual(status, 0, "\(sdk): \(out)")
+        }
+    }
 }
+
