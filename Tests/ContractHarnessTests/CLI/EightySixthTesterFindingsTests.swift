@@ -114,13 +114,6 @@ final class EightySixthTesterFindingsTests: XCTestCase {
         XCTAssertEqual(try owners(two, "[{\(flag), \"client\": \"a\"}, {\(flag), \"client\": \"b\"}, {\"do\": \"close\", \"client\": \"a\"}]"), ["b": "a"])
         let seed = #"{"seed_store": {"client": "b", "user": "u", "flag": "sdk_contract_flag", "json": {"key": "sdk_contract_flag", "enabled": true, "config": null}}}"#
         XCTAssertEqual(try owners(two, "[\(seed), {\(flag), \"client\": \"a\"}, {\"do\": \"close\", \"client\": \"a\"}, {\(flag), \"client\": \"b\"}]"), ["b": "a"])
-        // End to end: the copy still running keeps its own client's origin, so its chunk is its own.
-        let dir = try scratchDirectory("eighty-eighth-copies")
-        let file = TesterFixtures.folder("eighty-eighth-tester").appendingPathComponent("times-copy-still-running.json").path
-        for sdk in [[], ["--sdk-command", TesterFixtures.python]] {
-            let (status, out) = try HarnessProcess.run(["run", file] + sdk + ["--verdict", "v.json"], in: dir)
-            XCTAssertEqual(status, 0, "\(sdk): \(out)")
-        }
     }
 }
 
