@@ -932,7 +932,7 @@ public enum HarnessCommand {
               let reference = referenceRunner(options: options, driver: driver) else { return results }
         var out = results
         for (i, r) in results.enumerated() where r.status == .failed && r.infeasible && !r.infeasibleByChoice {
-            guard let s = selected.first(where: { $0.file == r.file && $0.name.isExactly(r.name) }) else { continue }
+            guard let s = selected.first(where: { $0.file.isExactly(r.file) && $0.name.isExactly(r.name) }) else { continue }
             let shared = await reference.run(s)
             // Only when the SDK fails nothing the reference does not: a wrong value before the
             // deadlock is the SDK's failure, whatever the file's order does later (an eighty-eighth

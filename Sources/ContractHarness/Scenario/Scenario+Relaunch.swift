@@ -54,7 +54,7 @@ extension Scenario {
         }
         func awaitedAt(_ label: String) -> Int? {
             let whole = label.split(separator: "#", maxSplits: 1).first.map(String.init) ?? label
-            return [awaited[ExactKey(label)], label == whole ? nil : awaited[ExactKey(whole)]].compactMap { $0 }.min()
+            return [awaited[ExactKey(label)], label.isExactly(whole) ? nil : awaited[ExactKey(whole)]].compactMap { $0 }.min()
         }
         // Relaunches in the order they happen (a chain resolves to its first launch).
         let relaunched = clients.filter { launchedAtFirstUse.containsExactly($0.name) && $0.store != nil }
