@@ -36,8 +36,7 @@ extension HarnessCommand {
 
     /// The job that runs `s` in a worker.
     static func job(_ s: Scenario, id: Int, options: RunOptions, cap: Int? = nil, keepsHistory: Bool = true) -> WorkerJob {
-        var text = (try? String(contentsOfFile: s.file, encoding: .utf8)) ?? ""
-        if text.contains("{{seed}}") { text = text.replacingOccurrences(of: "{{seed}}", with: String(options.seed)) }
+        let text = SeedSubstitution.apply((try? String(contentsOfFile: s.file, encoding: .utf8)) ?? "", seed: options.seed)
         let exploring = options.explore && text.contains("\"explore\"")
         return WorkerJob(id: id, file: s.file, scenario: text, seed: options.seed, mutant: options.mutant, stepTimeoutCap: cap,
                          keepsHistory: keepsHistory,

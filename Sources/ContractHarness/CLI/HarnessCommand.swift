@@ -908,14 +908,6 @@ public enum HarnessCommand {
         return result
     }
 
-    /// The reference a schedule must pass on for its failure to count (Explorer.explore): an
-    /// implementation written apart from the SDK under exploration, so that an order both fail
-    /// is the file's, not the SDK's. The faithful variant (`MutantRun.driver(nil)`) when exploring
-    /// the shipping SDK (in process or through its adapter: the same name) or a broken variant; the
-    /// shipping SDK when exploring the faithful variant or another SDK. Before, the shipping SDK
-    /// was its own reference, and an order no SDK can carry out (a clock advance moved before the
-    /// operation it was to wake, a wait for a cancellation moved before the cancel, a one-shot
-    /// fault a cache hit leaves unused) failed it (a twenty-seventh outside tester).
     /// `results` with each failure that is the file's own deadlock made an `error` of the file: a
     /// scenario that failed because a step could not be carried out in the file's order (it waits
     /// for what only a later step provides, releases a hold with nothing held: `infeasible`) is
@@ -947,6 +939,14 @@ public enum HarnessCommand {
         return out
     }
 
+    /// The reference a schedule must pass on for its failure to count (Explorer.explore): an
+    /// implementation written apart from the SDK under exploration, so that an order both fail
+    /// is the file's, not the SDK's. The faithful variant (`MutantRun.driver(nil)`) when exploring
+    /// the shipping SDK (in process or through its adapter: the same name) or a broken variant; the
+    /// shipping SDK when exploring the faithful variant or another SDK. Before, the shipping SDK
+    /// was its own reference, and an order no SDK can carry out (a clock advance moved before the
+    /// operation it was to wake, a wait for a cancellation moved before the cancel, a one-shot
+    /// fault a cache hit leaves unused) failed it (a twenty-seventh outside tester).
     static func referenceRunner(options: RunOptions, driver: any SDKDriver) -> ScenarioRunner? {
         let shipping = SwiftSDKDriver()
         let faithful = MutantRun.driver(nil)

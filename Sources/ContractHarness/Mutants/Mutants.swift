@@ -443,9 +443,7 @@ public enum MutantRun {
         }
         var texts: [String: String] = [:]
         for (_, s) in pairs where texts[s.file] == nil {
-            var text = (try? String(contentsOfFile: s.file, encoding: .utf8)) ?? ""
-            if text.contains("{{seed}}") { text = text.replacingOccurrences(of: "{{seed}}", with: String(seed)) }
-            texts[s.file] = text
+            texts[s.file] = SeedSubstitution.apply((try? String(contentsOfFile: s.file, encoding: .utf8)) ?? "", seed: seed)
         }
         let work = pairs.enumerated().map { i, pair in
             WorkerJob(id: i, file: pair.1.file, scenario: texts[pair.1.file] ?? "", seed: seed, mutant: pair.0?.rawValue ?? "none",

@@ -9,7 +9,12 @@ enum SeedSubstitution {
     /// `data` with every `{{seed}}` replaced by `seed`; unchanged when it holds none or is no UTF-8.
     static func apply(_ data: Data, seed: UInt64) -> Data {
         guard let text = String(data: data, encoding: .utf8), text.contains(placeholder) else { return data }
-        return Data(text.replacingOccurrences(of: placeholder, with: String(seed)).utf8)
+        return Data(apply(text, seed: seed).utf8)
+    }
+
+    /// `text` with every `{{seed}}` replaced by `seed`.
+    static func apply(_ text: String, seed: UInt64) -> String {
+        text.contains(placeholder) ? text.replacingOccurrences(of: placeholder, with: String(seed)) : text
     }
 
     /// Runs `body` on `data` with `{{seed}}` replaced; a "not valid JSON ... at line L, column C"
